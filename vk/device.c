@@ -1,0 +1,336 @@
+/* The logical device: features enabled from what the device has, a compute queue, the
+ * pipeline cache, memory-type choice, and the one-shot transfer submission. */
+#include "vkd_internal.h"
+
+#include <string.h>
+
+/* The features Kiln enables when present, chained for vkCreateDevice. */
+typedef struct feature_chain {
+    VkPhysicalDeviceFeatures2 f2;
+    VkPhysicalDevice16BitStorageFeatures storage16;
+    VkPhysicalDevice8BitStorageFeatures storage8;
+    VkPhysicalDeviceShaderFloat16Int8Features float16_int8;
+    VkPhysicalDeviceMaintenance4Features maintenance4;
+    VkPhysicalDeviceSubgroupSizeControlFeatures subgroup_size_control;
+    const char *extensions[8];
+    uint32_t extension_count;
+} feature_chain;
+
+static void push_struct(void *head, void *s) {
+    VkBaseOutStructure *h = head, *x = s;
+    x->pNext = h->pNext;
+    h->pNext = x;
+}
+
+/* Fills the chain with the subset of the device's features that code generation uses and
+ * records in caps exactly what was enabled. */
+static void build_features(const vkd_device_info *d, feature_chain *c, vkd_caps *caps) {
+    bool v12 = d->api_version >= VK_API_VERSION_1_2, v13 = d->api_version >= VK_API_VERSION_1_3;
+    memset(c, 0, sizeof *c);
+    c->f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+    c->f2.features.shaderInt64 = d->features.shaderInt64;
+    c->f2.features.shaderInt16 = d->features.shaderInt16;
+    c->f2.features.shaderFloat64 = d->features.shaderFloat64;
+    caps->int64 = d->features.shaderInt64;
+    caps->int16 = d->features.shaderInt16;
+    caps->float64 = d->features.shaderFloat64;
+
+    c->storage16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+    c->storage16.storageBuffer16BitAccess = d->storage16.storageBuffer16BitAccess;
+    caps->storage_buffer_16bit = d->storage16.storageBuffer16BitAccess;
+    push_struct(&c->f2, &c->storage16);
+
+    if (v12 || d->ext_8bit_storage) {
+        c->storage8.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES;
+        c->storage8.storageBuffer8BitAccess = d->storage8.storageBuffer8BitAccess;
+        caps->storage_buffer_8bit = d->storage8.storageBuffer8BitAccess;
+        push_struct(&c->f2, &c->storage8);
+        if (d->ext_8bit_storage)
+            c->extensions[c->extension_count++] = "VK_KHR_8bit_storage";
+    }
+    if (v12 || d->ext_float16_int8) {
+        c->float16_int8.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+        c->float16_int8.shaderFloat16 = d->float16_int8.shaderFloat16;
+        c->float16_int8.shaderInt8 = d->float16_int8.shaderInt8;
+        caps->float16 = d->float16_int8.shaderFloat16;
+        caps->int8 = d->float16_int8.shaderInt8;
+        push_struct(&c->f2, &c->float16_int8);
+        if (d->ext_float16_int8)
+            c->extensions[c->extension_count++] = "VK_KHR_shader_float16_int8";
+    }
+    if (v13 || d->ext_maintenance4) {
+        c->maintenance4.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES;
+        c->maintenance4.maintenance4 = d->maintenance4.maintenance4;
+        /* Vulkan allows the LocalSizeId execution mode only with this feature enabled. */
+        caps->maintenance4 = d->maintenance4.maintenance4;
+        push_struct(&c->f2, &c->maintenance4);
+        if (d->ext_maintenance4)
+            c->extensions[c->extension_count++] = "VK_KHR_maintenance4";
+    }
+    if (d->has_subgroup_size_control) {
+        c->subgroup_size_control.sType =
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES;
+        c->subgroup_size_control.subgroupSizeControl =
+            d->subgroup_size_control_features.subgroupSizeControl;
+        c->subgroup_size_control.computeFullSubgroups =
+            d->subgroup_size_control_features.computeFullSubgroups;
+        caps->subgroup_size_control = d->subgroup_size_control_features.subgroupSizeControl;
+        caps->compute_full_subgroups = d->subgroup_size_control_features.computeFullSubgroups;
+        push_struct(&c->f2, &c->subgroup_size_control);
+        if (d->ext_subgroup_size_control)
+            c->extensions[c->extension_count++] = "VK_EXT_subgroup_size_control";
+    }
+    if (d->ext_portability_subset) /* required when the device offers it */
+        c->extensions[c->extension_count++] = "VK_KHR_portability_subset";
+}
+
+static void fill_caps(const vkd_device_info *d, const vkd_device_options *opt, vkd_caps *caps) {
+    const VkPhysicalDeviceLimits *l = &d->props.limits;
+    caps->api_version = d->api_version;
+    caps->spirv_version = d->api_version >= VK_API_VERSION_1_3   ? 0x10600u
+                          : d->api_version >= VK_API_VERSION_1_2 ? 0x10500u
+                                                                 : 0x10300u;
+    caps->subgroup_size = d->subgroup.subgroupSize;
+    if (caps->subgroup_size_control) {
+        caps->min_subgroup_size = d->subgroup_size_control.minSubgroupSize;
+        caps->max_subgroup_size = d->subgroup_size_control.maxSubgroupSize;
+    } else {
+        caps->min_subgroup_size = caps->max_subgroup_size = caps->subgroup_size;
+    }
+    caps->subgroup_operations = (d->subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT)
+                                    ? d->subgroup.supportedOperations
+                                    : 0;
+    const VkQueueFamilyProperties *q = &d->queue_families[d->compute_family];
+    caps->timestamps = q->timestampValidBits > 0 && l->timestampPeriod > 0.0f;
+    caps->timestamp_period_ns = l->timestampPeriod;
+    caps->max_push_constants_size = l->maxPushConstantsSize;
+    if (opt->max_push_constants && opt->max_push_constants < caps->max_push_constants_size)
+        caps->max_push_constants_size = opt->max_push_constants;
+    caps->max_storage_buffer_range = l->maxStorageBufferRange;
+    if (opt->max_storage_range && opt->max_storage_range < caps->max_storage_buffer_range)
+        caps->max_storage_buffer_range = opt->max_storage_range;
+    caps->max_memory_allocation_size = d->maintenance3.maxMemoryAllocationSize;
+    for (int i = 0; i < 3; i++) {
+        caps->max_workgroup_count[i] = l->maxComputeWorkGroupCount[i];
+        caps->max_workgroup_size[i] = l->maxComputeWorkGroupSize[i];
+    }
+    caps->max_workgroup_invocations = l->maxComputeWorkGroupInvocations;
+    caps->max_shared_memory_size = l->maxComputeSharedMemorySize;
+    caps->max_storage_buffers_per_stage = l->maxPerStageDescriptorStorageBuffers;
+    caps->min_storage_buffer_offset_alignment = l->minStorageBufferOffsetAlignment;
+}
+
+/* Storage buffers live in a device-local type when there is one; when that type is also
+ * host-visible and coherent (UMA, lavapipe) buffers are mapped and need no staging. */
+static void choose_memory(vkd_device *dev) {
+    const VkPhysicalDeviceMemoryProperties *m = &dev->info->memory;
+    const VkMemoryPropertyFlags host =
+        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    int32_t device_type = -1, staging = -1;
+    for (uint32_t i = 0; i < m->memoryTypeCount; i++) {
+        VkMemoryPropertyFlags f = m->memoryTypes[i].propertyFlags;
+        if (device_type < 0 && (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT))
+            device_type = (int32_t)i;
+        if ((f & host) == host && (staging < 0 || (f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT)))
+            staging = (int32_t)i;
+    }
+    if (device_type < 0)
+        device_type = staging >= 0 ? staging : 0;
+    dev->memory_type_device = (uint32_t)device_type;
+    dev->memory_type_staging = staging;
+    VkMemoryPropertyFlags f = m->memoryTypes[device_type].propertyFlags;
+    dev->caps.host_visible_device_memory = (f & host) == host && !dev->options.force_staging;
+}
+
+static kiln_status create_objects(vkd_device *dev, base_error *err) {
+    const struct VolkDeviceTable *vk = &dev->vk;
+    VkPipelineCacheCreateInfo cache_info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    kiln_status st =
+        vkd_check(vk->vkCreatePipelineCache(dev->handle, &cache_info, NULL, &dev->pipeline_cache),
+                  "vkCreatePipelineCache", err);
+    if (st != KILN_OK)
+        return st;
+    VkCommandPoolCreateInfo pool_info = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+        .queueFamilyIndex = dev->queue_family,
+    };
+    st = vkd_check(vk->vkCreateCommandPool(dev->handle, &pool_info, NULL, &dev->command_pool),
+                   "vkCreateCommandPool", err);
+    if (st != KILN_OK)
+        return st;
+    VkCommandBufferAllocateInfo cmd_info = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = dev->command_pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    st = vkd_check(vk->vkAllocateCommandBuffers(dev->handle, &cmd_info, &dev->transfer_cmd),
+                   "vkAllocateCommandBuffers", err);
+    if (st != KILN_OK)
+        return st;
+    VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    return vkd_check(vk->vkCreateFence(dev->handle, &fence_info, NULL, &dev->transfer_fence),
+                     "vkCreateFence", err);
+}
+
+kiln_status vkd_device_create(const vkd_instance *inst, uint32_t index,
+                              const vkd_device_options *options, vkd_device **out,
+                              base_error *err) {
+    static const vkd_device_options defaults = {0};
+    *out = NULL;
+    const vkd_device_info *info = vkd_instance_device(inst, index);
+    if (!info)
+        return base_error_set(err, KILN_ERROR_NOT_FOUND,
+                              "device index %u does not exist (%u device%s)", index,
+                              inst->device_count, inst->device_count == 1 ? "" : "s");
+    if (info->compute_family < 0)
+        return base_error_set(err, KILN_ERROR_NO_DEVICE, "device %u (%s) has no compute queue",
+                              index, info->props.deviceName);
+    if (info->api_version < VK_API_VERSION_1_1)
+        return base_error_set(err, KILN_ERROR_UNSUPPORTED,
+                              "device %u (%s) supports Vulkan %u.%u; Kiln needs 1.1", index,
+                              info->props.deviceName, VK_API_VERSION_MAJOR(info->api_version),
+                              VK_API_VERSION_MINOR(info->api_version));
+    vkd_device *dev = base_calloc(&inst->alloc, 1, sizeof *dev);
+    if (!dev)
+        return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for device");
+    dev->alloc = inst->alloc;
+    dev->inst = inst;
+    dev->info = info;
+    dev->options = options ? *options : defaults;
+    if (!dev->options.fence_timeout_ns)
+        dev->options.fence_timeout_ns = 60ull * 1000 * 1000 * 1000;
+    dev->queue_family = (uint32_t)info->compute_family;
+
+    feature_chain chain;
+    build_features(info, &chain, &dev->caps);
+    fill_caps(info, &dev->options, &dev->caps);
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo queue_info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+        .queueFamilyIndex = dev->queue_family,
+        .queueCount = 1,
+        .pQueuePriorities = &priority,
+    };
+    VkDeviceCreateInfo device_info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = &chain.f2,
+        .queueCreateInfoCount = 1,
+        .pQueueCreateInfos = &queue_info,
+        .enabledExtensionCount = chain.extension_count,
+        .ppEnabledExtensionNames = chain.extensions,
+    };
+    kiln_status st = vkd_check(vkCreateDevice(info->physical, &device_info, NULL, &dev->handle),
+                               "vkCreateDevice", err);
+    if (st != KILN_OK)
+        goto fail;
+    volkLoadDeviceTable(&dev->vk, dev->handle);
+    dev->vk.vkGetDeviceQueue(dev->handle, dev->queue_family, 0, &dev->queue);
+    choose_memory(dev);
+    if ((st = create_objects(dev, err)) != KILN_OK)
+        goto fail;
+    *out = dev;
+    return KILN_OK;
+fail:
+    vkd_device_destroy(dev);
+    return st;
+}
+
+void vkd_device_destroy(vkd_device *dev) {
+    if (!dev)
+        return;
+    if (dev->handle) {
+        const struct VolkDeviceTable *vk = &dev->vk;
+        vk->vkDeviceWaitIdle(dev->handle);
+        if (dev->transfer_fence)
+            vk->vkDestroyFence(dev->handle, dev->transfer_fence, NULL);
+        if (dev->command_pool)
+            vk->vkDestroyCommandPool(dev->handle, dev->command_pool, NULL);
+        if (dev->pipeline_cache)
+            vk->vkDestroyPipelineCache(dev->handle, dev->pipeline_cache, NULL);
+        vk->vkDestroyDevice(dev->handle, NULL);
+    }
+    base_allocator alloc = dev->alloc;
+    base_free(&alloc, dev, sizeof *dev);
+}
+
+const vkd_caps *vkd_device_caps(const vkd_device *dev) {
+    return &dev->caps;
+}
+
+const vkd_device_info *vkd_device_info_of(const vkd_device *dev) {
+    return dev->info;
+}
+
+VkDevice vkd_device_handle(const vkd_device *dev) {
+    return dev->handle;
+}
+
+const struct VolkDeviceTable *vkd_device_table(const vkd_device *dev) {
+    return &dev->vk;
+}
+
+VkPipelineCache vkd_device_pipeline_cache(const vkd_device *dev) {
+    return dev->pipeline_cache;
+}
+
+vkd_stats vkd_device_stats(const vkd_device *dev) {
+    return dev->stats;
+}
+
+kiln_status vkd_wait_fence(vkd_device *dev, VkFence fence, const char *what, base_error *err) {
+    VkResult r =
+        dev->vk.vkWaitForFences(dev->handle, 1, &fence, VK_TRUE, dev->options.fence_timeout_ns);
+    if (r == VK_TIMEOUT)
+        return base_error_set(err, KILN_ERROR_TIMEOUT,
+                              "%s did not finish within %llu ms (vkWaitForFences)", what,
+                              (unsigned long long)(dev->options.fence_timeout_ns / 1000000));
+    return vkd_check(r, "vkWaitForFences", err);
+}
+
+kiln_status vkd_transfer_begin(vkd_device *dev, VkCommandBuffer *cmd, base_error *err) {
+    VkCommandBufferBeginInfo begin = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+    };
+    kiln_status st =
+        vkd_check(dev->vk.vkResetCommandBuffer(dev->transfer_cmd, 0), "vkResetCommandBuffer", err);
+    if (st == KILN_OK)
+        st = vkd_check(dev->vk.vkBeginCommandBuffer(dev->transfer_cmd, &begin),
+                       "vkBeginCommandBuffer", err);
+    *cmd = dev->transfer_cmd;
+    return st;
+}
+
+kiln_status vkd_transfer_end(vkd_device *dev, base_error *err) {
+    const struct VolkDeviceTable *vk = &dev->vk;
+    /* Make the transfer visible to later shader work and host reads. */
+    VkMemoryBarrier barrier = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+        .dstAccessMask =
+            VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+    };
+    vk->vkCmdPipelineBarrier(dev->transfer_cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                             VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0,
+                             1, &barrier, 0, NULL, 0, NULL);
+    kiln_status st =
+        vkd_check(vk->vkEndCommandBuffer(dev->transfer_cmd), "vkEndCommandBuffer", err);
+    if (st != KILN_OK)
+        return st;
+    VkSubmitInfo submit = {
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+        .commandBufferCount = 1,
+        .pCommandBuffers = &dev->transfer_cmd,
+    };
+    st = vkd_check(vk->vkResetFences(dev->handle, 1, &dev->transfer_fence), "vkResetFences", err);
+    if (st == KILN_OK)
+        st = vkd_check(vk->vkQueueSubmit(dev->queue, 1, &submit, dev->transfer_fence),
+                       "vkQueueSubmit", err);
+    if (st == KILN_OK) {
+        dev->stats.submits++;
+        st = vkd_wait_fence(dev, dev->transfer_fence, "a buffer transfer", err);
+    }
+    return st;
+}

@@ -1,0 +1,361 @@
+/* The Vulkan instance: loader, validation layer and messenger, physical-device snapshots. */
+#include "vkd_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char validation_layer[] = "VK_LAYER_KHRONOS_validation";
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL messenger_callback(
+    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT types,
+    const VkDebugUtilsMessengerCallbackDataEXT *data, void *user) {
+    (void)types;
+    vkd_instance *inst = user;
+    const char *msg = data && data->pMessage ? data->pMessage : "(no message)";
+    if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
+        inst->messages.errors++;
+        base_log(BASE_LOG_ERROR, "validation", "%s", msg);
+    } else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+        inst->messages.warnings++;
+        base_log(BASE_LOG_WARN, "validation", "%s", msg);
+    } else {
+        inst->messages.infos++;
+        base_log(BASE_LOG_DEBUG, "validation", "%s", msg);
+    }
+    return VK_FALSE; /* never abort the call that triggered the message */
+}
+
+static bool env_flag(const char *name) {
+    const char *v = getenv(name);
+    return v && v[0] && strcmp(v, "0") != 0;
+}
+
+static kiln_status load_layers(vkd_instance *inst, base_error *err) {
+    uint32_t n = 0;
+    kiln_status st = vkd_check(vkEnumerateInstanceLayerProperties(&n, NULL),
+                               "vkEnumerateInstanceLayerProperties", err);
+    if (st != KILN_OK || n == 0)
+        return st;
+    inst->layers = base_calloc(&inst->alloc, n, sizeof *inst->layers);
+    if (!inst->layers)
+        return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for layer list");
+    st = vkd_check(vkEnumerateInstanceLayerProperties(&n, inst->layers),
+                   "vkEnumerateInstanceLayerProperties", err);
+    inst->layer_count = n;
+    return st;
+}
+
+static bool has_layer(const vkd_instance *inst, const char *name) {
+    for (uint32_t i = 0; i < inst->layer_count; i++) {
+        if (strcmp(inst->layers[i].layerName, name) == 0)
+            return true;
+    }
+    return false;
+}
+
+static bool has_instance_extension(const VkExtensionProperties *exts, uint32_t n,
+                                   const char *name) {
+    for (uint32_t i = 0; i < n; i++) {
+        if (strcmp(exts[i].extensionName, name) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Creates the VkInstance with the extensions that exist and that Kiln uses. */
+static kiln_status create_handle(vkd_instance *inst, const vkd_instance_options *opt,
+                                 base_error *err) {
+    uint32_t n = 0;
+    kiln_status st = vkd_check(vkEnumerateInstanceExtensionProperties(NULL, &n, NULL),
+                               "vkEnumerateInstanceExtensionProperties", err);
+    if (st != KILN_OK)
+        return st;
+    VkExtensionProperties *exts = base_calloc(&inst->alloc, n ? n : 1, sizeof *exts);
+    if (!exts)
+        return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for extensions");
+    st = vkd_check(vkEnumerateInstanceExtensionProperties(NULL, &n, exts),
+                   "vkEnumerateInstanceExtensionProperties", err);
+    bool portability = has_instance_extension(exts, n, "VK_KHR_portability_enumeration");
+    bool debug_utils = has_instance_extension(exts, n, VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    base_free(&inst->alloc, exts, (n ? n : 1) * sizeof *exts);
+    if (st != KILN_OK)
+        return st;
+
+    const char *ext_names[2];
+    uint32_t ext_count = 0;
+    if (portability)
+        ext_names[ext_count++] = "VK_KHR_portability_enumeration";
+    if (inst->validation) {
+        if (!has_layer(inst, validation_layer) || !debug_utils)
+            return base_error_set(err, KILN_ERROR_UNSUPPORTED,
+                                  "validation was requested but %s is not installed "
+                                  "(Debian: apt-get install vulkan-validationlayers)",
+                                  validation_layer);
+        ext_names[ext_count++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+    }
+
+    VkApplicationInfo app = {
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        .pApplicationName = opt->app_name ? opt->app_name : "kiln",
+        .pEngineName = "kiln",
+        .apiVersion = inst->api_version,
+    };
+    VkDebugUtilsMessengerCreateInfoEXT messenger_info = {
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT,
+        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+        .pfnUserCallback = messenger_callback,
+        .pUserData = inst,
+    };
+    VkValidationFeatureEnableEXT sync = VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT;
+    VkValidationFeaturesEXT features = {
+        .sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT,
+        .enabledValidationFeatureCount = 1,
+        .pEnabledValidationFeatures = &sync,
+    };
+    if (inst->validation && opt->sync_validation)
+        messenger_info.pNext = &features;
+    const char *layers[] = {validation_layer};
+    VkInstanceCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        /* The messenger in pNext also reports instance creation and destruction. */
+        .pNext = inst->validation ? &messenger_info : NULL,
+        .flags = portability ? VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR : 0,
+        .pApplicationInfo = &app,
+        .enabledLayerCount = inst->validation ? 1u : 0u,
+        .ppEnabledLayerNames = layers,
+        .enabledExtensionCount = ext_count,
+        .ppEnabledExtensionNames = ext_names,
+    };
+    st = vkd_check(vkCreateInstance(&info, NULL, &inst->handle), "vkCreateInstance", err);
+    if (st != KILN_OK)
+        return st;
+    volkLoadInstanceOnly(inst->handle);
+    if (inst->validation) {
+        st = vkd_check(
+            vkCreateDebugUtilsMessengerEXT(inst->handle, &messenger_info, NULL, &inst->messenger),
+            "vkCreateDebugUtilsMessengerEXT", err);
+    }
+    return st;
+}
+
+static bool device_has_extension(const VkExtensionProperties *exts, uint32_t n, const char *name) {
+    return has_instance_extension(exts, n, name);
+}
+
+/* Chains s into the pNext list of head when the feature is core at `core` or ext is true. */
+static void chain(void *head, void *s, bool wanted) {
+    if (!wanted)
+        return;
+    VkBaseOutStructure *h = head, *x = s;
+    x->pNext = h->pNext;
+    h->pNext = x;
+}
+
+static int32_t pick_compute_family(const vkd_device_info *d) {
+    int32_t any = -1;
+    for (uint32_t i = 0; i < d->queue_family_count; i++) {
+        VkQueueFlags f = d->queue_families[i].queueFlags;
+        if (!(f & VK_QUEUE_COMPUTE_BIT) || d->queue_families[i].queueCount == 0)
+            continue;
+        if (!(f & VK_QUEUE_GRAPHICS_BIT))
+            return (int32_t)i; /* a dedicated compute family */
+        if (any < 0)
+            any = (int32_t)i;
+    }
+    return any;
+}
+
+static kiln_status query_device(vkd_instance *inst, VkPhysicalDevice pd, uint32_t index,
+                                vkd_device_info *d, base_error *err) {
+    d->physical = pd;
+    d->index = index;
+    vkGetPhysicalDeviceProperties(pd, &d->props);
+    uint32_t api =
+        d->props.apiVersion < inst->api_version ? d->props.apiVersion : inst->api_version;
+    d->api_version = api;
+
+    uint32_t n = 0;
+    kiln_status st = vkd_check(vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL),
+                               "vkEnumerateDeviceExtensionProperties", err);
+    if (st != KILN_OK)
+        return st;
+    VkExtensionProperties *exts = base_calloc(&inst->alloc, n ? n : 1, sizeof *exts);
+    if (!exts)
+        return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for extensions");
+    st = vkd_check(vkEnumerateDeviceExtensionProperties(pd, NULL, &n, exts),
+                   "vkEnumerateDeviceExtensionProperties", err);
+    bool v12 = api >= VK_API_VERSION_1_2, v13 = api >= VK_API_VERSION_1_3;
+    bool driver = v12 || device_has_extension(exts, n, "VK_KHR_driver_properties");
+    bool float_controls = v12 || device_has_extension(exts, n, "VK_KHR_shader_float_controls");
+    bool bda = v12 || device_has_extension(exts, n, "VK_KHR_buffer_device_address");
+    d->ext_8bit_storage = !v12 && device_has_extension(exts, n, "VK_KHR_8bit_storage");
+    d->ext_float16_int8 = !v12 && device_has_extension(exts, n, "VK_KHR_shader_float16_int8");
+    d->ext_maintenance4 = !v13 && device_has_extension(exts, n, "VK_KHR_maintenance4");
+    d->ext_subgroup_size_control =
+        !v13 && device_has_extension(exts, n, "VK_EXT_subgroup_size_control");
+    d->ext_portability_subset = device_has_extension(exts, n, "VK_KHR_portability_subset");
+    base_free(&inst->alloc, exts, (n ? n : 1) * sizeof *exts);
+    if (st != KILN_OK)
+        return st;
+
+    d->has_driver = driver;
+    d->has_float_controls = float_controls;
+    d->has_subgroup_size_control = v13 || d->ext_subgroup_size_control;
+
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    d->id.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES;
+    d->maintenance3.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES;
+    d->subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
+    d->driver.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
+    d->subgroup_size_control.sType =
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES;
+    d->float_controls.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES;
+    chain(&p2, &d->id, true);
+    chain(&p2, &d->maintenance3, true);
+    chain(&p2, &d->subgroup, true);
+    chain(&p2, &d->driver, driver);
+    chain(&p2, &d->subgroup_size_control, d->has_subgroup_size_control);
+    chain(&p2, &d->float_controls, float_controls);
+    vkGetPhysicalDeviceProperties2(pd, &p2);
+
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    d->storage16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+    d->storage8.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES;
+    d->float16_int8.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+    d->buffer_device_address.sType =
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES;
+    d->maintenance4.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES;
+    d->subgroup_size_control_features.sType =
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES;
+    chain(&f2, &d->storage16, true);
+    chain(&f2, &d->storage8, v12 || d->ext_8bit_storage);
+    chain(&f2, &d->float16_int8, v12 || d->ext_float16_int8);
+    chain(&f2, &d->buffer_device_address, bda);
+    chain(&f2, &d->maintenance4, v13 || d->ext_maintenance4);
+    chain(&f2, &d->subgroup_size_control_features, d->has_subgroup_size_control);
+    vkGetPhysicalDeviceFeatures2(pd, &f2);
+    d->features = f2.features;
+    /* The snapshot keeps no pointers into this stack frame's chains. */
+    d->id.pNext = d->maintenance3.pNext = d->subgroup.pNext = d->driver.pNext = NULL;
+    d->subgroup_size_control.pNext = d->float_controls.pNext = NULL;
+    d->storage16.pNext = d->storage8.pNext = d->float16_int8.pNext = NULL;
+    d->buffer_device_address.pNext = d->maintenance4.pNext = NULL;
+    d->subgroup_size_control_features.pNext = NULL;
+
+    vkGetPhysicalDeviceMemoryProperties(pd, &d->memory);
+    uint32_t qn = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &qn, NULL);
+    if (qn > VKD_MAX_QUEUE_FAMILIES)
+        qn = VKD_MAX_QUEUE_FAMILIES;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &qn, d->queue_families);
+    d->queue_family_count = qn;
+    d->compute_family = pick_compute_family(d);
+    return KILN_OK;
+}
+
+static kiln_status load_devices(vkd_instance *inst, base_error *err) {
+    uint32_t n = 0;
+    kiln_status st = vkd_check(vkEnumeratePhysicalDevices(inst->handle, &n, NULL),
+                               "vkEnumeratePhysicalDevices", err);
+    if (st != KILN_OK || n == 0)
+        return st;
+    VkPhysicalDevice *pds = base_calloc(&inst->alloc, n, sizeof *pds);
+    inst->devices = base_calloc(&inst->alloc, n, sizeof *inst->devices);
+    if (!pds || !inst->devices) {
+        st = base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for device list");
+        goto free_list;
+    }
+    inst->device_count = n;
+    st = vkd_check(vkEnumeratePhysicalDevices(inst->handle, &n, pds), "vkEnumeratePhysicalDevices",
+                   err);
+    for (uint32_t i = 0; st == KILN_OK && i < n; i++)
+        st = query_device(inst, pds[i], i, &inst->devices[i], err);
+free_list:
+    base_free(&inst->alloc, pds, n * sizeof *pds);
+    return st;
+}
+
+kiln_status vkd_instance_create(const vkd_instance_options *options, vkd_instance **out,
+                                base_error *err) {
+    static const vkd_instance_options defaults = {0};
+    const vkd_instance_options *opt = options ? options : &defaults;
+    *out = NULL;
+    if (volkInitialize() != VK_SUCCESS)
+        return base_error_set(err, KILN_ERROR_VULKAN_UNAVAILABLE,
+                              "the Vulkan loader (libvulkan.so.1) could not be loaded "
+                              "(Debian: apt-get install libvulkan1 mesa-vulkan-drivers)");
+    base_allocator alloc = opt->alloc ? *opt->alloc : base_allocator_make(NULL, NULL);
+    vkd_instance *inst = base_calloc(&alloc, 1, sizeof *inst);
+    if (!inst)
+        return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for instance");
+    inst->alloc = alloc;
+    inst->validation = opt->validation || env_flag("KILN_VALIDATION");
+    uint32_t loader = volkGetInstanceVersion();
+    inst->loader_version = loader;
+    inst->api_version = loader < VK_API_VERSION_1_3 ? loader : VK_API_VERSION_1_3;
+    kiln_status st = KILN_OK;
+    if (inst->api_version < VK_API_VERSION_1_1) {
+        st = base_error_set(err, KILN_ERROR_UNSUPPORTED,
+                            "the Vulkan loader offers version %u.%u; Kiln needs 1.1",
+                            VK_API_VERSION_MAJOR(loader), VK_API_VERSION_MINOR(loader));
+        goto fail;
+    }
+    if ((st = load_layers(inst, err)) != KILN_OK ||
+        (st = create_handle(inst, opt, err)) != KILN_OK ||
+        (st = load_devices(inst, err)) != KILN_OK)
+        goto fail;
+    *out = inst;
+    return KILN_OK;
+fail:
+    vkd_instance_destroy(inst);
+    return st;
+}
+
+void vkd_instance_destroy(vkd_instance *inst) {
+    if (!inst)
+        return;
+    if (inst->messenger)
+        vkDestroyDebugUtilsMessengerEXT(inst->handle, inst->messenger, NULL);
+    if (inst->handle)
+        vkDestroyInstance(inst->handle, NULL);
+    base_allocator alloc = inst->alloc;
+    base_free(&alloc, inst->layers, inst->layer_count * sizeof *inst->layers);
+    base_free(&alloc, inst->devices, inst->device_count * sizeof *inst->devices);
+    base_free(&alloc, inst, sizeof *inst);
+}
+
+uint32_t vkd_instance_api_version(const vkd_instance *inst) {
+    return inst->api_version;
+}
+
+uint32_t vkd_instance_loader_version(const vkd_instance *inst) {
+    return inst->loader_version;
+}
+
+bool vkd_instance_validation(const vkd_instance *inst) {
+    return inst->validation;
+}
+
+vkd_message_counts vkd_instance_messages(const vkd_instance *inst) {
+    return inst->messages;
+}
+
+uint32_t vkd_instance_layer_count(const vkd_instance *inst) {
+    return inst->layer_count;
+}
+
+const VkLayerProperties *vkd_instance_layer(const vkd_instance *inst, uint32_t index) {
+    return index < inst->layer_count ? &inst->layers[index] : NULL;
+}
+
+uint32_t vkd_instance_device_count(const vkd_instance *inst) {
+    return inst->device_count;
+}
+
+const vkd_device_info *vkd_instance_device(const vkd_instance *inst, uint32_t index) {
+    return index < inst->device_count ? &inst->devices[index] : NULL;
+}

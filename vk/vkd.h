@@ -1,0 +1,249 @@
+/* vk/: Kiln's device layer over volk (prefix vkd_).
+ *
+ *   instance  vkd_instance: the loader, optional validation with a counting messenger, and a
+ *             snapshot (vkd_device_info) of every physical device
+ *   device    vkd_device: one logical device with a compute queue, the features code generation
+ *             may use (vkd_caps: only what was enabled), a VkPipelineCache, a command pool
+ *   buffer    vkd_buffer: storage buffers; mapped directly on UMA devices, staged otherwise
+ *   pipeline  vkd_pipeline: every compute pipeline comes from one table (vkd_pipeline_desc)
+ *   batch     vkd_batch: many dispatches in one command buffer, barriers between them,
+ *             push constants per dispatch, grid splitting, timestamps, a fence
+ *
+ * Every call that can fail returns a kiln_status and records a message naming the Vulkan call
+ * into the caller's base_error (may be NULL). Device-level calls go through the device's
+ * struct VolkDeviceTable, never through global function pointers. Objects of one device are not
+ * thread-safe: use a device from one thread at a time.
+ *
+ * Typical use:
+ *     vkd_instance *inst; vkd_device *dev; uint32_t index;
+ *     vkd_instance_create(&(vkd_instance_options){.validation = true}, &inst, &err);
+ *     vkd_instance_select(inst, getenv("KILN_DEVICE"), &index, &err);
+ *     vkd_device_create(inst, index, NULL, &dev, &err);
+ *     ... vkd_buffer_create, vkd_pipeline_create, vkd_batch_dispatch, vkd_batch_submit ...
+ */
+#ifndef KILN_VK_VKD_H
+#define KILN_VK_VKD_H
+
+#include "base.h"
+
+#include <volk.h>
+
+typedef struct vkd_instance vkd_instance;
+typedef struct vkd_device vkd_device;
+typedef struct vkd_buffer vkd_buffer;
+typedef struct vkd_pipeline vkd_pipeline;
+typedef struct vkd_batch vkd_batch;
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+/* The name of a VkResult ("VK_ERROR_DEVICE_LOST"); never NULL. */
+const char *vkd_result_name(VkResult result);
+/* Maps result to a status and, when it is an error, records "<call> failed: <name>" in err.
+ * VK_SUCCESS and the other non-negative results give KILN_OK. */
+kiln_status vkd_check(VkResult result, const char *call, base_error *err);
+
+/* ---- instance -------------------------------------------------------------------------- */
+
+typedef struct vkd_instance_options {
+    /* Enable the Khronos validation layer with a messenger that counts what it reports; the
+     * layer missing is then an error. KILN_VALIDATION=1 in the environment also enables it. */
+    bool validation;
+    /* Also enable the layer's synchronization validation (tests use it). */
+    bool sync_validation;
+    const char *app_name;        /* NULL: "kiln" */
+    const base_allocator *alloc; /* NULL: the default allocator */
+} vkd_instance_options;
+
+typedef struct vkd_message_counts {
+    uint32_t errors;
+    uint32_t warnings;
+    uint32_t infos;
+} vkd_message_counts;
+
+enum { VKD_MAX_QUEUE_FAMILIES = 16 };
+
+/* What a physical device is and can do, read once when the instance is created. Optional
+ * structures are zero when the device cannot report them (has_* says which were read). */
+typedef struct vkd_device_info {
+    VkPhysicalDevice physical;
+    uint32_t index;
+    uint32_t api_version; /* min(device, instance): the version Kiln may use */
+    VkPhysicalDeviceProperties props;
+    VkPhysicalDeviceIDProperties id;
+    VkPhysicalDeviceMaintenance3Properties maintenance3;
+    VkPhysicalDeviceSubgroupProperties subgroup;
+    VkPhysicalDeviceDriverProperties driver;
+    VkPhysicalDeviceSubgroupSizeControlProperties subgroup_size_control;
+    VkPhysicalDeviceFloatControlsProperties float_controls;
+    bool has_driver, has_subgroup_size_control, has_float_controls;
+
+    VkPhysicalDeviceFeatures features;
+    VkPhysicalDevice16BitStorageFeatures storage16;
+    VkPhysicalDevice8BitStorageFeatures storage8;
+    VkPhysicalDeviceShaderFloat16Int8Features float16_int8;
+    VkPhysicalDeviceBufferDeviceAddressFeatures buffer_device_address;
+    VkPhysicalDeviceMaintenance4Features maintenance4;
+    VkPhysicalDeviceSubgroupSizeControlFeatures subgroup_size_control_features;
+    /* Where the feature structure comes from: core (api_version) or an extension to enable. */
+    bool ext_8bit_storage, ext_float16_int8, ext_maintenance4, ext_subgroup_size_control,
+        ext_portability_subset;
+
+    VkPhysicalDeviceMemoryProperties memory;
+    uint32_t queue_family_count;
+    VkQueueFamilyProperties queue_families[VKD_MAX_QUEUE_FAMILIES];
+    int32_t compute_family; /* a family with compute (compute-only preferred); -1: none */
+} vkd_device_info;
+
+kiln_status vkd_instance_create(const vkd_instance_options *options, vkd_instance **out,
+                                base_error *err);
+void vkd_instance_destroy(vkd_instance *inst); /* NULL is a no-op */
+
+uint32_t vkd_instance_api_version(const vkd_instance *inst);    /* min(loader, 1.3) */
+uint32_t vkd_instance_loader_version(const vkd_instance *inst); /* the loader's version */
+bool vkd_instance_validation(const vkd_instance *inst);
+/* What the validation messenger has reported so far (zero without validation). */
+vkd_message_counts vkd_instance_messages(const vkd_instance *inst);
+/* The instance layers the loader offers. */
+uint32_t vkd_instance_layer_count(const vkd_instance *inst);
+const VkLayerProperties *vkd_instance_layer(const vkd_instance *inst, uint32_t index);
+
+uint32_t vkd_instance_device_count(const vkd_instance *inst);
+const vkd_device_info *vkd_instance_device(const vkd_instance *inst, uint32_t index);
+
+/* Chooses a device. spec NULL or "": the default preference discrete > integrated > virtual >
+ * CPU > other, first index among equals, among devices with a compute queue. Otherwise spec is
+ * a decimal index or a case-insensitive substring of the device name. Pure: tests call it with
+ * made-up infos to drive the same choice as real hardware. */
+kiln_status vkd_select_device(const vkd_device_info *infos, uint32_t count, const char *spec,
+                              uint32_t *index, base_error *err);
+kiln_status vkd_instance_select(const vkd_instance *inst, const char *spec, uint32_t *index,
+                                base_error *err);
+
+/* ---- device ---------------------------------------------------------------------------- */
+
+/* What code generation may use on a device: only features that were enabled. */
+typedef struct vkd_caps {
+    uint32_t api_version;   /* VK_API_VERSION_1_1 .. 1_3 */
+    uint32_t spirv_version; /* highest SPIR-V version the API version guarantees (0x10300..) */
+    bool int64, int16, float64;
+    bool float16, int8; /* arithmetic */
+    bool storage_buffer_16bit, storage_buffer_8bit;
+    bool maintenance4; /* LocalSizeId */
+    bool subgroup_size_control, compute_full_subgroups;
+    uint32_t subgroup_size, min_subgroup_size, max_subgroup_size;
+    VkSubgroupFeatureFlags subgroup_operations; /* in compute shaders; 0 if not supported */
+    bool timestamps;
+    float timestamp_period_ns;
+    uint32_t max_push_constants_size;
+    uint64_t max_storage_buffer_range;
+    uint64_t max_memory_allocation_size;
+    uint32_t max_workgroup_count[3];
+    uint32_t max_workgroup_size[3];
+    uint32_t max_workgroup_invocations;
+    uint32_t max_shared_memory_size;
+    uint32_t max_storage_buffers_per_stage;
+    uint64_t min_storage_buffer_offset_alignment;
+    bool host_visible_device_memory; /* buffers are mapped directly (UMA) */
+} vkd_caps;
+
+typedef struct vkd_device_options {
+    /* Test-only overrides that drive, on lavapipe, the paths real hardware takes. */
+    bool force_staging;          /* treat device memory as not host-visible */
+    uint32_t max_push_constants; /* nonzero: report a smaller push-constant limit */
+    uint64_t max_storage_range;  /* nonzero: report a smaller storage-buffer range */
+    uint64_t fence_timeout_ns;   /* 0: 60 seconds */
+} vkd_device_options;
+
+kiln_status vkd_device_create(const vkd_instance *inst, uint32_t index,
+                              const vkd_device_options *options, vkd_device **out, base_error *err);
+void vkd_device_destroy(vkd_device *dev); /* NULL is a no-op; waits for the device to idle */
+
+const vkd_caps *vkd_device_caps(const vkd_device *dev);
+const vkd_device_info *vkd_device_info_of(const vkd_device *dev);
+VkDevice vkd_device_handle(const vkd_device *dev);
+const struct VolkDeviceTable *vkd_device_table(const vkd_device *dev);
+VkPipelineCache vkd_device_pipeline_cache(const vkd_device *dev);
+
+/* Statistics of what the device layer did. */
+typedef struct vkd_stats {
+    uint64_t pipelines_created;
+    uint64_t dispatches; /* logical dispatches (a split grid counts once) */
+    uint64_t submits;
+    uint64_t bytes_uploaded;
+    uint64_t bytes_downloaded;
+    uint64_t device_time_ns; /* sum of timed dispatches */
+} vkd_stats;
+vkd_stats vkd_device_stats(const vkd_device *dev);
+
+/* ---- buffers --------------------------------------------------------------------------- */
+
+/* A storage buffer of size bytes (any size, 0 included). Larger than maxStorageBufferRange
+ * or maxMemoryAllocationSize: KILN_ERROR_LIMIT_EXCEEDED. */
+kiln_status vkd_buffer_create(vkd_device *dev, uint64_t size, vkd_buffer **out, base_error *err);
+void vkd_buffer_destroy(vkd_buffer *buf); /* NULL is a no-op */
+uint64_t vkd_buffer_size(const vkd_buffer *buf);
+VkBuffer vkd_buffer_handle(const vkd_buffer *buf);
+bool vkd_buffer_is_mapped(const vkd_buffer *buf); /* false: transfers go through staging */
+
+/* Host <-> buffer transfers of any byte range inside the buffer; they wait for completion. */
+kiln_status vkd_buffer_upload(vkd_buffer *buf, uint64_t offset, const void *src, uint64_t size,
+                              base_error *err);
+kiln_status vkd_buffer_download(const vkd_buffer *buf, uint64_t offset, void *dst, uint64_t size,
+                                base_error *err);
+/* Fills [offset, offset + size) with a 32-bit pattern; offset and size multiples of 4. */
+kiln_status vkd_buffer_fill(vkd_buffer *buf, uint64_t offset, uint64_t size, uint32_t pattern,
+                            base_error *err);
+kiln_status vkd_buffer_copy(const vkd_buffer *src, uint64_t src_offset, vkd_buffer *dst,
+                            uint64_t dst_offset, uint64_t size, base_error *err);
+
+/* ---- pipelines ------------------------------------------------------------------------- */
+
+enum { VKD_MAX_BINDINGS = 16 };
+
+/* The one table every compute pipeline is made from. Storage buffers are set 0, bindings
+ * 0 .. binding_count - 1; the push-constant range starts at offset 0. */
+typedef struct vkd_pipeline_desc {
+    const uint32_t *code;
+    size_t word_count;
+    const char *entry_point;     /* NULL: "main" */
+    uint32_t binding_count;      /* <= VKD_MAX_BINDINGS */
+    uint32_t push_constant_size; /* bytes, a multiple of 4, within the device's limit */
+    const VkSpecializationMapEntry *spec_entries;
+    uint32_t spec_entry_count;
+    const void *spec_data;
+    size_t spec_data_size;
+    uint32_t required_subgroup_size; /* 0: the driver's choice */
+    const char *debug_name;          /* for messages; NULL: "kernel" */
+} vkd_pipeline_desc;
+
+kiln_status vkd_pipeline_create(vkd_device *dev, const vkd_pipeline_desc *desc, vkd_pipeline **out,
+                                base_error *err);
+void vkd_pipeline_destroy(vkd_pipeline *pipe); /* NULL is a no-op */
+
+/* ---- batches of dispatches ------------------------------------------------------------- */
+
+typedef struct vkd_binding {
+    const vkd_buffer *buffer;
+    uint64_t offset; /* bytes; a multiple of minStorageBufferOffsetAlignment */
+    uint64_t range;  /* bytes; 0: to the end of the buffer */
+} vkd_binding;
+
+kiln_status vkd_batch_create(vkd_device *dev, vkd_batch **out, base_error *err);
+void vkd_batch_destroy(vkd_batch *batch); /* NULL is a no-op; waits for a submitted batch */
+
+/* Records one dispatch of groups[0] x groups[1] x groups[2] workgroups. Every dispatch after
+ * the first waits for the shader writes of the ones before it. A grid larger than
+ * maxComputeWorkGroupCount is split into several dispatches with base offsets (WorkgroupId and
+ * GlobalInvocationId are those of the whole grid). A zero-sized grid records nothing. */
+kiln_status vkd_batch_dispatch(vkd_batch *batch, const vkd_pipeline *pipe,
+                               const vkd_binding *bindings, uint32_t binding_count,
+                               const void *push, uint32_t push_size, const uint32_t groups[3],
+                               base_error *err);
+uint32_t vkd_batch_dispatch_count(const vkd_batch *batch);
+/* Submits what was recorded and waits for it; the batch is reusable after vkd_batch_reset. */
+kiln_status vkd_batch_submit(vkd_batch *batch, base_error *err);
+/* Device time of dispatch i of the last submit, in nanoseconds; false when not timed. */
+bool vkd_batch_dispatch_time(const vkd_batch *batch, uint32_t i, uint64_t *ns);
+kiln_status vkd_batch_reset(vkd_batch *batch, base_error *err);
+
+#endif

@@ -1,0 +1,65 @@
+/* vk/ internals: the object structs, shared by the files of the module only. */
+#ifndef KILN_VK_INTERNAL_H
+#define KILN_VK_INTERNAL_H
+
+#include "vkd.h"
+
+struct vkd_instance {
+    base_allocator alloc;
+    VkInstance handle;
+    uint32_t api_version;    /* what Kiln asks for: min(loader, 1.3) */
+    uint32_t loader_version; /* what the loader offers */
+    bool validation;
+    VkDebugUtilsMessengerEXT messenger;
+    vkd_message_counts messages;
+    uint32_t layer_count;
+    VkLayerProperties *layers;
+    uint32_t device_count;
+    vkd_device_info *devices;
+};
+
+struct vkd_device {
+    base_allocator alloc;
+    const vkd_instance *inst;
+    const vkd_device_info *info;
+    VkDevice handle;
+    struct VolkDeviceTable vk;
+    VkQueue queue;
+    uint32_t queue_family;
+    VkPipelineCache pipeline_cache;
+    VkCommandPool command_pool; /* for one-shot transfers */
+    VkCommandBuffer transfer_cmd;
+    VkFence transfer_fence;
+    vkd_caps caps;
+    vkd_device_options options;
+    uint32_t memory_type_device; /* type index for storage buffers */
+    int32_t memory_type_staging; /* host-visible, coherent; -1 if none */
+    vkd_stats stats;
+};
+
+struct vkd_buffer {
+    vkd_device *dev;
+    uint64_t size;       /* what the caller asked for */
+    uint64_t alloc_size; /* rounded up to a multiple of 4, at least 4 */
+    VkBuffer handle;
+    VkDeviceMemory memory;
+    unsigned char *mapped; /* NULL: not host-visible (staging) */
+};
+
+struct vkd_pipeline {
+    vkd_device *dev;
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout layout;
+    VkPipeline handle;
+    uint32_t binding_count;
+    uint32_t push_constant_size;
+};
+
+/* Records into the device's transfer command buffer, submits and waits: used by buffer
+ * transfers. begin returns the command buffer ready for recording. */
+kiln_status vkd_transfer_begin(vkd_device *dev, VkCommandBuffer *cmd, base_error *err);
+kiln_status vkd_transfer_end(vkd_device *dev, base_error *err);
+/* Waits for fence with the device's timeout; device loss and timeouts become statuses. */
+kiln_status vkd_wait_fence(vkd_device *dev, VkFence fence, const char *what, base_error *err);
+
+#endif
