@@ -1,0 +1,167 @@
+/* symbolic/: integer expressions over bounded Variables (prefix sym_).
+ *
+ * Every size, stride, offset and index in Kiln is a sym_node: an immutable, hash-consed
+ * expression owned by a sym_ctx. Structurally equal expressions are the same pointer, so
+ * equality is pointer equality. Every node knows its bounds [vmin, vmax] (overflow-checked).
+ * Constructors simplify as they build (constant folding, canonical sums of products, div/mod
+ * folding, gcd reduction, bounds-decided comparisons) and always terminate: a step budget turns a
+ * runaway into KILN_ERROR_BUDGET_EXCEEDED.
+ *
+ * Errors: constructors return NULL on error and record the first error in the context; a NULL
+ * operand gives NULL without a new error, so a caller checks once (sym_ctx_status) at the end.
+ * Division and modulo are floor division and floor modulo (Python's semantics) everywhere.
+ *
+ *     sym_ctx *c; sym_ctx_create(NULL, &c);
+ *     const sym_node *n = sym_var(c, "n", 1, 1024);
+ *     const sym_node *i = sym_add(c, sym_mul_c(c, n, 4), sym_const(c, 3));
+ *     const sym_node *q = sym_floordiv_c(c, i, 4);            // simplifies to n
+ *     if (sym_ctx_status(c) != KILN_OK) puts(sym_ctx_message(c));
+ *     sym_ctx_destroy(c);
+ *
+ * A context is not thread-safe.
+ */
+#ifndef KILN_SYMBOLIC_SYM_H
+#define KILN_SYMBOLIC_SYM_H
+
+#include "base.h"
+
+typedef struct sym_ctx sym_ctx;
+typedef struct sym_node sym_node;
+
+/* Node kinds (expanded from sym_ops.def in the implementation):
+ *   SYM_CONST  value
+ *   SYM_VAR    name, [min, max]
+ *   SYM_BIND   a Variable bound to a value: simplifies like the Variable, evaluates to value
+ *   SYM_ADD SYM_MUL SYM_DIV SYM_MOD SYM_MIN SYM_MAX          integer, two operands
+ *   SYM_LT SYM_EQ SYM_NE SYM_AND SYM_OR SYM_NOT              boolean (0 or 1)
+ *   SYM_WHERE  cond ? a : b */
+typedef enum sym_kind {
+    SYM_CONST,
+    SYM_VAR,
+    SYM_BIND,
+    SYM_ADD,
+    SYM_MUL,
+    SYM_DIV,
+    SYM_MOD,
+    SYM_MIN,
+    SYM_MAX,
+    SYM_LT,
+    SYM_EQ,
+    SYM_NE,
+    SYM_AND,
+    SYM_OR,
+    SYM_NOT,
+    SYM_WHERE,
+    SYM_KIND_COUNT_
+} sym_kind;
+
+/* ---- context ---------------------------------------------------------------------------- */
+
+kiln_status sym_ctx_create(const base_allocator *alloc, sym_ctx **out); /* alloc NULL: default */
+void sym_ctx_destroy(sym_ctx *ctx);                                     /* NULL is a no-op */
+kiln_status sym_ctx_status(const sym_ctx *ctx); /* the first recorded error, or KILN_OK */
+const char *sym_ctx_message(const sym_ctx *ctx);
+void sym_ctx_clear_error(sym_ctx *ctx);
+/* Simplification steps allowed per top-level constructor call (a default is set). */
+void sym_ctx_set_budget(sym_ctx *ctx, uint64_t steps);
+uint64_t sym_ctx_node_count(const sym_ctx *ctx); /* distinct nodes built (statistics) */
+
+/* ---- constructors (NULL on error; NULL operands propagate) --------------------------------- */
+
+const sym_node *sym_const(sym_ctx *ctx, int64_t value);
+/* A Variable; the same name with the same range gives the same node; the same name with a
+ * different range, an empty range or an empty name is an error. */
+const sym_node *sym_var(sym_ctx *ctx, const char *name, int64_t min, int64_t max);
+/* var bound to value; value outside [min, max] is an error. */
+const sym_node *sym_bind(sym_ctx *ctx, const sym_node *var, int64_t value);
+
+const sym_node *sym_add(sym_ctx *ctx, const sym_node *a, const sym_node *b);
+const sym_node *sym_sub(sym_ctx *ctx, const sym_node *a, const sym_node *b);
+const sym_node *sym_mul(sym_ctx *ctx, const sym_node *a, const sym_node *b);
+const sym_node *sym_neg(sym_ctx *ctx, const sym_node *a);
+const sym_node *sym_floordiv(sym_ctx *ctx, const sym_node *a, const sym_node *b);
+const sym_node *sym_floormod(sym_ctx *ctx, const sym_node *a, const sym_node *b);
+const sym_node *sym_min(sym_ctx *ctx, const sym_node *a, const sym_node *b);
+const sym_node *sym_max(sym_ctx *ctx, const sym_node *a, const sym_node *b);
+const sym_node *sym_lt(sym_ctx *ctx, const sym_node *a, const sym_node *b);
+const sym_node *sym_le(sym_ctx *ctx, const sym_node *a, const sym_node *b);
+const sym_node *sym_gt(sym_ctx *ctx, const sym_node *a, const sym_node *b);
+const sym_node *sym_ge(sym_ctx *ctx, const sym_node *a, const sym_node *b);
+const sym_node *sym_eq(sym_ctx *ctx, const sym_node *a, const sym_node *b);
+const sym_node *sym_ne(sym_ctx *ctx, const sym_node *a, const sym_node *b);
+const sym_node *sym_and(sym_ctx *ctx, const sym_node *a, const sym_node *b);
+const sym_node *sym_or(sym_ctx *ctx, const sym_node *a, const sym_node *b);
+const sym_node *sym_not(sym_ctx *ctx, const sym_node *a);
+const sym_node *sym_where(sym_ctx *ctx, const sym_node *cond, const sym_node *a,
+                          const sym_node *b);
+/* Shorthands with a constant right operand. */
+const sym_node *sym_add_c(sym_ctx *ctx, const sym_node *a, int64_t b);
+const sym_node *sym_mul_c(sym_ctx *ctx, const sym_node *a, int64_t b);
+const sym_node *sym_floordiv_c(sym_ctx *ctx, const sym_node *a, int64_t b);
+const sym_node *sym_floormod_c(sym_ctx *ctx, const sym_node *a, int64_t b);
+const sym_node *sym_lt_c(sym_ctx *ctx, const sym_node *a, int64_t b);
+
+/* ---- inspection -------------------------------------------------------------------------- */
+
+sym_kind sym_node_kind(const sym_node *n);
+uint32_t sym_node_arity(const sym_node *n);
+const sym_node *sym_node_src(const sym_node *n, uint32_t i);
+uint64_t sym_node_id(const sym_node *n);   /* creation order within the context */
+uint64_t sym_node_hash(const sym_node *n); /* structural; identical from run to run */
+int64_t sym_vmin(const sym_node *n);
+int64_t sym_vmax(const sym_node *n);
+bool sym_is_const(const sym_node *n, int64_t *value); /* value may be NULL */
+bool sym_is_bool(const sym_node *n);                  /* comparison/logic/not nodes */
+/* For SYM_VAR and SYM_BIND: the Variable's name and range; false for other kinds. */
+bool sym_var_info(const sym_node *n, const char **name, int64_t *min, int64_t *max);
+/* For SYM_BIND: the Variable and its value. */
+bool sym_unbind(const sym_node *n, const sym_node **var, int64_t *value);
+
+/* ---- evaluation, substitution, rendering --------------------------------------------------- */
+
+typedef struct sym_assignment {
+    const sym_node *const *vars; /* SYM_VAR nodes */
+    const int64_t *values;
+    size_t count;
+} sym_assignment;
+
+/* Evaluates n: Variables take their value from a (NULL: none), bound nodes their bound value.
+ * An unassigned Variable, a value outside its range, division by zero or overflow is an error
+ * recorded in err. */
+kiln_status sym_eval(const sym_node *n, const sym_assignment *a, int64_t *out, base_error *err);
+/* n with every from[i] (a Variable or bound node) replaced by to[i], simplified again. */
+const sym_node *sym_substitute(sym_ctx *ctx, const sym_node *n, const sym_node *const *from,
+                               const sym_node *const *to, size_t count);
+/* n with every bound node replaced by its Variable; the bound values are appended to
+ * (vars, values) in order of first appearance, each Variable once (capacity cap; the return is
+ * the number found, which may exceed cap). Used for kernel-cache keys. */
+const sym_node *sym_unbind_all(sym_ctx *ctx, const sym_node *n, const sym_node **vars,
+                               int64_t *values, size_t cap, size_t *found);
+/* Writes a readable rendering ("((x*4)+y)//8", Python-like, floor semantics) into buf like
+ * snprintf: returns the length it needs, always NUL-terminates when cap > 0. */
+size_t sym_render(const sym_node *n, char *buf, size_t cap);
+
+/* ---- guards -------------------------------------------------------------------------------- */
+/* An assumption code relied on, recorded and checked against an assignment before reuse. */
+
+typedef enum sym_guard_kind {
+    SYM_GUARD_RANGE,     /* lo <= expr <= hi */
+    SYM_GUARD_EQ,        /* expr == value */
+    SYM_GUARD_DIVISIBLE, /* expr % value == 0 */
+    SYM_GUARD_TRUE,      /* expr (a boolean expression, e.g. a comparison of two expressions) */
+} sym_guard_kind;
+
+typedef struct sym_guard {
+    sym_guard_kind kind;
+    const sym_node *expr;
+    int64_t a; /* lo, value or divisor */
+    int64_t b; /* hi */
+} sym_guard;
+
+/* True when the guard holds under a; false when it fails; an evaluation error is reported
+ * through err and counts as failing. */
+bool sym_guard_check(const sym_guard *g, const sym_assignment *a, base_error *err);
+/* Renders "n % 4 == 0" and the like (snprintf contract). */
+size_t sym_guard_render(const sym_guard *g, char *buf, size_t cap);
+
+#endif
