@@ -112,6 +112,8 @@ static void fill_caps(const vkd_device_info *d, const vkd_device_options *opt, v
     caps->max_memory_allocation_size = d->maintenance3.maxMemoryAllocationSize;
     for (int i = 0; i < 3; i++) {
         caps->max_workgroup_count[i] = l->maxComputeWorkGroupCount[i];
+        if (opt->max_workgroup_count && opt->max_workgroup_count < caps->max_workgroup_count[i])
+            caps->max_workgroup_count[i] = opt->max_workgroup_count;
         caps->max_workgroup_size[i] = l->maxComputeWorkGroupSize[i];
     }
     caps->max_workgroup_invocations = l->maxComputeWorkGroupInvocations;

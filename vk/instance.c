@@ -116,13 +116,19 @@ static kiln_status create_handle(vkd_instance *inst, const vkd_instance_options 
         .enabledValidationFeatureCount = 1,
         .pEnabledValidationFeatures = &sync,
     };
-    if (inst->validation && opt->sync_validation)
-        messenger_info.pNext = &features;
+    /* The messenger in pNext also reports instance creation and destruction. */
+    const void *next = NULL;
+    if (inst->validation) {
+        next = &messenger_info;
+        if (opt->sync_validation) {
+            features.pNext = &messenger_info;
+            next = &features;
+        }
+    }
     const char *layers[] = {validation_layer};
     VkInstanceCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-        /* The messenger in pNext also reports instance creation and destruction. */
-        .pNext = inst->validation ? &messenger_info : NULL,
+        .pNext = next,
         .flags = portability ? VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR : 0,
         .pApplicationInfo = &app,
         .enabledLayerCount = inst->validation ? 1u : 0u,
@@ -265,15 +271,18 @@ static kiln_status load_devices(vkd_instance *inst, base_error *err) {
         return st;
     VkPhysicalDevice *pds = base_calloc(&inst->alloc, n, sizeof *pds);
     inst->devices = base_calloc(&inst->alloc, n, sizeof *inst->devices);
+    if (inst->devices)
+        inst->device_capacity = n; /* the size it is freed with */
     if (!pds || !inst->devices) {
         st = base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for device list");
         goto free_list;
     }
-    inst->device_count = n;
     st = vkd_check(vkEnumeratePhysicalDevices(inst->handle, &n, pds), "vkEnumeratePhysicalDevices",
                    err);
     for (uint32_t i = 0; st == KILN_OK && i < n; i++)
         st = query_device(inst, pds[i], i, &inst->devices[i], err);
+    if (st == KILN_OK)
+        inst->device_count = n; /* the second call may report fewer */
 free_list:
     base_free(&inst->alloc, pds, n * sizeof *pds);
     return st;
@@ -324,7 +333,7 @@ void vkd_instance_destroy(vkd_instance *inst) {
         vkDestroyInstance(inst->handle, NULL);
     base_allocator alloc = inst->alloc;
     base_free(&alloc, inst->layers, inst->layer_count * sizeof *inst->layers);
-    base_free(&alloc, inst->devices, inst->device_count * sizeof *inst->devices);
+    base_free(&alloc, inst->devices, inst->device_capacity * sizeof *inst->devices);
     base_free(&alloc, inst, sizeof *inst);
 }
 

@@ -148,10 +148,11 @@ typedef struct vkd_caps {
 
 typedef struct vkd_device_options {
     /* Test-only overrides that drive, on lavapipe, the paths real hardware takes. */
-    bool force_staging;          /* treat device memory as not host-visible */
-    uint32_t max_push_constants; /* nonzero: report a smaller push-constant limit */
-    uint64_t max_storage_range;  /* nonzero: report a smaller storage-buffer range */
-    uint64_t fence_timeout_ns;   /* 0: 60 seconds */
+    bool force_staging;           /* treat device memory as not host-visible */
+    uint32_t max_push_constants;  /* nonzero: report a smaller push-constant limit */
+    uint64_t max_storage_range;   /* nonzero: report a smaller storage-buffer range */
+    uint32_t max_workgroup_count; /* nonzero: split grids as if this were the limit */
+    uint64_t fence_timeout_ns;    /* 0: 60 seconds */
 } vkd_device_options;
 
 kiln_status vkd_device_create(const vkd_instance *inst, uint32_t index,

@@ -15,6 +15,7 @@ struct vkd_instance {
     uint32_t layer_count;
     VkLayerProperties *layers;
     uint32_t device_count;
+    uint32_t device_capacity;
     vkd_device_info *devices;
 };
 

@@ -6,11 +6,11 @@
 #include "base.h"
 
 typedef struct test_alloc {
-    long fail_at;      /* fail the allocation with this ordinal (1-based); 0: never */
-    long count;        /* allocations attempted (including failed ones) */
-    long failures;     /* allocations that were failed on purpose */
-    long live_blocks;  /* allocated and not yet freed */
-    size_t live_bytes; /* sum of the osize of live blocks */
+    long fail_at;         /* fail the allocation with this ordinal (1-based); 0: never */
+    long count;           /* allocations attempted (including failed ones) */
+    long failures;        /* allocations that were failed on purpose */
+    long live_blocks;     /* allocated and not yet freed */
+    size_t live_bytes;    /* sum of the osize of live blocks */
     long size_mismatches; /* frees or resizes whose osize did not match the block */
 } test_alloc;
 

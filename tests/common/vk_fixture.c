@@ -29,11 +29,10 @@ int vk_fixture_setup(void **state) {
     vk_fixture *f = calloc(1, sizeof *f);
     if (!f)
         return -1;
-    vkd_instance_options opt = {.validation = true, .sync_validation = true,
-                                .app_name = "kiln-tests"};
+    vkd_instance_options opt = {
+        .validation = true, .sync_validation = true, .app_name = "kiln-tests"};
     if (vkd_instance_create(&opt, &f->inst, &f->err) != KILN_OK ||
-        vkd_instance_select(f->inst, getenv("KILN_DEVICE"), &f->device_index, &f->err) !=
-            KILN_OK ||
+        vkd_instance_select(f->inst, getenv("KILN_DEVICE"), &f->device_index, &f->err) != KILN_OK ||
         vkd_device_create(f->inst, f->device_index, NULL, &f->dev, &f->err) != KILN_OK) {
         fprintf(stderr, "vk fixture: %s\n", base_error_message(&f->err));
         vkd_instance_destroy(f->inst);

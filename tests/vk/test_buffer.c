@@ -1,0 +1,174 @@
+/* vk/: storage buffers: round trips (mapped and staged), fill, copy, limits. */
+#include "test_alloc.h"
+#include "vk_fixture.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static const uint64_t sizes[] = {0, 1, 3, 4, 5, 7, 64, 1001, 4099, (1u << 20) + 3};
+
+/* Uploads a pattern at several offsets and reads it back, on dev. */
+static void round_trips(vkd_device *dev) {
+    base_error err = {0};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        uint64_t n = sizes[i];
+        vkd_buffer *buf = NULL;
+        assert_int_equal(vkd_buffer_create(dev, n, &buf, &err), KILN_OK);
+        assert_int_equal(vkd_buffer_size(buf), n);
+        unsigned char *src = malloc(n + 1), *dst = malloc(n + 1);
+        for (uint64_t k = 0; k < n; k++)
+            src[k] = (unsigned char)(k * 7 + n);
+        assert_int_equal(vkd_buffer_upload(buf, 0, src, n, &err), KILN_OK);
+        memset(dst, 0xee, n + 1);
+        assert_int_equal(vkd_buffer_download(buf, 0, dst, n, &err), KILN_OK);
+        assert_memory_equal(src, dst, n);
+        assert_int_equal(dst[n], 0xee); /* nothing written past the range */
+        if (n >= 3) {                   /* an unaligned sub-range in the middle */
+            unsigned char three[3] = {1, 2, 3}, back[3];
+            assert_int_equal(vkd_buffer_upload(buf, n - 3, three, 3, &err), KILN_OK);
+            assert_int_equal(vkd_buffer_download(buf, n - 3, back, 3, &err), KILN_OK);
+            assert_memory_equal(three, back, 3);
+            assert_int_equal(vkd_buffer_download(buf, 0, dst, n - 3, &err), KILN_OK);
+            assert_memory_equal(src, dst, n - 3);
+        }
+        free(src);
+        free(dst);
+        vkd_buffer_destroy(buf);
+    }
+    assert_int_equal(err.status, KILN_OK);
+}
+
+static void test_vk_buffer_round_trip_mapped(void **state) {
+    vk_fixture *f = *state;
+    assert_true(vkd_device_caps(f->dev)->host_visible_device_memory); /* lavapipe is UMA */
+    round_trips(f->dev);
+    vk_fixture_assert_no_messages(f);
+}
+
+static void test_vk_buffer_round_trip_staged(void **state) {
+    vk_fixture *f = *state;
+    base_error err = {0};
+    vkd_device_options opt = {.force_staging = true};
+    vkd_device *dev = NULL;
+    assert_int_equal(vkd_device_create(f->inst, f->device_index, &opt, &dev, &err), KILN_OK);
+    vkd_buffer *buf = NULL;
+    assert_int_equal(vkd_buffer_create(dev, 16, &buf, &err), KILN_OK);
+    assert_false(vkd_buffer_is_mapped(buf));
+    vkd_buffer_destroy(buf);
+    uint64_t submits = vkd_device_stats(dev).submits;
+    round_trips(dev);
+    assert_true(vkd_device_stats(dev).submits > submits); /* the staging path really ran */
+    vkd_device_destroy(dev);
+    vk_fixture_assert_no_messages(f);
+}
+
+static void test_vk_buffer_fill_and_copy(void **state) {
+    vk_fixture *f = *state;
+    base_error err = {0};
+    vkd_buffer *a = NULL, *b = NULL;
+    assert_int_equal(vkd_buffer_create(f->dev, 40, &a, &err), KILN_OK);
+    assert_int_equal(vkd_buffer_create(f->dev, 40, &b, &err), KILN_OK);
+    assert_int_equal(vkd_buffer_fill(a, 0, 40, 0x01020304u, &err), KILN_OK);
+    assert_int_equal(vkd_buffer_fill(a, 8, 8, 0xdeadbeefu, &err), KILN_OK);
+    assert_int_equal(vkd_buffer_fill(b, 0, 40, 0, &err), KILN_OK);
+    assert_int_equal(vkd_buffer_copy(a, 4, b, 13, 9, &err), KILN_OK);
+    uint32_t wa[10];
+    unsigned char bb[40];
+    assert_int_equal(vkd_buffer_download(a, 0, wa, 40, &err), KILN_OK);
+    assert_int_equal(vkd_buffer_download(b, 0, bb, 40, &err), KILN_OK);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(wa[i], i == 2 || i == 3 ? 0xdeadbeefu : 0x01020304u);
+    unsigned char expect[40] = {0};
+    memcpy(expect + 13, (unsigned char *)wa + 4, 9);
+    assert_memory_equal(bb, expect, 40);
+    /* Misaligned fills, out-of-range and overlapping requests are rejected. */
+    assert_int_equal(vkd_buffer_fill(a, 2, 4, 0, &err), KILN_ERROR_INVALID_ARGUMENT);
+    base_error_clear(&err);
+    assert_int_equal(vkd_buffer_copy(a, 0, b, 36, 8, &err), KILN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "outside"));
+    base_error_clear(&err);
+    assert_int_equal(vkd_buffer_copy(a, 0, a, 4, 8, &err), KILN_ERROR_INVALID_ARGUMENT);
+    base_error_clear(&err);
+    unsigned char x[8];
+    assert_int_equal(vkd_buffer_download(a, 38, x, 4, &err), KILN_ERROR_INVALID_ARGUMENT);
+    base_error_clear(&err);
+    assert_int_equal(vkd_buffer_upload(a, UINT64_MAX, x, 2, &err), KILN_ERROR_INVALID_ARGUMENT);
+    vkd_buffer_destroy(a);
+    vkd_buffer_destroy(b);
+    vkd_buffer_destroy(NULL);
+    vk_fixture_assert_no_messages(f);
+}
+
+static void test_vk_buffer_over_limit_is_rejected(void **state) {
+    vk_fixture *f = *state;
+    base_error err = {0};
+    const vkd_caps *caps = vkd_device_caps(f->dev);
+    vkd_buffer *buf = (vkd_buffer *)&err; /* must be reset to NULL */
+    assert_int_equal(vkd_buffer_create(f->dev, caps->max_storage_buffer_range + 1, &buf, &err),
+                     KILN_ERROR_LIMIT_EXCEEDED);
+    assert_null(buf);
+    assert_non_null(strstr(err.message, "maxStorageBufferRange"));
+    /* The exact limit is allowed (through a smaller test-only limit to keep memory low). */
+    vkd_device_options opt = {.max_storage_range = 1u << 16};
+    vkd_device *dev = NULL;
+    base_error_clear(&err);
+    assert_int_equal(vkd_device_create(f->inst, f->device_index, &opt, &dev, &err), KILN_OK);
+    assert_int_equal(vkd_buffer_create(dev, 1u << 16, &buf, &err), KILN_OK);
+    vkd_buffer_destroy(buf);
+    assert_int_equal(vkd_buffer_create(dev, (1u << 16) + 1, &buf, &err), KILN_ERROR_LIMIT_EXCEEDED);
+    vkd_device_destroy(dev);
+    vk_fixture_assert_no_messages(f);
+}
+
+/* Every host allocation of buffer creation fails cleanly, one at a time. */
+static void test_vk_buffer_create_survives_allocation_failure(void **state) {
+    vk_fixture *f = *state;
+    test_alloc t = {0};
+    base_allocator alloc = test_allocator(&t);
+    vkd_instance_options opt = {.alloc = &alloc};
+    for (long n = 1;; n++) {
+        t = (test_alloc){.fail_at = n};
+        base_error err = {0};
+        vkd_instance *inst = NULL;
+        vkd_device *dev = NULL;
+        vkd_buffer *buf = NULL;
+        vkd_batch *batch = NULL;
+        kiln_status st = vkd_instance_create(&opt, &inst, &err);
+        if (st == KILN_OK)
+            st = vkd_device_create(inst, f->device_index, NULL, &dev, &err);
+        if (st == KILN_OK)
+            st = vkd_buffer_create(dev, 64, &buf, &err);
+        if (st == KILN_OK)
+            st = vkd_batch_create(dev, &batch, &err);
+        vkd_batch_destroy(batch);
+        vkd_buffer_destroy(buf);
+        vkd_device_destroy(dev);
+        vkd_instance_destroy(inst);
+        assert_int_equal(t.live_blocks, 0);
+        assert_int_equal(t.size_mismatches, 0);
+        if (t.failures == 0) {
+            assert_int_equal(st, KILN_OK);
+            assert_true(n > 3);
+            break;
+        }
+        assert_int_equal(st, KILN_ERROR_OUT_OF_HOST_MEMORY);
+        assert_non_null(strstr(err.message, "memory"));
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vk_buffer_round_trip_mapped),
+        cmocka_unit_test(test_vk_buffer_round_trip_staged),
+        cmocka_unit_test(test_vk_buffer_fill_and_copy),
+        cmocka_unit_test(test_vk_buffer_over_limit_is_rejected),
+        cmocka_unit_test(test_vk_buffer_create_survives_allocation_failure),
+    };
+    return cmocka_run_group_tests(tests, vk_fixture_setup, vk_fixture_teardown);
+}

@@ -1,0 +1,154 @@
+/* vk/: instance, device selection and device creation. */
+#include "vk_fixture.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static void test_vk_device_create_enables_what_it_reports(void **state) {
+    vk_fixture *f = *state;
+    const vkd_caps *caps = vkd_device_caps(f->dev);
+    const vkd_device_info *info = vkd_device_info_of(f->dev);
+    assert_true(caps->api_version >= VK_API_VERSION_1_1);
+    assert_true(caps->spirv_version >= 0x10300u && caps->spirv_version <= 0x10600u);
+    if (caps->api_version >= VK_API_VERSION_1_3)
+        assert_int_equal(caps->spirv_version, 0x10600u);
+    /* Only features the device has can be enabled. */
+    assert_true(!caps->int64 || info->features.shaderInt64);
+    assert_true(!caps->float16 || info->float16_int8.shaderFloat16);
+    assert_true(!caps->storage_buffer_8bit || info->storage8.storageBuffer8BitAccess);
+    assert_true(!caps->maintenance4 || info->maintenance4.maintenance4);
+    assert_int_equal(caps->max_push_constants_size, info->props.limits.maxPushConstantsSize);
+    assert_int_equal(caps->max_storage_buffer_range, info->props.limits.maxStorageBufferRange);
+    assert_true(caps->max_push_constants_size >= 128);
+    assert_true(caps->subgroup_size >= 1);
+    assert_true(caps->min_subgroup_size <= caps->subgroup_size);
+    assert_true(caps->subgroup_size <= caps->max_subgroup_size);
+    assert_non_null(vkd_device_handle(f->dev));
+    assert_non_null(vkd_device_table(f->dev)->vkCreateBuffer);
+    vk_fixture_assert_no_messages(f);
+}
+
+static void test_vk_device_select_by_index_and_name(void **state) {
+    vk_fixture *f = *state;
+    base_error err = {0};
+    uint32_t index = 99;
+    assert_int_equal(vkd_instance_select(f->inst, "0", &index, &err), KILN_OK);
+    assert_int_equal(index, 0);
+    /* A case-insensitive substring of the name selects the device. */
+    const vkd_device_info *d = vkd_instance_device(f->inst, f->device_index);
+    char part[8] = {0};
+    memcpy(part, d->props.deviceName, 4);
+    for (char *p = part; *p; p++)
+        *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+    index = 99;
+    assert_int_equal(vkd_instance_select(f->inst, part, &index, &err), KILN_OK);
+    uint32_t first = 0;
+    while (!strcasestr(vkd_instance_device(f->inst, first)->props.deviceName, part))
+        first++;
+    assert_int_equal(index, first);
+    assert_non_null(strcasestr(vkd_instance_device(f->inst, index)->props.deviceName, part));
+}
+
+static void test_vk_device_select_rejects_bad_index_and_name(void **state) {
+    vk_fixture *f = *state;
+    base_error err = {0};
+    uint32_t index = 7;
+    assert_int_equal(vkd_instance_select(f->inst, "4000000", &index, &err), KILN_ERROR_NOT_FOUND);
+    assert_non_null(strstr(err.message, "4000000"));
+    assert_int_equal(index, 7); /* untouched on failure */
+    base_error_clear(&err);
+    assert_int_equal(vkd_instance_select(f->inst, "no such gpu", &index, &err),
+                     KILN_ERROR_NOT_FOUND);
+    assert_non_null(strstr(err.message, "no such gpu"));
+    vkd_device *dev = NULL;
+    base_error_clear(&err);
+    assert_int_equal(vkd_device_create(f->inst, 4000000, NULL, &dev, &err), KILN_ERROR_NOT_FOUND);
+    assert_null(dev);
+}
+
+/* The default choice on machines with several devices, driven with made-up infos. */
+static vkd_device_info fake(VkPhysicalDeviceType type, const char *name, bool compute) {
+    vkd_device_info d;
+    memset(&d, 0, sizeof d);
+    d.props.deviceType = type;
+    strncpy(d.props.deviceName, name, sizeof d.props.deviceName - 1);
+    d.compute_family = compute ? 0 : -1;
+    return d;
+}
+
+static void test_vk_device_select_prefers_discrete_then_integrated(void **state) {
+    (void)state;
+    base_error err = {0};
+    uint32_t index = 99;
+    vkd_device_info devs[4] = {
+        fake(VK_PHYSICAL_DEVICE_TYPE_CPU, "llvmpipe", true),
+        fake(VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU, "Intel UHD", true),
+        fake(VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, "Radeon RX", true),
+        fake(VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU, "virgl", true),
+    };
+    assert_int_equal(vkd_select_device(devs, 4, NULL, &index, &err), KILN_OK);
+    assert_int_equal(index, 2);
+    assert_int_equal(vkd_select_device(devs, 2, "", &index, &err), KILN_OK);
+    assert_int_equal(index, 1);
+    vkd_device_info two[2] = {devs[0], devs[3]};
+    assert_int_equal(vkd_select_device(two, 2, NULL, &index, &err), KILN_OK);
+    assert_int_equal(index, 1); /* virtual beats CPU */
+    /* A discrete device without a compute queue is never chosen. */
+    devs[2].compute_family = -1;
+    assert_int_equal(vkd_select_device(devs, 4, NULL, &index, &err), KILN_OK);
+    assert_int_equal(index, 1);
+    assert_int_equal(vkd_select_device(devs, 4, "radeon", &index, &err), KILN_ERROR_NOT_FOUND);
+    base_error_clear(&err);
+    assert_int_equal(vkd_select_device(devs, 4, "2", &index, &err), KILN_ERROR_NO_DEVICE);
+    base_error_clear(&err);
+    assert_int_equal(vkd_select_device(devs, 0, NULL, &index, &err), KILN_ERROR_NO_DEVICE);
+    assert_non_null(strstr(err.message, "mesa-vulkan-drivers"));
+}
+
+static void test_vk_device_check_maps_results(void **state) {
+    (void)state;
+    base_error err = {0};
+    assert_int_equal(vkd_check(VK_SUCCESS, "vkX", &err), KILN_OK);
+    assert_int_equal(vkd_check(VK_INCOMPLETE, "vkX", &err), KILN_OK);
+    assert_int_equal(vkd_check(VK_ERROR_DEVICE_LOST, "vkQueueSubmit", &err),
+                     KILN_ERROR_DEVICE_LOST);
+    assert_string_equal(err.message, "vkQueueSubmit failed: VK_ERROR_DEVICE_LOST (-4)");
+    base_error_clear(&err);
+    assert_int_equal(vkd_check(VK_ERROR_OUT_OF_DEVICE_MEMORY, "vkAllocateMemory", &err),
+                     KILN_ERROR_OUT_OF_DEVICE_MEMORY);
+    assert_int_equal(vkd_check(VK_ERROR_OUT_OF_HOST_MEMORY, "x", NULL),
+                     KILN_ERROR_OUT_OF_HOST_MEMORY);
+    assert_int_equal(vkd_check(VK_TIMEOUT, "x", NULL), KILN_ERROR_TIMEOUT);
+}
+
+static void test_vk_device_second_device_with_overrides(void **state) {
+    vk_fixture *f = *state;
+    base_error err = {0};
+    vkd_device_options opt = {
+        .force_staging = true, .max_push_constants = 64, .max_workgroup_count = 5};
+    vkd_device *dev = NULL;
+    assert_int_equal(vkd_device_create(f->inst, f->device_index, &opt, &dev, &err), KILN_OK);
+    const vkd_caps *caps = vkd_device_caps(dev);
+    assert_false(caps->host_visible_device_memory);
+    assert_int_equal(caps->max_push_constants_size, 64);
+    assert_int_equal(caps->max_workgroup_count[0], 5);
+    vkd_device_destroy(dev);
+    vkd_device_destroy(NULL);
+    vk_fixture_assert_no_messages(f);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vk_device_create_enables_what_it_reports),
+        cmocka_unit_test(test_vk_device_select_by_index_and_name),
+        cmocka_unit_test(test_vk_device_select_rejects_bad_index_and_name),
+        cmocka_unit_test(test_vk_device_select_prefers_discrete_then_integrated),
+        cmocka_unit_test(test_vk_device_check_maps_results),
+        cmocka_unit_test(test_vk_device_second_device_with_overrides),
+    };
+    return cmocka_run_group_tests(tests, vk_fixture_setup, vk_fixture_teardown);
+}
