@@ -7,7 +7,7 @@ struct base_arena_chunk {
     base_arena_chunk *prev;
     size_t size; /* bytes of data[] */
     size_t used;
-    _Alignas(64) unsigned char data[];
+    unsigned char data[]; /* blocks are aligned by address, not by this offset */
 };
 
 void base_arena_init(base_arena *arena, const base_allocator *alloc, size_t chunk_size) {
@@ -32,23 +32,30 @@ static base_arena_chunk *arena_new_chunk(base_arena *arena, size_t min_size) {
     return c;
 }
 
+/* The offset in c->data at which an aligned block of size bytes starts, if it fits. */
+static bool chunk_fit(const base_arena_chunk *c, size_t size, size_t align, size_t *start) {
+    uintptr_t base = (uintptr_t)c->data;
+    size_t pad = (size_t)((align - (base + c->used) % align) % align);
+    size_t end;
+    if (!base_add_size(c->used, pad, start) || !base_add_size(*start, size, &end))
+        return false;
+    return end <= c->size;
+}
+
 void *base_arena_alloc(base_arena *arena, size_t size, size_t align) {
     if (align == 0 || align > 64 || (align & (align - 1)) != 0)
         return NULL;
     if (size == 0)
         size = 1;
     base_arena_chunk *c = arena->head;
-    size_t start = 0, end = 0;
-    bool fits = c && base_align_up_size(c->used, align, &start) &&
-                base_add_size(start, size, &end) && end <= c->size;
-    if (!fits) {
+    size_t start = 0;
+    if (!c || !chunk_fit(c, size, align, &start)) {
         size_t need;
-        if (!base_add_size(size, align, &need) || !(c = arena_new_chunk(arena, need)))
+        if (!base_add_size(size, align, &need) || !(c = arena_new_chunk(arena, need)) ||
+            !chunk_fit(c, size, align, &start))
             return NULL;
-        start = 0; /* data[] is 64-byte aligned */
-        end = size;
     }
-    c->used = end;
+    c->used = start + size;
     arena->bytes_used += size;
     memset(c->data + start, 0, size);
     return c->data + start;

@@ -136,7 +136,13 @@ static kiln_status create_handle(vkd_instance *inst, const vkd_instance_options 
         .enabledExtensionCount = ext_count,
         .ppEnabledExtensionNames = ext_names,
     };
-    st = vkd_check(vkCreateInstance(&info, NULL, &inst->handle), "vkCreateInstance", err);
+    VkResult r = vkCreateInstance(&info, NULL, &inst->handle);
+    if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
+        return base_error_set(err, KILN_ERROR_NO_DEVICE,
+                              "no Vulkan driver found: vkCreateInstance failed with "
+                              "VK_ERROR_INCOMPATIBLE_DRIVER (on a machine without a GPU install "
+                              "lavapipe: apt-get install mesa-vulkan-drivers)");
+    st = vkd_check(r, "vkCreateInstance", err);
     if (st != KILN_OK)
         return st;
     volkLoadInstanceOnly(inst->handle);
