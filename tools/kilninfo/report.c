@@ -57,7 +57,8 @@ static void item_start(report *r, const char *key) {
         indent(r, d);
         fputs("-", r->f);
     } else {
-        fputc('\n', r->f);
+        if (d > 0 || r->has_items[d]) /* no blank first line */
+            fputc('\n', r->f);
         indent(r, d);
         fprintf(r->f, "%s: ", key);
     }

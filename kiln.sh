@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Kiln's entry point. Needs only bash on a fresh Debian 12 machine: it installs the Debian
+# packages that are missing, configures and builds with CMake, then runs.
+#
+#   ./kiln.sh run     build (release) and run Kiln's main job: kilninfo on the default device
+#   ./kiln.sh test    build with ASan+UBSan and -Werror, run the whole test suite
+#   ./kiln.sh bench   build (release) and run the benchmarks
+#
+# Environment: KILN_JOBS (build parallelism, default: number of cores), KILN_DEVICE (index or
+# name substring of the Vulkan device), KILN_DEBUG (1..4, more output).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")"
+root=$(pwd)
+
+build_packages=(cmake ninja-build gcc g++ libc6-dev pkg-config libvulkan-dev libvulkan1
+                libvulkan-volk-dev spirv-headers spirv-tools mesa-vulkan-drivers)
+test_packages=(libcmocka-dev vulkan-validationlayers python3)
+bench_packages=(glslc python3-numpy)
+
+say() { printf 'kiln.sh: %s\n' "$*" >&2; }
+
+# Installs the packages of "$@" that are not installed yet (and nothing when all are).
+ensure_packages() {
+    local missing=() p
+    for p in "$@"; do
+        if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+            missing+=("$p")
+        fi
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    local line="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        if command -v sudo >/dev/null 2>&1; then
+            sudo=(sudo)
+        else
+            say "missing Debian packages: ${missing[*]}"
+            say "not root and no sudo: run this as root, then run ./kiln.sh again:"
+            printf '    %s\n' "$line" >&2
+            exit 1
+        fi
+    fi
+    say "installing missing packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo[@]}" apt-get update -q
+    "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+jobs() { echo "${KILN_JOBS:-$(nproc 2>/dev/null || echo 2)}"; }
+
+# build <dir> <cmake options...>: configure once, then build.
+build() {
+    local dir=$1
+    shift
+    # Build output goes to stderr: stdout carries only what the command itself prints.
+    cmake -S "$root" -B "$dir" -G Ninja "$@" >&2
+    cmake --build "$dir" --parallel "$(jobs)" >&2
+}
+
+case "${1:-}" in
+run)
+    shift
+    ensure_packages "${build_packages[@]}"
+    build "$root/build/release" -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_TESTS=OFF
+    exec "$root/build/release/tools/kilninfo/kilninfo" "$@"
+    ;;
+test)
+    shift
+    ensure_packages "${build_packages[@]}" "${test_packages[@]}"
+    build "$root/build/test" -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON -DKILN_WERROR=ON
+    cd "$root/build/test"
+    exec ctest --output-on-failure --parallel "$(jobs)" "$@"
+    ;;
+bench)
+    shift
+    ensure_packages "${build_packages[@]}" "${bench_packages[@]}"
+    build "$root/build/release" -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_TESTS=OFF
+    exec "$root/bench/run.sh" "$root/build/release" "$@"
+    ;;
+*)
+    cat >&2 <<'USAGE'
+usage: ./kiln.sh run [kilninfo options]   build and run Kiln's main job (kilninfo)
+       ./kiln.sh test [ctest options]     build with sanitizers and run every test
+       ./kiln.sh bench                    build and run the benchmarks
+USAGE
+    exit 2
+    ;;
+esac
