@@ -92,8 +92,7 @@ const sym_node *sym_ne(sym_ctx *ctx, const sym_node *a, const sym_node *b);
 const sym_node *sym_and(sym_ctx *ctx, const sym_node *a, const sym_node *b);
 const sym_node *sym_or(sym_ctx *ctx, const sym_node *a, const sym_node *b);
 const sym_node *sym_not(sym_ctx *ctx, const sym_node *a);
-const sym_node *sym_where(sym_ctx *ctx, const sym_node *cond, const sym_node *a,
-                          const sym_node *b);
+const sym_node *sym_where(sym_ctx *ctx, const sym_node *cond, const sym_node *a, const sym_node *b);
 /* Shorthands with a constant right operand. */
 const sym_node *sym_add_c(sym_ctx *ctx, const sym_node *a, int64_t b);
 const sym_node *sym_mul_c(sym_ctx *ctx, const sym_node *a, int64_t b);
