@@ -65,7 +65,14 @@ kiln_status shape_view_extent(shape_ctx *ctx, const shape_view *v, const sym_nod
                               const sym_node **hi, bool *empty) {
     sym_ctx *sc = ctx->sym;
     *lo = *hi = NULL;
-    *empty = has_zero_dim(v) || (v->masked && v->ndim > 0 && sh_is(v->mask_end[0], 0));
+    *empty = false;
+    for (uint32_t i = 0; i < v->ndim; i++) { /* bound values count: the extent is for now */
+        int64_t n, b = 0, e = 1;
+        if (sh_value(v->shape[i], &n) && n == 0)
+            *empty = true;
+        if (v->masked && sh_value(v->mask_begin[i], &b) && sh_value(v->mask_end[i], &e) && e <= b)
+            *empty = true;
+    }
     if (*empty)
         return KILN_OK;
     const sym_node *a = v->offset, *b = v->offset;

@@ -255,7 +255,7 @@ static kiln_status merge_rec(shape_ctx *ctx, const shape_view *vm2, const shape_
         *ok = true;
         return KILN_OK;
     }
-    if (vm1->contiguous)
+    if (vm1->contiguous && shape_view_numel(ctx, vm1) == shape_view_numel(ctx, vm2))
         return shape_view_reshape(ctx, vm2, vm1->ndim, vm1->shape, out, ok);
     if (vm1->masked)
         return merge_masked(ctx, vm2, vm1, out, ok, depth);

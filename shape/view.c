@@ -381,9 +381,12 @@ kiln_status shape_view_unsqueeze(shape_ctx *ctx, const shape_view *in, int32_t d
 /* Drops dimension d (size 1): its index is 0, and if the mask excludes 0 everything is padding,
  * which a view with no dimension left cannot say. */
 static kiln_status drop_unit_dim(shape_ctx *ctx, shape_view *v, uint32_t d) {
-    if (v->masked && v->ndim == 1 && !sh_is(v->mask_end[d], 1))
+    bool keeps = !v->masked || (sh_is(v->mask_begin[d], 0) && sh_is(v->mask_end[d], 1));
+    bool all_empty = v->masked && sh_is(v->mask_end[d], 0) && v->ndim > 1; /* canonical (0,0) */
+    if (!keeps && !all_empty)
         return sh_fail(ctx, KILN_ERROR_UNSUPPORTED,
-                       "removing the last dimension of a fully padded view");
+                       "removing a dimension whose padding cannot be decided or would leave a "
+                       "fully padded scalar");
     remove_dim(v, d);
     return KILN_OK;
 }
