@@ -15,6 +15,7 @@ kiln_status shape_ctx_create(const base_allocator *alloc, sym_ctx *sym, shape_ct
         return KILN_ERROR_OUT_OF_HOST_MEMORY;
     ctx->alloc = a;
     ctx->sym = sym;
+    ctx->alias_enum_limit = 1u << 16;
     *out = ctx;
     return KILN_OK;
 }
@@ -24,6 +25,10 @@ void shape_ctx_destroy(shape_ctx *ctx) {
         return;
     base_allocator a = ctx->alloc;
     base_free(&a, ctx, sizeof(*ctx));
+}
+
+void shape_ctx_set_alias_enum_limit(shape_ctx *ctx, uint64_t elements) {
+    ctx->alias_enum_limit = elements;
 }
 
 sym_ctx *shape_ctx_sym(shape_ctx *ctx) {

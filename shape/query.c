@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ALIAS_ENUM_LIMIT = 1 << 16 }; /* exact enumeration up to this many elements */
+enum { ALIAS_ENUM_LIMIT = 1 << 30 }; /* hard cap on enumeration */
+#define SPAN_LIMIT ((uint64_t)1 << 24)      /* bitset analysis up to this many offsets */
+#define SPAN_WORK_LIMIT ((uint64_t)1 << 26) /* and this many word operations */
 
 bool shape_view_is_dense(const shape_view *v) {
     if (v->masked)
@@ -77,11 +79,10 @@ static bool effective_dims(const shape_view *v, dimset *d) {
     d->n = 0;
     for (uint32_t i = 0; i < v->ndim; i++) {
         int64_t s, st, b = 0, e;
-        if (!sym_is_const(v->shape[i], &s) || !sym_is_const(v->strides[i], &st))
+        if (!sh_value(v->shape[i], &s) || !sh_value(v->strides[i], &st))
             return false;
         e = s;
-        if (v->masked &&
-            (!sym_is_const(v->mask_begin[i], &b) || !sym_is_const(v->mask_end[i], &e)))
+        if (v->masked && (!sh_value(v->mask_begin[i], &b) || !sh_value(v->mask_end[i], &e)))
             return false;
         if (e - b <= 0)
             return d->n = 0, true; /* nothing valid */
@@ -132,6 +133,18 @@ static bool nested(const dimset *d) {
     return true;
 }
 
+/* dst |= src << shift (bit 0 of word 0 is offset 0); bits past the end are dropped. */
+static void bits_or_shifted(uint64_t *dst, const uint64_t *src, size_t words, uint64_t shift) {
+    size_t ws = (size_t)(shift / 64);
+    unsigned bs = (unsigned)(shift % 64);
+    for (size_t w = words; w-- > ws;) {
+        uint64_t x = src[w - ws] << bs;
+        if (bs && w - ws > 0)
+            x |= src[w - ws - 1] >> (64 - bs);
+        dst[w] |= x;
+    }
+}
+
 static size_t dims_count(const dimset *d) {
     size_t n = 1;
     for (uint32_t i = 0; i < d->n; i++) {
@@ -159,6 +172,45 @@ static shape_alias enumerate_dims(shape_ctx *ctx, const dimset *d, size_t n) {
     return res;
 }
 
+/* Symbolic values are read at their bound values: the answer is for the current binding. */
+/* Exact for any strides whose span is small: the set of reachable offsets, one dimension at a
+ * time, as a bitset; a collision shows as fewer bits than the product of the counts. */
+static shape_alias span_bitset(shape_ctx *ctx, const dimset *d) {
+    uint64_t span = 1, work = 0;
+    for (uint32_t i = 0; i < d->n; i++) {
+        if (d->stride[i] > (int64_t)SPAN_LIMIT || d->size[i] > (int64_t)SPAN_LIMIT)
+            return SHAPE_ALIAS_MAYBE;
+        span += (uint64_t)d->stride[i] * (uint64_t)(d->size[i] - 1);
+        work += (uint64_t)d->size[i];
+        if (span > SPAN_LIMIT)
+            return SHAPE_ALIAS_MAYBE;
+    }
+    size_t words = (size_t)(span + 63) / 64;
+    if (work * words > SPAN_WORK_LIMIT)
+        return SHAPE_ALIAS_MAYBE;
+    uint64_t *a = base_calloc(&ctx->alloc, 2 * words, sizeof(uint64_t));
+    if (!a)
+        return SHAPE_ALIAS_MAYBE;
+    uint64_t *cur = a, *nxt = a + words, count = 1;
+    shape_alias res = SHAPE_ALIAS_NONE;
+    cur[0] = 1;
+    for (uint32_t i = 0; i < d->n && res == SHAPE_ALIAS_NONE; i++) {
+        memset(nxt, 0, words * sizeof(uint64_t));
+        for (int64_t j = 0; j < d->size[i]; j++)
+            bits_or_shifted(nxt, cur, words, (uint64_t)(j * d->stride[i]));
+        uint64_t got = 0;
+        for (size_t w = 0; w < words; w++)
+            got += (uint64_t)__builtin_popcountll(nxt[w]);
+        count *= (uint64_t)d->size[i];
+        if (got != count)
+            res = SHAPE_ALIAS_YES;
+        uint64_t *t = cur;
+        cur = nxt, nxt = t;
+    }
+    base_free(&ctx->alloc, a, 2 * words * sizeof(uint64_t));
+    return res;
+}
+
 shape_alias shape_view_self_alias(shape_ctx *ctx, const shape_view *v) {
     dimset d;
     if (!effective_dims(v, &d))
@@ -167,23 +219,26 @@ shape_alias shape_view_self_alias(shape_ctx *ctx, const shape_view *v) {
         return SHAPE_ALIAS_YES;
     if (nested(&d))
         return SHAPE_ALIAS_NONE;
+    shape_alias b = span_bitset(ctx, &d);
+    if (b != SHAPE_ALIAS_MAYBE)
+        return b;
     size_t n = dims_count(&d);
-    return n <= ALIAS_ENUM_LIMIT ? enumerate_dims(ctx, &d, n) : SHAPE_ALIAS_MAYBE;
+    return n <= ctx->alias_enum_limit ? enumerate_dims(ctx, &d, n) : SHAPE_ALIAS_MAYBE;
 }
 
 /* ---- trackers: composition of injective views is injective; else enumerate ------------------ */
 
 static bool eval_view(const shape_view *v, const int64_t *idx, int64_t *addr, bool *valid) {
     int64_t a, x, y;
-    if (!sym_is_const(v->offset, &a))
+    if (!sh_value(v->offset, &a))
         return false;
     *valid = true;
     for (uint32_t i = 0; i < v->ndim; i++) {
-        if (!sym_is_const(v->strides[i], &x))
+        if (!sh_value(v->strides[i], &x))
             return false;
         a += x * idx[i];
         if (v->masked) {
-            if (!sym_is_const(v->mask_begin[i], &x) || !sym_is_const(v->mask_end[i], &y))
+            if (!sh_value(v->mask_begin[i], &x) || !sh_value(v->mask_end[i], &y))
                 return false;
             *valid = *valid && x <= idx[i] && idx[i] < y;
         }
@@ -201,7 +256,7 @@ static bool eval_tracker(const shape_tracker *t, int64_t k, int64_t *addr, bool 
         int64_t idx[SHAPE_MAX_DIMS], s, r = flat;
         bool ok;
         for (uint32_t i = v->ndim; i-- > 0;) {
-            if (!sym_is_const(v->shape[i], &s) || s <= 0)
+            if (!sh_value(v->shape[i], &s) || s <= 0)
                 return false;
             idx[i] = r % s;
             r /= s;
@@ -224,7 +279,8 @@ shape_alias shape_tracker_self_alias(shape_ctx *ctx, const shape_tracker *t) {
         return SHAPE_ALIAS_NONE;
     int64_t n;
     const sym_node *numel = shape_view_numel(ctx, shape_tracker_last(t));
-    if (!numel || !sym_is_const(numel, &n) || n > ALIAS_ENUM_LIMIT)
+    if (!numel || !sh_value(numel, &n) || (uint64_t)n > ctx->alias_enum_limit ||
+        n > ALIAS_ENUM_LIMIT)
         return SHAPE_ALIAS_MAYBE;
     int64_t *addr = base_malloc(&ctx->alloc, (size_t)(n ? n : 1) * sizeof(*addr));
     if (!addr)

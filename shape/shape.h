@@ -92,6 +92,9 @@ kiln_status shape_ctx_create(const base_allocator *alloc, sym_ctx *sym, shape_ct
 void shape_ctx_destroy(shape_ctx *ctx); /* NULL is a no-op */
 sym_ctx *shape_ctx_sym(shape_ctx *ctx);
 const char *shape_ctx_message(const shape_ctx *ctx); /* the most recent failure's message */
+/* Self-alias queries that the stride analysis cannot decide enumerate the addresses of views
+ * with at most this many elements (default 65536; 0 turns enumeration off). */
+void shape_ctx_set_alias_enum_limit(shape_ctx *ctx, uint64_t elements);
 
 /* ---- construction ------------------------------------------------------------------------- */
 
@@ -198,6 +201,9 @@ typedef enum shape_alias {
     SHAPE_ALIAS_YES,   /* proved: two distinct valid logical indices address one element */
     SHAPE_ALIAS_MAYBE, /* not provable either way: a writer must reject it */
 } shape_alias;
+/* Decided from the strides (a stride-0 dimension, two dimensions with a common multiple
+ * inside their ranges, or strides that nest) and otherwise by enumeration (see
+ * shape_ctx_set_alias_enum_limit). Bound Variables are read at their bound values. */
 shape_alias shape_view_self_alias(shape_ctx *ctx, const shape_view *v);
 shape_alias shape_tracker_self_alias(shape_ctx *ctx, const shape_tracker *t);
 

@@ -9,6 +9,7 @@ struct shape_ctx {
     base_allocator alloc;
     sym_ctx *sym;
     base_error err;
+    uint64_t alias_enum_limit; /* exact self-alias enumeration up to this many elements */
 };
 
 /* Records a failure message (overwriting the previous one) and returns status. */
