@@ -166,8 +166,10 @@ kiln_status shape_view_expand(shape_ctx *ctx, const shape_view *in, const sym_no
                            i);
         v.shape[i] = sizes[i];
         v.strides[i] = v.user_strides[i] = sh_c(ctx, 0);
-        if (v.masked) /* (0,1) -> (0,n); an empty mask stays empty */
-            v.mask_end[i] = sh_is(in->mask_end[i], 0) ? sh_c(ctx, 0) : sizes[i];
+        if (v.masked) { /* b, e are 0 or 1: (0,1) -> (0,n), an empty mask stays empty */
+            v.mask_begin[i] = sym_mul(ctx->sym, in->mask_begin[i], sizes[i]);
+            v.mask_end[i] = sym_mul(ctx->sym, in->mask_end[i], sizes[i]);
+        }
     }
     sh_canon(ctx, &v);
     return sh_finish(ctx, &v, out);

@@ -593,7 +593,10 @@ static int64_t check_index(fz *z) {
         snprintf(name, sizeof(name), "i%u_%lld", i, (long long)z->a.shape[i]);
         vars[i] = sym_var(z->s, name, 0, z->a.shape[i] > 0 ? z->a.shape[i] - 1 : 0);
     }
-    assert_int_equal(shape_tracker_index(z->c, &z->t, vars, &ix, &ok), KILN_OK);
+    if (shape_tracker_index(z->c, &z->t, vars, &ix, &ok) != KILN_OK)
+        fail_msg("index: %s / %s (%s) n=%u var0=%p shape0=%lld nviews=%u", shape_ctx_message(z->c),
+                 sym_ctx_message(z->s), z->log, n, (const void *)vars[0],
+                 (long long)z->a.shape[0], z->t.nviews);
     int64_t vals[SHAPE_MAX_DIMS];
     sym_assignment as = {vars, vals, n};
     int64_t valid_count = 0;
