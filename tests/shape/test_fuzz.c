@@ -591,17 +591,28 @@ static int64_t check_index(fz *z) {
     for (uint32_t i = 0; i < n; i++) {
         char name[32];
         snprintf(name, sizeof(name), "i%u_%lld", i, (long long)z->a.shape[i]);
-        vars[i] = sym_var(z->s, name, 0, z->a.shape[i] > 0 ? z->a.shape[i] - 1 : 0);
+        /* a size-1 (or 0) dim is indexed by the constant 0 (symbolic/ at 5149adf returns
+         * NULL without an error for Var[0,0] * (expr * c); reported, not worked around there) */
+        vars[i] = z->a.shape[i] > 1 ? sym_var(z->s, name, 0, z->a.shape[i] - 1) : K(z, 0);
     }
     if (shape_tracker_index(z->c, &z->t, vars, &ix, &ok) != KILN_OK)
         fail_msg("index: %s / %s (%s) n=%u var0=%p shape0=%lld nviews=%u", shape_ctx_message(z->c),
                  sym_ctx_message(z->s), z->log, n, (const void *)vars[0],
                  (long long)z->a.shape[0], z->t.nviews);
     int64_t vals[SHAPE_MAX_DIMS];
-    sym_assignment as = {vars, vals, n};
+    const sym_node *avars[SHAPE_MAX_DIMS];
+    int64_t avals[SHAPE_MAX_DIMS];
+    uint32_t na = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (z->a.shape[i] > 1)
+            avars[na++] = vars[i];
+    sym_assignment as = {avars, avals, na};
     int64_t valid_count = 0;
     for (int64_t k = 0; k < z->a.n; k++) {
         unravel(z->a.shape, n, k, vals);
+        for (uint32_t i = 0, j = 0; i < n; i++)
+            if (z->a.shape[i] > 1)
+                avals[j++] = vals[i];
         int64_t gi = 0, gv = 0;
         base_error err;
         base_error_clear(&err);
