@@ -1,0 +1,250 @@
+/* The shape context, proofs over symbolic values, and canonical form. */
+#include "shape_internal.h"
+
+#include <string.h>
+
+kiln_status shape_ctx_create(const base_allocator *alloc, sym_ctx *sym, shape_ctx **out) {
+    if (!out)
+        return KILN_ERROR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!sym)
+        return KILN_ERROR_INVALID_ARGUMENT;
+    base_allocator a = alloc ? *alloc : base_allocator_make(NULL, NULL);
+    shape_ctx *ctx = base_calloc(&a, 1, sizeof(*ctx));
+    if (!ctx)
+        return KILN_ERROR_OUT_OF_HOST_MEMORY;
+    ctx->alloc = a;
+    ctx->sym = sym;
+    ctx->alias_enum_limit = 1u << 16;
+    *out = ctx;
+    return KILN_OK;
+}
+
+void shape_ctx_destroy(shape_ctx *ctx) {
+    if (!ctx)
+        return;
+    base_allocator a = ctx->alloc;
+    base_free(&a, ctx, sizeof(*ctx));
+}
+
+void shape_ctx_set_alias_enum_limit(shape_ctx *ctx, uint64_t elements) {
+    ctx->alias_enum_limit = elements;
+}
+
+sym_ctx *shape_ctx_sym(shape_ctx *ctx) {
+    return ctx ? ctx->sym : NULL;
+}
+
+const char *shape_ctx_message(const shape_ctx *ctx) {
+    return ctx ? base_error_message(&ctx->err) : "no shape context";
+}
+
+kiln_status sh_fail(shape_ctx *ctx, kiln_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    base_error_clear(&ctx->err);
+    base_error_setv(&ctx->err, status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+kiln_status sh_sym_status(shape_ctx *ctx) {
+    kiln_status s = sym_ctx_status(ctx->sym);
+    if (s != KILN_OK)
+        return sh_fail(ctx, s, "symbolic: %s", sym_ctx_message(ctx->sym));
+    return KILN_OK;
+}
+
+const sym_node *sh_c(shape_ctx *ctx, int64_t v) {
+    return sym_const(ctx->sym, v);
+}
+
+bool sh_is(const sym_node *n, int64_t v) {
+    int64_t x;
+    return n && sym_is_const(n, &x) && x == v;
+}
+
+bool sh_value(const sym_node *n, int64_t *v) {
+    if (!n)
+        return false;
+    if (sym_is_const(n, v))
+        return true;
+    base_error err;
+    base_error_clear(&err);
+    return sym_eval(n, NULL, v, &err) == KILN_OK;
+}
+
+bool sh_prove_le(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
+    if (!a || !b)
+        return false;
+    if (a == b || sym_vmax(a) <= sym_vmin(b))
+        return true;
+    const sym_node *d = sym_sub(ctx->sym, b, a);
+    return d && sym_vmin(d) >= 0;
+}
+
+bool sh_prove_lt(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
+    return sh_prove_le(ctx, sym_add_c(ctx->sym, a, 1), b);
+}
+
+bool sh_refute_le(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
+    if (!a || !b)
+        return false;
+    if (sh_prove_lt(ctx, b, a))
+        return true;
+    int64_t x, y;
+    return sh_value(a, &x) && sh_value(b, &y) && x > y;
+}
+
+kiln_status sh_axis(shape_ctx *ctx, int32_t dim, uint32_t ndim, uint32_t *out) {
+    int64_t d = dim;
+    if (d < 0)
+        d += (int64_t)ndim;
+    if (d < 0 || d >= (int64_t)ndim)
+        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                       "dimension %d out of range for a view of %u dimensions", (int)dim, ndim);
+    *out = (uint32_t)d;
+    return KILN_OK;
+}
+
+void sh_contig_strides(shape_ctx *ctx, uint32_t ndim, const sym_node *const *shape, bool torch,
+                       const sym_node **strides) {
+    const sym_node *acc = sh_c(ctx, 1);
+    for (uint32_t i = ndim; i-- > 0;) {
+        strides[i] = (!torch && sh_is(shape[i], 1)) ? sh_c(ctx, 0) : acc;
+        const sym_node *s = shape[i];
+        if (torch && sym_vmin(s) < 1)
+            s = sym_max(ctx->sym, s, sh_c(ctx, 1));
+        acc = sym_mul(ctx->sym, acc, s);
+    }
+}
+
+void sh_user_fresh(shape_ctx *ctx, shape_view *v) {
+    sh_contig_strides(ctx, v->ndim, v->shape, true, v->user_strides);
+    v->user_offset = sh_c(ctx, 0);
+}
+
+bool sh_all_const(const shape_view *v) {
+    if (!sym_is_const(v->offset, NULL))
+        return false;
+    for (uint32_t i = 0; i < v->ndim; i++) {
+        if (!sym_is_const(v->shape[i], NULL) || !sym_is_const(v->strides[i], NULL))
+            return false;
+        if (v->masked &&
+            (!sym_is_const(v->mask_begin[i], NULL) || !sym_is_const(v->mask_end[i], NULL)))
+            return false;
+    }
+    return true;
+}
+
+/* ---- canonical form ---------------------------------------------------------------------- */
+
+static void canon_zero_all(shape_ctx *ctx, shape_view *v) {
+    for (uint32_t i = 0; i < v->ndim; i++)
+        v->strides[i] = sh_c(ctx, 0);
+    v->offset = sh_c(ctx, 0);
+}
+
+/* A mask that admits nothing in some dimension admits nothing at all: (0,0) everywhere. */
+static bool canon_empty_mask(shape_ctx *ctx, shape_view *v) {
+    bool empty = false;
+    for (uint32_t i = 0; i < v->ndim && !empty; i++)
+        empty = sh_prove_le(ctx, v->mask_end[i], v->mask_begin[i]);
+    if (!empty)
+        return false;
+    canon_zero_all(ctx, v);
+    for (uint32_t i = 0; i < v->ndim; i++)
+        v->mask_begin[i] = v->mask_end[i] = sh_c(ctx, 0);
+    return true;
+}
+
+static void canon_mask(shape_ctx *ctx, shape_view *v) {
+    if (canon_empty_mask(ctx, v))
+        return;
+    bool full = true;
+    for (uint32_t i = 0; i < v->ndim; i++) {
+        /* clamp the mask into [0, size] */
+        if (!sh_prove_le(ctx, sh_c(ctx, 0), v->mask_begin[i]))
+            v->mask_begin[i] = sym_max(ctx->sym, v->mask_begin[i], sh_c(ctx, 0));
+        if (!sh_prove_le(ctx, v->mask_end[i], v->shape[i]))
+            v->mask_end[i] = sym_min(ctx->sym, v->mask_end[i], v->shape[i]);
+        bool dim_full = sh_is(v->mask_begin[i], 0) && v->mask_end[i] == v->shape[i];
+        full = full && dim_full;
+        /* exactly one valid index b: the stride moves into the offset */
+        const sym_node *len = sym_sub(ctx->sym, v->mask_end[i], v->mask_begin[i]);
+        if (!dim_full && sh_is(len, 1) && !sh_is(v->strides[i], 0)) {
+            v->offset =
+                sym_add(ctx->sym, v->offset, sym_mul(ctx->sym, v->strides[i], v->mask_begin[i]));
+            v->strides[i] = sh_c(ctx, 0);
+        }
+    }
+    if (full) {
+        v->masked = false;
+        memset(v->mask_begin, 0, sizeof(v->mask_begin));
+        memset(v->mask_end, 0, sizeof(v->mask_end));
+    }
+}
+
+static bool canon_is_contiguous(shape_ctx *ctx, const shape_view *v) {
+    if (v->masked || !sh_is(v->offset, 0))
+        return false;
+    const sym_node *want[SHAPE_MAX_DIMS];
+    sh_contig_strides(ctx, v->ndim, v->shape, false, want);
+    for (uint32_t i = 0; i < v->ndim; i++)
+        if (want[i] != v->strides[i])
+            return false;
+    return true;
+}
+
+void sh_canon(shape_ctx *ctx, shape_view *v) {
+    for (uint32_t i = 0; i < v->ndim; i++) {
+        if (sh_is(v->shape[i], 0)) {
+            canon_zero_all(ctx, v);
+            v->masked = false;
+            memset(v->mask_begin, 0, sizeof(v->mask_begin));
+            memset(v->mask_end, 0, sizeof(v->mask_end));
+            v->contiguous = true;
+            return;
+        }
+    }
+    for (uint32_t i = 0; i < v->ndim; i++)
+        if (sh_is(v->shape[i], 1))
+            v->strides[i] = sh_c(ctx, 0);
+    if (v->masked)
+        canon_mask(ctx, v);
+    v->contiguous = canon_is_contiguous(ctx, v);
+}
+
+kiln_status sh_finish(shape_ctx *ctx, const shape_view *v, shape_view *out) {
+    bool ok = v->offset && v->user_offset;
+    for (uint32_t i = 0; i < v->ndim && ok; i++) {
+        ok = v->shape[i] && v->strides[i] && v->user_strides[i];
+        if (v->masked)
+            ok = ok && v->mask_begin[i] && v->mask_end[i];
+    }
+    if (!ok) {
+        kiln_status s = sh_sym_status(ctx);
+        return s != KILN_OK ? s : sh_fail(ctx, KILN_ERROR_INTERNAL, "a view field was not built");
+    }
+    *out = *v;
+    return KILN_OK;
+}
+
+bool shape_view_equal(const shape_view *a, const shape_view *b) {
+    if (a->ndim != b->ndim || a->masked != b->masked || a->offset != b->offset)
+        return false;
+    for (uint32_t i = 0; i < a->ndim; i++) {
+        if (a->shape[i] != b->shape[i] || a->strides[i] != b->strides[i])
+            return false;
+        if (a->masked && (a->mask_begin[i] != b->mask_begin[i] || a->mask_end[i] != b->mask_end[i]))
+            return false;
+    }
+    return true;
+}
+
+const sym_node *shape_view_numel(shape_ctx *ctx, const shape_view *v) {
+    const sym_node *n = sh_c(ctx, 1);
+    for (uint32_t i = 0; i < v->ndim; i++)
+        n = sym_mul(ctx->sym, n, v->shape[i]);
+    return n;
+}
