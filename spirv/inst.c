@@ -53,6 +53,12 @@ static spv_words *spv_body(spv_builder *b, const char *what) {
                  b->in_function ? " (the previous block was terminated)" : " (no function)");
         return NULL;
     }
+    if (b->merge_pending) {
+        /* "OpLoopMerge must immediately precede either an OpBranch or OpBranchConditional" */
+        spv_fail(b, KILN_ERROR_INVALID_SPIRV,
+                 "spirv: %s between a merge instruction and its block's branch", what);
+        return NULL;
+    }
     return &b->fn_body;
 }
 
@@ -272,6 +278,7 @@ void spv_branch(spv_builder *b, spv_id target) {
     if (!spv_check_label(b, target, "a branch target"))
         return;
     uint32_t raw = spv_raw(target);
+    b->merge_pending = false;
     spv_terminate(b, SpvOpBranch, &raw, 1, "OpBranch");
 }
 
@@ -286,6 +293,7 @@ void spv_branch_cond(spv_builder *b, spv_id condition, spv_id if_true, spv_id if
         return;
     }
     uint32_t ops[3] = {spv_raw(condition), spv_raw(if_true), spv_raw(if_false)};
+    b->merge_pending = false;
     spv_terminate(b, SpvOpBranchConditional, ops, 3, "OpBranchConditional");
 }
 
@@ -294,6 +302,7 @@ void spv_selection_merge(spv_builder *b, spv_id merge) {
         return;
     uint32_t ops[2] = {spv_raw(merge), SpvSelectionControlMaskNone};
     spv_plain(b, SpvOpSelectionMerge, ops, 2, "OpSelectionMerge");
+    b->merge_pending = spv_ok(b);
 }
 
 void spv_loop_merge(spv_builder *b, spv_id merge, spv_id continue_target) {
@@ -302,6 +311,7 @@ void spv_loop_merge(spv_builder *b, spv_id merge, spv_id continue_target) {
         return;
     uint32_t ops[3] = {spv_raw(merge), spv_raw(continue_target), SpvLoopControlMaskNone};
     spv_plain(b, SpvOpLoopMerge, ops, 3, "OpLoopMerge");
+    b->merge_pending = spv_ok(b);
 }
 
 void spv_return(spv_builder *b) {

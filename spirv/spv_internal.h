@@ -98,7 +98,8 @@ struct spv_builder {
     /* The current function: its head (OpFunction, first OpLabel), its Function variables, its
      * body; concatenated into SPV_SEC_FUNCTIONS at spv_function_end. */
     bool in_function, in_block;
-    uint32_t label; /* raw id of the current block's label */
+    bool merge_pending; /* a merge instruction waits for its block's branch */
+    uint32_t label;     /* raw id of the current block's label */
     uint32_t pending_phis;
     spv_words fn_head, fn_vars, fn_body;
 
