@@ -42,7 +42,6 @@ kiln_status spv_builder_create(const spv_builder_options *options, spv_builder *
     b->maintenance4 = o.maintenance4 || o.version >= 0x10600;
     b->tag = atomic_fetch_add(&spv_serial, 1u) % SPV_TAG_COUNT + 1;
     base_map_init(&b->interned, &b->alloc);
-    base_arena_init(&b->arena, &b->alloc, 4096);
     /* Raw id 0 is never used: reserve its slot so ids index the table directly. */
     if (BASE_VEC_PUSH(&b->alloc, &b->ids, (spv_info){0}) != KILN_OK) {
         spv_builder_destroy(b);
@@ -57,10 +56,18 @@ kiln_status spv_builder_create(const spv_builder_options *options, spv_builder *
     return KILN_OK;
 }
 
+static void spv_free_interned(spv_builder *b);
+
 void spv_builder_destroy(spv_builder *b) {
     if (!b)
         return;
     const base_allocator *a = &b->alloc;
+    for (size_t i = 0; i < b->exts.len; i++)
+        base_free(a, b->exts.data[i], strlen(b->exts.data[i]) + 1);
+    for (size_t i = 0; i < b->entries.len; i++)
+        base_free(a, b->entries.data[i].name, strlen(b->entries.data[i].name) + 1);
+    spv_free_interned(b);
+    base_map_finish(&b->interned);
     BASE_VEC_FREE(a, &b->ids);
     for (int i = 0; i < SPV_SEC_COUNT_; i++)
         BASE_VEC_FREE(a, &b->sec[i]);
@@ -74,8 +81,6 @@ void spv_builder_destroy(spv_builder *b) {
     BASE_VEC_FREE(a, &b->fn_vars);
     BASE_VEC_FREE(a, &b->fn_body);
     BASE_VEC_FREE(a, &b->module);
-    base_map_finish(&b->interned);
-    base_arena_finish(&b->arena);
     base_allocator alloc = b->alloc;
     base_free(&alloc, b, sizeof *b);
 }
@@ -211,6 +216,16 @@ typedef struct spv_intern_key {
     uint32_t count;
 } spv_intern_key;
 
+static size_t spv_intern_size(uint32_t count) {
+    return sizeof(spv_intern_entry) + count * sizeof(uint32_t);
+}
+
+static void spv_free_interned(spv_builder *b) {
+    void *v;
+    for (size_t i = 0; base_map_next(&b->interned, &i, &v);)
+        base_free(&b->alloc, v, spv_intern_size(((spv_intern_entry *)v)->count));
+}
+
 static bool spv_intern_eq(const void *stored, const void *key, void *user) {
     (void)user;
     const spv_intern_entry *e = stored;
@@ -229,7 +244,8 @@ uint32_t spv_intern(spv_builder *b, SpvOp op, uint32_t result_type, const uint32
     }
     key_words[0] = (uint32_t)op;
     key_words[1] = result_type;
-    memcpy(key_words + 2, operands, count * sizeof *operands);
+    if (count) /* operands may be NULL when count is 0 */
+        memcpy(key_words + 2, operands, count * sizeof *operands);
     key_words[count + 2] = extra;
     spv_intern_key key = {key_words, (uint32_t)(count + 3)};
     uint64_t hash = base_hash_bytes(key_words, key.count * sizeof *key_words, 0x5350);
@@ -237,15 +253,19 @@ uint32_t spv_intern(spv_builder *b, SpvOp op, uint32_t result_type, const uint32
     if (e)
         return e->id;
 
-    e = base_arena_alloc(&b->arena, sizeof *e + key.count * sizeof *key_words, 8);
-    uint32_t id = e ? spv_new_id(b, (spv_kind)info.kind) : 0;
-    if (!e || !id || base_map_insert(&b->interned, hash, e) != KILN_OK) {
+    e = base_malloc(&b->alloc, spv_intern_size(key.count));
+    if (!e) {
         spv_oom(b);
         return 0;
     }
-    e->id = id;
     e->count = key.count;
     memcpy(e->words, key_words, key.count * sizeof *key_words);
+    uint32_t id = e->id = spv_new_id(b, (spv_kind)info.kind);
+    if (!id || base_map_insert(&b->interned, hash, e) != KILN_OK) {
+        base_free(&b->alloc, e, spv_intern_size(key.count));
+        spv_oom(b);
+        return 0;
+    }
     b->ids.data[id] = info;
 
     uint32_t inst[16];
@@ -253,7 +273,8 @@ uint32_t spv_intern(spv_builder *b, SpvOp op, uint32_t result_type, const uint32
     if (result_type)
         inst[n++] = result_type;
     inst[n++] = id;
-    memcpy(inst + n, operands, count * sizeof *operands);
+    if (count)
+        memcpy(inst + n, operands, count * sizeof *operands);
     spv_emit(b, &b->sec[SPV_SEC_GLOBALS], op, inst, n + count);
     return spv_ok(b) ? id : 0;
 }
@@ -280,9 +301,12 @@ void spv_extension(spv_builder *b, const char *name) {
     for (size_t i = 0; i < b->exts.len; i++)
         if (strcmp(b->exts.data[i], name) == 0)
             return;
-    char *copy = base_arena_strdup(&b->arena, name);
-    if (!copy || BASE_VEC_PUSH(&b->alloc, &b->exts, copy) != KILN_OK)
+    char *copy = base_strdup(&b->alloc, name);
+    if (!copy || BASE_VEC_PUSH(&b->alloc, &b->exts, copy) != KILN_OK) {
+        if (copy)
+            base_free(&b->alloc, copy, strlen(copy) + 1);
         spv_oom(b);
+    }
 }
 
 void spv_require_ext(spv_builder *b, const char *name) {

@@ -77,7 +77,8 @@ static spv_id spv_result(spv_builder *b, SpvOp op, uint32_t type, const uint32_t
     }
     ops[0] = type;
     ops[1] = raw;
-    memcpy(ops + 2, operands, count * sizeof *operands);
+    if (count)
+        memcpy(ops + 2, operands, count * sizeof *operands);
     spv_emit(b, w, op, ops, count + 2);
     return spv_full(b, raw);
 }
@@ -116,9 +117,12 @@ spv_id spv_function_begin(spv_builder *b, const char *name) {
     b->label = label;
     b->pending_phis = 0;
     if (name) {
-        char *copy = base_arena_strdup(&b->arena, name);
-        if (!copy || BASE_VEC_PUSH(&b->alloc, &b->entries, ((spv_entry){fn, copy})) != KILN_OK)
+        char *copy = base_strdup(&b->alloc, name);
+        if (!copy || BASE_VEC_PUSH(&b->alloc, &b->entries, ((spv_entry){fn, copy})) != KILN_OK) {
+            if (copy)
+                base_free(&b->alloc, copy, strlen(copy) + 1);
             spv_fail(b, KILN_ERROR_OUT_OF_HOST_MEMORY, "spirv: out of host memory");
+        }
         spv_name(b, spv_full(b, fn), name);
     }
     return spv_full(b, fn);

@@ -63,7 +63,7 @@ typedef BASE_VEC(spv_info) spv_info_vec;
 
 typedef struct spv_entry {
     uint32_t function; /* raw */
-    char *name;        /* arena */
+    char *name;        /* base_strdup */
 } spv_entry;
 
 typedef struct spv_builtin_var {
@@ -85,15 +85,14 @@ struct spv_builder {
     spv_info_vec ids; /* indexed by raw id; ids.data[0] unused */
     spv_words sec[SPV_SEC_COUNT_];
     BASE_VEC(uint32_t) caps;
-    BASE_VEC(char *) exts;           /* arena strings */
+    BASE_VEC(char *) exts;           /* base_strdup strings */
     BASE_VEC(uint32_t) member_types; /* raw ids of struct members */
     BASE_VEC(uint32_t) globals;      /* raw ids of module-scope variables */
     BASE_VEC(spv_entry) entries;
     BASE_VEC(spv_builtin_var) builtins;
     uint32_t glsl_import; /* raw; 0 until needed */
 
-    base_map interned; /* spv_intern entries keyed by their words */
-    base_arena arena;
+    base_map interned; /* spv_intern entries keyed by their words (each its own block) */
 
     /* The current function: its head (OpFunction, first OpLabel), its Function variables, its
      * body; concatenated into SPV_SEC_FUNCTIONS at spv_function_end. */

@@ -275,5 +275,7 @@ int main(void) {
         cmocka_unit_test(test_spirv_exec_f16_storage_round_trips),
         cmocka_unit_test(test_spirv_exec_i8_storage_wraps_like_c),
     };
+    if (getenv("KILN_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("KILN_TEST_FILTER"));
     return cmocka_run_group_tests(tests, vk_fixture_setup, vk_fixture_teardown);
 }
