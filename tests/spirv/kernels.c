@@ -241,6 +241,49 @@ static void build_i8(spv_builder *b) {
     end_main(b);
 }
 
+static void build_spec(spv_builder *b) {
+    spv_id f32 = spv_type_float(b, 32), i32 = spv_type_int(b, 32, true);
+    spv_id out = spv_storage_buffer(b, f32, 0, 0, SPV_ACCESS_WRITE);
+    spv_id flag = spv_spec_bool(b, KERN_SPEC_FLAG, false);
+    spv_id scale = spv_spec_float(b, f32, KERN_SPEC_SCALE, 2.0);
+    spv_id offset = spv_spec_int(b, i32, KERN_SPEC_OFFSET, 7);
+    spv_id fn = spv_function_begin(b, "main");
+    spv_workgroup_size_spec(b, fn, wg_spec_ids, wg_default, NULL);
+    spv_id i = builtin_x(b, SpvBuiltInGlobalInvocationId);
+    spv_id factor = spv_select(b, flag, scale, spv_const_f32(b, -1.0f));
+    spv_id v = spv_binop(b, SpvOpFMul, factor, spv_convert(b, SpvOpConvertUToF, f32, i));
+    v = spv_binop(b, SpvOpFAdd, v, spv_convert(b, SpvOpConvertSToF, f32, offset));
+    spv_store(b, spv_buffer_element(b, out, i), v);
+    end_main(b);
+}
+
+static void build_atomics(spv_builder *b) {
+    spv_id u32 = spv_type_int(b, 32, false);
+    spv_id counters = spv_storage_buffer(b, u32, 0, 0, SPV_ACCESS_READ_WRITE);
+    spv_id out = spv_storage_buffer(b, u32, 0, 1, SPV_ACCESS_WRITE);
+    spv_id fn = spv_function_begin(b, "main");
+    spv_workgroup_size_spec(b, fn, wg_spec_ids, wg_default, NULL);
+    spv_id i = builtin_x(b, SpvBuiltInGlobalInvocationId);
+    spv_id c[4];
+    for (uint32_t k = 0; k < 4; k++)
+        c[k] = spv_buffer_element(b, counters, spv_const_u32(b, k));
+    spv_id one = spv_const_u32(b, 1);
+    spv_id old = spv_atomic(b, SpvOpAtomicIAdd, c[0], SpvScopeDevice, 0, one);
+    spv_atomic(b, SpvOpAtomicUMax, c[1], SpvScopeDevice, 0, i);
+    spv_atomic_compare_exchange(b, c[2], SpvScopeDevice, 0, spv_binop(b, SpvOpIAdd, i, one),
+                                spv_const_u32(b, 0));
+    spv_id bit =
+        spv_binop(b, SpvOpShiftLeftLogical, one, spv_binop(b, SpvOpUMod, i, spv_const_u32(b, 32)));
+    spv_atomic(b, SpvOpAtomicOr, c[3], SpvScopeDevice, 0, bit);
+    spv_memory_barrier(b, SpvScopeDevice,
+                       SpvMemorySemanticsAcquireReleaseMask | SpvMemorySemanticsUniformMemoryMask);
+    spv_id seen = spv_atomic_load(b, c[3], SpvScopeDevice, 0);
+    spv_id v =
+        spv_binop(b, SpvOpIAdd, old, spv_binop(b, SpvOpBitwiseAnd, seen, spv_const_u32(b, 0)));
+    spv_store(b, spv_buffer_element(b, out, i), v);
+    end_main(b);
+}
+
 const kern_def kern_defs[KERN_COUNT_] = {
     [KERN_VADD] = {"vadd", build_vadd, 3, 4, false, false, false},
     [KERN_LOOP_PHI] = {"loop_phi", build_loop_phi, 2, 8, false, false, false},
@@ -250,6 +293,8 @@ const kern_def kern_defs[KERN_COUNT_] = {
     [KERN_MATH] = {"math", build_math, 4, 0, false, false, false},
     [KERN_F16] = {"f16", build_f16, 2, 0, true, false, false},
     [KERN_I8] = {"i8", build_i8, 2, 0, false, true, false},
+    [KERN_SPEC] = {"spec", build_spec, 1, 0, false, false, false},
+    [KERN_ATOMICS] = {"atomics", build_atomics, 2, 0, false, false, false},
 };
 
 spv_builder *kern_build(kern_id k, uint32_t version, bool maintenance4, const base_allocator *alloc,

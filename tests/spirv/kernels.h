@@ -8,6 +8,8 @@
 
 /* Workgroup-size spec ids of the kernels that take their size from specialization. */
 enum { KERN_SPEC_WG_X = 0, KERN_SPEC_WG_Y = 1, KERN_SPEC_WG_Z = 2 };
+/* KERN_SPEC's constants: flag (bool, default false), scale (f32, 2.0), offset (i32, 7). */
+enum { KERN_SPEC_FLAG = 3, KERN_SPEC_SCALE = 4, KERN_SPEC_OFFSET = 5 };
 
 typedef enum kern_id {
     KERN_VADD,      /* c[i] = a[i] + b[i], i < n (push constant 0), wg size from spec (64) */
@@ -19,6 +21,8 @@ typedef enum kern_id {
     KERN_MATH,      /* float and integer arithmetic, GLSL.std.450, select, conversions, locals */
     KERN_F16,       /* out[i] = f16(f32(in[i] * 2) + 1) over f16 storage */
     KERN_I8,        /* out[i] = i8(i32(in[i]) * 3 - 1) over i8 storage */
+    KERN_SPEC,      /* out[i] = (flag ? scale : -1) * i + offset; bool/float/int spec constants */
+    KERN_ATOMICS,   /* counters: IAdd (out[i] = old), UMax, CompareExchange, Or, Load */
     KERN_COUNT_
 } kern_id;
 

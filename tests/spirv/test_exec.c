@@ -15,8 +15,10 @@
 
 enum { MAX_BUFS = 4 };
 
-/* A pipeline for kernel k; wg_x != 0 specializes the workgroup size (spec ids 0..2). */
-static vkd_pipeline *make_pipeline(vk_fixture *f, kern_id k, uint32_t wg_x) {
+/* A pipeline for kernel k with count specialization entries over data (may be 0/NULL). */
+static vkd_pipeline *make_pipeline_spec(vk_fixture *f, kern_id k,
+                                        const VkSpecializationMapEntry *entries, uint32_t n_entries,
+                                        const void *data, size_t size) {
     const vkd_caps *caps = vkd_device_caps(f->dev);
     const uint32_t *words;
     size_t count;
@@ -28,23 +30,29 @@ static vkd_pipeline *make_pipeline(vk_fixture *f, kern_id k, uint32_t wg_x) {
     if (spv_validate(words, count, caps->api_version, &err) != KILN_OK)
         fail_msg("%s: %s", kern_defs[k].name, base_error_message(&err));
     spv_debug_dump(words, count, kern_defs[k].name);
-    uint32_t spec[3] = {wg_x, 1, 1};
-    VkSpecializationMapEntry entries[3] = {
-        {KERN_SPEC_WG_X, 0, 4}, {KERN_SPEC_WG_Y, 4, 4}, {KERN_SPEC_WG_Z, 8, 4}};
     vkd_pipeline_desc desc = {.code = words,
                               .word_count = count,
                               .binding_count = kern_defs[k].bindings,
                               .push_constant_size = kern_defs[k].push_size,
-                              .spec_entries = wg_x ? entries : NULL,
-                              .spec_entry_count = wg_x ? 3 : 0,
-                              .spec_data = wg_x ? spec : NULL,
-                              .spec_data_size = wg_x ? sizeof spec : 0,
+                              .spec_entries = entries,
+                              .spec_entry_count = n_entries,
+                              .spec_data = data,
+                              .spec_data_size = size,
                               .debug_name = kern_defs[k].name};
     vkd_pipeline *pipe = NULL;
     if (vkd_pipeline_create(f->dev, &desc, &pipe, &err) != KILN_OK)
         fail_msg("%s: %s", kern_defs[k].name, base_error_message(&err));
     spv_builder_destroy(b);
     return pipe;
+}
+
+/* A pipeline for kernel k; wg_x != 0 specializes the workgroup size (spec ids 0..2). */
+static vkd_pipeline *make_pipeline(vk_fixture *f, kern_id k, uint32_t wg_x) {
+    uint32_t spec[3] = {wg_x, 1, 1};
+    VkSpecializationMapEntry entries[3] = {
+        {KERN_SPEC_WG_X, 0, 4}, {KERN_SPEC_WG_Y, 4, 4}, {KERN_SPEC_WG_Z, 8, 4}};
+    return wg_x ? make_pipeline_spec(f, k, entries, 3, spec, sizeof spec)
+                : make_pipeline_spec(f, k, NULL, 0, NULL, 0);
 }
 
 typedef struct buf_spec {
@@ -226,6 +234,50 @@ static float from_half(uint16_t h) {
     return f;
 }
 
+static void test_spirv_exec_bool_float_int_spec_constants_take_values(void **state) {
+    vk_fixture *f = *state;
+    enum { N = 128 };
+    static float out[N];
+    struct {
+        VkBool32 flag;
+        float scale;
+        int32_t offset;
+    } spec = {VK_TRUE, 0.5f, -3};
+    VkSpecializationMapEntry entries[3] = {
+        {KERN_SPEC_FLAG, 0, 4}, {KERN_SPEC_SCALE, 4, 4}, {KERN_SPEC_OFFSET, 8, 4}};
+    for (int t = 0; t < 2; t++) { /* the defaults, then the values above */
+        vkd_pipeline *pipe = t ? make_pipeline_spec(f, KERN_SPEC, entries, 3, &spec, sizeof spec)
+                               : make_pipeline(f, KERN_SPEC, 0);
+        buf_spec bufs[1] = {{out, sizeof out}};
+        run(f, pipe, bufs, 1, NULL, 0, N / 64);
+        for (int i = 0; i < N; i++)
+            assert_float_equal(out[i], t ? 0.5f * (float)i - 3.0f : -1.0f * (float)i + 7.0f, 0.0f);
+        vkd_pipeline_destroy(pipe);
+    }
+}
+
+static void test_spirv_exec_atomics_count_and_combine(void **state) {
+    vk_fixture *f = *state;
+    enum { N = 512 };
+    static uint32_t counters[4], out[N];
+    memset(counters, 0, sizeof counters);
+    vkd_pipeline *pipe = make_pipeline(f, KERN_ATOMICS, 64);
+    buf_spec bufs[2] = {{counters, sizeof counters}, {out, sizeof out}};
+    run(f, pipe, bufs, 2, NULL, 0, N / 64);
+    assert_int_equal(counters[0], N);
+    assert_int_equal(counters[1], N - 1);
+    assert_true(counters[2] >= 1 && counters[2] <= N); /* exactly one exchange won */
+    assert_int_equal(counters[3], 0xffffffffu);
+    static bool seen[N];
+    memset(seen, 0, sizeof seen);
+    for (int i = 0; i < N; i++) { /* the old values of IAdd: a permutation of 0..N-1 */
+        assert_true(out[i] < N);
+        assert_false(seen[out[i]]);
+        seen[out[i]] = true;
+    }
+    vkd_pipeline_destroy(pipe);
+}
+
 static void test_spirv_exec_f16_storage_round_trips(void **state) {
     vk_fixture *f = *state;
     const vkd_caps *caps = vkd_device_caps(f->dev);
@@ -272,6 +324,8 @@ int main(void) {
         cmocka_unit_test(test_spirv_exec_subgroup_reduction_and_atomic_total),
         cmocka_unit_test(test_spirv_exec_spec_constant_chooses_workgroup_size),
         cmocka_unit_test(test_spirv_exec_math_matches_host),
+        cmocka_unit_test(test_spirv_exec_bool_float_int_spec_constants_take_values),
+        cmocka_unit_test(test_spirv_exec_atomics_count_and_combine),
         cmocka_unit_test(test_spirv_exec_f16_storage_round_trips),
         cmocka_unit_test(test_spirv_exec_i8_storage_wraps_like_c),
     };
