@@ -1,31 +1,237 @@
 /* kiln.h: Kiln's public C API, the only header a Kiln user includes.
  *
- * Kiln is a lazy tensor engine over Vulkan. This header grows with the engine (tensors, the
- * lazy graph, Variables for symbolic sizes: see shared/design/ARCHITECTURE.md). Today it carries
- * what every module and every user share:
+ * Kiln is a lazy tensor engine over Vulkan. Operations build a graph; nothing runs until a
+ * result is needed (kiln_realize, kiln_read); then the graph is cut into kernels, each kernel is
+ * written as SPIR-V by Kiln itself and run on the context's device, or on Kiln's reference
+ * interpreter when there is none.
  *
- * - kiln_status: every fallible call returns one. KILN_OK (0) is success; each other value is
- *   an error class whose generic message kiln_status_string() gives. The object a call was made
- *   on holds the specific message.
- * - kiln_alloc_fn: the allocator contract (Lua's lua_Alloc): every host allocation Kiln makes
- *   goes through the allocator the user passes, so a program can account for or limit Kiln's
- *   memory, and tests can fail the Nth allocation.
+ *     kiln_context *ctx;
+ *     if (kiln_context_create(NULL, &ctx) != KILN_OK) return 1;
+ *     float data[6] = {1, 2, 3, 4, 5, 6};
+ *     kiln_tensor *a = kiln_from_data(ctx, KILN_F32, 2, (int64_t[]){2, 3}, data);
+ *     kiln_tensor *s = kiln_sum(kiln_relu(kiln_mul(a, a)), 1, (int32_t[]){1}, false);
+ *     float out[2];
+ *     if (kiln_read(s, out, sizeof out) != KILN_OK)
+ *         fprintf(stderr, "%s\n", kiln_context_message(ctx));
+ *     kiln_context_destroy(ctx);
  *
- *     kiln_status st = ...;
- *     if (st != KILN_OK)
- *         fprintf(stderr, "kiln: %s\n", kiln_status_string(st));
+ * Errors. Calls that build the graph return NULL on bad input (and for a NULL operand) and
+ * record the first error in the context; kiln_realize, kiln_read and the other calls returning
+ * kiln_status report it (KILN_OK is 0; kiln_status_string gives the generic message,
+ * kiln_context_message the specific one). No call aborts on caller input, and a failed call
+ * leaves every existing tensor intact.
  *
- * Thread-safety: kiln_status_string is thread-safe.
+ * Ownership. Tensors and expressions belong to their context and live until it is destroyed
+ * (kiln_context_destroy frees every tensor, expression and device buffer).
+ *
+ * Thread-safety: a context and everything made from it is used by one thread at a time;
+ * distinct contexts are independent. kiln_status_string is thread-safe.
+ *
+ * kiln_status and kiln_alloc_fn are defined in kiln_base.h (owned by base/, copied next to
+ * this header by the build): every host allocation Kiln makes goes through the allocator
+ * given in kiln_context_options.
  */
 #ifndef KILN_KILN_H
 #define KILN_KILN_H
+
+#include "kiln_base.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define KILN_VERSION_MAJOR 0
 #define KILN_VERSION_MINOR 1
 #define KILN_VERSION_PATCH 0
 
-/* kiln_status, kiln_status_string and kiln_alloc_fn, owned by base/ (the build copies the
- * header next to this one). */
-#include "kiln_base.h"
+typedef struct kiln_context kiln_context;
+typedef struct kiln_tensor kiln_tensor;
+typedef struct kiln_expr kiln_expr; /* an integer expression: a size, a Variable, ... */
+
+/* ---- context ----------------------------------------------------------------------------- */
+
+typedef struct kiln_context_options {
+    /* The device: NULL uses $KILN_DEVICE, else the default choice (discrete > integrated >
+     * virtual > CPU). A decimal index or a case-insensitive name substring selects a Vulkan
+     * device; "interp" selects the reference interpreter. Without any Vulkan device the
+     * interpreter is used (kiln_context_device_name says so). */
+    const char *device;
+    bool validation;          /* the Khronos validation layer (also $KILN_VALIDATION=1) */
+    kiln_alloc_fn alloc;      /* NULL: malloc/realloc/free */
+    void *alloc_user;
+} kiln_context_options;
+
+/* Statuses: KILN_ERROR_NOT_FOUND (no device matches), KILN_ERROR_OUT_OF_HOST_MEMORY, Vulkan
+ * errors. *out is NULL on failure. options may be NULL. */
+kiln_status kiln_context_create(const kiln_context_options *options, kiln_context **out);
+void kiln_context_destroy(kiln_context *ctx); /* NULL is a no-op */
+/* The first error recorded since creation or the last kiln_context_clear_error. */
+kiln_status kiln_context_status(const kiln_context *ctx);
+const char *kiln_context_message(const kiln_context *ctx);
+void kiln_context_clear_error(kiln_context *ctx);
+/* "llvmpipe (LLVM 15.0.6, 256 bits)" or "interpreter". */
+const char *kiln_context_device_name(const kiln_context *ctx);
+
+typedef struct kiln_stats {
+    uint64_t realizes;
+    uint64_t kernels_compiled;    /* code generated in this process */
+    uint64_t kernels_cached;      /* found in the memory cache */
+    uint64_t pipelines_created;
+    uint64_t dispatches;          /* kernels run (device or interpreter) */
+    uint64_t bytes_uploaded;
+    uint64_t bytes_downloaded;
+    uint64_t device_time_ns;      /* sum of the dispatches' device time (when timed) */
+} kiln_stats;
+kiln_stats kiln_context_stats(const kiln_context *ctx);
+
+/* ---- integer expressions and Variables ---------------------------------------------------- */
+/* Sizes may be expressions of Variables. A Variable has a name (an identifier) and an
+ * inclusive range; bound to a value it can size tensors. Expressions are simplified and
+ * hash-consed: equal expressions are the same pointer. */
+
+const kiln_expr *kiln_int(kiln_context *ctx, int64_t value);
+const kiln_expr *kiln_variable(kiln_context *ctx, const char *name, int64_t min, int64_t max);
+/* The Variable bound to value (value outside the range: NULL and an error). */
+const kiln_expr *kiln_bind(kiln_context *ctx, const kiln_expr *variable, int64_t value);
+const kiln_expr *kiln_expr_add(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b);
+const kiln_expr *kiln_expr_mul(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b);
+/* Floor division and modulo. */
+const kiln_expr *kiln_expr_div(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b);
+const kiln_expr *kiln_expr_mod(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b);
+/* The value of e with its bound Variables (an unbound Variable is an error). */
+kiln_status kiln_expr_value(kiln_context *ctx, const kiln_expr *e, int64_t *value);
+
+/* ---- tensors ------------------------------------------------------------------------------ */
+
+typedef enum kiln_dtype {
+    KILN_F32,
+    KILN_F16, /* devices without 16-bit storage: KILN_ERROR_UNSUPPORTED at realize */
+    KILN_I32,
+    KILN_U32,
+    KILN_I8,
+    KILN_U8,
+    KILN_BOOL, /* one byte per element, 0 or 1 */
+    KILN_DTYPE_COUNT_
+} kiln_dtype;
+
+enum { KILN_MAX_DIMS = 16 };
+
+size_t kiln_dtype_size(kiln_dtype dtype);
+const char *kiln_dtype_name(kiln_dtype dtype);
+
+/* Creation. Shapes are ndim sizes >= 0; the _sym forms take expressions. data is copied
+ * (row-major, numel * kiln_dtype_size bytes). */
+kiln_tensor *kiln_from_data(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
+                            const int64_t *shape, const void *data);
+kiln_tensor *kiln_empty(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape);
+kiln_tensor *kiln_full(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape,
+                       double value);
+kiln_tensor *kiln_full_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
+                           const kiln_expr *const *shape, double value);
+kiln_tensor *kiln_zeros(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape);
+kiln_tensor *kiln_ones(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape);
+kiln_tensor *kiln_scalar(kiln_context *ctx, kiln_dtype dtype, double value); /* 0-d */
+/* [start, stop) by step, as torch.arange (a 1-d tensor of ceil((stop - start) / step)). */
+kiln_tensor *kiln_arange(kiln_context *ctx, kiln_dtype dtype, double start, double stop,
+                         double step);
+/* Uniform [0, 1) and standard normal floats from a seed: the same seed gives the same numbers
+ * on every device and in the interpreter. */
+kiln_tensor *kiln_rand(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape,
+                       uint64_t seed);
+kiln_tensor *kiln_randn(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape,
+                        uint64_t seed);
+
+/* Queries (sizes, strides and offset evaluated with the bound Variables; counts in elements). */
+uint32_t kiln_tensor_ndim(const kiln_tensor *t);
+kiln_dtype kiln_tensor_dtype(const kiln_tensor *t);
+kiln_status kiln_tensor_shape(const kiln_tensor *t, int64_t *shape);
+kiln_status kiln_tensor_numel(const kiln_tensor *t, int64_t *numel);
+const kiln_expr *kiln_tensor_size_expr(const kiln_tensor *t, uint32_t dim);
+
+/* Movement ops: views of the same storage, no data moves. dims may be negative (from the
+ * end). */
+kiln_tensor *kiln_reshape(kiln_tensor *t, uint32_t ndim, const int64_t *shape); /* one -1 ok */
+kiln_tensor *kiln_reshape_sym(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape);
+kiln_tensor *kiln_permute(kiln_tensor *t, const int32_t *dims);
+kiln_tensor *kiln_transpose(kiln_tensor *t, int32_t dim0, int32_t dim1);
+kiln_tensor *kiln_expand(kiln_tensor *t, uint32_t ndim, const int64_t *shape); /* -1 keeps */
+kiln_tensor *kiln_expand_sym(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape);
+/* pad[2d], pad[2d+1]: elements before and after along dim d (zeros). */
+kiln_tensor *kiln_pad(kiln_tensor *t, const int64_t *pad);
+/* Keep [begin[d], end[d]) of every dim. */
+kiln_tensor *kiln_shrink(kiln_tensor *t, const int64_t *begin, const int64_t *end);
+kiln_tensor *kiln_flip(kiln_tensor *t, int32_t dim);
+/* t[start:stop:step] along dim with Python's rules (INT64_MIN/INT64_MAX for omitted bounds;
+ * negative steps as NumPy). */
+kiln_tensor *kiln_slice(kiln_tensor *t, int32_t dim, int64_t start, int64_t stop, int64_t step);
+kiln_tensor *kiln_unsqueeze(kiln_tensor *t, int32_t dim);
+kiln_tensor *kiln_squeeze(kiln_tensor *t, int32_t dim);
+kiln_tensor *kiln_narrow(kiln_tensor *t, int32_t dim, int64_t start, int64_t length);
+kiln_tensor *kiln_select(kiln_tensor *t, int32_t dim, int64_t index);
+kiln_tensor *kiln_diagonal(kiln_tensor *t, int64_t offset, int32_t dim1, int32_t dim2);
+kiln_tensor *kiln_unfold(kiln_tensor *t, int32_t dim, int64_t size, int64_t step);
+
+/* Elementwise ops with broadcasting and PyTorch's type promotion. */
+kiln_tensor *kiln_add(kiln_tensor *a, kiln_tensor *b);
+kiln_tensor *kiln_sub(kiln_tensor *a, kiln_tensor *b);
+kiln_tensor *kiln_mul(kiln_tensor *a, kiln_tensor *b);
+kiln_tensor *kiln_div(kiln_tensor *a, kiln_tensor *b); /* true division: floats */
+kiln_tensor *kiln_pow(kiln_tensor *a, kiln_tensor *b);
+kiln_tensor *kiln_maximum(kiln_tensor *a, kiln_tensor *b);
+kiln_tensor *kiln_minimum(kiln_tensor *a, kiln_tensor *b);
+kiln_tensor *kiln_lt(kiln_tensor *a, kiln_tensor *b);
+kiln_tensor *kiln_le(kiln_tensor *a, kiln_tensor *b);
+kiln_tensor *kiln_gt(kiln_tensor *a, kiln_tensor *b);
+kiln_tensor *kiln_ge(kiln_tensor *a, kiln_tensor *b);
+kiln_tensor *kiln_eq(kiln_tensor *a, kiln_tensor *b);
+kiln_tensor *kiln_ne(kiln_tensor *a, kiln_tensor *b);
+kiln_tensor *kiln_where(kiln_tensor *cond, kiln_tensor *a, kiln_tensor *b);
+kiln_tensor *kiln_neg(kiln_tensor *t);
+kiln_tensor *kiln_abs(kiln_tensor *t);
+kiln_tensor *kiln_exp(kiln_tensor *t);
+kiln_tensor *kiln_log(kiln_tensor *t);
+kiln_tensor *kiln_sqrt(kiln_tensor *t);
+kiln_tensor *kiln_rsqrt(kiln_tensor *t);
+kiln_tensor *kiln_sin(kiln_tensor *t);
+kiln_tensor *kiln_cos(kiln_tensor *t);
+kiln_tensor *kiln_tanh(kiln_tensor *t);
+kiln_tensor *kiln_sigmoid(kiln_tensor *t);
+kiln_tensor *kiln_relu(kiln_tensor *t);
+/* Casts follow PyTorch: float to integer truncates toward zero, narrowing integers wrap. */
+kiln_tensor *kiln_cast(kiln_tensor *t, kiln_dtype dtype);
+/* Shorthands with a scalar operand of the tensor's dtype. */
+kiln_tensor *kiln_add_scalar(kiln_tensor *t, double value);
+kiln_tensor *kiln_mul_scalar(kiln_tensor *t, double value);
+
+/* Reductions over naxes dims (naxes 0: every dim), keepdim as PyTorch. */
+kiln_tensor *kiln_sum(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim);
+kiln_tensor *kiln_prod(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim);
+kiln_tensor *kiln_max(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim);
+kiln_tensor *kiln_min(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim);
+kiln_tensor *kiln_mean(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim);
+/* correction: 1 for the unbiased estimate (torch's default), 0 for the population. */
+kiln_tensor *kiln_var(kiln_tensor *t, uint32_t naxes, const int32_t *axes, double correction,
+                      bool keepdim);
+kiln_tensor *kiln_std(kiln_tensor *t, uint32_t naxes, const int32_t *axes, double correction,
+                      bool keepdim);
+kiln_tensor *kiln_softmax(kiln_tensor *t, int32_t dim);
+kiln_tensor *kiln_log_softmax(kiln_tensor *t, int32_t dim);
+/* torch.matmul for ndim >= 1 operands, batched and broadcasting. */
+kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b);
+
+/* Realization and read-back. */
+kiln_status kiln_realize(kiln_tensor *t);
+kiln_status kiln_realize_many(kiln_context *ctx, uint32_t count, kiln_tensor *const *tensors);
+/* Copies the tensor's elements in logical (row-major) order into dst, which holds bytes >=
+ * numel * kiln_dtype_size. Realizes what is needed. */
+kiln_status kiln_read(kiln_tensor *t, void *dst, size_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

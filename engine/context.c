@@ -1,0 +1,169 @@
+/* The context: allocator, sticky first error, the symbolic and shape contexts, statistics, and
+ * the public expression (Variable) API. */
+#include "eng.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void *eng_fail(kiln_context *ctx, kiln_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    base_error_setv(&ctx->err, status, fmt, ap);
+    va_end(ap);
+    return NULL;
+}
+
+void *eng_fail_from_shape(kiln_context *ctx, kiln_status status) {
+    if (sym_ctx_status(ctx->sym) != KILN_OK) {
+        eng_fail(ctx, sym_ctx_status(ctx->sym), "%s", sym_ctx_message(ctx->sym));
+        sym_ctx_clear_error(ctx->sym);
+        return NULL;
+    }
+    return eng_fail(ctx, status, "%s", shape_ctx_message(ctx->shape));
+}
+
+/* Moves a symbolic error (a NULL from a sym_ constructor) into the context. */
+static const kiln_expr *sym_checked(kiln_context *ctx, const sym_node *n) {
+    if (!n && sym_ctx_status(ctx->sym) != KILN_OK) {
+        eng_fail(ctx, sym_ctx_status(ctx->sym), "%s", sym_ctx_message(ctx->sym));
+        sym_ctx_clear_error(ctx->sym);
+    }
+    return (const kiln_expr *)n;
+}
+
+kiln_status kiln_context_create(const kiln_context_options *options, kiln_context **out) {
+    static const kiln_context_options defaults = {0};
+    const kiln_context_options *opt = options ? options : &defaults;
+    if (!out)
+        return KILN_ERROR_INVALID_ARGUMENT;
+    *out = NULL;
+    base_allocator alloc = base_allocator_make(opt->alloc, opt->alloc_user);
+    kiln_context *ctx = base_calloc(&alloc, 1, sizeof *ctx);
+    if (!ctx)
+        return KILN_ERROR_OUT_OF_HOST_MEMORY;
+    ctx->alloc = alloc;
+    base_arena_init(&ctx->arena, &alloc, 64 * 1024);
+    base_map_init(&ctx->nodes, &alloc);
+    base_map_init(&ctx->programs, &alloc);
+    kiln_status st = sym_ctx_create(&alloc, &ctx->sym);
+    if (st == KILN_OK)
+        st = shape_ctx_create(&alloc, ctx->sym, &ctx->shape);
+    if (st == KILN_OK)
+        st = eng_runtime_init(ctx, opt);
+    if (st != KILN_OK) {
+        /* The message of a failed creation goes to the log: there is no context to hold it. */
+        base_log(BASE_LOG_ERROR, "engine", "context creation failed: %s",
+                 ctx->err.status ? base_error_message(&ctx->err) : kiln_status_string(st));
+        kiln_context_destroy(ctx);
+        return st;
+    }
+    *out = ctx;
+    return KILN_OK;
+}
+
+void kiln_context_destroy(kiln_context *ctx) {
+    if (!ctx)
+        return;
+    eng_runtime_finish(ctx);
+    shape_ctx_destroy(ctx->shape);
+    sym_ctx_destroy(ctx->sym);
+    base_map_finish(&ctx->nodes);
+    base_map_finish(&ctx->programs);
+    base_arena_finish(&ctx->arena);
+    base_allocator alloc = ctx->alloc;
+    base_free(&alloc, ctx, sizeof *ctx);
+}
+
+kiln_status kiln_context_status(const kiln_context *ctx) {
+    return ctx->err.status;
+}
+
+const char *kiln_context_message(const kiln_context *ctx) {
+    return base_error_message(&ctx->err);
+}
+
+void kiln_context_clear_error(kiln_context *ctx) {
+    base_error_clear(&ctx->err);
+}
+
+const char *kiln_context_device_name(const kiln_context *ctx) {
+    return ctx->device_name;
+}
+
+kiln_stats kiln_context_stats(const kiln_context *ctx) {
+    return ctx->stats;
+}
+
+/* ---- expressions --------------------------------------------------------------------------- */
+
+static const sym_node *S(const kiln_expr *e) {
+    return (const sym_node *)e;
+}
+
+const kiln_expr *kiln_int(kiln_context *ctx, int64_t value) {
+    return sym_checked(ctx, sym_const(ctx->sym, value));
+}
+
+static bool is_identifier(const char *s) {
+    if (!s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
+        return false;
+    for (; *s; s++) {
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_' ||
+              (*s >= '0' && *s <= '9')))
+            return false;
+    }
+    return true;
+}
+
+const kiln_expr *kiln_variable(kiln_context *ctx, const char *name, int64_t min, int64_t max) {
+    if (!is_identifier(name))
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                        "kiln_variable: the name must be an identifier ([A-Za-z_][A-Za-z0-9_]*)");
+    if (min < 0 || min > max)
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                        "kiln_variable %s: the range [%lld, %lld] must be non-empty and >= 0",
+                        name, (long long)min, (long long)max);
+    return sym_checked(ctx, sym_var(ctx->sym, name, min, max));
+}
+
+const kiln_expr *kiln_bind(kiln_context *ctx, const kiln_expr *variable, int64_t value) {
+    if (!variable)
+        return NULL;
+    const char *name;
+    int64_t min, max;
+    if (sym_node_kind(S(variable)) != SYM_VAR || !sym_var_info(S(variable), &name, &min, &max))
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_bind: not a Variable");
+    if (value < min || value > max)
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                        "kiln_bind: %lld is outside the range [%lld, %lld] of Variable %s",
+                        (long long)value, (long long)min, (long long)max, name);
+    return sym_checked(ctx, sym_bind(ctx->sym, S(variable), value));
+}
+
+const kiln_expr *kiln_expr_add(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b) {
+    return sym_checked(ctx, sym_add(ctx->sym, S(a), S(b)));
+}
+
+const kiln_expr *kiln_expr_mul(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b) {
+    return sym_checked(ctx, sym_mul(ctx->sym, S(a), S(b)));
+}
+
+const kiln_expr *kiln_expr_div(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b) {
+    return sym_checked(ctx, sym_floordiv(ctx->sym, S(a), S(b)));
+}
+
+const kiln_expr *kiln_expr_mod(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b) {
+    return sym_checked(ctx, sym_floormod(ctx->sym, S(a), S(b)));
+}
+
+kiln_status kiln_expr_value(kiln_context *ctx, const kiln_expr *e, int64_t *value) {
+    if (!e)
+        return ctx->err.status ? ctx->err.status
+                               : base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
+                                                "kiln_expr_value: no expression");
+    base_error err = {0};
+    kiln_status st = sym_eval(S(e), NULL, value, &err);
+    if (st != KILN_OK)
+        base_error_set(&ctx->err, st, "%s", base_error_message(&err));
+    return st;
+}

@@ -1,0 +1,544 @@
+/* Emission: kernel IR -> SPIR-V words through spirv/. One pass over the instructions; each IR
+ * value becomes one SPIR-V id of its compute type (f16 computes in f32, i8/u8 in 32 bits,
+ * rounded or wrapped after every instruction, as ir.h promises). */
+#include "emit.h"
+
+#include <string.h>
+
+typedef struct emitter {
+    spv_builder *b;
+    const ir_kernel *k;
+    spv_id *ids;          /* IR value -> SPIR-V id */
+    spv_id *loop_merge;   /* RANGE -> merge label; IF -> merge label */
+    spv_id *loop_continue;/* RANGE -> continue label */
+    spv_id *loop_header;  /* RANGE -> header label */
+    spv_id *counter;      /* RANGE -> counter variable */
+    spv_id buffers[IR_MAX_BUFFERS];
+    spv_id push;          /* push-constant block variable */
+    spv_id global_id;     /* linear invocation index, index type */
+    uint32_t workgroup_x; /* the spec constant's id value for size x */
+    spv_id wg_size_x;
+} emitter;
+
+/* ---- types ------------------------------------------------------------------------------- */
+
+/* The type values of t are computed in. */
+static spv_id compute_type(spv_builder *b, ir_type t) {
+    switch (t) {
+    case IR_BOOL:
+        return spv_type_bool(b);
+    case IR_I8:
+    case IR_I32:
+        return spv_type_int(b, 32, true);
+    case IR_U8:
+    case IR_U32:
+        return spv_type_int(b, 32, false);
+    case IR_I64:
+        return spv_type_int(b, 64, true);
+    case IR_F16:
+    case IR_F32:
+    default:
+        return spv_type_float(b, 32);
+    }
+}
+
+/* The type values of t are stored as in buffers (bool is a byte). */
+static spv_id storage_type(spv_builder *b, ir_type t) {
+    switch (t) {
+    case IR_BOOL:
+    case IR_U8:
+        return spv_type_int(b, 8, false);
+    case IR_I8:
+        return spv_type_int(b, 8, true);
+    case IR_F16:
+        return spv_type_float(b, 16);
+    default:
+        return compute_type(b, t);
+    }
+}
+
+static spv_id zero_of(spv_builder *b, ir_type t) {
+    spv_id type = compute_type(b, t);
+    if (t == IR_BOOL)
+        return spv_const_bool(b, false);
+    return ir_type_is_float(t) ? spv_const_float(b, type, 0.0) : spv_const_int(b, type, 0);
+}
+
+static spv_id one_of(spv_builder *b, ir_type t) {
+    spv_id type = compute_type(b, t);
+    if (t == IR_BOOL)
+        return spv_const_bool(b, true);
+    return ir_type_is_float(t) ? spv_const_float(b, type, 1.0) : spv_const_int(b, type, 1);
+}
+
+/* Rounds (f16) or wraps (i8/u8) a freshly computed value to its IR type. */
+static spv_id fit(spv_builder *b, ir_type t, spv_id v) {
+    switch (t) {
+    case IR_F16:
+        return spv_convert(b, SpvOpFConvert, spv_type_float(b, 32),
+                           spv_convert(b, SpvOpFConvert, spv_type_float(b, 16), v));
+    case IR_I8: {
+        spv_id i32 = spv_type_int(b, 32, true), s = spv_const_int(b, i32, 24);
+        return spv_binop(b, SpvOpShiftRightArithmetic, spv_binop(b, SpvOpShiftLeftLogical, v, s),
+                         s);
+    }
+    case IR_U8:
+        return spv_binop(b, SpvOpBitwiseAnd, v, spv_const_int(b, spv_type_int(b, 32, false), 255));
+    default:
+        return v;
+    }
+}
+
+/* ---- conversions -------------------------------------------------------------------------- */
+
+/* Converts v of IR type from (in compute form) to IR type to (in compute form). */
+static spv_id convert(spv_builder *b, ir_type to, ir_type from, spv_id v) {
+    spv_id type = compute_type(b, to);
+    if (to == IR_BOOL) {
+        if (from == IR_BOOL)
+            return v;
+        SpvOp ne = ir_type_is_float(from) ? SpvOpFUnordNotEqual : SpvOpINotEqual;
+        return spv_binop(b, ne, v, zero_of(b, from));
+    }
+    if (from == IR_BOOL)
+        return spv_select(b, v, one_of(b, to), zero_of(b, to));
+    bool ff = ir_type_is_float(from), tf = ir_type_is_float(to);
+    spv_id r;
+    if (ff && tf) {
+        r = v; /* both computed in f32 */
+    } else if (ff) {
+        r = spv_convert(b, ir_type_is_signed(to) ? SpvOpConvertFToS : SpvOpConvertFToU, type, v);
+    } else if (tf) {
+        r = spv_convert(b, ir_type_is_signed(from) ? SpvOpConvertSToF : SpvOpConvertUToF, type, v);
+    } else {
+        spv_id ft = compute_type(b, from);
+        uint32_t fw = from == IR_I64 ? 64 : 32, tw = to == IR_I64 ? 64 : 32;
+        if (fw != tw)
+            r = spv_convert(b, ir_type_is_signed(from) ? SpvOpSConvert : SpvOpUConvert, type, v);
+        else
+            r = ft == type ? v : spv_convert(b, SpvOpBitcast, type, v);
+    }
+    return fit(b, to, r);
+}
+
+/* ---- arithmetic ---------------------------------------------------------------------------- */
+
+/* Floor division and modulo of integers; a zero divisor gives 0 (as the interpreter). */
+static spv_id int_divmod(spv_builder *b, ir_type t, bool mod, spv_id x, spv_id y) {
+    spv_id zero = zero_of(b, t), one = one_of(b, t);
+    spv_id y_zero = spv_binop(b, SpvOpIEqual, y, zero);
+    spv_id safe = spv_select(b, y_zero, one, y);
+    spv_id r;
+    if (!ir_type_is_signed(t)) {
+        r = spv_binop(b, mod ? SpvOpUMod : SpvOpUDiv, x, safe);
+    } else {
+        /* Truncating ops, then one step toward -inf when the remainder's sign differs from
+         * the divisor's. */
+        spv_id rem = spv_binop(b, SpvOpSRem, x, safe);
+        spv_id rem_nz = spv_binop(b, SpvOpINotEqual, rem, zero);
+        spv_id signs = spv_binop(b, SpvOpLogicalNotEqual, spv_binop(b, SpvOpSLessThan, rem, zero),
+                                 spv_binop(b, SpvOpSLessThan, safe, zero));
+        spv_id adjust = spv_binop(b, SpvOpLogicalAnd, rem_nz, signs);
+        if (mod) {
+            r = spv_select(b, adjust, spv_binop(b, SpvOpIAdd, rem, safe), rem);
+        } else {
+            spv_id q = spv_binop(b, SpvOpSDiv, x, safe);
+            r = spv_binop(b, SpvOpISub, q, spv_select(b, adjust, one, zero));
+        }
+    }
+    return spv_select(b, y_zero, zero, r);
+}
+
+static spv_id is_nan(spv_builder *b, spv_id x) {
+    return spv_binop(b, SpvOpFUnordNotEqual, x, x);
+}
+
+/* max/min that return NaN when either operand is NaN (torch.maximum). */
+static spv_id float_minmax(spv_builder *b, bool is_max, spv_id x, spv_id y) {
+    spv_id f32 = spv_type_float(b, 32);
+    spv_id args[2] = {x, y};
+    spv_id m = spv_glsl(b, is_max ? GLSLstd450FMax : GLSLstd450FMin, f32, 2, args);
+    spv_id any_nan = spv_binop(b, SpvOpLogicalOr, is_nan(b, x), is_nan(b, y));
+    return spv_select(b, any_nan, spv_binop(b, SpvOpFAdd, x, y), m); /* x + y is NaN */
+}
+
+/* torch.pow for floats: exp2(y * log2|x|) with the sign of x for odd integral y, NaN for
+ * negative x with fractional y, and x^0 = 1. */
+static spv_id float_pow(spv_builder *b, spv_id x, spv_id y) {
+    spv_id f32 = spv_type_float(b, 32);
+    spv_id zero = spv_const_f32(b, 0.0f), one = spv_const_f32(b, 1.0f);
+    spv_id ax = spv_glsl(b, GLSLstd450FAbs, f32, 1, &x);
+    spv_id lg = spv_glsl(b, GLSLstd450Log2, f32, 1, &ax);
+    spv_id prod = spv_binop(b, SpvOpFMul, y, lg);
+    spv_id mag = spv_glsl(b, GLSLstd450Exp2, f32, 1, &prod);
+    spv_id fy = spv_glsl(b, GLSLstd450Floor, f32, 1, &y);
+    spv_id integral = spv_binop(b, SpvOpFOrdEqual, fy, y);
+    spv_id half = spv_binop(b, SpvOpFMul, y, spv_const_f32(b, 0.5f));
+    spv_id fhalf = spv_glsl(b, GLSLstd450Floor, f32, 1, &half);
+    spv_id odd = spv_binop(b, SpvOpFOrdNotEqual, fhalf, half);
+    spv_id neg_x = spv_binop(b, SpvOpFOrdLessThan, x, zero);
+    spv_id nan = spv_binop(b, SpvOpFDiv, zero, zero);
+    spv_id signed_mag = spv_select(b, spv_binop(b, SpvOpLogicalAnd, integral, odd),
+                                   spv_unop(b, SpvOpFNegate, mag), mag);
+    spv_id neg_result = spv_select(b, integral, signed_mag, nan);
+    spv_id r = spv_select(b, neg_x, neg_result, mag);
+    return spv_select(b, spv_binop(b, SpvOpFOrdEqual, y, zero), one, r);
+}
+
+static spv_id compare(spv_builder *b, ir_op op, ir_type t, spv_id x, spv_id y) {
+    static const SpvOp ops[4][4] = {
+        /* LT, LE, EQ, NE */
+        {SpvOpFOrdLessThan, SpvOpFOrdLessThanEqual, SpvOpFOrdEqual, SpvOpFUnordNotEqual},
+        {SpvOpSLessThan, SpvOpSLessThanEqual, SpvOpIEqual, SpvOpINotEqual},
+        {SpvOpULessThan, SpvOpULessThanEqual, SpvOpIEqual, SpvOpINotEqual},
+        {SpvOpLogicalNotEqual, SpvOpLogicalNotEqual, SpvOpLogicalEqual, SpvOpLogicalNotEqual},
+    };
+    int row = ir_type_is_float(t) ? 0 : t == IR_BOOL ? 3 : ir_type_is_signed(t) ? 1 : 2;
+    int col = op - IR_LT;
+    if (row == 3 && (op == IR_LT || op == IR_LE)) { /* false < true: !x && y; x <= y: !x || y */
+        spv_id nx = spv_unop(b, SpvOpLogicalNot, x);
+        return spv_binop(b, op == IR_LT ? SpvOpLogicalAnd : SpvOpLogicalOr, nx, y);
+    }
+    return spv_binop(b, ops[row][col], x, y);
+}
+
+static spv_id glsl1(spv_builder *b, enum GLSLstd450 inst, spv_id x) {
+    return spv_glsl(b, inst, spv_type_float(b, 32), 1, &x);
+}
+
+static spv_id float_alu(spv_builder *b, ir_op op, spv_id x, spv_id y) {
+    switch (op) {
+    case IR_ADD: return spv_binop(b, SpvOpFAdd, x, y);
+    case IR_SUB: return spv_binop(b, SpvOpFSub, x, y);
+    case IR_MUL: return spv_binop(b, SpvOpFMul, x, y);
+    case IR_DIV: return spv_binop(b, SpvOpFDiv, x, y);
+    case IR_MOD: return spv_binop(b, SpvOpFMod, x, y);
+    case IR_MAX: return float_minmax(b, true, x, y);
+    case IR_MIN: return float_minmax(b, false, x, y);
+    case IR_POW: return float_pow(b, x, y);
+    case IR_NEG: return spv_unop(b, SpvOpFNegate, x);
+    case IR_ABS: return glsl1(b, GLSLstd450FAbs, x);
+    case IR_EXP: return glsl1(b, GLSLstd450Exp, x);
+    case IR_LOG: return glsl1(b, GLSLstd450Log, x);
+    case IR_SQRT: return glsl1(b, GLSLstd450Sqrt, x);
+    case IR_RSQRT: return glsl1(b, GLSLstd450InverseSqrt, x);
+    case IR_SIN: return glsl1(b, GLSLstd450Sin, x);
+    case IR_COS: return glsl1(b, GLSLstd450Cos, x);
+    case IR_TANH: return glsl1(b, GLSLstd450Tanh, x);
+    default: return 0;
+    }
+}
+
+static spv_id int_alu(spv_builder *b, ir_op op, ir_type t, spv_id x, spv_id y) {
+    bool s = ir_type_is_signed(t);
+    spv_id type = compute_type(b, t);
+    spv_id args[2] = {x, y};
+    switch (op) {
+    case IR_ADD: return spv_binop(b, SpvOpIAdd, x, y);
+    case IR_SUB: return spv_binop(b, SpvOpISub, x, y);
+    case IR_MUL: return spv_binop(b, SpvOpIMul, x, y);
+    case IR_DIV: return int_divmod(b, t, false, x, y);
+    case IR_MOD: return int_divmod(b, t, true, x, y);
+    case IR_MAX: return spv_glsl(b, s ? GLSLstd450SMax : GLSLstd450UMax, type, 2, args);
+    case IR_MIN: return spv_glsl(b, s ? GLSLstd450SMin : GLSLstd450UMin, type, 2, args);
+    case IR_AND: return spv_binop(b, SpvOpBitwiseAnd, x, y);
+    case IR_OR: return spv_binop(b, SpvOpBitwiseOr, x, y);
+    case IR_XOR: return spv_binop(b, SpvOpBitwiseXor, x, y);
+    case IR_NEG: return spv_unop(b, SpvOpSNegate, x);
+    case IR_ABS: return spv_glsl(b, GLSLstd450SAbs, type, 1, &x);
+    default: return 0;
+    }
+}
+
+static spv_id bool_alu(spv_builder *b, ir_op op, spv_id x, spv_id y) {
+    switch (op) {
+    case IR_AND: return spv_binop(b, SpvOpLogicalAnd, x, y);
+    case IR_OR: return spv_binop(b, SpvOpLogicalOr, x, y);
+    case IR_XOR: return spv_binop(b, SpvOpLogicalNotEqual, x, y);
+    case IR_NOT: return spv_unop(b, SpvOpLogicalNot, x);
+    case IR_MAX: return spv_binop(b, SpvOpLogicalOr, x, y);
+    case IR_MIN: return spv_binop(b, SpvOpLogicalAnd, x, y);
+    default: return 0;
+    }
+}
+
+static spv_id alu(emitter *e, const ir_inst *i) {
+    spv_builder *b = e->b;
+    const ir_inst *insts = e->k->insts.data;
+    spv_id x = e->ids[i->src[0]];
+    spv_id y = ir_op_operands(i->op) > 1 ? e->ids[i->src[1]] : 0;
+    ir_type st = insts[i->src[0]].type;
+    if (i->op == IR_CAST)
+        return convert(b, i->type, st, x);
+    if (i->op == IR_WHERE)
+        return spv_select(b, x, y, e->ids[i->src[2]]);
+    if (i->op >= IR_LT && i->op <= IR_NE)
+        return compare(b, i->op, st, x, y);
+    if (i->type == IR_BOOL)
+        return bool_alu(b, i->op, x, y);
+    if (ir_type_is_float(i->type))
+        return fit(b, i->type, float_alu(b, i->op, x, y));
+    return fit(b, i->type, int_alu(b, i->op, i->type, x, y));
+}
+
+/* ---- memory -------------------------------------------------------------------------------- */
+
+static spv_id load(emitter *e, const ir_inst *i) {
+    spv_builder *b = e->b;
+    spv_id p = spv_buffer_element(b, e->buffers[i->arg], e->ids[i->src[0]]);
+    spv_id v = spv_load(b, p);
+    switch (i->type) {
+    case IR_BOOL:
+        return spv_binop(b, SpvOpINotEqual, v, spv_const_int(b, spv_type_int(b, 8, false), 0));
+    case IR_I8:
+        return spv_convert(b, SpvOpSConvert, compute_type(b, i->type), v);
+    case IR_U8:
+        return spv_convert(b, SpvOpUConvert, compute_type(b, i->type), v);
+    case IR_F16:
+        return spv_convert(b, SpvOpFConvert, compute_type(b, i->type), v);
+    default:
+        return v;
+    }
+}
+
+static void store(emitter *e, const ir_inst *i) {
+    spv_builder *b = e->b;
+    spv_id v = e->ids[i->src[1]];
+    spv_id t = storage_type(b, i->type);
+    switch (i->type) {
+    case IR_BOOL:
+        v = spv_select(b, v, spv_const_int(b, t, 1), spv_const_int(b, t, 0));
+        break;
+    case IR_I8:
+        v = spv_convert(b, SpvOpSConvert, t, v);
+        break;
+    case IR_U8:
+        v = spv_convert(b, SpvOpUConvert, t, v);
+        break;
+    case IR_F16:
+        v = spv_convert(b, SpvOpFConvert, t, v);
+        break;
+    default:
+        break;
+    }
+    spv_store(b, spv_buffer_element(b, e->buffers[i->arg], e->ids[i->src[0]]), v);
+}
+
+/* ---- control flow -------------------------------------------------------------------------- */
+
+static void begin_if(emitter *e, uint32_t at, const ir_inst *i) {
+    spv_builder *b = e->b;
+    spv_id then_label = spv_label(b), merge = spv_label(b);
+    e->loop_merge[at] = merge;
+    spv_selection_merge(b, merge);
+    spv_branch_cond(b, e->ids[i->src[0]], then_label, merge);
+    spv_block(b, then_label);
+}
+
+/* RANGE: header (OpLoopMerge) -> check (counter < end) -> body ... -> continue -> header. */
+static void begin_range(emitter *e, uint32_t at, const ir_inst *i) {
+    spv_builder *b = e->b;
+    spv_id type = compute_type(b, i->type);
+    spv_id var = spv_local(b, type);
+    spv_store(b, var, zero_of(b, i->type));
+    spv_id header = spv_label(b), check = spv_label(b), body = spv_label(b);
+    spv_id cont = spv_label(b), merge = spv_label(b);
+    spv_branch(b, header);
+    spv_block(b, header);
+    spv_loop_merge(b, merge, cont);
+    spv_branch(b, check);
+    spv_block(b, check);
+    spv_id c = spv_load(b, var);
+    spv_id more = spv_binop(b, SpvOpSLessThan, c, e->ids[i->src[0]]);
+    spv_branch_cond(b, more, body, merge);
+    spv_block(b, body);
+    e->ids[at] = c;
+    e->counter[at] = var;
+    e->loop_merge[at] = merge;
+    e->loop_continue[at] = cont;
+    e->loop_header[at] = header;
+}
+
+static void end_range(emitter *e, uint32_t open) {
+    spv_builder *b = e->b;
+    const ir_inst *r = &e->k->insts.data[open];
+    spv_branch(b, e->loop_continue[open]);
+    spv_block(b, e->loop_continue[open]);
+    spv_id next = spv_binop(b, SpvOpIAdd, e->ids[open], one_of(b, r->type));
+    spv_store(b, e->counter[open], next);
+    spv_branch(b, e->loop_header[open]);
+    spv_block(b, e->loop_merge[open]);
+}
+
+/* ---- the module ---------------------------------------------------------------------------- */
+
+/* Buffers, the push-constant block, and the linear invocation index
+ * gid = GlobalInvocationId.x + GlobalInvocationId.y * (NumWorkgroups.x * WorkgroupSize.x),
+ * which lets the host cover more than 65535 workgroups with a 2-D grid. */
+static void declare_interface(emitter *e) {
+    spv_builder *b = e->b;
+    const ir_kernel *k = e->k;
+    for (uint32_t i = 0; i < k->buffer_count; i++) {
+        const ir_buffer *buf = &k->buffers[i];
+        spv_access access = buf->read && buf->written ? SPV_ACCESS_READ_WRITE
+                            : buf->written            ? SPV_ACCESS_WRITE
+                                                      : SPV_ACCESS_READ;
+        e->buffers[i] = spv_storage_buffer(b, storage_type(b, buf->type), 0, i, access);
+    }
+    if (k->param_count > 0) {
+        spv_id members[EMIT_MAX_PARAMS];
+        for (uint32_t i = 0; i < k->param_count && i < EMIT_MAX_PARAMS; i++)
+            members[i] = compute_type(b, k->index_type);
+        e->push = spv_push_constants(b, k->param_count, members, NULL);
+    }
+}
+
+static void compute_global_id(emitter *e) {
+    spv_builder *b = e->b;
+    spv_id u32 = spv_type_int(b, 32, false);
+    spv_id gid = spv_load(b, spv_builtin(b, SpvBuiltInGlobalInvocationId));
+    spv_id groups = spv_load(b, spv_builtin(b, SpvBuiltInNumWorkgroups));
+    spv_id x = spv_composite_extract(b, gid, 0), y = spv_composite_extract(b, gid, 1);
+    spv_id width = spv_binop(b, SpvOpIMul, spv_composite_extract(b, groups, 0), e->wg_size_x);
+    spv_id linear;
+    if (e->k->index_type == IR_I64) {
+        spv_id i64 = spv_type_int(b, 64, true);
+        spv_id x64 = spv_convert(b, SpvOpUConvert, i64, x);
+        spv_id y64 = spv_convert(b, SpvOpUConvert, i64, y);
+        spv_id w64 = spv_convert(b, SpvOpUConvert, i64, width);
+        linear = spv_binop(b, SpvOpIAdd, x64, spv_binop(b, SpvOpIMul, y64, w64));
+    } else {
+        linear = spv_binop(b, SpvOpIAdd, x, spv_binop(b, SpvOpIMul, y, width));
+        linear = spv_convert(b, SpvOpBitcast, spv_type_int(b, 32, true), linear);
+    }
+    (void)u32;
+    e->global_id = linear;
+}
+
+static void emit_inst(emitter *e, uint32_t at, uint32_t *open, uint32_t *depth) {
+    spv_builder *b = e->b;
+    const ir_inst *i = &e->k->insts.data[at];
+    switch (i->op) {
+    case IR_CONST:
+        if (i->type == IR_BOOL)
+            e->ids[at] = spv_const_bool(b, i->imm.i != 0);
+        else if (ir_type_is_float(i->type))
+            e->ids[at] = spv_const_float(b, compute_type(b, i->type), i->imm.f);
+        else /* the constant in compute form: wrapped to the IR type's width */
+            e->ids[at] = spv_const_int(b, compute_type(b, i->type),
+                                       i->type == IR_I8    ? (int8_t)i->imm.i
+                                       : i->type == IR_U8  ? (uint8_t)i->imm.i
+                                       : i->type == IR_I32 ? (int32_t)i->imm.i
+                                       : i->type == IR_U32 ? (uint32_t)i->imm.i
+                                                           : i->imm.i);
+        break;
+    case IR_PARAM:
+        e->ids[at] = spv_push_constant_load(b, e->push, i->arg);
+        break;
+    case IR_GLOBAL_ID:
+        e->ids[at] = e->global_id;
+        break;
+    case IR_LOAD:
+        e->ids[at] = load(e, i);
+        break;
+    case IR_STORE:
+        store(e, i);
+        break;
+    case IR_IF:
+        begin_if(e, at, i);
+        open[(*depth)++] = at;
+        break;
+    case IR_RANGE:
+        begin_range(e, at, i);
+        open[(*depth)++] = at;
+        break;
+    case IR_ENDIF: {
+        uint32_t o = open[--(*depth)];
+        spv_branch(b, e->loop_merge[o]);
+        spv_block(b, e->loop_merge[o]);
+        break;
+    }
+    case IR_ENDRANGE:
+        end_range(e, open[--(*depth)]);
+        break;
+    case IR_VAR:
+        e->ids[at] = spv_local(b, compute_type(b, i->type));
+        spv_store(b, e->ids[at], e->ids[i->src[0]]);
+        break;
+    case IR_SET:
+        spv_store(b, e->ids[i->src[0]], e->ids[i->src[1]]);
+        break;
+    case IR_GET:
+        e->ids[at] = spv_load(b, e->ids[i->src[0]]);
+        break;
+    default:
+        e->ids[at] = alu(e, i);
+        break;
+    }
+}
+
+kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result *out,
+                       base_error *err) {
+    memset(out, 0, sizeof *out);
+    kiln_status st = ir_verify(k, err);
+    if (st != KILN_OK)
+        return st;
+    if (k->param_count > EMIT_MAX_PARAMS)
+        return base_error_set(err, KILN_ERROR_LIMIT_EXCEEDED, "kernel has %u parameters (max %u)",
+                              k->param_count, (unsigned)EMIT_MAX_PARAMS);
+    spv_builder_options bo = {.version = opt->spirv_version,
+                              .maintenance4 = opt->maintenance4,
+                              .alloc = &k->alloc};
+    emitter e = {.k = k};
+    st = spv_builder_create(&bo, &e.b, err);
+    if (st != KILN_OK)
+        return st;
+    size_t n = k->insts.len ? k->insts.len : 1;
+    spv_id *arrays = base_calloc(&k->alloc, 5 * n, sizeof *arrays);
+    if (!arrays) {
+        spv_builder_destroy(e.b);
+        return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory to emit SPIR-V");
+    }
+    e.ids = arrays;
+    e.loop_merge = arrays + n;
+    e.loop_continue = arrays + 2 * n;
+    e.loop_header = arrays + 3 * n;
+    e.counter = arrays + 4 * n;
+
+    declare_interface(&e);
+    spv_id fn = spv_function_begin(e.b, "main");
+    spv_id wg[3];
+    spv_workgroup_size_spec(e.b, fn, (const uint32_t[]){0, 1, 2},
+                            (const uint32_t[]){opt->workgroup_size ? opt->workgroup_size : 64, 1,
+                                               1},
+                            wg);
+    e.wg_size_x = wg[0];
+    compute_global_id(&e);
+    uint32_t open[64], depth = 0;
+    for (uint32_t at = 0; at < k->insts.len && depth < 64; at++)
+        emit_inst(&e, at, open, &depth);
+    spv_return(e.b);
+    spv_function_end(e.b);
+
+    const uint32_t *words;
+    size_t count;
+    st = spv_builder_finish(e.b, &words, &count, err);
+    if (st == KILN_OK) {
+        out->words = base_malloc(&k->alloc, count * sizeof *words);
+        if (!out->words) {
+            st = base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for SPIR-V");
+        } else {
+            memcpy(out->words, words, count * sizeof *words);
+            out->word_count = count;
+            out->push_constant_size = k->param_count * (k->index_type == IR_I64 ? 8u : 4u);
+        }
+    }
+    base_free(&k->alloc, arrays, 5 * n * sizeof *arrays);
+    spv_builder_destroy(e.b);
+    return st;
+}
+
+void emit_result_free(const base_allocator *alloc, emit_result *r) {
+    base_free(alloc, r->words, r->word_count * sizeof *r->words);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,29 @@
+/* Emission of kernel IR as a SPIR-V compute module (engine/ -> spirv/). */
+#ifndef KILN_ENGINE_EMIT_H
+#define KILN_ENGINE_EMIT_H
+
+#include "ir.h"
+#include "spv.h"
+
+enum { EMIT_MAX_PARAMS = 32 };
+
+typedef struct emit_options {
+    uint32_t spirv_version;  /* from vkd_caps.spirv_version */
+    bool maintenance4;       /* LocalSizeId may be used below SPIR-V 1.6 */
+    uint32_t workgroup_size; /* default x size of spec constant 0 (0: 64) */
+} emit_options;
+
+/* The module's interface: buffer i is set 0 binding i; push constants are the kernel's
+ * parameters in order, each of the index type; specialization constants 0, 1, 2 are the
+ * workgroup size (x, 1, 1). The invocation index is x + y * (NumWorkgroups.x * size x). */
+typedef struct emit_result {
+    uint32_t *words; /* allocated with the kernel's allocator */
+    size_t word_count;
+    uint32_t push_constant_size;
+} emit_result;
+
+kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result *out,
+                       base_error *err);
+void emit_result_free(const base_allocator *alloc, emit_result *r);
+
+#endif

@@ -1,0 +1,429 @@
+/* The lazy graph: immutable, hash-consed nodes; tensors are (node, view) pairs; creation and
+ * movement ops. Movement ops change only the view: no data moves. */
+#include "eng.h"
+
+#include <math.h>
+#include <string.h>
+
+static const ir_type dtype_to_ir[] = {
+    [KILN_F32] = IR_F32, [KILN_F16] = IR_F16, [KILN_I32] = IR_I32, [KILN_U32] = IR_U32,
+    [KILN_I8] = IR_I8,   [KILN_U8] = IR_U8,   [KILN_BOOL] = IR_BOOL,
+};
+_Static_assert(BASE_COUNTOF(dtype_to_ir) == KILN_DTYPE_COUNT_, "one IR type per dtype");
+
+bool eng_dtype_valid(kiln_dtype d) {
+    return (unsigned)d < KILN_DTYPE_COUNT_;
+}
+
+ir_type eng_ir_type(kiln_dtype d) {
+    return dtype_to_ir[d];
+}
+
+kiln_dtype eng_dtype(ir_type t) {
+    for (int d = 0; d < KILN_DTYPE_COUNT_; d++) {
+        if (dtype_to_ir[d] == t)
+            return (kiln_dtype)d;
+    }
+    return KILN_F32;
+}
+
+uint32_t eng_type_size(ir_type t) {
+    return ir_type_bits(t) / 8;
+}
+
+size_t kiln_dtype_size(kiln_dtype dtype) {
+    return eng_dtype_valid(dtype) ? eng_type_size(dtype_to_ir[dtype]) : 0;
+}
+
+const char *kiln_dtype_name(kiln_dtype dtype) {
+    return eng_dtype_valid(dtype) ? ir_type_name(dtype_to_ir[dtype]) : "?";
+}
+
+/* ---- nodes ---------------------------------------------------------------------------------- */
+
+eng_node *eng_node_new(kiln_context *ctx, eng_kind kind, ir_op op, ir_type type, uint32_t ndim,
+                       const sym_node *const *shape) {
+    eng_node *n = base_arena_alloc(&ctx->arena, sizeof *n, _Alignof(eng_node));
+    if (!n)
+        return eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a graph node");
+    n->kind = kind;
+    n->op = op;
+    n->type = type;
+    n->ndim = ndim;
+    for (uint32_t d = 0; d < ndim; d++)
+        n->shape[d] = shape[d];
+    n->id = ctx->next_id++;
+    return n;
+}
+
+static bool tracker_equal(const shape_tracker *a, const shape_tracker *b) {
+    if (a == b)
+        return true;
+    if (a->nviews != b->nviews)
+        return false;
+    for (uint32_t i = 0; i < a->nviews; i++) {
+        if (!shape_view_equal(&a->views[i], &b->views[i]))
+            return false;
+    }
+    return true;
+}
+
+static uint64_t node_hash(const eng_node *n) {
+    uint64_t h = base_hash_u64((uint64_t)n->kind, ((uint64_t)n->op << 8) | n->type);
+    h = base_hash_u64(h, n->ndim);
+    for (uint32_t d = 0; d < n->ndim; d++)
+        h = base_hash_u64(h, sym_node_hash(n->shape[d]));
+    for (uint32_t s = 0; s < n->nsrc; s++)
+        h = base_hash_u64(h, n->src[s].node->id);
+    uint64_t bits;
+    memcpy(&bits, &n->value, sizeof bits);
+    h = base_hash_u64(h, bits);
+    h = base_hash_u64(h, n->value_expr ? sym_node_hash(n->value_expr) : 0);
+    h = base_hash_u64(h, n->seed);
+    return base_hash_u64(h, n->reduce_mask);
+}
+
+static bool node_eq(const void *stored, const void *key, void *user) {
+    (void)user;
+    const eng_node *a = stored, *b = key;
+    if (a->kind != b->kind || a->op != b->op || a->type != b->type || a->ndim != b->ndim ||
+        a->nsrc != b->nsrc || memcmp(&a->value, &b->value, sizeof a->value) != 0 ||
+        a->value_expr != b->value_expr || a->seed != b->seed || a->reduce_mask != b->reduce_mask)
+        return false;
+    for (uint32_t d = 0; d < a->ndim; d++) {
+        if (a->shape[d] != b->shape[d])
+            return false;
+    }
+    for (uint32_t s = 0; s < a->nsrc; s++) {
+        if (a->src[s].node != b->src[s].node || !tracker_equal(a->src[s].st, b->src[s].st))
+            return false;
+    }
+    return true;
+}
+
+/* Returns the existing node equal to candidate (a freshly made node), or registers it. Buffers
+ * are never shared: each holds its own storage. */
+eng_node *eng_node_intern(kiln_context *ctx, eng_node *candidate) {
+    if (!candidate || candidate->kind == ENG_BUFFER)
+        return candidate;
+    candidate->hash = node_hash(candidate);
+    eng_node *found = base_map_find(&ctx->nodes, candidate->hash, candidate, node_eq, NULL);
+    if (found)
+        return found; /* the candidate stays in the arena, unused */
+    if (base_map_insert(&ctx->nodes, candidate->hash, candidate) != KILN_OK)
+        return eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for the node table");
+    return candidate;
+}
+
+kiln_tensor *eng_tensor_new(kiln_context *ctx, eng_node *base, const shape_tracker *st) {
+    if (!base || !st)
+        return NULL;
+    kiln_tensor *t = base_arena_alloc(&ctx->arena, sizeof *t, _Alignof(kiln_tensor));
+    if (!t)
+        return eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a tensor");
+    t->ctx = ctx;
+    t->base = base;
+    t->st = st;
+    return t;
+}
+
+/* A copy of st in the arena, holding only its views. */
+const shape_tracker *eng_tracker_keep(kiln_context *ctx, const shape_tracker *st) {
+    size_t size = offsetof(shape_tracker, views) + st->nviews * sizeof(shape_view);
+    shape_tracker *t = base_arena_alloc(&ctx->arena, size, _Alignof(shape_tracker));
+    if (!t)
+        return eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a view");
+    memcpy(t, st, size);
+    return t;
+}
+
+const shape_tracker *eng_tracker_contiguous(kiln_context *ctx, uint32_t ndim,
+                                            const sym_node *const *shape) {
+    shape_tracker st;
+    shape_view v;
+    kiln_status s = shape_view_contiguous(ctx->shape, ndim, shape, &v);
+    if (s == KILN_OK)
+        s = shape_tracker_from_view(&v, &st);
+    if (s != KILN_OK)
+        return eng_fail_from_shape(ctx, s);
+    return eng_tracker_keep(ctx, &st);
+}
+
+/* ---- storage --------------------------------------------------------------------------------- */
+
+eng_storage *eng_storage_new(kiln_context *ctx, ir_type type, uint64_t elements) {
+    eng_storage *s = base_calloc(&ctx->alloc, 1, sizeof *s);
+    if (!s)
+        return eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a storage");
+    s->type = type;
+    s->elements = elements;
+    kiln_status st = eng_storage_allocate(ctx, s);
+    if (st != KILN_OK) {
+        base_free(&ctx->alloc, s, sizeof *s);
+        return NULL;
+    }
+    s->next = ctx->storage_list;
+    ctx->storage_list = s;
+    return s;
+}
+
+/* ---- shapes ------------------------------------------------------------------------------------ */
+
+/* Checks ndim and converts int64 sizes to expressions. */
+bool eng_shape_from_ints(kiln_context *ctx, const char *op, uint32_t ndim, const int64_t *shape,
+                         const sym_node **out) {
+    if (ndim > SHAPE_MAX_DIMS)
+        return eng_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED, "%s: %u dimensions (at most %d)", op, ndim,
+                        SHAPE_MAX_DIMS) != NULL;
+    if (ndim > 0 && !shape)
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: no shape", op) != NULL;
+    for (uint32_t d = 0; d < ndim; d++) {
+        if (shape[d] < 0)
+            return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: size %lld of dim %u is negative",
+                            op, (long long)shape[d], d) != NULL;
+        out[d] = sym_const(ctx->sym, shape[d]);
+        if (!out[d])
+            return eng_fail_from_shape(ctx, KILN_ERROR_OVERFLOW) != NULL;
+    }
+    return true;
+}
+
+bool eng_shape_from_exprs(kiln_context *ctx, const char *op, uint32_t ndim,
+                          const kiln_expr *const *shape, const sym_node **out) {
+    if (ndim > SHAPE_MAX_DIMS)
+        return eng_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED, "%s: %u dimensions (at most %d)", op, ndim,
+                        SHAPE_MAX_DIMS) != NULL;
+    for (uint32_t d = 0; d < ndim; d++) {
+        out[d] = (const sym_node *)(shape ? shape[d] : NULL);
+        if (!out[d]) { /* a NULL expression: its error is recorded already, or it is missing */
+            if (ctx->err.status == KILN_OK)
+                eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: size of dim %u missing", op, d);
+            return false;
+        }
+        if (sym_vmin(out[d]) < 0)
+            return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: size of dim %u may be negative",
+                            op, d) != NULL;
+    }
+    return true;
+}
+
+const sym_node *eng_numel(kiln_context *ctx, uint32_t ndim, const sym_node *const *shape) {
+    const sym_node *n = sym_const(ctx->sym, 1);
+    for (uint32_t d = 0; d < ndim; d++)
+        n = sym_mul(ctx->sym, n, shape[d]);
+    if (!n)
+        eng_fail_from_shape(ctx, KILN_ERROR_OVERFLOW);
+    return n;
+}
+
+/* ---- creation -------------------------------------------------------------------------------- */
+
+static kiln_tensor *contiguous_tensor(kiln_context *ctx, eng_node *n) {
+    if (!n)
+        return NULL;
+    return eng_tensor_new(ctx, n, eng_tracker_contiguous(ctx, n->ndim, n->shape));
+}
+
+static bool check_dtype(kiln_context *ctx, const char *op, kiln_dtype dtype) {
+    if (eng_dtype_valid(dtype))
+        return true;
+    eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: unknown dtype %d", op, (int)dtype);
+    return false;
+}
+
+kiln_tensor *kiln_from_data(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
+                            const int64_t *shape, const void *data) {
+    const sym_node *dims[SHAPE_MAX_DIMS];
+    if (!ctx || !check_dtype(ctx, "kiln_from_data", dtype) ||
+        !eng_shape_from_ints(ctx, "kiln_from_data", ndim, shape, dims))
+        return NULL;
+    int64_t numel = 1;
+    for (uint32_t d = 0; d < ndim; d++) {
+        if (!base_mul_i64(numel, shape[d], &numel))
+            return eng_fail(ctx, KILN_ERROR_OVERFLOW, "kiln_from_data: the element count overflows");
+    }
+    if (numel > 0 && !data)
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_from_data: no data");
+    ir_type type = eng_ir_type(dtype);
+    eng_storage *s = eng_storage_new(ctx, type, (uint64_t)numel);
+    if (!s)
+        return NULL;
+    if (eng_storage_write(ctx, s, data, (uint64_t)numel * eng_type_size(type)) != KILN_OK)
+        return NULL;
+    eng_node *n = eng_node_new(ctx, ENG_BUFFER, IR_CONST, type, ndim, dims);
+    if (n)
+        n->storage = s;
+    return contiguous_tensor(ctx, n);
+}
+
+kiln_tensor *kiln_empty(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape) {
+    const sym_node *dims[SHAPE_MAX_DIMS];
+    if (!ctx || !check_dtype(ctx, "kiln_empty", dtype) ||
+        !eng_shape_from_ints(ctx, "kiln_empty", ndim, shape, dims))
+        return NULL;
+    int64_t numel = 1;
+    for (uint32_t d = 0; d < ndim; d++) {
+        if (!base_mul_i64(numel, shape[d], &numel))
+            return eng_fail(ctx, KILN_ERROR_OVERFLOW, "kiln_empty: the element count overflows");
+    }
+    eng_storage *s = eng_storage_new(ctx, eng_ir_type(dtype), (uint64_t)numel);
+    eng_node *n = s ? eng_node_new(ctx, ENG_BUFFER, IR_CONST, eng_ir_type(dtype), ndim, dims) : NULL;
+    if (n)
+        n->storage = s;
+    return contiguous_tensor(ctx, n);
+}
+
+/* A constant node of the given shape: every element is value (or the expression's value). */
+kiln_tensor *eng_full(kiln_context *ctx, ir_type type, uint32_t ndim, const sym_node *const *dims,
+                      double value, const sym_node *value_expr) {
+    eng_node *n = eng_node_new(ctx, ENG_CONST, IR_CONST, type, ndim, dims);
+    if (!n)
+        return NULL;
+    n->value = value;
+    n->value_expr = value_expr;
+    return contiguous_tensor(ctx, eng_node_intern(ctx, n));
+}
+
+kiln_tensor *kiln_full_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
+                           const kiln_expr *const *shape, double value) {
+    const sym_node *dims[SHAPE_MAX_DIMS];
+    if (!ctx || !check_dtype(ctx, "kiln_full", dtype) ||
+        !eng_shape_from_exprs(ctx, "kiln_full", ndim, shape, dims))
+        return NULL;
+    return eng_full(ctx, eng_ir_type(dtype), ndim, dims, value, NULL);
+}
+
+kiln_tensor *kiln_full(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape,
+                       double value) {
+    const sym_node *dims[SHAPE_MAX_DIMS];
+    if (!ctx || !check_dtype(ctx, "kiln_full", dtype) ||
+        !eng_shape_from_ints(ctx, "kiln_full", ndim, shape, dims))
+        return NULL;
+    return eng_full(ctx, eng_ir_type(dtype), ndim, dims, value, NULL);
+}
+
+kiln_tensor *kiln_zeros(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape) {
+    return kiln_full(ctx, dtype, ndim, shape, 0.0);
+}
+
+kiln_tensor *kiln_ones(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape) {
+    return kiln_full(ctx, dtype, ndim, shape, 1.0);
+}
+
+kiln_tensor *kiln_scalar(kiln_context *ctx, kiln_dtype dtype, double value) {
+    return kiln_full(ctx, dtype, 0, NULL, value);
+}
+
+static kiln_tensor *leaf(kiln_context *ctx, eng_kind kind, ir_type type, uint32_t ndim,
+                         const sym_node *const *dims, uint64_t seed) {
+    eng_node *n = eng_node_new(ctx, kind, IR_CONST, type, ndim, dims);
+    if (!n)
+        return NULL;
+    n->seed = seed;
+    return contiguous_tensor(ctx, eng_node_intern(ctx, n));
+}
+
+kiln_tensor *kiln_arange(kiln_context *ctx, kiln_dtype dtype, double start, double stop,
+                         double step) {
+    if (!ctx || !check_dtype(ctx, "kiln_arange", dtype))
+        return NULL;
+    if (step == 0 || !isfinite(start) || !isfinite(stop) || !isfinite(step))
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                        "kiln_arange: step must be nonzero and the bounds finite");
+    double count = ceil((stop - start) / step);
+    if (count < 0)
+        count = 0;
+    if (count > 9.0e15)
+        return eng_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED, "kiln_arange: too many elements");
+    const sym_node *dim = sym_const(ctx->sym, (int64_t)count);
+    /* start + index * step, computed in f32 for float dtypes and in i32 otherwise. */
+    ir_type type = eng_ir_type(dtype);
+    ir_type work = ir_type_is_float(type) ? IR_F32 : IR_I32;
+    kiln_tensor *idx = leaf(ctx, ENG_INDEX, work, 1, &dim, 0);
+    kiln_tensor *r = kiln_add(kiln_mul(idx, eng_full(ctx, work, 0, NULL, step, NULL)),
+                              eng_full(ctx, work, 0, NULL, start, NULL));
+    return work == type ? r : kiln_cast(r, dtype);
+}
+
+kiln_tensor *kiln_rand(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape,
+                       uint64_t seed) {
+    const sym_node *dims[SHAPE_MAX_DIMS];
+    if (!ctx || !check_dtype(ctx, "kiln_rand", dtype) ||
+        !eng_shape_from_ints(ctx, "kiln_rand", ndim, shape, dims))
+        return NULL;
+    if (!ir_type_is_float(eng_ir_type(dtype)))
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_rand: dtype must be a float");
+    kiln_tensor *u = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed);
+    return dtype == KILN_F32 ? u : kiln_cast(u, dtype);
+}
+
+kiln_tensor *kiln_randn(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape,
+                        uint64_t seed) {
+    const sym_node *dims[SHAPE_MAX_DIMS];
+    if (!ctx || !check_dtype(ctx, "kiln_randn", dtype) ||
+        !eng_shape_from_ints(ctx, "kiln_randn", ndim, shape, dims))
+        return NULL;
+    if (!ir_type_is_float(eng_ir_type(dtype)))
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_randn: dtype must be a float");
+    /* Box-Muller: sqrt(-2 ln(1 - u1)) * cos(2 pi u2), u1 and u2 from independent streams. */
+    kiln_tensor *u1 = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed);
+    kiln_tensor *u2 = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed ^ 0x9e3779b97f4a7c15ull);
+    kiln_tensor *one = eng_full(ctx, IR_F32, 0, NULL, 1.0, NULL);
+    kiln_tensor *r = kiln_sqrt(kiln_mul(eng_full(ctx, IR_F32, 0, NULL, -2.0, NULL),
+                                        kiln_log(kiln_sub(one, u1))));
+    kiln_tensor *c = kiln_cos(kiln_mul(u2, eng_full(ctx, IR_F32, 0, NULL, 6.283185307179586, NULL)));
+    kiln_tensor *n = kiln_mul(r, c);
+    return dtype == KILN_F32 ? n : kiln_cast(n, dtype);
+}
+
+/* ---- queries ----------------------------------------------------------------------------------- */
+
+static const shape_view *last_view(const kiln_tensor *t) {
+    return shape_tracker_last(t->st);
+}
+
+uint32_t kiln_tensor_ndim(const kiln_tensor *t) {
+    return t ? last_view(t)->ndim : 0;
+}
+
+kiln_dtype kiln_tensor_dtype(const kiln_tensor *t) {
+    return t ? eng_dtype(t->base->type) : KILN_F32;
+}
+
+const kiln_expr *kiln_tensor_size_expr(const kiln_tensor *t, uint32_t dim) {
+    if (!t || dim >= last_view(t)->ndim)
+        return NULL;
+    return (const kiln_expr *)last_view(t)->shape[dim];
+}
+
+kiln_status kiln_tensor_shape(const kiln_tensor *t, int64_t *shape) {
+    if (!t)
+        return KILN_ERROR_INVALID_ARGUMENT;
+    const shape_view *v = last_view(t);
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        base_error err = {0};
+        kiln_status st = sym_eval(v->shape[d], NULL, &shape[d], &err);
+        if (st != KILN_OK)
+            return base_error_set(&t->ctx->err, st, "kiln_tensor_shape: %s",
+                                  base_error_message(&err));
+    }
+    return KILN_OK;
+}
+
+kiln_status kiln_tensor_numel(const kiln_tensor *t, int64_t *numel) {
+    if (!t)
+        return KILN_ERROR_INVALID_ARGUMENT;
+    const shape_view *v = last_view(t);
+    int64_t n = 1, size;
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        base_error err = {0};
+        kiln_status st = sym_eval(v->shape[d], NULL, &size, &err);
+        if (st != KILN_OK)
+            return base_error_set(&t->ctx->err, st, "kiln_tensor_numel: %s",
+                                  base_error_message(&err));
+        if (!base_mul_i64(n, size, &n))
+            return base_error_set(&t->ctx->err, KILN_ERROR_OVERFLOW, "numel overflows");
+    }
+    *numel = n;
+    return KILN_OK;
+}

@@ -1,0 +1,378 @@
+/* The reference interpreter: executes kernel IR on the CPU, one invocation at a time, with the
+ * semantics the SPIR-V emitter promises (ir.h). It is the oracle tests compare the device with,
+ * and the fallback when there is no Vulkan device. Every element access is bounds-checked: a
+ * code-generation bug becomes an error, not a wild write. */
+#include "interp.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef union slot {
+    int64_t i;
+    double f;
+} slot;
+
+/* f32 <-> f16 with round-to-nearest-even, as the device's OpFConvert does. */
+uint16_t interp_f32_to_f16(float value) {
+    uint32_t x;
+    memcpy(&x, &value, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t exp = (x >> 23) & 0xffu;
+    uint32_t man = x & 0x7fffffu;
+    if (exp == 0xffu) /* inf or NaN (keep NaN quiet) */
+        return (uint16_t)(sign | 0x7c00u | (man ? 0x200u | (man >> 13) : 0));
+    int32_t e = (int32_t)exp - 127 + 15;
+    if (e >= 31)
+        return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) { /* subnormal half or zero */
+        if (e < -10)
+            return (uint16_t)sign;
+        man |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - e);
+        uint32_t half = man >> shift;
+        uint32_t rem = man & ((1u << shift) - 1);
+        uint32_t mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1)))
+            half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t half = sign | ((uint32_t)e << 10) | (man >> 13);
+    uint32_t rem = man & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (half & 1)))
+        half++; /* may carry into the exponent, up to infinity: correct */
+    return (uint16_t)half;
+}
+
+float interp_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t man = h & 0x3ffu;
+    uint32_t x;
+    if (exp == 0x1fu) {
+        x = sign | 0x7f800000u | (man << 13);
+    } else if (exp == 0) {
+        if (man == 0) {
+            x = sign;
+        } else { /* normalise the subnormal */
+            int32_t e = -1;
+            do {
+                e++;
+                man <<= 1;
+            } while (!(man & 0x400u));
+            x = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
+        }
+    } else {
+        x = sign | ((exp - 15 + 127) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+/* Rounds or wraps v to type t (the "after every instruction" rule). */
+static slot fit(ir_type t, slot v) {
+    switch (t) {
+    case IR_BOOL:
+        v.i = v.i != 0;
+        break;
+    case IR_I8:
+        v.i = (int8_t)(uint8_t)(uint64_t)v.i;
+        break;
+    case IR_U8:
+        v.i = (int64_t)((uint64_t)v.i & 0xffu);
+        break;
+    case IR_I32:
+        v.i = (int32_t)(uint32_t)(uint64_t)v.i;
+        break;
+    case IR_U32:
+        v.i = (int64_t)((uint64_t)v.i & 0xffffffffu);
+        break;
+    case IR_I64:
+        break;
+    case IR_F16:
+        v.f = interp_f16_to_f32(interp_f32_to_f16((float)v.f));
+        break;
+    case IR_F32:
+        v.f = (double)(float)v.f;
+        break;
+    default:
+        break;
+    }
+    return v;
+}
+
+/* float -> integer conversion: truncation toward zero, saturating, NaN -> 0 (devices leave
+ * out-of-range conversions undefined; Kiln's tests stay in range). */
+static int64_t float_to_int(double f) {
+    if (isnan(f))
+        return 0;
+    if (f >= 9.2233720368547758e18)
+        return INT64_MAX;
+    if (f <= -9.2233720368547758e18)
+        return INT64_MIN;
+    return (int64_t)f;
+}
+
+static slot cast(ir_type to, ir_type from, slot v) {
+    slot r;
+    if (to == IR_BOOL) {
+        r.i = ir_type_is_float(from) ? v.f != 0.0 : v.i != 0;
+    } else if (ir_type_is_float(to)) {
+        r.f = ir_type_is_float(from) ? v.f : (double)v.i;
+    } else {
+        r.i = ir_type_is_float(from) ? float_to_int(v.f) : v.i;
+    }
+    return fit(to, r);
+}
+
+static int64_t int_floordiv(int64_t a, int64_t b) {
+    int64_t q;
+    return base_floordiv_i64(a, b, &q) ? q : (b == 0 ? 0 : a); /* MIN/-1 wraps to MIN */
+}
+
+static int64_t int_floormod(int64_t a, int64_t b) {
+    int64_t r;
+    return base_floormod_i64(a, b, &r) ? r : 0;
+}
+
+static slot float_alu(ir_op op, double a, double b) {
+    slot r;
+    switch (op) {
+    case IR_ADD: r.f = a + b; break;
+    case IR_SUB: r.f = a - b; break;
+    case IR_MUL: r.f = a * b; break;
+    case IR_DIV: r.f = a / b; break;
+    case IR_MOD: r.f = a - b * floor(a / b); break;
+    case IR_MAX: r.f = isnan(a) || isnan(b) ? NAN : (a > b ? a : b); break;
+    case IR_MIN: r.f = isnan(a) || isnan(b) ? NAN : (a < b ? a : b); break;
+    case IR_POW: r.f = pow(a, b); break;
+    case IR_NEG: r.f = -a; break;
+    case IR_ABS: r.f = fabs(a); break;
+    case IR_EXP: r.f = exp(a); break;
+    case IR_LOG: r.f = log(a); break;
+    case IR_SQRT: r.f = sqrt(a); break;
+    case IR_RSQRT: r.f = 1.0 / sqrt(a); break;
+    case IR_SIN: r.f = sin(a); break;
+    case IR_COS: r.f = cos(a); break;
+    case IR_TANH: r.f = tanh(a); break;
+    default: r.f = NAN; break;
+    }
+    return r;
+}
+
+static slot int_alu(ir_op op, ir_type t, int64_t a, int64_t b) {
+    slot r;
+    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+    bool is_signed = ir_type_is_signed(t);
+    switch (op) {
+    case IR_ADD: r.i = (int64_t)(ua + ub); break;
+    case IR_SUB: r.i = (int64_t)(ua - ub); break;
+    case IR_MUL: r.i = (int64_t)(ua * ub); break;
+    case IR_DIV: r.i = is_signed ? int_floordiv(a, b) : (b ? (int64_t)(ua / ub) : 0); break;
+    case IR_MOD: r.i = is_signed ? int_floormod(a, b) : (b ? (int64_t)(ua % ub) : 0); break;
+    case IR_MAX: r.i = a > b ? a : b; break;
+    case IR_MIN: r.i = a < b ? a : b; break;
+    case IR_AND: r.i = a & b; break;
+    case IR_OR: r.i = a | b; break;
+    case IR_XOR: r.i = a ^ b; break;
+    case IR_NOT: r.i = !a; break;
+    case IR_NEG: r.i = (int64_t)(0 - ua); break;
+    case IR_ABS: r.i = a < 0 ? (int64_t)(0 - ua) : a; break;
+    default: r.i = 0; break;
+    }
+    return r;
+}
+
+static bool compare(ir_op op, ir_type t, slot a, slot b) {
+    if (ir_type_is_float(t)) {
+        switch (op) {
+        case IR_LT: return a.f < b.f;
+        case IR_LE: return a.f <= b.f;
+        case IR_EQ: return a.f == b.f;
+        default: return a.f != b.f; /* NE is true for NaN, as OpFUnordNotEqual */
+        }
+    }
+    switch (op) {
+    case IR_LT: return a.i < b.i;
+    case IR_LE: return a.i <= b.i;
+    case IR_EQ: return a.i == b.i;
+    default: return a.i != b.i;
+    }
+}
+
+/* Buffer element access in the buffer's storage type. */
+static slot read_element(const interp_buffer *b, ir_type t, uint64_t i) {
+    slot v;
+    const unsigned char *p = b->data;
+    switch (t) {
+    case IR_BOOL: v.i = p[i] != 0; break;
+    case IR_I8: v.i = ((const int8_t *)b->data)[i]; break;
+    case IR_U8: v.i = p[i]; break;
+    case IR_I32: v.i = ((const int32_t *)b->data)[i]; break;
+    case IR_U32: v.i = ((const uint32_t *)b->data)[i]; break;
+    case IR_I64: v.i = ((const int64_t *)b->data)[i]; break;
+    case IR_F16: v.f = interp_f16_to_f32(((const uint16_t *)b->data)[i]); break;
+    case IR_F32: v.f = ((const float *)b->data)[i]; break;
+    default: v.i = 0; break;
+    }
+    return v;
+}
+
+static void write_element(interp_buffer *b, ir_type t, uint64_t i, slot v) {
+    unsigned char *p = b->data;
+    switch (t) {
+    case IR_BOOL: p[i] = v.i != 0; break;
+    case IR_I8: ((int8_t *)b->data)[i] = (int8_t)v.i; break;
+    case IR_U8: p[i] = (unsigned char)v.i; break;
+    case IR_I32: ((int32_t *)b->data)[i] = (int32_t)v.i; break;
+    case IR_U32: ((uint32_t *)b->data)[i] = (uint32_t)v.i; break;
+    case IR_I64: ((int64_t *)b->data)[i] = v.i; break;
+    case IR_F16: ((uint16_t *)b->data)[i] = interp_f32_to_f16((float)v.f); break;
+    case IR_F32: ((float *)b->data)[i] = (float)v.f; break;
+    default: break;
+    }
+}
+
+typedef struct machine {
+    const ir_kernel *k;
+    interp_buffer *buffers;
+    const int64_t *params;
+    slot *values;
+    uint32_t *match; /* IF -> ENDIF, RANGE -> ENDRANGE, ENDRANGE -> RANGE */
+    base_error *err;
+} machine;
+
+static kiln_status check_element(machine *m, uint32_t at, uint32_t buffer, int64_t index) {
+    if (index >= 0 && (uint64_t)index < m->buffers[buffer].count)
+        return KILN_OK;
+    return base_error_set(m->err, KILN_ERROR_INTERNAL,
+                          "kernel instruction %u accessed element %lld of buffer %u, which has "
+                          "%llu elements (a code-generation bug)",
+                          at, (long long)index, buffer,
+                          (unsigned long long)m->buffers[buffer].count);
+}
+
+static slot alu(const machine *m, const ir_inst *i) {
+    const slot *v = m->values;
+    ir_type src_type = m->k->insts.data[i->src[0]].type;
+    slot a = v[i->src[0]];
+    slot b = ir_op_operands(i->op) > 1 ? v[i->src[1]] : a;
+    slot r;
+    if (i->op == IR_CAST)
+        return cast(i->type, src_type, a);
+    if (i->op == IR_WHERE)
+        return a.i ? v[i->src[1]] : v[i->src[2]];
+    if (i->op >= IR_LT && i->op <= IR_NE) {
+        r.i = compare(i->op, src_type, a, b);
+        return r;
+    }
+    if (ir_type_is_float(i->type))
+        return fit(i->type, float_alu(i->op, a.f, b.f));
+    return fit(i->type, int_alu(i->op, i->type, a.i, b.i));
+}
+
+/* Runs one invocation. */
+static kiln_status invoke(machine *m, int64_t gid) {
+    const ir_kernel *k = m->k;
+    slot *v = m->values;
+    for (uint32_t at = 0; at < k->insts.len; at++) {
+        const ir_inst *i = &k->insts.data[at];
+        switch (i->op) {
+        case IR_CONST:
+            memcpy(&v[at], &i->imm, sizeof v[at]);
+            v[at] = fit(i->type, v[at]);
+            break;
+        case IR_PARAM:
+            v[at].i = m->params[i->arg];
+            break;
+        case IR_GLOBAL_ID:
+            v[at].i = gid;
+            break;
+        case IR_LOAD: {
+            int64_t e = v[i->src[0]].i;
+            kiln_status st = check_element(m, at, i->arg, e);
+            if (st != KILN_OK)
+                return st;
+            v[at] = read_element(&m->buffers[i->arg], i->type, (uint64_t)e);
+            break;
+        }
+        case IR_STORE: {
+            int64_t e = v[i->src[0]].i;
+            kiln_status st = check_element(m, at, i->arg, e);
+            if (st != KILN_OK)
+                return st;
+            write_element(&m->buffers[i->arg], i->type, (uint64_t)e, v[i->src[1]]);
+            break;
+        }
+        case IR_IF:
+            if (!v[i->src[0]].i)
+                at = m->match[at]; /* continue after ENDIF */
+            break;
+        case IR_RANGE:
+            v[at].i = 0;
+            if (v[i->src[0]].i <= 0)
+                at = m->match[at];
+            break;
+        case IR_ENDRANGE: {
+            uint32_t r = m->match[at];
+            if (++v[r].i < v[k->insts.data[r].src[0]].i)
+                at = r; /* the loop body starts at r + 1 */
+            break;
+        }
+        case IR_ENDIF:
+            break;
+        case IR_VAR:
+            v[at] = v[i->src[0]];
+            break;
+        case IR_SET:
+            v[i->src[0]] = v[i->src[1]];
+            break;
+        case IR_GET:
+            v[at] = v[i->src[0]];
+            break;
+        default:
+            v[at] = alu(m, i);
+            break;
+        }
+    }
+    return KILN_OK;
+}
+
+static kiln_status match_bodies(machine *m) {
+    uint32_t stack[64], depth = 0;
+    for (uint32_t at = 0; at < m->k->insts.len; at++) {
+        ir_op op = m->k->insts.data[at].op;
+        if (op == IR_IF || op == IR_RANGE) {
+            if (depth == 64)
+                return base_error_set(m->err, KILN_ERROR_LIMIT_EXCEEDED, "kernel nests too deep");
+            stack[depth++] = at;
+        } else if (op == IR_ENDIF || op == IR_ENDRANGE) {
+            if (depth == 0)
+                return base_error_set(m->err, KILN_ERROR_INTERNAL, "unmatched end in kernel IR");
+            uint32_t open = stack[--depth];
+            m->match[open] = at;
+            m->match[at] = open;
+        }
+    }
+    return KILN_OK;
+}
+
+kiln_status interp_run(const ir_kernel *k, interp_buffer *buffers, const int64_t *params,
+                       uint64_t global_size, base_error *err) {
+    kiln_status st = ir_verify(k, err);
+    if (st != KILN_OK)
+        return st;
+    size_t n = k->insts.len ? k->insts.len : 1;
+    machine m = {.k = k, .buffers = buffers, .params = params, .err = err};
+    m.values = base_calloc(&k->alloc, n, sizeof *m.values);
+    m.match = base_calloc(&k->alloc, n, sizeof *m.match);
+    if (!m.values || !m.match)
+        st = base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory to interpret a kernel");
+    if (st == KILN_OK)
+        st = match_bodies(&m);
+    for (uint64_t g = 0; st == KILN_OK && g < global_size; g++)
+        st = invoke(&m, (int64_t)g);
+    base_free(&k->alloc, m.values, n * sizeof *m.values);
+    base_free(&k->alloc, m.match, n * sizeof *m.match);
+    return st;
+}

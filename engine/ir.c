@@ -1,0 +1,394 @@
+/* The kernel IR: types, the op table, builders, the verifier, a listing and a hash. */
+#include "ir.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    uint32_t bits;
+    bool is_float, is_signed;
+} type_info[] = {
+    [IR_BOOL] = {"bool", 8, false, false}, [IR_I8] = {"i8", 8, false, true},
+    [IR_U8] = {"u8", 8, false, false},     [IR_I32] = {"i32", 32, false, true},
+    [IR_U32] = {"u32", 32, false, false},  [IR_I64] = {"i64", 64, false, true},
+    [IR_F16] = {"f16", 16, true, true},    [IR_F32] = {"f32", 32, true, true},
+};
+_Static_assert(BASE_COUNTOF(type_info) == IR_TYPE_COUNT_, "one entry per IR type");
+
+bool ir_type_is_float(ir_type t) {
+    return type_info[t].is_float;
+}
+
+bool ir_type_is_signed(ir_type t) {
+    return !type_info[t].is_float && type_info[t].is_signed;
+}
+
+uint32_t ir_type_bits(ir_type t) {
+    return type_info[t].bits;
+}
+
+const char *ir_type_name(ir_type t) {
+    return (unsigned)t < IR_TYPE_COUNT_ ? type_info[t].name : "?";
+}
+
+enum { KIND_LEAF, KIND_ALU, KIND_CONTROL, KIND_MEMORY };
+
+static const struct {
+    const char *name;
+    uint32_t operands;
+    int kind;
+} op_info[] = {
+#define X(name, n, kind) {#name, n, KIND_##kind},
+    IR_OPS(X)
+#undef X
+};
+_Static_assert(BASE_COUNTOF(op_info) == IR_OP_COUNT_, "one entry per IR op");
+
+const char *ir_op_name(ir_op op) {
+    return (unsigned)op < IR_OP_COUNT_ ? op_info[op].name : "?";
+}
+
+uint32_t ir_op_operands(ir_op op) {
+    return op_info[op].operands;
+}
+
+void ir_kernel_init(ir_kernel *k, const base_allocator *alloc, ir_type index_type) {
+    memset(k, 0, sizeof *k);
+    k->alloc = *alloc;
+    k->index_type = index_type;
+}
+
+void ir_kernel_finish(ir_kernel *k) {
+    BASE_VEC_FREE(&k->alloc, &k->insts);
+}
+
+uint32_t ir_buffer_add(ir_kernel *k, ir_type type) {
+    if (k->buffer_count == IR_MAX_BUFFERS) {
+        if (k->status == KILN_OK)
+            k->status = KILN_ERROR_LIMIT_EXCEEDED;
+        return 0;
+    }
+    k->buffers[k->buffer_count].type = type;
+    return k->buffer_count++;
+}
+
+/* Appends an instruction; every operand must be an earlier value. */
+static ir_value emit(ir_kernel *k, ir_inst inst) {
+    if (k->status != KILN_OK)
+        return IR_NONE;
+    for (uint32_t i = 0; i < ir_op_operands(inst.op); i++) {
+        if (inst.src[i] >= k->insts.len) {
+            k->status = KILN_ERROR_INTERNAL;
+            return IR_NONE;
+        }
+    }
+    if (BASE_VEC_PUSH(&k->alloc, &k->insts, inst) != KILN_OK) {
+        k->status = KILN_ERROR_OUT_OF_HOST_MEMORY;
+        return IR_NONE;
+    }
+    return (ir_value)(k->insts.len - 1);
+}
+
+static ir_inst inst_of(ir_op op, ir_type type, ir_value a, ir_value b, ir_value c) {
+    ir_inst i;
+    memset(&i, 0, sizeof i);
+    i.op = op;
+    i.type = type;
+    i.src[0] = a;
+    i.src[1] = b;
+    i.src[2] = c;
+    return i;
+}
+
+ir_value ir_const_i(ir_kernel *k, ir_type type, int64_t value) {
+    ir_inst i = inst_of(IR_CONST, type, IR_NONE, IR_NONE, IR_NONE);
+    if (ir_type_is_float(type))
+        i.imm.f = (double)value;
+    else
+        i.imm.i = value;
+    return emit(k, i);
+}
+
+ir_value ir_const_f(ir_kernel *k, ir_type type, double value) {
+    ir_inst i = inst_of(IR_CONST, type, IR_NONE, IR_NONE, IR_NONE);
+    if (ir_type_is_float(type))
+        i.imm.f = value;
+    else
+        i.imm.i = (int64_t)value;
+    return emit(k, i);
+}
+
+ir_value ir_param(ir_kernel *k, uint32_t number) {
+    ir_inst i = inst_of(IR_PARAM, k->index_type, IR_NONE, IR_NONE, IR_NONE);
+    i.arg = number;
+    if (number >= k->param_count)
+        k->param_count = number + 1;
+    return emit(k, i);
+}
+
+ir_value ir_global_id(ir_kernel *k) {
+    return emit(k, inst_of(IR_GLOBAL_ID, k->index_type, IR_NONE, IR_NONE, IR_NONE));
+}
+
+ir_value ir_load(ir_kernel *k, uint32_t buffer, ir_value index) {
+    if (buffer >= k->buffer_count) {
+        if (k->status == KILN_OK)
+            k->status = KILN_ERROR_INTERNAL;
+        return IR_NONE;
+    }
+    k->buffers[buffer].read = true;
+    ir_inst i = inst_of(IR_LOAD, k->buffers[buffer].type, index, IR_NONE, IR_NONE);
+    i.arg = buffer;
+    return emit(k, i);
+}
+
+void ir_store(ir_kernel *k, uint32_t buffer, ir_value index, ir_value value) {
+    if (buffer >= k->buffer_count) {
+        if (k->status == KILN_OK)
+            k->status = KILN_ERROR_INTERNAL;
+        return;
+    }
+    k->buffers[buffer].written = true;
+    ir_inst i = inst_of(IR_STORE, k->buffers[buffer].type, index, value, IR_NONE);
+    i.arg = buffer;
+    emit(k, i);
+}
+
+ir_value ir_alu(ir_kernel *k, ir_op op, ir_type type, ir_value a, ir_value b, ir_value c) {
+    return emit(k, inst_of(op, type, a, b, c));
+}
+
+ir_value ir_cast(ir_kernel *k, ir_type type, ir_value a) {
+    return emit(k, inst_of(IR_CAST, type, a, IR_NONE, IR_NONE));
+}
+
+ir_value ir_if(ir_kernel *k, ir_value cond) {
+    return emit(k, inst_of(IR_IF, IR_BOOL, cond, IR_NONE, IR_NONE));
+}
+
+void ir_endif(ir_kernel *k) {
+    emit(k, inst_of(IR_ENDIF, IR_BOOL, IR_NONE, IR_NONE, IR_NONE));
+}
+
+ir_value ir_range(ir_kernel *k, ir_value end) {
+    return emit(k, inst_of(IR_RANGE, k->index_type, end, IR_NONE, IR_NONE));
+}
+
+void ir_endrange(ir_kernel *k) {
+    emit(k, inst_of(IR_ENDRANGE, k->index_type, IR_NONE, IR_NONE, IR_NONE));
+}
+
+ir_value ir_var(ir_kernel *k, ir_value init) {
+    ir_type t = init < k->insts.len ? k->insts.data[init].type : IR_I32;
+    return emit(k, inst_of(IR_VAR, t, init, IR_NONE, IR_NONE));
+}
+
+void ir_set(ir_kernel *k, ir_value var, ir_value value) {
+    emit(k, inst_of(IR_SET, IR_BOOL, var, value, IR_NONE));
+}
+
+ir_value ir_get(ir_kernel *k, ir_value var) {
+    ir_type t = var < k->insts.len ? k->insts.data[var].type : IR_I32;
+    return emit(k, inst_of(IR_GET, t, var, IR_NONE, IR_NONE));
+}
+
+/* ---- verification ------------------------------------------------------------------------ */
+
+enum { VERIFY_MAX_DEPTH = 32 };
+
+typedef struct verifier {
+    const ir_kernel *k;
+    base_error *err;
+    uint32_t depth;
+    uint32_t open[VERIFY_MAX_DEPTH]; /* the IF/RANGE of each open body */
+    uint32_t *scope;                 /* per value: the body it was defined in (0: top) */
+} verifier;
+
+static kiln_status bad(verifier *v, uint32_t at, const char *what) {
+    const ir_inst *i = &v->k->insts.data[at];
+    return base_error_set(v->err, KILN_ERROR_INTERNAL, "kernel IR invalid at %u (%s): %s", at,
+                          ir_op_name(i->op), what);
+}
+
+/* An operand is visible when its body is still open. */
+static bool visible(const verifier *v, ir_value operand) {
+    uint32_t body = v->scope[operand];
+    if (body == 0)
+        return true;
+    for (uint32_t d = 0; d < v->depth; d++) {
+        if (v->open[d] + 1 == body)
+            return true;
+    }
+    return false;
+}
+
+static kiln_status verify_types(verifier *v, uint32_t at) {
+    const ir_inst *i = &v->k->insts.data[at];
+    const ir_inst *s = v->k->insts.data;
+    switch (i->op) {
+    case IR_IF:
+        return s[i->src[0]].type == IR_BOOL ? KILN_OK : bad(v, at, "condition is not bool");
+    case IR_RANGE:
+        return s[i->src[0]].type == v->k->index_type ? KILN_OK : bad(v, at, "end not an index");
+    case IR_LOAD:
+    case IR_STORE:
+        if (i->arg >= v->k->buffer_count)
+            return bad(v, at, "no such buffer");
+        if (ir_type_is_float(s[i->src[0]].type) || s[i->src[0]].type == IR_BOOL)
+            return bad(v, at, "element index is not an integer");
+        if (i->op == IR_STORE && s[i->src[1]].type != v->k->buffers[i->arg].type)
+            return bad(v, at, "stored value has the wrong type");
+        return KILN_OK;
+    case IR_SET:
+        if (s[i->src[0]].op != IR_VAR || s[i->src[1]].type != s[i->src[0]].type)
+            return bad(v, at, "SET needs a VAR and a value of its type");
+        return KILN_OK;
+    case IR_GET:
+        return s[i->src[0]].op == IR_VAR ? KILN_OK : bad(v, at, "GET needs a VAR");
+    case IR_WHERE:
+        if (s[i->src[0]].type != IR_BOOL || s[i->src[1]].type != i->type ||
+            s[i->src[2]].type != i->type)
+            return bad(v, at, "WHERE needs a bool and two values of its type");
+        return KILN_OK;
+    case IR_LT:
+    case IR_LE:
+    case IR_EQ:
+    case IR_NE:
+        if (i->type != IR_BOOL || s[i->src[0]].type != s[i->src[1]].type)
+            return bad(v, at, "comparison of unlike types or not bool");
+        return KILN_OK;
+    case IR_CAST:
+    case IR_CONST:
+    case IR_PARAM:
+    case IR_GLOBAL_ID:
+    case IR_VAR:
+    case IR_ENDIF:
+    case IR_ENDRANGE:
+        return KILN_OK;
+    default:
+        break;
+    }
+    /* The remaining ALU ops take operands of the result type. */
+    for (uint32_t n = 0; n < ir_op_operands(i->op); n++) {
+        if (s[i->src[n]].type != i->type)
+            return bad(v, at, "operand type differs from the result type");
+    }
+    bool is_float = ir_type_is_float(i->type);
+    if ((i->op >= IR_EXP && i->op <= IR_TANH) || i->op == IR_POW)
+        return is_float ? KILN_OK : bad(v, at, "float op on integers");
+    if (i->op == IR_AND || i->op == IR_OR || i->op == IR_XOR)
+        return !is_float ? KILN_OK : bad(v, at, "bitwise op on floats");
+    if (i->op == IR_NOT)
+        return i->type == IR_BOOL ? KILN_OK : bad(v, at, "NOT needs bool");
+    return KILN_OK;
+}
+
+static kiln_status verify_inst(verifier *v, uint32_t at) {
+    const ir_inst *i = &v->k->insts.data[at];
+    if ((unsigned)i->op >= IR_OP_COUNT_ || (unsigned)i->type >= IR_TYPE_COUNT_)
+        return bad(v, at, "unknown op or type");
+    for (uint32_t n = 0; n < ir_op_operands(i->op); n++) {
+        if (i->src[n] >= at)
+            return bad(v, at, "operand defined later");
+        if (!visible(v, i->src[n]))
+            return bad(v, at, "operand out of scope");
+        ir_op sop = v->k->insts.data[i->src[n]].op;
+        if (sop == IR_STORE || sop == IR_ENDIF || sop == IR_ENDRANGE || sop == IR_SET)
+            return bad(v, at, "operand defines no value");
+    }
+    kiln_status st = verify_types(v, at);
+    if (st != KILN_OK)
+        return st;
+    v->scope[at] = v->depth ? v->open[v->depth - 1] + 1 : 0;
+    if (i->op == IR_IF || i->op == IR_RANGE) {
+        if (v->depth == VERIFY_MAX_DEPTH)
+            return bad(v, at, "nesting too deep");
+        v->open[v->depth++] = at;
+        v->scope[at] = v->depth > 1 ? v->open[v->depth - 2] + 1 : 0;
+        if (i->op == IR_RANGE) /* the counter is visible inside the loop only */
+            v->scope[at] = at + 1;
+    } else if (i->op == IR_ENDIF || i->op == IR_ENDRANGE) {
+        ir_op want = i->op == IR_ENDIF ? IR_IF : IR_RANGE;
+        if (v->depth == 0 || v->k->insts.data[v->open[v->depth - 1]].op != want)
+            return bad(v, at, "unmatched end of body");
+        v->depth--;
+    }
+    return KILN_OK;
+}
+
+kiln_status ir_verify(const ir_kernel *k, base_error *err) {
+    if (k->status != KILN_OK)
+        return base_error_set(err, k->status, "kernel IR construction failed: %s",
+                              kiln_status_string(k->status));
+    verifier v = {.k = k, .err = err};
+    v.scope = base_calloc(&k->alloc, k->insts.len ? k->insts.len : 1, sizeof *v.scope);
+    if (!v.scope)
+        return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory to verify IR");
+    kiln_status st = KILN_OK;
+    for (uint32_t at = 0; st == KILN_OK && at < k->insts.len; at++)
+        st = verify_inst(&v, at);
+    if (st == KILN_OK && v.depth != 0)
+        st = base_error_set(err, KILN_ERROR_INTERNAL, "kernel IR invalid: %u unclosed bodies",
+                            v.depth);
+    base_free(&k->alloc, v.scope, (k->insts.len ? k->insts.len : 1) * sizeof *v.scope);
+    return st;
+}
+
+/* ---- listing and hash -------------------------------------------------------------------- */
+
+size_t ir_dump(const ir_kernel *k, char *buf, size_t cap) {
+    size_t n = 0;
+    int depth = 0;
+#define OUT(...)                                                                               \
+    do {                                                                                       \
+        int w = snprintf(buf ? buf + (n < cap ? n : cap) : NULL, n < cap ? cap - n : 0,        \
+                         __VA_ARGS__);                                                         \
+        if (w > 0)                                                                             \
+            n += (size_t)w;                                                                    \
+    } while (0)
+    if (cap > 0 && buf)
+        buf[0] = '\0';
+    OUT("kernel: index %s, %u buffers, %u params\n", ir_type_name(k->index_type),
+        k->buffer_count, k->param_count);
+    for (uint32_t at = 0; at < k->insts.len; at++) {
+        const ir_inst *i = &k->insts.data[at];
+        if (i->op == IR_ENDIF || i->op == IR_ENDRANGE)
+            depth--;
+        OUT("%*s%%%u = %s %s", 2 * depth + 2, "", at, ir_op_name(i->op), ir_type_name(i->type));
+        for (uint32_t s = 0; s < ir_op_operands(i->op); s++)
+            OUT(" %%%u", i->src[s]);
+        if (i->op == IR_CONST) {
+            if (ir_type_is_float(i->type))
+                OUT(" %.9g", i->imm.f);
+            else
+                OUT(" %lld", (long long)i->imm.i);
+        }
+        if (i->op == IR_LOAD || i->op == IR_STORE || i->op == IR_PARAM)
+            OUT(" [%u]", i->arg);
+        OUT("\n");
+        if (i->op == IR_IF || i->op == IR_RANGE)
+            depth++;
+    }
+#undef OUT
+    return n;
+}
+
+uint64_t ir_hash(const ir_kernel *k) {
+    uint64_t h = base_hash_u64(0x6b69726eu, k->index_type);
+    h = base_hash_u64(h, k->buffer_count);
+    h = base_hash_u64(h, k->param_count);
+    for (uint32_t b = 0; b < k->buffer_count; b++)
+        h = base_hash_u64(h, k->buffers[b].type);
+    for (uint32_t at = 0; at < k->insts.len; at++) {
+        const ir_inst *i = &k->insts.data[at];
+        h = base_hash_u64(h, ((uint64_t)i->op << 8) | (uint64_t)i->type);
+        for (uint32_t s = 0; s < ir_op_operands(i->op); s++)
+            h = base_hash_u64(h, i->src[s]);
+        h = base_hash_u64(h, i->arg);
+        uint64_t bits;
+        memcpy(&bits, &i->imm, sizeof bits);
+        h = base_hash_u64(h, bits);
+    }
+    return h;
+}

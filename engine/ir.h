@@ -1,0 +1,155 @@
+/* engine/ kernel IR: the linear form every kernel is lowered to before it is emitted as SPIR-V
+ * (emit.c) or executed by the reference interpreter (interp.c).
+ *
+ * A kernel is one list of instructions executed once per invocation, invocation g in
+ * [0, global_size). Each instruction defines at most one value, named by its index in the
+ * list. Values are typed with an IR type (below). Control flow is structured and nested:
+ *
+ *     IF cond ... ENDIF                 body runs when cond (bool) is true
+ *     RANGE end ... ENDRANGE            counter value in [0, end), end an index-typed value
+ *
+ * A value may be used only after its definition and, when defined inside a body, only inside
+ * that body. Mutable state lives in variables: VAR defines one with an initial value, SET
+ * assigns it, GET reads it (a reduction's accumulator). Arithmetic rounds to its type after
+ * every instruction: f16 values are computed in f32 and rounded to f16, i8/u8 values are computed
+ * in 32 bits and wrapped, so the interpreter and the device agree bit for bit on integers and on
+ * rounding points for floats.
+ */
+#ifndef KILN_ENGINE_IR_H
+#define KILN_ENGINE_IR_H
+
+#include "base.h"
+
+/* Value types of the IR. Storage buffers hold the same scalar types (bool is stored as u8). */
+typedef enum ir_type {
+    IR_BOOL,
+    IR_I8,
+    IR_U8,
+    IR_I32,
+    IR_U32,
+    IR_I64,
+    IR_F16,
+    IR_F32,
+    IR_TYPE_COUNT_
+} ir_type;
+
+bool ir_type_is_float(ir_type t);
+bool ir_type_is_signed(ir_type t); /* signed integers (floats: false) */
+uint32_t ir_type_bits(ir_type t);  /* storage width: bool 8 */
+const char *ir_type_name(ir_type t);
+
+/* The op table: X(name, operands, kind). kinds: LEAF (no operand), ALU (arithmetic on operand
+ * values, result type given), CONTROL, MEMORY. */
+#define IR_OPS(X)                                                                              \
+    X(CONST, 0, LEAF)       /* imm.i or imm.f */                                                \
+    X(PARAM, 0, LEAF)       /* push-constant parameter number arg (an index value) */           \
+    X(GLOBAL_ID, 0, LEAF)   /* the invocation's linear index (index type) */                    \
+    X(LOAD, 1, MEMORY)      /* buffer arg, element src0 */                                      \
+    X(STORE, 2, MEMORY)     /* buffer arg, element src0, value src1 */                          \
+    X(ADD, 2, ALU)                                                                              \
+    X(SUB, 2, ALU)                                                                              \
+    X(MUL, 2, ALU)                                                                              \
+    X(DIV, 2, ALU)          /* floats: division; integers: floor division (0 divisor: 0) */     \
+    X(MOD, 2, ALU)          /* integers: floor modulo (0 divisor: 0); floats: fmod-like C % */  \
+    X(MAX, 2, ALU)                                                                              \
+    X(MIN, 2, ALU)                                                                              \
+    X(POW, 2, ALU)          /* floats */                                                        \
+    X(LT, 2, ALU)           /* result bool */                                                   \
+    X(LE, 2, ALU)                                                                               \
+    X(EQ, 2, ALU)                                                                               \
+    X(NE, 2, ALU)                                                                               \
+    X(AND, 2, ALU)          /* bool and integers (bitwise) */                                   \
+    X(OR, 2, ALU)                                                                               \
+    X(XOR, 2, ALU)                                                                              \
+    X(NOT, 1, ALU)          /* bool */                                                          \
+    X(NEG, 1, ALU)                                                                              \
+    X(ABS, 1, ALU)                                                                              \
+    X(EXP, 1, ALU)          /* floats from here to TANH */                                      \
+    X(LOG, 1, ALU)                                                                              \
+    X(SQRT, 1, ALU)                                                                             \
+    X(RSQRT, 1, ALU)                                                                            \
+    X(SIN, 1, ALU)                                                                              \
+    X(COS, 1, ALU)                                                                              \
+    X(TANH, 1, ALU)                                                                             \
+    X(CAST, 1, ALU)         /* to the instruction's type (float->int truncates; ints wrap) */   \
+    X(WHERE, 3, ALU)        /* src0 (bool) ? src1 : src2 */                                     \
+    X(IF, 1, CONTROL)                                                                           \
+    X(ENDIF, 0, CONTROL)                                                                        \
+    X(RANGE, 1, CONTROL)    /* counter in [0, src0) */                                          \
+    X(ENDRANGE, 0, CONTROL)                                                                     \
+    X(VAR, 1, MEMORY)       /* a variable initialised to src0 */                                \
+    X(SET, 2, MEMORY)       /* variable src0 = src1 */                                          \
+    X(GET, 1, MEMORY)       /* the value of variable src0 */
+
+typedef enum ir_op {
+#define X(name, n, kind) IR_##name,
+    IR_OPS(X)
+#undef X
+        IR_OP_COUNT_
+} ir_op;
+
+const char *ir_op_name(ir_op op);
+uint32_t ir_op_operands(ir_op op);
+
+typedef uint32_t ir_value; /* an instruction index */
+enum { IR_NONE = UINT32_MAX, IR_MAX_BUFFERS = 16 };
+
+typedef struct ir_inst {
+    ir_op op;
+    ir_type type;     /* the result type (LOAD: the buffer's; STORE/control: unused) */
+    ir_value src[3];
+    uint32_t arg;     /* buffer or parameter number */
+    union {
+        int64_t i;
+        double f;
+    } imm;
+} ir_inst;
+
+typedef struct ir_buffer {
+    ir_type type;
+    bool read, written;
+} ir_buffer;
+
+/* A kernel: instructions plus its interface. */
+typedef struct ir_kernel {
+    base_allocator alloc;
+    BASE_VEC(ir_inst) insts;
+    ir_type index_type;           /* I32 or I64: GLOBAL_ID, PARAM, RANGE counters */
+    uint32_t buffer_count;
+    ir_buffer buffers[IR_MAX_BUFFERS];
+    uint32_t param_count;         /* index-typed push-constant parameters */
+    kiln_status status;           /* first builder error (sticky) */
+} ir_kernel;
+
+void ir_kernel_init(ir_kernel *k, const base_allocator *alloc, ir_type index_type);
+void ir_kernel_finish(ir_kernel *k);
+/* Declares buffer slot number k->buffer_count; returns it. */
+uint32_t ir_buffer_add(ir_kernel *k, ir_type type);
+
+/* Builders: append one instruction and return its value (IR_NONE after an error, which is
+ * sticky in k->status). */
+ir_value ir_const_i(ir_kernel *k, ir_type type, int64_t value);
+ir_value ir_const_f(ir_kernel *k, ir_type type, double value);
+ir_value ir_param(ir_kernel *k, uint32_t number);
+ir_value ir_global_id(ir_kernel *k);
+ir_value ir_load(ir_kernel *k, uint32_t buffer, ir_value index);
+void ir_store(ir_kernel *k, uint32_t buffer, ir_value index, ir_value value);
+/* ALU ops; type is the result type (comparisons: IR_BOOL). */
+ir_value ir_alu(ir_kernel *k, ir_op op, ir_type type, ir_value a, ir_value b, ir_value c);
+ir_value ir_cast(ir_kernel *k, ir_type type, ir_value a);
+ir_value ir_if(ir_kernel *k, ir_value cond);
+void ir_endif(ir_kernel *k);
+ir_value ir_range(ir_kernel *k, ir_value end);
+void ir_endrange(ir_kernel *k);
+ir_value ir_var(ir_kernel *k, ir_value init);
+void ir_set(ir_kernel *k, ir_value var, ir_value value);
+ir_value ir_get(ir_kernel *k, ir_value var);
+
+/* Checks the structure (nesting, operand order and scope, types, buffer numbers). */
+kiln_status ir_verify(const ir_kernel *k, base_error *err);
+/* A readable listing, one instruction per line (KILN_DEBUG=3). snprintf contract. */
+size_t ir_dump(const ir_kernel *k, char *buf, size_t cap);
+/* A structural hash of the kernel (instructions and interface). */
+uint64_t ir_hash(const ir_kernel *k);
+
+#endif

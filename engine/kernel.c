@@ -1,0 +1,378 @@
+/* Kernel ASTs: the expression a kernel computes per output element, with every load's storage
+ * index and validity as symbolic expressions over the kernel's index Variables (gidx: the
+ * output element; ridx: the reduction's element). Bound Variables are unbound afterwards, so
+ * the AST and its hash are the same for every bound value; the values become parameters.
+ *
+ * Fusion: elementwise nodes are inlined into their consumer; a reduction is fused into the
+ * kernel when it is the kernel's own output or when the elementwise output reads it element for
+ * element (mean = sum * 1/n); any other unrealized reduction is a dependency that must be
+ * realized by an earlier kernel. No input is made contiguous first: every load reads through
+ * its view's index expression. */
+#include "eng.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct kbuild {
+    kiln_context *ctx;
+    sym_ctx *sym;
+    eng_kernel *k;
+    eng_node **needs;
+    uint32_t need_cap, need_count;
+    eng_node *reduce_node; /* the fused reduction */
+    bool in_reduce;        /* building the reduction's input */
+    const sym_node *valid; /* conjunction of the masks the current value is read through */
+    kiln_status status;
+} kbuild;
+
+static kiln_status build_fail(kbuild *b, kiln_status st, const char *what) {
+    if (b->status == KILN_OK) {
+        b->status = st;
+        if (sym_ctx_status(b->sym) != KILN_OK) {
+            eng_fail(b->ctx, sym_ctx_status(b->sym), "%s: %s", what, sym_ctx_message(b->sym));
+            sym_ctx_clear_error(b->sym);
+        } else if (st != KILN_ERROR_NOT_FOUND) {
+            eng_fail(b->ctx, st, "kernel construction: %s", what);
+        }
+    }
+    return st;
+}
+
+/* ---- AST nodes --------------------------------------------------------------------------------- */
+
+static kast *kast_new(kbuild *b, kast_kind kind, ir_op op, ir_type type) {
+    kast *a = base_arena_alloc(&b->ctx->arena, sizeof *a, _Alignof(kast));
+    if (!a) {
+        build_fail(b, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a kernel AST");
+        return NULL;
+    }
+    a->kind = kind;
+    a->op = op;
+    a->type = type;
+    return a;
+}
+
+static kast *kast_const(kbuild *b, ir_type type, double value) {
+    kast *a = kast_new(b, KAST_CONST, IR_CONST, type);
+    if (a)
+        a->value = value;
+    return a;
+}
+
+static kast *kast_alu(kbuild *b, ir_op op, ir_type type, uint32_t n, kast *const *src) {
+    for (uint32_t i = 0; i < n; i++) {
+        if (!src[i])
+            return NULL;
+    }
+    kast *a = kast_new(b, KAST_ALU, op, type);
+    if (!a)
+        return NULL;
+    a->nsrc = n;
+    for (uint32_t i = 0; i < n; i++)
+        a->src[i] = src[i];
+    return a;
+}
+
+static bool is_true(const sym_node *s) {
+    int64_t v;
+    return !s || (sym_is_const(s, &v) && v != 0);
+}
+
+/* value where the current mask holds, else 0 (padding reads as zero). */
+static kast *masked(kbuild *b, const sym_node *valid, kast *value) {
+    if (is_true(valid) || !value)
+        return value;
+    kast *cond = kast_new(b, KAST_INDEX, IR_CONST, IR_BOOL);
+    if (!cond)
+        return NULL;
+    cond->index = valid;
+    kast *src[3] = {cond, value, kast_const(b, value->type, 0.0)};
+    return kast_alu(b, IR_WHERE, value->type, 3, src);
+}
+
+/* ---- index arithmetic -------------------------------------------------------------------------- */
+
+/* Row-major indices of flat in shape (the first one without the modulo: flat < numel). */
+static void unravel(kbuild *b, const sym_node *flat, uint32_t ndim, const sym_node *const *shape,
+                    const sym_node **idx) {
+    const sym_node *stride = sym_const(b->sym, 1);
+    for (uint32_t d = ndim; d-- > 0;) {
+        const sym_node *q = sym_floordiv(b->sym, flat, stride);
+        idx[d] = d == 0 ? q : sym_floormod(b->sym, q, shape[d]);
+        stride = sym_mul(b->sym, stride, shape[d]);
+    }
+}
+
+static const sym_node *ravel(kbuild *b, uint32_t ndim, const sym_node *const *shape,
+                             const sym_node *const *idx) {
+    const sym_node *flat = sym_const(b->sym, 0);
+    for (uint32_t d = 0; d < ndim; d++)
+        flat = sym_add(b->sym, sym_mul(b->sym, flat, shape[d]), idx[d]);
+    return flat;
+}
+
+/* An index Variable over [0, count - 1] (count's largest value), named for its range so that
+ * kernels of different sizes never share a name with a different range. */
+static const sym_node *index_var(kbuild *b, const char *prefix, const sym_node *count) {
+    int64_t max = sym_vmax(count) - 1;
+    char name[48];
+    snprintf(name, sizeof name, "%s:%lld", prefix, (long long)(max < 0 ? 0 : max));
+    return sym_var(b->sym, name, 0, max < 0 ? 0 : max);
+}
+
+/* ---- the value of a node ----------------------------------------------------------------------- */
+
+static kast *node_value(kbuild *b, eng_node *n, const sym_node *const *idx);
+
+static uint32_t buffer_slot(kbuild *b, eng_storage *s) {
+    eng_kernel *k = b->k;
+    for (uint32_t i = 0; i < k->buffer_count; i++) {
+        if (k->buffers[i] == s)
+            return i;
+    }
+    if (k->buffer_count == ENG_MAX_BUFFERS) {
+        build_fail(b, KILN_ERROR_LIMIT_EXCEEDED, "a kernel reads more than 15 buffers");
+        return 0;
+    }
+    k->buffers[k->buffer_count] = s;
+    k->buffer_types[k->buffer_count] = s->type;
+    return k->buffer_count++;
+}
+
+static void need(kbuild *b, eng_node *n) {
+    for (uint32_t i = 0; i < b->need_count; i++) {
+        if (b->needs[i] == n)
+            return;
+    }
+    if (b->need_count < b->need_cap)
+        b->needs[b->need_count++] = n;
+    build_fail(b, KILN_ERROR_NOT_FOUND, "dependency");
+}
+
+static bool is_identity(const eng_src *s) {
+    const shape_view *v = shape_tracker_last(s->st);
+    if (!shape_tracker_contiguous(s->st) || v->ndim != s->node->ndim)
+        return false;
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        if (v->shape[d] != s->node->shape[d])
+            return false;
+    }
+    return true;
+}
+
+static kast *reduction_input(kbuild *b, eng_node *r, const sym_node *const *out_idx);
+
+/* The value of source s at the consumer's logical index idx. */
+static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx) {
+    eng_node *n = s->node;
+    const sym_node *index, *valid;
+    bool identity = is_identity(s);
+    if (identity) {
+        index = NULL;
+        valid = sym_const(b->sym, 1);
+    } else {
+        kiln_status st = shape_tracker_index(b->ctx->shape, s->st, idx, &index, &valid);
+        if (st != KILN_OK) {
+            build_fail(b, st, shape_ctx_message(b->ctx->shape));
+            return NULL;
+        }
+    }
+    const sym_node *outer = b->valid;
+    b->valid = is_true(valid) ? outer : sym_and(b->sym, outer, valid);
+    kast *value = NULL;
+    if (n->storage) {
+        if (!index)
+            index = ravel(b, n->ndim, n->shape, idx);
+        kast *load = kast_new(b, KAST_LOAD, IR_CONST, n->storage->type);
+        if (load) {
+            load->buffer = buffer_slot(b, n->storage);
+            load->index = index;
+            load->valid = b->valid;
+        }
+        value = load;
+    } else if (n->kind == ENG_REDUCE) {
+        bool fusable = !b->in_reduce && identity && (!b->reduce_node || b->reduce_node == n);
+        if (fusable)
+            value = reduction_input(b, n, idx);
+        else
+            need(b, n);
+    } else {
+        const sym_node *own[SHAPE_MAX_DIMS];
+        if (!identity)
+            unravel(b, index, n->ndim, n->shape, own);
+        value = node_value(b, n, identity ? idx : own);
+    }
+    b->valid = outer;
+    return masked(b, valid, value);
+}
+
+static kast *node_value(kbuild *b, eng_node *n, const sym_node *const *idx) {
+    switch (n->kind) {
+    case ENG_CONST:
+        if (n->value_expr) {
+            kast *a = kast_new(b, KAST_INDEX, IR_CONST, n->type);
+            if (a)
+                a->index = n->value_expr;
+            return a;
+        }
+        return kast_const(b, n->type, n->value);
+    case ENG_INDEX:
+    case ENG_RAND: {
+        kast *a = kast_new(b, n->kind == ENG_INDEX ? KAST_INDEX : KAST_RAND, IR_CONST, n->type);
+        if (a) {
+            a->index = ravel(b, n->ndim, n->shape, idx);
+            a->seed = n->seed;
+        }
+        return a;
+    }
+    case ENG_EW: {
+        kast *src[3] = {NULL, NULL, NULL};
+        for (uint32_t i = 0; i < n->nsrc; i++)
+            src[i] = src_value(b, &n->src[i], idx);
+        return kast_alu(b, n->op, n->type, n->nsrc, src);
+    }
+    default: /* buffers and reductions are reached through sources */
+        build_fail(b, KILN_ERROR_INTERNAL, "unexpected node kind");
+        return NULL;
+    }
+}
+
+/* Fuses reduction r into the kernel: its input at (out_idx on kept dims, ridx on reduced
+ * dims). Returns the value of the reduction's result. */
+static kast *reduction_input(kbuild *b, eng_node *r, const sym_node *const *out_idx) {
+    eng_kernel *k = b->k;
+    if (!b->reduce_node) {
+        const shape_view *in = shape_tracker_last(r->src[0].st);
+        const sym_node *dims[SHAPE_MAX_DIMS];
+        uint32_t nr = 0;
+        for (uint32_t d = 0; d < in->ndim; d++) {
+            if (r->reduce_mask & (1u << d))
+                dims[nr++] = in->shape[d];
+        }
+        k->reduce_count = eng_numel(b->ctx, nr, dims);
+        k->ridx = k->reduce_count ? index_var(b, "ridx", k->reduce_count) : NULL;
+        const sym_node *rid[SHAPE_MAX_DIMS], *idx[SHAPE_MAX_DIMS];
+        if (k->ridx)
+            unravel(b, k->ridx, nr, dims, rid);
+        for (uint32_t d = 0, j = 0; d < in->ndim; d++)
+            idx[d] = r->reduce_mask & (1u << d) ? rid[j++] : out_idx[d];
+        b->reduce_node = r;
+        b->in_reduce = true;
+        k->has_reduce = true;
+        k->reduce_op = r->op;
+        k->reduce_type = r->type;
+        k->reduce_value = src_value(b, &r->src[0], idx);
+        b->in_reduce = false;
+    }
+    kast *a = kast_new(b, KAST_REDUCE, IR_CONST, r->type);
+    return a;
+}
+
+/* ---- parameters and hash ----------------------------------------------------------------------- */
+
+/* Replaces bound Variables in *e by Variables, adding them to the kernel's parameters. */
+static void unbind(kbuild *b, const sym_node **e) {
+    if (!*e)
+        return;
+    const sym_node *vars[ENG_MAX_PARAMS];
+    int64_t values[ENG_MAX_PARAMS];
+    size_t found = 0;
+    const sym_node *u = sym_unbind_all(b->sym, *e, vars, values, ENG_MAX_PARAMS, &found);
+    if (!u) {
+        build_fail(b, KILN_ERROR_INTERNAL, "unbinding an index expression");
+        return;
+    }
+    *e = u;
+    eng_kernel *k = b->k;
+    for (size_t i = 0; i < found && i < ENG_MAX_PARAMS; i++) {
+        uint32_t p = 0;
+        while (p < k->param_count && k->params[p] != vars[i])
+            p++;
+        if (p == k->param_count) {
+            if (k->param_count == ENG_MAX_PARAMS) {
+                build_fail(b, KILN_ERROR_LIMIT_EXCEEDED, "a kernel uses more than 32 Variables");
+                return;
+            }
+            k->params[k->param_count] = vars[i];
+            k->param_values[k->param_count++] = values[i];
+        }
+    }
+}
+
+static uint64_t sym_hash_or_zero(const sym_node *s) {
+    return s ? sym_node_hash(s) : 0;
+}
+
+/* Unbinds the tree's expressions and computes every node's structural hash. */
+static uint64_t finish_tree(kbuild *b, kast *a) {
+    if (!a)
+        return 0;
+
+    unbind(b, &a->index);
+    unbind(b, &a->valid);
+    uint64_t h = base_hash_u64((uint64_t)a->kind, ((uint64_t)a->op << 8) | a->type);
+    h = base_hash_u64(h, a->buffer);
+    h = base_hash_u64(h, sym_hash_or_zero(a->index));
+    h = base_hash_u64(h, sym_hash_or_zero(a->valid));
+    uint64_t bits;
+    memcpy(&bits, &a->value, sizeof bits);
+    h = base_hash_u64(h, bits);
+    h = base_hash_u64(h, a->seed);
+    for (uint32_t i = 0; i < a->nsrc; i++)
+        h = base_hash_u64(h, finish_tree(b, a->src[i]));
+    a->hash = h;
+    return h;
+}
+
+static void finish_kernel(kbuild *b) {
+    eng_kernel *k = b->k;
+    unbind(b, &k->numel);
+    unbind(b, &k->reduce_count);
+    uint64_t h = base_hash_u64(0x6b65726eu, k->out_type);
+    h = base_hash_u64(h, finish_tree(b, k->value));
+    h = base_hash_u64(h, sym_hash_or_zero(k->numel));
+    h = base_hash_u64(h, sym_hash_or_zero(k->gidx));
+    if (k->has_reduce) {
+        h = base_hash_u64(h, ((uint64_t)k->reduce_op << 8) | k->reduce_type);
+        h = base_hash_u64(h, finish_tree(b, k->reduce_value));
+        h = base_hash_u64(h, sym_hash_or_zero(k->reduce_count));
+        h = base_hash_u64(h, sym_hash_or_zero(k->ridx));
+    }
+    h = base_hash_u64(h, k->buffer_count);
+    for (uint32_t i = 0; i < k->buffer_count; i++)
+        h = base_hash_u64(h, k->buffer_types[i]);
+    h = base_hash_u64(h, k->param_count);
+    for (uint32_t i = 0; i < k->param_count; i++)
+        h = base_hash_u64(h, sym_node_hash(k->params[i]));
+    k->hash = h;
+}
+
+kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, eng_node **needs,
+                             uint32_t cap, uint32_t *need_count) {
+    memset(k, 0, sizeof *k);
+    kbuild b = {.ctx = ctx, .sym = ctx->sym, .k = k, .needs = needs, .need_cap = cap};
+    b.valid = sym_const(ctx->sym, 1);
+    k->output = node;
+    k->out_type = node->type;
+    k->numel = eng_numel(ctx, node->ndim, node->shape);
+    if (!k->numel)
+        return build_fail(&b, KILN_ERROR_OVERFLOW, "the element count");
+    k->gidx = index_var(&b, "gidx", k->numel);
+    /* Buffer 0 is the output: its storage is assigned by the scheduler. */
+    k->buffer_count = 1;
+    k->buffer_types[0] = node->type;
+    const sym_node *idx[SHAPE_MAX_DIMS];
+    if (k->gidx)
+        unravel(&b, k->gidx, node->ndim, node->shape, idx);
+    if (node->kind == ENG_REDUCE) {
+        k->value = reduction_input(&b, node, idx);
+    } else {
+        k->value = node_value(&b, node, idx);
+    }
+    *need_count = b.need_count;
+    if (b.status == KILN_OK && (!k->value || sym_ctx_status(ctx->sym) != KILN_OK))
+        build_fail(&b, KILN_ERROR_INTERNAL, "building the kernel");
+    if (b.status == KILN_OK)
+        finish_kernel(&b);
+    return b.status;
+}

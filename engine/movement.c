@@ -1,0 +1,205 @@
+/* Movement ops on tensors: each maps the tensor's last view through shape/ and returns a new
+ * tensor over the same node. No data moves; the input tensor is never changed. */
+#include "eng.h"
+
+#include <string.h>
+
+/* The tensor over t's node whose tracker is t's with its last view replaced by v. */
+static kiln_tensor *with_last_view(kiln_tensor *t, const shape_view *v) {
+    shape_tracker st;
+    memcpy(&st, t->st, offsetof(shape_tracker, views) + t->st->nviews * sizeof(shape_view));
+    st.views[st.nviews - 1] = *v;
+    return eng_tensor_new(t->ctx, t->base, eng_tracker_keep(t->ctx, &st));
+}
+
+static const shape_view *view_of(const kiln_tensor *t) {
+    return shape_tracker_last(t->st);
+}
+
+/* Wraps one shape_view_* call: NULL tensor in, NULL out; a failure recorded in the context. */
+#define VIEW_OP(t, call)                                                                       \
+    do {                                                                                       \
+        if (!(t))                                                                              \
+            return NULL;                                                                       \
+        shape_view out_;                                                                       \
+        kiln_status st_ = (call);                                                              \
+        if (st_ != KILN_OK)                                                                    \
+            return eng_fail_from_shape((t)->ctx, st_);                                         \
+        return with_last_view((t), &out_);                                                     \
+    } while (0)
+
+kiln_tensor *kiln_permute(kiln_tensor *t, const int32_t *dims) {
+    VIEW_OP(t, shape_view_permute(t->ctx->shape, view_of(t), dims, &out_));
+}
+
+kiln_tensor *kiln_transpose(kiln_tensor *t, int32_t dim0, int32_t dim1) {
+    if (!t)
+        return NULL;
+    int32_t n = (int32_t)view_of(t)->ndim;
+    int32_t a = dim0 < 0 ? dim0 + n : dim0, b = dim1 < 0 ? dim1 + n : dim1;
+    if (a < 0 || a >= n || b < 0 || b >= n)
+        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
+                        "kiln_transpose: dims %d and %d out of range for %d dims", dim0, dim1, n);
+    int32_t perm[SHAPE_MAX_DIMS];
+    for (int32_t d = 0; d < n; d++)
+        perm[d] = d;
+    perm[a] = b;
+    perm[b] = a;
+    return kiln_permute(t, perm);
+}
+
+kiln_tensor *kiln_expand_sym(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape) {
+    if (!t)
+        return NULL;
+    kiln_context *ctx = t->ctx;
+    const sym_node *dims[SHAPE_MAX_DIMS];
+    if (!eng_shape_from_exprs(ctx, "kiln_expand", ndim, shape, dims))
+        return NULL;
+    /* torch.expand may add leading dims: unsqueeze first. */
+    uint32_t have = view_of(t)->ndim;
+    if (ndim < have)
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                        "kiln_expand: %u sizes for a tensor of %u dims", ndim, have);
+    kiln_tensor *u = t;
+    for (uint32_t i = have; i < ndim && u; i++)
+        u = kiln_unsqueeze(u, 0);
+    VIEW_OP(u, shape_view_expand(ctx->shape, view_of(u), dims, &out_));
+}
+
+kiln_tensor *kiln_expand(kiln_tensor *t, uint32_t ndim, const int64_t *shape) {
+    if (!t)
+        return NULL;
+    const kiln_expr *dims[SHAPE_MAX_DIMS];
+    uint32_t have = view_of(t)->ndim;
+    if (ndim > SHAPE_MAX_DIMS || ndim < have || (ndim && !shape))
+        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
+                        "kiln_expand: %u sizes for a tensor of %u dims", ndim, have);
+    for (uint32_t d = 0; d < ndim; d++) {
+        uint32_t lead = ndim - have;
+        if (shape[d] == -1 && d >= lead) /* -1 keeps the size */
+            dims[d] = (const kiln_expr *)view_of(t)->shape[d - lead];
+        else if (shape[d] < 0)
+            return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
+                            "kiln_expand: size %lld of dim %u", (long long)shape[d], d);
+        else
+            dims[d] = kiln_int(t->ctx, shape[d]);
+    }
+    return kiln_expand_sym(t, ndim, dims);
+}
+
+kiln_tensor *kiln_pad(kiln_tensor *t, const int64_t *pad) {
+    if (!t)
+        return NULL;
+    const shape_view *v = view_of(t);
+    const sym_node *before[SHAPE_MAX_DIMS], *after[SHAPE_MAX_DIMS];
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        if (pad[2 * d] < 0 || pad[2 * d + 1] < 0)
+            return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
+                            "kiln_pad: negative padding on dim %u (use kiln_shrink)", d);
+        before[d] = sym_const(t->ctx->sym, pad[2 * d]);
+        after[d] = sym_const(t->ctx->sym, pad[2 * d + 1]);
+    }
+    VIEW_OP(t, shape_view_pad(t->ctx->shape, v, before, after, &out_));
+}
+
+kiln_tensor *kiln_shrink(kiln_tensor *t, const int64_t *begin, const int64_t *end) {
+    if (!t)
+        return NULL;
+    const shape_view *v = view_of(t);
+    const sym_node *b[SHAPE_MAX_DIMS], *e[SHAPE_MAX_DIMS];
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        b[d] = sym_const(t->ctx->sym, begin[d]);
+        e[d] = sym_const(t->ctx->sym, end[d]);
+    }
+    VIEW_OP(t, shape_view_shrink(t->ctx->shape, v, b, e, &out_));
+}
+
+kiln_tensor *kiln_flip(kiln_tensor *t, int32_t dim) {
+    VIEW_OP(t, shape_view_flip(t->ctx->shape, view_of(t), dim, &out_));
+}
+
+kiln_tensor *kiln_slice(kiln_tensor *t, int32_t dim, int64_t start, int64_t stop, int64_t step) {
+    shape_slice s = {.start = start,
+                     .stop = stop,
+                     .step = step,
+                     .has_start = start != INT64_MIN && start != INT64_MAX,
+                     .has_stop = stop != INT64_MIN && stop != INT64_MAX};
+    VIEW_OP(t, shape_view_slice(t->ctx->shape, view_of(t), dim, &s, &out_));
+}
+
+kiln_tensor *kiln_unsqueeze(kiln_tensor *t, int32_t dim) {
+    VIEW_OP(t, shape_view_unsqueeze(t->ctx->shape, view_of(t), dim, &out_));
+}
+
+kiln_tensor *kiln_squeeze(kiln_tensor *t, int32_t dim) {
+    VIEW_OP(t, shape_view_squeeze(t->ctx->shape, view_of(t), dim, &out_));
+}
+
+kiln_tensor *kiln_narrow(kiln_tensor *t, int32_t dim, int64_t start, int64_t length) {
+    VIEW_OP(t, shape_view_narrow(t->ctx->shape, view_of(t), dim, sym_const(t->ctx->sym, start),
+                                 sym_const(t->ctx->sym, length), &out_));
+}
+
+kiln_tensor *kiln_select(kiln_tensor *t, int32_t dim, int64_t index) {
+    VIEW_OP(t, shape_view_select(t->ctx->shape, view_of(t), dim, sym_const(t->ctx->sym, index),
+                                 &out_));
+}
+
+kiln_tensor *kiln_diagonal(kiln_tensor *t, int64_t offset, int32_t dim1, int32_t dim2) {
+    VIEW_OP(t, shape_view_diagonal(t->ctx->shape, view_of(t), offset, dim1, dim2, &out_));
+}
+
+kiln_tensor *kiln_unfold(kiln_tensor *t, int32_t dim, int64_t size, int64_t step) {
+    VIEW_OP(t, shape_view_unfold(t->ctx->shape, view_of(t), dim, sym_const(t->ctx->sym, size),
+                                 sym_const(t->ctx->sym, step), &out_));
+}
+
+kiln_tensor *kiln_reshape_sym(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape) {
+    if (!t)
+        return NULL;
+    kiln_context *ctx = t->ctx;
+    const sym_node *dims[SHAPE_MAX_DIMS];
+    if (!eng_shape_from_exprs(ctx, "kiln_reshape", ndim, shape, dims))
+        return NULL;
+    shape_tracker out;
+    kiln_status st = shape_tracker_reshape(ctx->shape, t->st, ndim, dims, &out);
+    if (st != KILN_OK)
+        return eng_fail_from_shape(ctx, st);
+    return eng_tensor_new(ctx, t->base, eng_tracker_keep(ctx, &out));
+}
+
+kiln_tensor *kiln_reshape(kiln_tensor *t, uint32_t ndim, const int64_t *shape) {
+    if (!t)
+        return NULL;
+    kiln_context *ctx = t->ctx;
+    if (ndim > SHAPE_MAX_DIMS || (ndim && !shape))
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_reshape: bad shape");
+    /* One -1 is inferred from the element count, which must then be known. */
+    int infer = -1;
+    int64_t known = 1;
+    for (uint32_t d = 0; d < ndim; d++) {
+        if (shape[d] == -1 && infer < 0)
+            infer = (int)d;
+        else if (shape[d] < 0)
+            return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_reshape: size %lld of dim %u",
+                            (long long)shape[d], d);
+        else if (!base_mul_i64(known, shape[d], &known))
+            return eng_fail(ctx, KILN_ERROR_OVERFLOW, "kiln_reshape: sizes overflow");
+    }
+    const kiln_expr *dims[SHAPE_MAX_DIMS];
+    for (uint32_t d = 0; d < ndim; d++)
+        dims[d] = kiln_int(ctx, shape[d] < 0 ? 0 : shape[d]);
+    if (infer >= 0) {
+        const sym_node *numel = shape_view_numel(ctx->shape, view_of(t));
+        int64_t n;
+        if (!numel || !sym_is_const(numel, &n))
+            return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                            "kiln_reshape: -1 needs a constant element count (use "
+                            "kiln_reshape_sym)");
+        if (known == 0 || n % known != 0)
+            return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                            "kiln_reshape: %lld elements cannot be reshaped with -1", (long long)n);
+        dims[infer] = kiln_int(ctx, n / known);
+    }
+    return kiln_reshape_sym(t, ndim, dims);
+}

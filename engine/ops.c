@@ -1,0 +1,447 @@
+/* Compute ops: elementwise with broadcasting and type promotion, reductions, and the
+ * composites built from them (mean, var, std, softmax, matmul). Each is a short _impl over
+ * eng_elementwise and reduce. */
+#include "eng.h"
+
+#include <math.h>
+#include <string.h>
+
+static const shape_view *view_of(const kiln_tensor *t) {
+    return shape_tracker_last(t->st);
+}
+
+static ir_type type_of(const kiln_tensor *t) {
+    return t->base->type;
+}
+
+kiln_tensor *eng_elementwise(kiln_context *ctx, ir_op op, ir_type type, uint32_t nsrc,
+                             kiln_tensor *const *srcs) {
+    const shape_view *v = view_of(srcs[0]);
+    eng_node *n = eng_node_new(ctx, ENG_EW, op, type, v->ndim, v->shape);
+    if (!n)
+        return NULL;
+    n->nsrc = nsrc;
+    for (uint32_t i = 0; i < nsrc; i++)
+        n->src[i] = (eng_src){srcs[i]->base, srcs[i]->st};
+    n = eng_node_intern(ctx, n);
+    if (!n)
+        return NULL;
+    return eng_tensor_new(ctx, n, eng_tracker_contiguous(ctx, n->ndim, n->shape));
+}
+
+/* ---- broadcasting and promotion ---------------------------------------------------------------- */
+
+static bool is_one(const sym_node *s) {
+    int64_t v;
+    return sym_is_const(s, &v) && v == 1;
+}
+
+/* Expands every operand to the common broadcast shape (right-aligned, as NumPy). */
+static bool broadcast(kiln_context *ctx, const char *op, uint32_t n, kiln_tensor **ts) {
+    uint32_t ndim = 0;
+    for (uint32_t i = 0; i < n; i++)
+        ndim = view_of(ts[i])->ndim > ndim ? view_of(ts[i])->ndim : ndim;
+    const kiln_expr *shape[SHAPE_MAX_DIMS];
+    for (uint32_t d = 0; d < ndim; d++) {
+        const sym_node *size = NULL;
+        for (uint32_t i = 0; i < n; i++) {
+            const shape_view *v = view_of(ts[i]);
+            if (d + v->ndim < ndim)
+                continue;
+            const sym_node *s = v->shape[d + v->ndim - ndim];
+            if (!size || is_one(size))
+                size = s;
+            else if (s != size && !is_one(s))
+                return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                                "%s: shapes do not broadcast (dim %u from the right)", op,
+                                ndim - d) != NULL;
+        }
+        shape[d] = (const kiln_expr *)size;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        ts[i] = kiln_expand_sym(ts[i], ndim, shape);
+        if (!ts[i])
+            return false;
+    }
+    return true;
+}
+
+static int type_rank(ir_type t) {
+    switch (t) {
+    case IR_BOOL: return 0;
+    case IR_U8: return 1;
+    case IR_I8: return 2;
+    case IR_U32: return 3;
+    case IR_I32: return 4;
+    case IR_I64: return 5;
+    case IR_F16: return 6;
+    default: return 7;
+    }
+}
+
+/* PyTorch's promotion where Kiln has the types: the float type wins; between integers of mixed
+ * signedness i32 (PyTorch would pick int16 or int64, which Kiln's public dtypes lack). */
+static ir_type promote(ir_type a, ir_type b) {
+    if (a == b)
+        return a;
+    if (ir_type_is_float(a) || ir_type_is_float(b))
+        return type_rank(a) > type_rank(b) ? a : b;
+    if (a == IR_BOOL)
+        return b;
+    if (b == IR_BOOL)
+        return a;
+    if (ir_type_is_signed(a) != ir_type_is_signed(b))
+        return IR_I32;
+    return type_rank(a) > type_rank(b) ? a : b;
+}
+
+static kiln_tensor *cast_to(kiln_tensor *t, ir_type type) {
+    if (!t || type_of(t) == type)
+        return t;
+    return eng_elementwise(t->ctx, IR_CAST, type, 1, &t);
+}
+
+kiln_tensor *kiln_cast(kiln_tensor *t, kiln_dtype dtype) {
+    if (!t)
+        return NULL;
+    if (!eng_dtype_valid(dtype))
+        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_cast: unknown dtype %d",
+                        (int)dtype);
+    return cast_to(t, eng_ir_type(dtype));
+}
+
+/* a op b with broadcasting, operands promoted to a common type (or to `operand` when not
+ * IR_TYPE_COUNT_), result type `result` (IR_TYPE_COUNT_: the operand type). */
+static kiln_tensor *binary(const char *name, ir_op op, kiln_tensor *a, kiln_tensor *b,
+                           ir_type operand, ir_type result) {
+    if (!a || !b)
+        return NULL;
+    kiln_context *ctx = a->ctx;
+    if (b->ctx != ctx)
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: tensors of different contexts",
+                        name);
+    ir_type t = operand != IR_TYPE_COUNT_ ? operand : promote(type_of(a), type_of(b));
+    kiln_tensor *ts[2] = {cast_to(a, t), cast_to(b, t)};
+    if (!ts[0] || !ts[1] || !broadcast(ctx, name, 2, ts))
+        return NULL;
+    return eng_elementwise(ctx, op, result != IR_TYPE_COUNT_ ? result : t, 2, ts);
+}
+
+static ir_type float_of(ir_type t) {
+    return ir_type_is_float(t) ? t : IR_F32;
+}
+
+static ir_type promoted(kiln_tensor *a, kiln_tensor *b) {
+    return a && b ? promote(type_of(a), type_of(b)) : IR_F32;
+}
+
+kiln_tensor *kiln_add(kiln_tensor *a, kiln_tensor *b) {
+    if (promoted(a, b) == IR_BOOL) /* True + True is True */
+        return binary("kiln_add", IR_OR, a, b, IR_TYPE_COUNT_, IR_TYPE_COUNT_);
+    return binary("kiln_add", IR_ADD, a, b, IR_TYPE_COUNT_, IR_TYPE_COUNT_);
+}
+
+kiln_tensor *kiln_sub(kiln_tensor *a, kiln_tensor *b) {
+    if (a && b && promoted(a, b) == IR_BOOL)
+        return eng_fail(a->ctx, KILN_ERROR_INVALID_ARGUMENT,
+                        "kiln_sub: subtraction of bool tensors is not supported (as PyTorch)");
+    return binary("kiln_sub", IR_SUB, a, b, IR_TYPE_COUNT_, IR_TYPE_COUNT_);
+}
+
+kiln_tensor *kiln_mul(kiln_tensor *a, kiln_tensor *b) {
+    if (promoted(a, b) == IR_BOOL)
+        return binary("kiln_mul", IR_AND, a, b, IR_TYPE_COUNT_, IR_TYPE_COUNT_);
+    return binary("kiln_mul", IR_MUL, a, b, IR_TYPE_COUNT_, IR_TYPE_COUNT_);
+}
+
+kiln_tensor *kiln_div(kiln_tensor *a, kiln_tensor *b) {
+    ir_type t = float_of(promoted(a, b));
+    return binary("kiln_div", IR_DIV, a, b, t, t);
+}
+
+kiln_tensor *kiln_pow(kiln_tensor *a, kiln_tensor *b) {
+    ir_type t = float_of(promoted(a, b));
+    return binary("kiln_pow", IR_POW, a, b, t, t);
+}
+
+kiln_tensor *kiln_maximum(kiln_tensor *a, kiln_tensor *b) {
+    return binary("kiln_maximum", IR_MAX, a, b, IR_TYPE_COUNT_, IR_TYPE_COUNT_);
+}
+
+kiln_tensor *kiln_minimum(kiln_tensor *a, kiln_tensor *b) {
+    return binary("kiln_minimum", IR_MIN, a, b, IR_TYPE_COUNT_, IR_TYPE_COUNT_);
+}
+
+kiln_tensor *kiln_lt(kiln_tensor *a, kiln_tensor *b) {
+    return binary("kiln_lt", IR_LT, a, b, IR_TYPE_COUNT_, IR_BOOL);
+}
+
+kiln_tensor *kiln_le(kiln_tensor *a, kiln_tensor *b) {
+    return binary("kiln_le", IR_LE, a, b, IR_TYPE_COUNT_, IR_BOOL);
+}
+
+kiln_tensor *kiln_gt(kiln_tensor *a, kiln_tensor *b) {
+    return binary("kiln_gt", IR_LT, b, a, IR_TYPE_COUNT_, IR_BOOL);
+}
+
+kiln_tensor *kiln_ge(kiln_tensor *a, kiln_tensor *b) {
+    return binary("kiln_ge", IR_LE, b, a, IR_TYPE_COUNT_, IR_BOOL);
+}
+
+kiln_tensor *kiln_eq(kiln_tensor *a, kiln_tensor *b) {
+    return binary("kiln_eq", IR_EQ, a, b, IR_TYPE_COUNT_, IR_BOOL);
+}
+
+kiln_tensor *kiln_ne(kiln_tensor *a, kiln_tensor *b) {
+    return binary("kiln_ne", IR_NE, a, b, IR_TYPE_COUNT_, IR_BOOL);
+}
+
+kiln_tensor *kiln_where(kiln_tensor *cond, kiln_tensor *a, kiln_tensor *b) {
+    if (!cond || !a || !b)
+        return NULL;
+    kiln_context *ctx = cond->ctx;
+    ir_type t = promote(type_of(a), type_of(b));
+    kiln_tensor *ts[3] = {cast_to(cond, IR_BOOL), cast_to(a, t), cast_to(b, t)};
+    if (!ts[0] || !ts[1] || !ts[2] || !broadcast(ctx, "kiln_where", 3, ts))
+        return NULL;
+    return eng_elementwise(ctx, IR_WHERE, t, 3, ts);
+}
+
+static kiln_tensor *unary(const char *name, ir_op op, kiln_tensor *t, bool to_float) {
+    if (!t)
+        return NULL;
+    ir_type type = to_float ? float_of(type_of(t)) : type_of(t);
+    if (type == IR_BOOL && (op == IR_NEG || op == IR_ABS))
+        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: not defined for bool", name);
+    kiln_tensor *x = cast_to(t, type);
+    return x ? eng_elementwise(t->ctx, op, type, 1, &x) : NULL;
+}
+
+kiln_tensor *kiln_neg(kiln_tensor *t) { return unary("kiln_neg", IR_NEG, t, false); }
+kiln_tensor *kiln_abs(kiln_tensor *t) { return unary("kiln_abs", IR_ABS, t, false); }
+kiln_tensor *kiln_exp(kiln_tensor *t) { return unary("kiln_exp", IR_EXP, t, true); }
+kiln_tensor *kiln_log(kiln_tensor *t) { return unary("kiln_log", IR_LOG, t, true); }
+kiln_tensor *kiln_sqrt(kiln_tensor *t) { return unary("kiln_sqrt", IR_SQRT, t, true); }
+kiln_tensor *kiln_rsqrt(kiln_tensor *t) { return unary("kiln_rsqrt", IR_RSQRT, t, true); }
+kiln_tensor *kiln_sin(kiln_tensor *t) { return unary("kiln_sin", IR_SIN, t, true); }
+kiln_tensor *kiln_cos(kiln_tensor *t) { return unary("kiln_cos", IR_COS, t, true); }
+kiln_tensor *kiln_tanh(kiln_tensor *t) { return unary("kiln_tanh", IR_TANH, t, true); }
+
+/* A 0-d constant of t's type (broadcasts against t). */
+static kiln_tensor *scalar_like(kiln_tensor *t, double value) {
+    return t ? eng_full(t->ctx, type_of(t), 0, NULL, value, NULL) : NULL;
+}
+
+kiln_tensor *kiln_add_scalar(kiln_tensor *t, double value) {
+    return kiln_add(t, scalar_like(t, value));
+}
+
+kiln_tensor *kiln_mul_scalar(kiln_tensor *t, double value) {
+    return kiln_mul(t, scalar_like(t, value));
+}
+
+kiln_tensor *kiln_relu(kiln_tensor *t) {
+    return kiln_maximum(t, scalar_like(t, 0.0));
+}
+
+kiln_tensor *kiln_sigmoid(kiln_tensor *t) {
+    kiln_tensor *x = t ? cast_to(t, float_of(type_of(t))) : NULL;
+    kiln_tensor *one = scalar_like(x, 1.0);
+    return kiln_div(one, kiln_add(one, kiln_exp(kiln_neg(x))));
+}
+
+/* ---- reductions ---------------------------------------------------------------------------------- */
+
+/* The reduced-axes mask of (naxes, axes) for t; naxes 0 means every dim. */
+static bool axes_mask(kiln_tensor *t, const char *name, uint32_t naxes, const int32_t *axes,
+                      uint32_t *mask) {
+    uint32_t ndim = view_of(t)->ndim;
+    *mask = 0;
+    if (naxes == 0) {
+        *mask = ndim ? (uint32_t)((1ull << ndim) - 1) : 0;
+        return true;
+    }
+    for (uint32_t i = 0; i < naxes; i++) {
+        int32_t a = axes[i] < 0 ? axes[i] + (int32_t)ndim : axes[i];
+        if (a < 0 || a >= (int32_t)ndim)
+            return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
+                            "%s: axis %d is out of range for %u dims", name, axes[i], ndim) != NULL;
+        if (*mask & (1u << a))
+            return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: axis %d appears twice",
+                            name, axes[i]) != NULL;
+        *mask |= 1u << a;
+    }
+    return true;
+}
+
+/* Drops the reduced (size-1) dims unless keepdim. */
+static kiln_tensor *finish_keepdim(kiln_tensor *r, uint32_t mask, bool keepdim) {
+    if (!r || keepdim)
+        return r;
+    const shape_view *v = view_of(r);
+    const kiln_expr *shape[SHAPE_MAX_DIMS];
+    uint32_t n = 0;
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        if (!(mask & (1u << d)))
+            shape[n++] = (const kiln_expr *)v->shape[d];
+    }
+    return kiln_reshape_sym(r, n, shape);
+}
+
+/* The combining node over the axes in mask, reduced dims kept as size 1. */
+static kiln_tensor *reduce_node(kiln_tensor *t, ir_op op, uint32_t mask) {
+    kiln_context *ctx = t->ctx;
+    const shape_view *v = view_of(t);
+    const sym_node *shape[SHAPE_MAX_DIMS];
+    for (uint32_t d = 0; d < v->ndim; d++)
+        shape[d] = mask & (1u << d) ? sym_const(ctx->sym, 1) : v->shape[d];
+    eng_node *n = eng_node_new(ctx, ENG_REDUCE, op, type_of(t), v->ndim, shape);
+    if (!n)
+        return NULL;
+    n->nsrc = 1;
+    n->src[0] = (eng_src){t->base, t->st};
+    n->reduce_mask = mask;
+    n = eng_node_intern(ctx, n);
+    return n ? eng_tensor_new(ctx, n, eng_tracker_contiguous(ctx, n->ndim, n->shape)) : NULL;
+}
+
+/* The number of elements combined per output, as an expression. */
+static const sym_node *reduced_count(kiln_tensor *t, uint32_t mask) {
+    const shape_view *v = view_of(t);
+    const sym_node *dims[SHAPE_MAX_DIMS];
+    uint32_t n = 0;
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        if (mask & (1u << d))
+            dims[n++] = v->shape[d];
+    }
+    return eng_numel(t->ctx, n, dims);
+}
+
+static kiln_tensor *reduce(const char *name, ir_op op, kiln_tensor *t, uint32_t naxes,
+                           const int32_t *axes, bool keepdim) {
+    uint32_t mask;
+    if (!t || !axes_mask(t, name, naxes, axes, &mask))
+        return NULL;
+    ir_type type = type_of(t);
+    /* Sums and products of small integers accumulate in i32; f16 accumulates in f32 and is
+     * rounded once (as PyTorch does). */
+    ir_type acc = type == IR_F16                                         ? IR_F32
+                  : (type == IR_BOOL || type == IR_I8 || type == IR_U8) ? IR_I32
+                                                                         : type;
+    if (op == IR_MAX || op == IR_MIN) {
+        acc = type == IR_F16 ? IR_F32 : type;
+        int64_t count;
+        const sym_node *c = reduced_count(t, mask);
+        if (c && sym_is_const(c, &count) && count == 0)
+            return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
+                            "%s: the reduction is over 0 elements, which has no identity", name);
+    }
+    kiln_tensor *r = reduce_node(cast_to(t, acc), op, mask);
+    if (type == IR_F16 || ((op == IR_MAX || op == IR_MIN) && acc != type))
+        r = cast_to(r, type);
+    return finish_keepdim(r, mask, keepdim);
+}
+
+kiln_tensor *kiln_sum(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
+    return reduce("kiln_sum", IR_ADD, t, naxes, axes, keepdim);
+}
+
+kiln_tensor *kiln_prod(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
+    return reduce("kiln_prod", IR_MUL, t, naxes, axes, keepdim);
+}
+
+kiln_tensor *kiln_max(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
+    return reduce("kiln_max", IR_MAX, t, naxes, axes, keepdim);
+}
+
+kiln_tensor *kiln_min(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
+    return reduce("kiln_min", IR_MIN, t, naxes, axes, keepdim);
+}
+
+/* The reduced element count as a 0-d float tensor computed in the kernel (symbolic sizes travel
+ * as push constants: never evaluated on the host). */
+static kiln_tensor *count_tensor(kiln_tensor *t, uint32_t mask, ir_type type) {
+    const sym_node *c = reduced_count(t, mask);
+    return c ? eng_full(t->ctx, type, 0, NULL, 0.0, c) : NULL;
+}
+
+kiln_tensor *kiln_mean(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
+    uint32_t mask;
+    if (!t || !axes_mask(t, "kiln_mean", naxes, axes, &mask))
+        return NULL;
+    if (!ir_type_is_float(type_of(t)))
+        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
+                        "kiln_mean: the input must be a float tensor (as PyTorch)");
+    ir_type type = type_of(t);
+    kiln_tensor *s = reduce("kiln_mean", IR_ADD, cast_to(t, IR_F32), naxes, axes, keepdim);
+    return cast_to(kiln_div(s, count_tensor(t, mask, IR_F32)), type);
+}
+
+kiln_tensor *kiln_var(kiln_tensor *t, uint32_t naxes, const int32_t *axes, double correction,
+                      bool keepdim) {
+    uint32_t mask;
+    if (!t || !axes_mask(t, "kiln_var", naxes, axes, &mask))
+        return NULL;
+    if (!ir_type_is_float(type_of(t)))
+        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
+                        "kiln_var: the input must be a float tensor (as PyTorch)");
+    ir_type type = type_of(t);
+    kiln_tensor *x = cast_to(t, IR_F32);
+    kiln_tensor *dev = kiln_sub(x, kiln_mean(x, naxes, axes, true));
+    kiln_tensor *ss = kiln_sum(kiln_mul(dev, dev), naxes, axes, keepdim);
+    /* max(0, N - correction), computed in the kernel from N. */
+    kiln_tensor *divisor = kiln_maximum(kiln_sub(count_tensor(t, mask, IR_F32),
+                                                 eng_full(t->ctx, IR_F32, 0, NULL, correction,
+                                                          NULL)),
+                                        eng_full(t->ctx, IR_F32, 0, NULL, 0.0, NULL));
+    return cast_to(kiln_div(ss, divisor), type);
+}
+
+kiln_tensor *kiln_std(kiln_tensor *t, uint32_t naxes, const int32_t *axes, double correction,
+                      bool keepdim) {
+    return kiln_sqrt(kiln_var(t, naxes, axes, correction, keepdim));
+}
+
+kiln_tensor *kiln_softmax(kiln_tensor *t, int32_t dim) {
+    if (!t)
+        return NULL;
+    kiln_tensor *x = cast_to(t, float_of(type_of(t)));
+    kiln_tensor *e = kiln_exp(kiln_sub(x, kiln_max(x, 1, &dim, true)));
+    return kiln_div(e, kiln_sum(e, 1, &dim, true));
+}
+
+kiln_tensor *kiln_log_softmax(kiln_tensor *t, int32_t dim) {
+    if (!t)
+        return NULL;
+    kiln_tensor *x = cast_to(t, float_of(type_of(t)));
+    kiln_tensor *shifted = kiln_sub(x, kiln_max(x, 1, &dim, true));
+    return kiln_sub(shifted, kiln_log(kiln_sum(kiln_exp(shifted), 1, &dim, true)));
+}
+
+/* torch.matmul: (..., n, k) @ (..., k, m) as a broadcast multiply reduced over k; 1-d operands
+ * gain a dim that the result drops again. */
+kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b) {
+    if (!a || !b)
+        return NULL;
+    kiln_context *ctx = a->ctx;
+    uint32_t na = view_of(a)->ndim, nb = view_of(b)->ndim;
+    if (na == 0 || nb == 0)
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                        "kiln_matmul: both operands need at least one dim");
+    kiln_tensor *x = na == 1 ? kiln_unsqueeze(a, 0) : a;
+    kiln_tensor *y = nb == 1 ? kiln_unsqueeze(b, 1) : b;
+    if (!x || !y)
+        return NULL;
+    const shape_view *vx = view_of(x), *vy = view_of(y);
+    if (vx->shape[vx->ndim - 1] != vy->shape[vy->ndim - 2])
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                        "kiln_matmul: inner dims differ (the last of a, the second last of b)");
+    int32_t k_axis = -2;
+    kiln_tensor *prod = kiln_mul(kiln_unsqueeze(x, -1), kiln_unsqueeze(y, -3));
+    kiln_tensor *r = kiln_sum(prod, 1, &k_axis, false);
+    if (r && na == 1)
+        r = kiln_squeeze(r, -2);
+    if (r && nb == 1)
+        r = kiln_squeeze(r, -1);
+    return r;
+}

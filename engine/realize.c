@@ -1,0 +1,165 @@
+/* Realization: the walk of ARCHITECTURE.md as one function, one call per stage. */
+#include "eng.h"
+
+#include <string.h>
+
+typedef struct schedule {
+    kiln_context *ctx;
+    BASE_VEC(eng_kernel) kernels; /* in dependency order */
+    BASE_VEC(eng_node *) assigned; /* nodes given a storage by this realize */
+} schedule;
+
+/* Storage for node's result (its row-major elements under the bound sizes). */
+static kiln_status assign_storage(schedule *s, eng_node *node, eng_kernel *k) {
+    kiln_context *ctx = s->ctx;
+    const sym_node *numel = eng_numel(ctx, node->ndim, node->shape);
+    int64_t n = 0;
+    base_error err = {0};
+    kiln_status st = numel ? sym_eval(numel, NULL, &n, &err) : KILN_ERROR_OVERFLOW;
+    if (st != KILN_OK)
+        return base_error_set(&ctx->err, st, "result size: %s", base_error_message(&err));
+    eng_storage *storage = eng_storage_new(ctx, node->type, (uint64_t)n);
+    if (!storage)
+        return ctx->err.status ? ctx->err.status : KILN_ERROR_OUT_OF_HOST_MEMORY;
+    if (BASE_VEC_PUSH(&ctx->alloc, &s->assigned, node) != KILN_OK)
+        return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory to schedule");
+    node->storage = storage;
+    k->buffers[0] = storage;
+    return KILN_OK;
+}
+
+/* Schedules the kernels that realize node, dependencies first. */
+static kiln_status schedule_node(schedule *s, eng_node *node, uint32_t depth) {
+    kiln_context *ctx = s->ctx;
+    if (node->storage)
+        return KILN_OK;
+    if (depth > 256)
+        return base_error_set(&ctx->err, KILN_ERROR_LIMIT_EXCEEDED,
+                              "the graph nests more than 256 kernels deep");
+    enum { MAX_NEEDS = 16 };
+    for (;;) {
+        eng_kernel k;
+        eng_node *needs[MAX_NEEDS];
+        uint32_t count = 0;
+        kiln_status st = eng_kernel_build(ctx, node, &k, needs, MAX_NEEDS, &count);
+        if (st == KILN_ERROR_NOT_FOUND && count > 0) {
+            for (uint32_t i = 0; i < count; i++) {
+                kiln_status dep = schedule_node(s, needs[i], depth + 1);
+                if (dep != KILN_OK)
+                    return dep;
+            }
+            continue; /* rebuild: the dependencies are now loads */
+        }
+        if (st != KILN_OK)
+            return st;
+        st = assign_storage(s, node, &k);
+        if (st == KILN_OK && BASE_VEC_PUSH(&ctx->alloc, &s->kernels, k) != KILN_OK)
+            st = base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory to schedule");
+        return st;
+    }
+}
+
+/* Undoes the storage assignments of a realize that failed: those nodes stay unrealized. */
+static void unassign(schedule *s) {
+    for (size_t i = 0; i < s->assigned.len; i++)
+        s->assigned.data[i]->storage = NULL; /* the storage is freed with the context */
+}
+
+static kiln_status run_schedule(schedule *s) {
+    kiln_context *ctx = s->ctx;
+    eng_batch *batch;
+    kiln_status st = eng_batch_begin(ctx, &batch);
+    if (st != KILN_OK)
+        return st;
+    for (size_t i = 0; st == KILN_OK && i < s->kernels.len; i++) {
+        eng_program *p;
+        st = eng_program_get(ctx, &s->kernels.data[i], &p);
+        if (st == KILN_OK)
+            st = eng_batch_run(ctx, batch, p, &s->kernels.data[i]);
+    }
+    kiln_status fin = eng_batch_finish(ctx, batch);
+    return st != KILN_OK ? st : fin;
+}
+
+kiln_status eng_realize(kiln_context *ctx, uint32_t count, eng_node *const *nodes) {
+    if (ctx->err.status != KILN_OK) /* a graph-building error recorded earlier */
+        return ctx->err.status;
+    schedule s = {.ctx = ctx};
+    kiln_status st = KILN_OK;
+    for (uint32_t i = 0; st == KILN_OK && i < count; i++)
+        st = schedule_node(&s, nodes[i], 0);
+    if (st == KILN_OK)
+        st = run_schedule(&s);
+    if (st != KILN_OK)
+        unassign(&s);
+    ctx->stats.realizes++;
+    if (base_log_verbosity() >= 1)
+        base_log(BASE_LOG_INFO, "engine",
+                 "realize: %zu kernels; compiled %llu, cached %llu, dispatches %llu, device %.3f ms",
+                 s.kernels.len, (unsigned long long)ctx->stats.kernels_compiled,
+                 (unsigned long long)ctx->stats.kernels_cached,
+                 (unsigned long long)ctx->stats.dispatches, (double)ctx->stats.device_time_ns / 1e6);
+    BASE_VEC_FREE(&ctx->alloc, &s.kernels);
+    BASE_VEC_FREE(&ctx->alloc, &s.assigned);
+    return st;
+}
+
+kiln_status kiln_realize(kiln_tensor *t) {
+    if (!t)
+        return KILN_ERROR_INVALID_ARGUMENT;
+    return eng_realize(t->ctx, 1, &t->base);
+}
+
+kiln_status kiln_realize_many(kiln_context *ctx, uint32_t count, kiln_tensor *const *tensors) {
+    if (!ctx)
+        return KILN_ERROR_INVALID_ARGUMENT;
+    eng_node *nodes[64];
+    if (count > 64)
+        return base_error_set(&ctx->err, KILN_ERROR_LIMIT_EXCEEDED,
+                              "kiln_realize_many: at most 64 tensors at once");
+    for (uint32_t i = 0; i < count; i++) {
+        if (!tensors[i])
+            return ctx->err.status ? ctx->err.status : KILN_ERROR_INVALID_ARGUMENT;
+        nodes[i] = tensors[i]->base;
+    }
+    return eng_realize(ctx, count, nodes);
+}
+
+/* The tensor's elements are its node's storage, in order, when its view is dense at offset 0
+ * and covers the whole storage (a reshape of a contiguous result, for one). */
+static bool reads_storage_directly(kiln_context *ctx, const kiln_tensor *t) {
+    if (!shape_tracker_contiguous(t->st))
+        return false;
+    const shape_view *v = shape_tracker_last(t->st);
+    const sym_node *a = shape_view_numel(ctx->shape, v);
+    const sym_node *b = eng_numel(ctx, t->base->ndim, t->base->shape);
+    return a && a == b;
+}
+
+kiln_status kiln_read(kiln_tensor *t, void *dst, size_t bytes) {
+    if (!t)
+        return KILN_ERROR_INVALID_ARGUMENT;
+    kiln_context *ctx = t->ctx;
+    if (ctx->err.status != KILN_OK)
+        return ctx->err.status;
+    int64_t numel;
+    kiln_status st = kiln_tensor_numel(t, &numel);
+    if (st != KILN_OK)
+        return st;
+    uint64_t need = (uint64_t)numel * eng_type_size(t->base->type);
+    if (bytes < need || (need && !dst))
+        return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
+                              "kiln_read: the tensor holds %llu bytes; the buffer %zu",
+                              (unsigned long long)need, bytes);
+    /* A view that is not the storage itself is read through a copy in logical order. */
+    kiln_tensor *src = t;
+    if (!reads_storage_directly(ctx, t)) {
+        src = eng_elementwise(ctx, IR_CAST, t->base->type, 1, &t);
+        if (!src)
+            return ctx->err.status;
+    }
+    st = kiln_realize(src);
+    if (st == KILN_OK)
+        st = eng_storage_read(ctx, src->base->storage, dst, need);
+    return st;
+}
