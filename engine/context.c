@@ -121,8 +121,8 @@ const kiln_expr *kiln_variable(kiln_context *ctx, const char *name, int64_t min,
                         "kiln_variable: the name must be an identifier ([A-Za-z_][A-Za-z0-9_]*)");
     if (min < 0 || min > max)
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                        "kiln_variable %s: the range [%lld, %lld] must be non-empty and >= 0",
-                        name, (long long)min, (long long)max);
+                        "kiln_variable %s: the range [%lld, %lld] must be non-empty and >= 0", name,
+                        (long long)min, (long long)max);
     return sym_checked(ctx, sym_var(ctx->sym, name, min, max));
 }
 

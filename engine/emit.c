@@ -8,11 +8,11 @@
 typedef struct emitter {
     spv_builder *b;
     const ir_kernel *k;
-    spv_id *ids;          /* IR value -> SPIR-V id */
-    spv_id *loop_merge;   /* RANGE -> merge label; IF -> merge label */
-    spv_id *loop_continue;/* RANGE -> continue label */
-    spv_id *loop_header;  /* RANGE -> header label */
-    spv_id *counter;      /* RANGE -> counter variable */
+    spv_id *ids;           /* IR value -> SPIR-V id */
+    spv_id *loop_merge;    /* RANGE -> merge label; IF -> merge label */
+    spv_id *loop_continue; /* RANGE -> continue label */
+    spv_id *loop_header;   /* RANGE -> header label */
+    spv_id *counter;       /* RANGE -> counter variable */
     spv_id buffers[IR_MAX_BUFFERS];
     spv_id push;          /* push-constant block variable */
     spv_id global_id;     /* linear invocation index, index type */
@@ -208,24 +208,42 @@ static spv_id glsl1(spv_builder *b, enum GLSLstd450 inst, spv_id x) {
 
 static spv_id float_alu(spv_builder *b, ir_op op, spv_id x, spv_id y) {
     switch (op) {
-    case IR_ADD: return spv_binop(b, SpvOpFAdd, x, y);
-    case IR_SUB: return spv_binop(b, SpvOpFSub, x, y);
-    case IR_MUL: return spv_binop(b, SpvOpFMul, x, y);
-    case IR_DIV: return spv_binop(b, SpvOpFDiv, x, y);
-    case IR_MOD: return spv_binop(b, SpvOpFMod, x, y);
-    case IR_MAX: return float_minmax(b, true, x, y);
-    case IR_MIN: return float_minmax(b, false, x, y);
-    case IR_POW: return float_pow(b, x, y);
-    case IR_NEG: return spv_unop(b, SpvOpFNegate, x);
-    case IR_ABS: return glsl1(b, GLSLstd450FAbs, x);
-    case IR_EXP: return glsl1(b, GLSLstd450Exp, x);
-    case IR_LOG: return glsl1(b, GLSLstd450Log, x);
-    case IR_SQRT: return glsl1(b, GLSLstd450Sqrt, x);
-    case IR_RSQRT: return glsl1(b, GLSLstd450InverseSqrt, x);
-    case IR_SIN: return glsl1(b, GLSLstd450Sin, x);
-    case IR_COS: return glsl1(b, GLSLstd450Cos, x);
-    case IR_TANH: return glsl1(b, GLSLstd450Tanh, x);
-    default: return 0;
+    case IR_ADD:
+        return spv_binop(b, SpvOpFAdd, x, y);
+    case IR_SUB:
+        return spv_binop(b, SpvOpFSub, x, y);
+    case IR_MUL:
+        return spv_binop(b, SpvOpFMul, x, y);
+    case IR_DIV:
+        return spv_binop(b, SpvOpFDiv, x, y);
+    case IR_MOD:
+        return spv_binop(b, SpvOpFMod, x, y);
+    case IR_MAX:
+        return float_minmax(b, true, x, y);
+    case IR_MIN:
+        return float_minmax(b, false, x, y);
+    case IR_POW:
+        return float_pow(b, x, y);
+    case IR_NEG:
+        return spv_unop(b, SpvOpFNegate, x);
+    case IR_ABS:
+        return glsl1(b, GLSLstd450FAbs, x);
+    case IR_EXP:
+        return glsl1(b, GLSLstd450Exp, x);
+    case IR_LOG:
+        return glsl1(b, GLSLstd450Log, x);
+    case IR_SQRT:
+        return glsl1(b, GLSLstd450Sqrt, x);
+    case IR_RSQRT:
+        return glsl1(b, GLSLstd450InverseSqrt, x);
+    case IR_SIN:
+        return glsl1(b, GLSLstd450Sin, x);
+    case IR_COS:
+        return glsl1(b, GLSLstd450Cos, x);
+    case IR_TANH:
+        return glsl1(b, GLSLstd450Tanh, x);
+    default:
+        return 0;
     }
 }
 
@@ -234,31 +252,51 @@ static spv_id int_alu(spv_builder *b, ir_op op, ir_type t, spv_id x, spv_id y) {
     spv_id type = compute_type(b, t);
     spv_id args[2] = {x, y};
     switch (op) {
-    case IR_ADD: return spv_binop(b, SpvOpIAdd, x, y);
-    case IR_SUB: return spv_binop(b, SpvOpISub, x, y);
-    case IR_MUL: return spv_binop(b, SpvOpIMul, x, y);
-    case IR_DIV: return int_divmod(b, t, false, x, y);
-    case IR_MOD: return int_divmod(b, t, true, x, y);
-    case IR_MAX: return spv_glsl(b, s ? GLSLstd450SMax : GLSLstd450UMax, type, 2, args);
-    case IR_MIN: return spv_glsl(b, s ? GLSLstd450SMin : GLSLstd450UMin, type, 2, args);
-    case IR_AND: return spv_binop(b, SpvOpBitwiseAnd, x, y);
-    case IR_OR: return spv_binop(b, SpvOpBitwiseOr, x, y);
-    case IR_XOR: return spv_binop(b, SpvOpBitwiseXor, x, y);
-    case IR_NEG: return spv_unop(b, SpvOpSNegate, x);
-    case IR_ABS: return spv_glsl(b, GLSLstd450SAbs, type, 1, &x);
-    default: return 0;
+    case IR_ADD:
+        return spv_binop(b, SpvOpIAdd, x, y);
+    case IR_SUB:
+        return spv_binop(b, SpvOpISub, x, y);
+    case IR_MUL:
+        return spv_binop(b, SpvOpIMul, x, y);
+    case IR_DIV:
+        return int_divmod(b, t, false, x, y);
+    case IR_MOD:
+        return int_divmod(b, t, true, x, y);
+    case IR_MAX:
+        return spv_glsl(b, s ? GLSLstd450SMax : GLSLstd450UMax, type, 2, args);
+    case IR_MIN:
+        return spv_glsl(b, s ? GLSLstd450SMin : GLSLstd450UMin, type, 2, args);
+    case IR_AND:
+        return spv_binop(b, SpvOpBitwiseAnd, x, y);
+    case IR_OR:
+        return spv_binop(b, SpvOpBitwiseOr, x, y);
+    case IR_XOR:
+        return spv_binop(b, SpvOpBitwiseXor, x, y);
+    case IR_NEG:
+        return spv_unop(b, SpvOpSNegate, x);
+    case IR_ABS:
+        return spv_glsl(b, GLSLstd450SAbs, type, 1, &x);
+    default:
+        return 0;
     }
 }
 
 static spv_id bool_alu(spv_builder *b, ir_op op, spv_id x, spv_id y) {
     switch (op) {
-    case IR_AND: return spv_binop(b, SpvOpLogicalAnd, x, y);
-    case IR_OR: return spv_binop(b, SpvOpLogicalOr, x, y);
-    case IR_XOR: return spv_binop(b, SpvOpLogicalNotEqual, x, y);
-    case IR_NOT: return spv_unop(b, SpvOpLogicalNot, x);
-    case IR_MAX: return spv_binop(b, SpvOpLogicalOr, x, y);
-    case IR_MIN: return spv_binop(b, SpvOpLogicalAnd, x, y);
-    default: return 0;
+    case IR_AND:
+        return spv_binop(b, SpvOpLogicalAnd, x, y);
+    case IR_OR:
+        return spv_binop(b, SpvOpLogicalOr, x, y);
+    case IR_XOR:
+        return spv_binop(b, SpvOpLogicalNotEqual, x, y);
+    case IR_NOT:
+        return spv_unop(b, SpvOpLogicalNot, x);
+    case IR_MAX:
+        return spv_binop(b, SpvOpLogicalOr, x, y);
+    case IR_MIN:
+        return spv_binop(b, SpvOpLogicalAnd, x, y);
+    default:
+        return 0;
     }
 }
 
@@ -486,9 +524,8 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
     if (k->param_count > EMIT_MAX_PARAMS)
         return base_error_set(err, KILN_ERROR_LIMIT_EXCEEDED, "kernel has %u parameters (max %u)",
                               k->param_count, (unsigned)EMIT_MAX_PARAMS);
-    spv_builder_options bo = {.version = opt->spirv_version,
-                              .maintenance4 = opt->maintenance4,
-                              .alloc = &k->alloc};
+    spv_builder_options bo = {
+        .version = opt->spirv_version, .maintenance4 = opt->maintenance4, .alloc = &k->alloc};
     emitter e = {.k = k};
     st = spv_builder_create(&bo, &e.b, err);
     if (st != KILN_OK)
@@ -508,10 +545,9 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
     declare_interface(&e);
     spv_id fn = spv_function_begin(e.b, "main");
     spv_id wg[3];
-    spv_workgroup_size_spec(e.b, fn, (const uint32_t[]){0, 1, 2},
-                            (const uint32_t[]){opt->workgroup_size ? opt->workgroup_size : 64, 1,
-                                               1},
-                            wg);
+    spv_workgroup_size_spec(
+        e.b, fn, (const uint32_t[]){0, 1, 2},
+        (const uint32_t[]){opt->workgroup_size ? opt->workgroup_size : 64, 1, 1}, wg);
     e.wg_size_x = wg[0];
     compute_global_id(&e);
     uint32_t open[64], depth = 0;

@@ -33,8 +33,8 @@ typedef enum eng_kind {
 typedef struct eng_storage {
     uint64_t elements;
     ir_type type;
-    vkd_buffer *buffer; /* on a device */
-    void *host;         /* with the interpreter */
+    vkd_buffer *buffer;       /* on a device */
+    void *host;               /* with the interpreter */
     struct eng_storage *next; /* the context's list of storages */
 } eng_storage;
 
@@ -55,12 +55,12 @@ typedef struct eng_node {
     const sym_node *shape[SHAPE_MAX_DIMS];
     uint32_t nsrc;
     eng_src src[3];
-    double value;         /* ENG_CONST */
+    double value;               /* ENG_CONST */
     const sym_node *value_expr; /* ENG_CONST: a symbolic value instead (NULL: value) */
-    uint64_t seed;        /* ENG_RAND */
-    uint32_t reduce_mask; /* ENG_REDUCE */
-    eng_storage *storage; /* ENG_BUFFER always; others once realized */
-    uint64_t id;          /* creation order */
+    uint64_t seed;              /* ENG_RAND */
+    uint32_t reduce_mask;       /* ENG_REDUCE */
+    eng_storage *storage;       /* ENG_BUFFER always; others once realized */
+    uint64_t id;                /* creation order */
     uint64_t hash;
 } eng_node;
 
@@ -97,10 +97,10 @@ typedef struct kast {
 enum { ENG_MAX_BUFFERS = 16, ENG_MAX_PARAMS = 32 };
 
 typedef struct eng_kernel {
-    kast *value;            /* stored at the output element gidx */
+    kast *value; /* stored at the output element gidx */
     ir_type out_type;
-    const sym_node *numel;  /* invocations (unbound) */
-    const sym_node *gidx;   /* the invocation's Variable */
+    const sym_node *numel; /* invocations (unbound) */
+    const sym_node *gidx;  /* the invocation's Variable */
     bool has_reduce;
     ir_op reduce_op;
     ir_type reduce_type;
@@ -175,8 +175,7 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
 void eng_runtime_finish(kiln_context *ctx);
 kiln_status eng_storage_allocate(kiln_context *ctx, eng_storage *s);
 void eng_storage_free(kiln_context *ctx, eng_storage *s);
-kiln_status eng_storage_write(kiln_context *ctx, eng_storage *s, const void *data,
-                              uint64_t bytes);
+kiln_status eng_storage_write(kiln_context *ctx, eng_storage *s, const void *data, uint64_t bytes);
 kiln_status eng_storage_read(kiln_context *ctx, eng_storage *s, void *data, uint64_t bytes);
 kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program **out);
 typedef struct eng_batch eng_batch;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 static const ir_type dtype_to_ir[] = {
-    [KILN_F32] = IR_F32, [KILN_F16] = IR_F16, [KILN_I32] = IR_I32, [KILN_U32] = IR_U32,
+    [KILN_F32] = IR_F32, [KILN_F16] = IR_F16, [KILN_I32] = IR_I32,   [KILN_U32] = IR_U32,
     [KILN_I8] = IR_I8,   [KILN_U8] = IR_U8,   [KILN_BOOL] = IR_BOOL,
 };
 _Static_assert(BASE_COUNTOF(dtype_to_ir) == KILN_DTYPE_COUNT_, "one IR type per dtype");
@@ -167,7 +167,8 @@ eng_storage *eng_storage_new(kiln_context *ctx, ir_type type, uint64_t elements)
     return s;
 }
 
-/* ---- shapes ------------------------------------------------------------------------------------ */
+/* ---- shapes ------------------------------------------------------------------------------------
+ */
 
 /* Checks ndim and converts int64 sizes to expressions. */
 bool eng_shape_from_ints(kiln_context *ctx, const char *op, uint32_t ndim, const int64_t *shape,
@@ -240,7 +241,8 @@ kiln_tensor *kiln_from_data(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
     int64_t numel = 1;
     for (uint32_t d = 0; d < ndim; d++) {
         if (!base_mul_i64(numel, shape[d], &numel))
-            return eng_fail(ctx, KILN_ERROR_OVERFLOW, "kiln_from_data: the element count overflows");
+            return eng_fail(ctx, KILN_ERROR_OVERFLOW,
+                            "kiln_from_data: the element count overflows");
     }
     if (numel > 0 && !data)
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_from_data: no data");
@@ -267,7 +269,8 @@ kiln_tensor *kiln_empty(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, cons
             return eng_fail(ctx, KILN_ERROR_OVERFLOW, "kiln_empty: the element count overflows");
     }
     eng_storage *s = eng_storage_new(ctx, eng_ir_type(dtype), (uint64_t)numel);
-    eng_node *n = s ? eng_node_new(ctx, ENG_BUFFER, IR_CONST, eng_ir_type(dtype), ndim, dims) : NULL;
+    eng_node *n =
+        s ? eng_node_new(ctx, ENG_BUFFER, IR_CONST, eng_ir_type(dtype), ndim, dims) : NULL;
     if (n)
         n->storage = s;
     return contiguous_tensor(ctx, n);
@@ -369,14 +372,16 @@ kiln_tensor *kiln_randn(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, cons
     kiln_tensor *u1 = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed);
     kiln_tensor *u2 = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed ^ 0x9e3779b97f4a7c15ull);
     kiln_tensor *one = eng_full(ctx, IR_F32, 0, NULL, 1.0, NULL);
-    kiln_tensor *r = kiln_sqrt(kiln_mul(eng_full(ctx, IR_F32, 0, NULL, -2.0, NULL),
-                                        kiln_log(kiln_sub(one, u1))));
-    kiln_tensor *c = kiln_cos(kiln_mul(u2, eng_full(ctx, IR_F32, 0, NULL, 6.283185307179586, NULL)));
+    kiln_tensor *r = kiln_sqrt(
+        kiln_mul(eng_full(ctx, IR_F32, 0, NULL, -2.0, NULL), kiln_log(kiln_sub(one, u1))));
+    kiln_tensor *c =
+        kiln_cos(kiln_mul(u2, eng_full(ctx, IR_F32, 0, NULL, 6.283185307179586, NULL)));
     kiln_tensor *n = kiln_mul(r, c);
     return dtype == KILN_F32 ? n : kiln_cast(n, dtype);
 }
 
-/* ---- queries ----------------------------------------------------------------------------------- */
+/* ---- queries -----------------------------------------------------------------------------------
+ */
 
 static const shape_view *last_view(const kiln_tensor *t) {
     return shape_tracker_last(t->st);
@@ -426,4 +431,54 @@ kiln_status kiln_tensor_numel(const kiln_tensor *t, int64_t *numel) {
     }
     *numel = n;
     return KILN_OK;
+}
+
+static kiln_status eval_into(const kiln_tensor *t, const char *what, const sym_node *e,
+                             int64_t *out) {
+    base_error err = {0};
+    kiln_status st = e ? sym_eval(e, NULL, out, &err) : KILN_ERROR_INTERNAL;
+    if (st != KILN_OK)
+        base_error_set(&t->ctx->err, st, "%s: %s", what, base_error_message(&err));
+    return st;
+}
+
+kiln_status kiln_tensor_strides(const kiln_tensor *t, int64_t *strides) {
+    if (!t || !strides)
+        return KILN_ERROR_INVALID_ARGUMENT;
+    const shape_view *v = last_view(t);
+    if (t->st->nviews == 1) {
+        for (uint32_t d = 0; d < v->ndim; d++) {
+            kiln_status st = eval_into(t, "kiln_tensor_strides", v->user_strides[d], &strides[d]);
+            if (st != KILN_OK)
+                return st;
+        }
+        return KILN_OK;
+    }
+    int64_t acc = 1;
+    for (uint32_t d = v->ndim; d-- > 0;) {
+        int64_t size;
+        kiln_status st = eval_into(t, "kiln_tensor_strides", v->shape[d], &size);
+        if (st != KILN_OK)
+            return st;
+        strides[d] = acc; /* row-major, as a new contiguous tensor */
+        acc *= size > 0 ? size : 1;
+    }
+    return KILN_OK;
+}
+
+kiln_status kiln_tensor_offset(const kiln_tensor *t, int64_t *offset) {
+    if (!t || !offset)
+        return KILN_ERROR_INVALID_ARGUMENT;
+    if (t->st->nviews != 1) {
+        *offset = 0;
+        return KILN_OK;
+    }
+    return eval_into(t, "kiln_tensor_offset", last_view(t)->user_offset, offset);
+}
+
+kiln_status kiln_tensor_storage_size(const kiln_tensor *t, int64_t *elements) {
+    if (!t || !elements)
+        return KILN_ERROR_INVALID_ARGUMENT;
+    const sym_node *n = eng_numel(t->ctx, t->base->ndim, t->base->shape);
+    return eval_into(t, "kiln_tensor_storage_size", n, elements);
 }

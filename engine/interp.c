@@ -138,24 +138,60 @@ static int64_t int_floormod(int64_t a, int64_t b) {
 static slot float_alu(ir_op op, double a, double b) {
     slot r;
     switch (op) {
-    case IR_ADD: r.f = a + b; break;
-    case IR_SUB: r.f = a - b; break;
-    case IR_MUL: r.f = a * b; break;
-    case IR_DIV: r.f = a / b; break;
-    case IR_MOD: r.f = a - b * floor(a / b); break;
-    case IR_MAX: r.f = isnan(a) || isnan(b) ? NAN : (a > b ? a : b); break;
-    case IR_MIN: r.f = isnan(a) || isnan(b) ? NAN : (a < b ? a : b); break;
-    case IR_POW: r.f = pow(a, b); break;
-    case IR_NEG: r.f = -a; break;
-    case IR_ABS: r.f = fabs(a); break;
-    case IR_EXP: r.f = exp(a); break;
-    case IR_LOG: r.f = log(a); break;
-    case IR_SQRT: r.f = sqrt(a); break;
-    case IR_RSQRT: r.f = 1.0 / sqrt(a); break;
-    case IR_SIN: r.f = sin(a); break;
-    case IR_COS: r.f = cos(a); break;
-    case IR_TANH: r.f = tanh(a); break;
-    default: r.f = NAN; break;
+    case IR_ADD:
+        r.f = a + b;
+        break;
+    case IR_SUB:
+        r.f = a - b;
+        break;
+    case IR_MUL:
+        r.f = a * b;
+        break;
+    case IR_DIV:
+        r.f = a / b;
+        break;
+    case IR_MOD:
+        r.f = a - b * floor(a / b);
+        break;
+    case IR_MAX:
+        r.f = isnan(a) || isnan(b) ? NAN : (a > b ? a : b);
+        break;
+    case IR_MIN:
+        r.f = isnan(a) || isnan(b) ? NAN : (a < b ? a : b);
+        break;
+    case IR_POW:
+        r.f = pow(a, b);
+        break;
+    case IR_NEG:
+        r.f = -a;
+        break;
+    case IR_ABS:
+        r.f = fabs(a);
+        break;
+    case IR_EXP:
+        r.f = exp(a);
+        break;
+    case IR_LOG:
+        r.f = log(a);
+        break;
+    case IR_SQRT:
+        r.f = sqrt(a);
+        break;
+    case IR_RSQRT:
+        r.f = 1.0 / sqrt(a);
+        break;
+    case IR_SIN:
+        r.f = sin(a);
+        break;
+    case IR_COS:
+        r.f = cos(a);
+        break;
+    case IR_TANH:
+        r.f = tanh(a);
+        break;
+    default:
+        r.f = NAN;
+        break;
     }
     return r;
 }
@@ -165,20 +201,48 @@ static slot int_alu(ir_op op, ir_type t, int64_t a, int64_t b) {
     uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
     bool is_signed = ir_type_is_signed(t);
     switch (op) {
-    case IR_ADD: r.i = (int64_t)(ua + ub); break;
-    case IR_SUB: r.i = (int64_t)(ua - ub); break;
-    case IR_MUL: r.i = (int64_t)(ua * ub); break;
-    case IR_DIV: r.i = is_signed ? int_floordiv(a, b) : (b ? (int64_t)(ua / ub) : 0); break;
-    case IR_MOD: r.i = is_signed ? int_floormod(a, b) : (b ? (int64_t)(ua % ub) : 0); break;
-    case IR_MAX: r.i = a > b ? a : b; break;
-    case IR_MIN: r.i = a < b ? a : b; break;
-    case IR_AND: r.i = a & b; break;
-    case IR_OR: r.i = a | b; break;
-    case IR_XOR: r.i = a ^ b; break;
-    case IR_NOT: r.i = !a; break;
-    case IR_NEG: r.i = (int64_t)(0 - ua); break;
-    case IR_ABS: r.i = a < 0 ? (int64_t)(0 - ua) : a; break;
-    default: r.i = 0; break;
+    case IR_ADD:
+        r.i = (int64_t)(ua + ub);
+        break;
+    case IR_SUB:
+        r.i = (int64_t)(ua - ub);
+        break;
+    case IR_MUL:
+        r.i = (int64_t)(ua * ub);
+        break;
+    case IR_DIV:
+        r.i = is_signed ? int_floordiv(a, b) : (b ? (int64_t)(ua / ub) : 0);
+        break;
+    case IR_MOD:
+        r.i = is_signed ? int_floormod(a, b) : (b ? (int64_t)(ua % ub) : 0);
+        break;
+    case IR_MAX:
+        r.i = a > b ? a : b;
+        break;
+    case IR_MIN:
+        r.i = a < b ? a : b;
+        break;
+    case IR_AND:
+        r.i = a & b;
+        break;
+    case IR_OR:
+        r.i = a | b;
+        break;
+    case IR_XOR:
+        r.i = a ^ b;
+        break;
+    case IR_NOT:
+        r.i = !a;
+        break;
+    case IR_NEG:
+        r.i = (int64_t)(0 - ua);
+        break;
+    case IR_ABS:
+        r.i = a < 0 ? (int64_t)(0 - ua) : a;
+        break;
+    default:
+        r.i = 0;
+        break;
     }
     return r;
 }
@@ -186,17 +250,25 @@ static slot int_alu(ir_op op, ir_type t, int64_t a, int64_t b) {
 static bool compare(ir_op op, ir_type t, slot a, slot b) {
     if (ir_type_is_float(t)) {
         switch (op) {
-        case IR_LT: return a.f < b.f;
-        case IR_LE: return a.f <= b.f;
-        case IR_EQ: return a.f == b.f;
-        default: return a.f != b.f; /* NE is true for NaN, as OpFUnordNotEqual */
+        case IR_LT:
+            return a.f < b.f;
+        case IR_LE:
+            return a.f <= b.f;
+        case IR_EQ:
+            return a.f == b.f;
+        default:
+            return a.f != b.f; /* NE is true for NaN, as OpFUnordNotEqual */
         }
     }
     switch (op) {
-    case IR_LT: return a.i < b.i;
-    case IR_LE: return a.i <= b.i;
-    case IR_EQ: return a.i == b.i;
-    default: return a.i != b.i;
+    case IR_LT:
+        return a.i < b.i;
+    case IR_LE:
+        return a.i <= b.i;
+    case IR_EQ:
+        return a.i == b.i;
+    default:
+        return a.i != b.i;
     }
 }
 
@@ -205,15 +277,33 @@ static slot read_element(const interp_buffer *b, ir_type t, uint64_t i) {
     slot v;
     const unsigned char *p = b->data;
     switch (t) {
-    case IR_BOOL: v.i = p[i] != 0; break;
-    case IR_I8: v.i = ((const int8_t *)b->data)[i]; break;
-    case IR_U8: v.i = p[i]; break;
-    case IR_I32: v.i = ((const int32_t *)b->data)[i]; break;
-    case IR_U32: v.i = ((const uint32_t *)b->data)[i]; break;
-    case IR_I64: v.i = ((const int64_t *)b->data)[i]; break;
-    case IR_F16: v.f = interp_f16_to_f32(((const uint16_t *)b->data)[i]); break;
-    case IR_F32: v.f = ((const float *)b->data)[i]; break;
-    default: v.i = 0; break;
+    case IR_BOOL:
+        v.i = p[i] != 0;
+        break;
+    case IR_I8:
+        v.i = ((const int8_t *)b->data)[i];
+        break;
+    case IR_U8:
+        v.i = p[i];
+        break;
+    case IR_I32:
+        v.i = ((const int32_t *)b->data)[i];
+        break;
+    case IR_U32:
+        v.i = ((const uint32_t *)b->data)[i];
+        break;
+    case IR_I64:
+        v.i = ((const int64_t *)b->data)[i];
+        break;
+    case IR_F16:
+        v.f = interp_f16_to_f32(((const uint16_t *)b->data)[i]);
+        break;
+    case IR_F32:
+        v.f = ((const float *)b->data)[i];
+        break;
+    default:
+        v.i = 0;
+        break;
     }
     return v;
 }
@@ -221,15 +311,32 @@ static slot read_element(const interp_buffer *b, ir_type t, uint64_t i) {
 static void write_element(interp_buffer *b, ir_type t, uint64_t i, slot v) {
     unsigned char *p = b->data;
     switch (t) {
-    case IR_BOOL: p[i] = v.i != 0; break;
-    case IR_I8: ((int8_t *)b->data)[i] = (int8_t)v.i; break;
-    case IR_U8: p[i] = (unsigned char)v.i; break;
-    case IR_I32: ((int32_t *)b->data)[i] = (int32_t)v.i; break;
-    case IR_U32: ((uint32_t *)b->data)[i] = (uint32_t)v.i; break;
-    case IR_I64: ((int64_t *)b->data)[i] = v.i; break;
-    case IR_F16: ((uint16_t *)b->data)[i] = interp_f32_to_f16((float)v.f); break;
-    case IR_F32: ((float *)b->data)[i] = (float)v.f; break;
-    default: break;
+    case IR_BOOL:
+        p[i] = v.i != 0;
+        break;
+    case IR_I8:
+        ((int8_t *)b->data)[i] = (int8_t)v.i;
+        break;
+    case IR_U8:
+        p[i] = (unsigned char)v.i;
+        break;
+    case IR_I32:
+        ((int32_t *)b->data)[i] = (int32_t)v.i;
+        break;
+    case IR_U32:
+        ((uint32_t *)b->data)[i] = (uint32_t)v.i;
+        break;
+    case IR_I64:
+        ((int64_t *)b->data)[i] = v.i;
+        break;
+    case IR_F16:
+        ((uint16_t *)b->data)[i] = interp_f32_to_f16((float)v.f);
+        break;
+    case IR_F32:
+        ((float *)b->data)[i] = (float)v.f;
+        break;
+    default:
+        break;
     }
 }
 

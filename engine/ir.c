@@ -340,17 +340,17 @@ kiln_status ir_verify(const ir_kernel *k, base_error *err) {
 size_t ir_dump(const ir_kernel *k, char *buf, size_t cap) {
     size_t n = 0;
     int depth = 0;
-#define OUT(...)                                                                               \
-    do {                                                                                       \
-        int w = snprintf(buf ? buf + (n < cap ? n : cap) : NULL, n < cap ? cap - n : 0,        \
-                         __VA_ARGS__);                                                         \
-        if (w > 0)                                                                             \
-            n += (size_t)w;                                                                    \
+#define OUT(...)                                                                                   \
+    do {                                                                                           \
+        int w =                                                                                    \
+            snprintf(buf ? buf + (n < cap ? n : cap) : NULL, n < cap ? cap - n : 0, __VA_ARGS__);  \
+        if (w > 0)                                                                                 \
+            n += (size_t)w;                                                                        \
     } while (0)
     if (cap > 0 && buf)
         buf[0] = '\0';
-    OUT("kernel: index %s, %u buffers, %u params\n", ir_type_name(k->index_type),
-        k->buffer_count, k->param_count);
+    OUT("kernel: index %s, %u buffers, %u params\n", ir_type_name(k->index_type), k->buffer_count,
+        k->param_count);
     for (uint32_t at = 0; at < k->insts.len; at++) {
         const ir_inst *i = &k->insts.data[at];
         if (i->op == IR_ENDIF || i->op == IR_ENDRANGE)

@@ -40,46 +40,46 @@ const char *ir_type_name(ir_type t);
 
 /* The op table: X(name, operands, kind). kinds: LEAF (no operand), ALU (arithmetic on operand
  * values, result type given), CONTROL, MEMORY. */
-#define IR_OPS(X)                                                                              \
-    X(CONST, 0, LEAF)       /* imm.i or imm.f */                                                \
-    X(PARAM, 0, LEAF)       /* push-constant parameter number arg (an index value) */           \
-    X(GLOBAL_ID, 0, LEAF)   /* the invocation's linear index (index type) */                    \
-    X(LOAD, 1, MEMORY)      /* buffer arg, element src0 */                                      \
-    X(STORE, 2, MEMORY)     /* buffer arg, element src0, value src1 */                          \
-    X(ADD, 2, ALU)                                                                              \
-    X(SUB, 2, ALU)                                                                              \
-    X(MUL, 2, ALU)                                                                              \
-    X(DIV, 2, ALU)          /* floats: division; integers: floor division (0 divisor: 0) */     \
-    X(MOD, 2, ALU)          /* integers: floor modulo (0 divisor: 0); floats: fmod-like C % */  \
-    X(MAX, 2, ALU)                                                                              \
-    X(MIN, 2, ALU)                                                                              \
-    X(POW, 2, ALU)          /* floats */                                                        \
-    X(LT, 2, ALU)           /* result bool */                                                   \
-    X(LE, 2, ALU)                                                                               \
-    X(EQ, 2, ALU)                                                                               \
-    X(NE, 2, ALU)                                                                               \
-    X(AND, 2, ALU)          /* bool and integers (bitwise) */                                   \
-    X(OR, 2, ALU)                                                                               \
-    X(XOR, 2, ALU)                                                                              \
-    X(NOT, 1, ALU)          /* bool */                                                          \
-    X(NEG, 1, ALU)                                                                              \
-    X(ABS, 1, ALU)                                                                              \
-    X(EXP, 1, ALU)          /* floats from here to TANH */                                      \
-    X(LOG, 1, ALU)                                                                              \
-    X(SQRT, 1, ALU)                                                                             \
-    X(RSQRT, 1, ALU)                                                                            \
-    X(SIN, 1, ALU)                                                                              \
-    X(COS, 1, ALU)                                                                              \
-    X(TANH, 1, ALU)                                                                             \
-    X(CAST, 1, ALU)         /* to the instruction's type (float->int truncates; ints wrap) */   \
-    X(WHERE, 3, ALU)        /* src0 (bool) ? src1 : src2 */                                     \
-    X(IF, 1, CONTROL)                                                                           \
-    X(ENDIF, 0, CONTROL)                                                                        \
-    X(RANGE, 1, CONTROL)    /* counter in [0, src0) */                                          \
-    X(ENDRANGE, 0, CONTROL)                                                                     \
-    X(VAR, 1, MEMORY)       /* a variable initialised to src0 */                                \
-    X(SET, 2, MEMORY)       /* variable src0 = src1 */                                          \
-    X(GET, 1, MEMORY)       /* the value of variable src0 */
+#define IR_OPS(X)                                                                                  \
+    X(CONST, 0, LEAF)     /* imm.i or imm.f */                                                     \
+    X(PARAM, 0, LEAF)     /* push-constant parameter number arg (an index value) */                \
+    X(GLOBAL_ID, 0, LEAF) /* the invocation's linear index (index type) */                         \
+    X(LOAD, 1, MEMORY)    /* buffer arg, element src0 */                                           \
+    X(STORE, 2, MEMORY)   /* buffer arg, element src0, value src1 */                               \
+    X(ADD, 2, ALU)                                                                                 \
+    X(SUB, 2, ALU)                                                                                 \
+    X(MUL, 2, ALU)                                                                                 \
+    X(DIV, 2, ALU) /* floats: division; integers: floor division (0 divisor: 0) */                 \
+    X(MOD, 2, ALU) /* integers: floor modulo (0 divisor: 0); floats: fmod-like C % */              \
+    X(MAX, 2, ALU)                                                                                 \
+    X(MIN, 2, ALU)                                                                                 \
+    X(POW, 2, ALU) /* floats */                                                                    \
+    X(LT, 2, ALU)  /* result bool */                                                               \
+    X(LE, 2, ALU)                                                                                  \
+    X(EQ, 2, ALU)                                                                                  \
+    X(NE, 2, ALU)                                                                                  \
+    X(AND, 2, ALU) /* bool and integers (bitwise) */                                               \
+    X(OR, 2, ALU)                                                                                  \
+    X(XOR, 2, ALU)                                                                                 \
+    X(NOT, 1, ALU) /* bool */                                                                      \
+    X(NEG, 1, ALU)                                                                                 \
+    X(ABS, 1, ALU)                                                                                 \
+    X(EXP, 1, ALU) /* floats from here to TANH */                                                  \
+    X(LOG, 1, ALU)                                                                                 \
+    X(SQRT, 1, ALU)                                                                                \
+    X(RSQRT, 1, ALU)                                                                               \
+    X(SIN, 1, ALU)                                                                                 \
+    X(COS, 1, ALU)                                                                                 \
+    X(TANH, 1, ALU)                                                                                \
+    X(CAST, 1, ALU)  /* to the instruction's type (float->int truncates; ints wrap) */             \
+    X(WHERE, 3, ALU) /* src0 (bool) ? src1 : src2 */                                               \
+    X(IF, 1, CONTROL)                                                                              \
+    X(ENDIF, 0, CONTROL)                                                                           \
+    X(RANGE, 1, CONTROL) /* counter in [0, src0) */                                                \
+    X(ENDRANGE, 0, CONTROL)                                                                        \
+    X(VAR, 1, MEMORY) /* a variable initialised to src0 */                                         \
+    X(SET, 2, MEMORY) /* variable src0 = src1 */                                                   \
+    X(GET, 1, MEMORY) /* the value of variable src0 */
 
 typedef enum ir_op {
 #define X(name, n, kind) IR_##name,
@@ -96,9 +96,9 @@ enum { IR_NONE = UINT32_MAX, IR_MAX_BUFFERS = 16 };
 
 typedef struct ir_inst {
     ir_op op;
-    ir_type type;     /* the result type (LOAD: the buffer's; STORE/control: unused) */
+    ir_type type; /* the result type (LOAD: the buffer's; STORE/control: unused) */
     ir_value src[3];
-    uint32_t arg;     /* buffer or parameter number */
+    uint32_t arg; /* buffer or parameter number */
     union {
         int64_t i;
         double f;
@@ -114,11 +114,11 @@ typedef struct ir_buffer {
 typedef struct ir_kernel {
     base_allocator alloc;
     BASE_VEC(ir_inst) insts;
-    ir_type index_type;           /* I32 or I64: GLOBAL_ID, PARAM, RANGE counters */
+    ir_type index_type; /* I32 or I64: GLOBAL_ID, PARAM, RANGE counters */
     uint32_t buffer_count;
     ir_buffer buffers[IR_MAX_BUFFERS];
-    uint32_t param_count;         /* index-typed push-constant parameters */
-    kiln_status status;           /* first builder error (sticky) */
+    uint32_t param_count; /* index-typed push-constant parameters */
+    kiln_status status;   /* first builder error (sticky) */
 } ir_kernel;
 
 void ir_kernel_init(ir_kernel *k, const base_allocator *alloc, ir_type index_type);

@@ -22,6 +22,7 @@ typedef struct kbuild {
     eng_node *reduce_node; /* the fused reduction */
     bool in_reduce;        /* building the reduction's input */
     const sym_node *valid; /* conjunction of the masks the current value is read through */
+    bool at_output;        /* the current logical index is the output element's own */
     kiln_status status;
 } kbuild;
 
@@ -38,7 +39,8 @@ static kiln_status build_fail(kbuild *b, kiln_status st, const char *what) {
     return st;
 }
 
-/* ---- AST nodes --------------------------------------------------------------------------------- */
+/* ---- AST nodes ---------------------------------------------------------------------------------
+ */
 
 static kast *kast_new(kbuild *b, kast_kind kind, ir_op op, ir_type type) {
     kast *a = base_arena_alloc(&b->ctx->arena, sizeof *a, _Alignof(kast));
@@ -90,7 +92,8 @@ static kast *masked(kbuild *b, const sym_node *valid, kast *value) {
     return kast_alu(b, IR_WHERE, value->type, 3, src);
 }
 
-/* ---- index arithmetic -------------------------------------------------------------------------- */
+/* ---- index arithmetic --------------------------------------------------------------------------
+ */
 
 /* Row-major indices of flat in shape (the first one without the modulo: flat < numel). */
 static void unravel(kbuild *b, const sym_node *flat, uint32_t ndim, const sym_node *const *shape,
@@ -120,7 +123,8 @@ static const sym_node *index_var(kbuild *b, const char *prefix, const sym_node *
     return sym_var(b->sym, name, 0, max < 0 ? 0 : max);
 }
 
-/* ---- the value of a node ----------------------------------------------------------------------- */
+/* ---- the value of a node -----------------------------------------------------------------------
+ */
 
 static kast *node_value(kbuild *b, eng_node *n, const sym_node *const *idx);
 
@@ -162,6 +166,14 @@ static bool is_identity(const eng_src *s) {
 
 static kast *reduction_input(kbuild *b, eng_node *r, const sym_node *const *out_idx);
 
+/* The view is dense at offset 0 and covers all of n's elements. */
+static bool flat_identity(kbuild *b, const eng_src *s) {
+    if (!shape_tracker_contiguous(s->st))
+        return false;
+    const sym_node *a = shape_view_numel(b->ctx->shape, shape_tracker_last(s->st));
+    return a && a == eng_numel(b->ctx, s->node->ndim, s->node->shape);
+}
+
 /* The value of source s at the consumer's logical index idx. */
 static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx) {
     eng_node *n = s->node;
@@ -190,17 +202,23 @@ static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx) 
             load->valid = b->valid;
         }
         value = load;
-    } else if (n->kind == ENG_REDUCE) {
-        bool fusable = !b->in_reduce && identity && (!b->reduce_node || b->reduce_node == n);
-        if (fusable)
-            value = reduction_input(b, n, idx);
-        else
-            need(b, n);
     } else {
+        /* A dense view at offset 0 of the whole result (identity or a reshape of it) keeps the
+         * output's element: a reduction read that way fuses into this kernel. */
+        bool same_element = b->at_output && (identity || flat_identity(b, s));
         const sym_node *own[SHAPE_MAX_DIMS];
         if (!identity)
             unravel(b, index, n->ndim, n->shape, own);
-        value = node_value(b, n, identity ? idx : own);
+        const sym_node *const *at = identity ? idx : own;
+        bool outer_at_output = b->at_output;
+        b->at_output = same_element;
+        if (n->kind != ENG_REDUCE)
+            value = node_value(b, n, at);
+        else if (same_element && !b->in_reduce && (!b->reduce_node || b->reduce_node == n))
+            value = reduction_input(b, n, at);
+        else
+            need(b, n);
+        b->at_output = outer_at_output;
     }
     b->valid = outer;
     return masked(b, valid, value);
@@ -258,17 +276,21 @@ static kast *reduction_input(kbuild *b, eng_node *r, const sym_node *const *out_
             idx[d] = r->reduce_mask & (1u << d) ? rid[j++] : out_idx[d];
         b->reduce_node = r;
         b->in_reduce = true;
+        bool outer_at_output = b->at_output;
+        b->at_output = false;
         k->has_reduce = true;
         k->reduce_op = r->op;
         k->reduce_type = r->type;
         k->reduce_value = src_value(b, &r->src[0], idx);
         b->in_reduce = false;
+        b->at_output = outer_at_output;
     }
     kast *a = kast_new(b, KAST_REDUCE, IR_CONST, r->type);
     return a;
 }
 
-/* ---- parameters and hash ----------------------------------------------------------------------- */
+/* ---- parameters and hash -----------------------------------------------------------------------
+ */
 
 /* Replaces bound Variables in *e by Variables, adding them to the kernel's parameters. */
 static void unbind(kbuild *b, const sym_node **e) {
@@ -352,6 +374,7 @@ kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, e
     memset(k, 0, sizeof *k);
     kbuild b = {.ctx = ctx, .sym = ctx->sym, .k = k, .needs = needs, .need_cap = cap};
     b.valid = sym_const(ctx->sym, 1);
+    b.at_output = true;
     k->output = node;
     k->out_type = node->type;
     k->numel = eng_numel(ctx, node->ndim, node->shape);

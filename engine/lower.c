@@ -91,9 +91,9 @@ static ir_value lower_sym_uncached(lowering *l, const sym_node *s) {
     if (sym_is_const(s, &c))
         return sym_is_bool(s) ? ir_const_i(ir, IR_BOOL, c != 0) : ir_const_i(ir, t, c);
     static const ir_op ops[SYM_KIND_COUNT_] = {
-        [SYM_ADD] = IR_ADD, [SYM_MUL] = IR_MUL, [SYM_MIN] = IR_MIN, [SYM_MAX] = IR_MAX,
-        [SYM_LT] = IR_LT,   [SYM_EQ] = IR_EQ,   [SYM_NE] = IR_NE,   [SYM_AND] = IR_AND,
-        [SYM_OR] = IR_OR,
+        [SYM_ADD] = IR_ADD, [SYM_MUL] = IR_MUL, [SYM_MIN] = IR_MIN,
+        [SYM_MAX] = IR_MAX, [SYM_LT] = IR_LT,   [SYM_EQ] = IR_EQ,
+        [SYM_NE] = IR_NE,   [SYM_AND] = IR_AND, [SYM_OR] = IR_OR,
     };
     sym_kind kind = sym_node_kind(s);
     switch (kind) {
@@ -152,8 +152,8 @@ static ir_value lower_rand(lowering *l, const kast *a) {
         x = ir_alu(ir, IR_ADD, IR_U32, x, ir_const_i(ir, IR_U32, round ? s1 : 0x9e3779b9u),
                    IR_NONE);
         for (int k = 0; k < 2; k++) {
-            ir_value sh = ir_alu(ir, IR_DIV, IR_U32, x, ir_const_i(ir, IR_U32, k ? 1 << 15 : 1 << 16),
-                                 IR_NONE);
+            ir_value sh = ir_alu(ir, IR_DIV, IR_U32, x,
+                                 ir_const_i(ir, IR_U32, k ? 1 << 15 : 1 << 16), IR_NONE);
             x = ir_alu(ir, IR_XOR, IR_U32, x, sh, IR_NONE);
             x = ir_alu(ir, IR_MUL, IR_U32, x, ir_const_i(ir, IR_U32, mul[k]), IR_NONE);
         }

@@ -17,15 +17,15 @@ static const shape_view *view_of(const kiln_tensor *t) {
 }
 
 /* Wraps one shape_view_* call: NULL tensor in, NULL out; a failure recorded in the context. */
-#define VIEW_OP(t, call)                                                                       \
-    do {                                                                                       \
-        if (!(t))                                                                              \
-            return NULL;                                                                       \
-        shape_view out_;                                                                       \
-        kiln_status st_ = (call);                                                              \
-        if (st_ != KILN_OK)                                                                    \
-            return eng_fail_from_shape((t)->ctx, st_);                                         \
-        return with_last_view((t), &out_);                                                     \
+#define VIEW_OP(t, call)                                                                           \
+    do {                                                                                           \
+        if (!(t))                                                                                  \
+            return NULL;                                                                           \
+        shape_view out_;                                                                           \
+        kiln_status st_ = (call);                                                                  \
+        if (st_ != KILN_OK)                                                                        \
+            return eng_fail_from_shape((t)->ctx, st_);                                             \
+        return with_last_view((t), &out_);                                                         \
     } while (0)
 
 kiln_tensor *kiln_permute(kiln_tensor *t, const int32_t *dims) {
@@ -79,8 +79,8 @@ kiln_tensor *kiln_expand(kiln_tensor *t, uint32_t ndim, const int64_t *shape) {
         if (shape[d] == -1 && d >= lead) /* -1 keeps the size */
             dims[d] = (const kiln_expr *)view_of(t)->shape[d - lead];
         else if (shape[d] < 0)
-            return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
-                            "kiln_expand: size %lld of dim %u", (long long)shape[d], d);
+            return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_expand: size %lld of dim %u",
+                            (long long)shape[d], d);
         else
             dims[d] = kiln_int(t->ctx, shape[d]);
     }
@@ -141,8 +141,8 @@ kiln_tensor *kiln_narrow(kiln_tensor *t, int32_t dim, int64_t start, int64_t len
 }
 
 kiln_tensor *kiln_select(kiln_tensor *t, int32_t dim, int64_t index) {
-    VIEW_OP(t, shape_view_select(t->ctx->shape, view_of(t), dim, sym_const(t->ctx->sym, index),
-                                 &out_));
+    VIEW_OP(
+        t, shape_view_select(t->ctx->shape, view_of(t), dim, sym_const(t->ctx->sym, index), &out_));
 }
 
 kiln_tensor *kiln_diagonal(kiln_tensor *t, int64_t offset, int32_t dim1, int32_t dim2) {

@@ -29,7 +29,8 @@ kiln_tensor *eng_elementwise(kiln_context *ctx, ir_op op, ir_type type, uint32_t
     return eng_tensor_new(ctx, n, eng_tracker_contiguous(ctx, n->ndim, n->shape));
 }
 
-/* ---- broadcasting and promotion ---------------------------------------------------------------- */
+/* ---- broadcasting and promotion ----------------------------------------------------------------
+ */
 
 static bool is_one(const sym_node *s) {
     int64_t v;
@@ -68,14 +69,22 @@ static bool broadcast(kiln_context *ctx, const char *op, uint32_t n, kiln_tensor
 
 static int type_rank(ir_type t) {
     switch (t) {
-    case IR_BOOL: return 0;
-    case IR_U8: return 1;
-    case IR_I8: return 2;
-    case IR_U32: return 3;
-    case IR_I32: return 4;
-    case IR_I64: return 5;
-    case IR_F16: return 6;
-    default: return 7;
+    case IR_BOOL:
+        return 0;
+    case IR_U8:
+        return 1;
+    case IR_I8:
+        return 2;
+    case IR_U32:
+        return 3;
+    case IR_I32:
+        return 4;
+    case IR_I64:
+        return 5;
+    case IR_F16:
+        return 6;
+    default:
+        return 7;
     }
 }
 
@@ -217,15 +226,33 @@ static kiln_tensor *unary(const char *name, ir_op op, kiln_tensor *t, bool to_fl
     return x ? eng_elementwise(t->ctx, op, type, 1, &x) : NULL;
 }
 
-kiln_tensor *kiln_neg(kiln_tensor *t) { return unary("kiln_neg", IR_NEG, t, false); }
-kiln_tensor *kiln_abs(kiln_tensor *t) { return unary("kiln_abs", IR_ABS, t, false); }
-kiln_tensor *kiln_exp(kiln_tensor *t) { return unary("kiln_exp", IR_EXP, t, true); }
-kiln_tensor *kiln_log(kiln_tensor *t) { return unary("kiln_log", IR_LOG, t, true); }
-kiln_tensor *kiln_sqrt(kiln_tensor *t) { return unary("kiln_sqrt", IR_SQRT, t, true); }
-kiln_tensor *kiln_rsqrt(kiln_tensor *t) { return unary("kiln_rsqrt", IR_RSQRT, t, true); }
-kiln_tensor *kiln_sin(kiln_tensor *t) { return unary("kiln_sin", IR_SIN, t, true); }
-kiln_tensor *kiln_cos(kiln_tensor *t) { return unary("kiln_cos", IR_COS, t, true); }
-kiln_tensor *kiln_tanh(kiln_tensor *t) { return unary("kiln_tanh", IR_TANH, t, true); }
+kiln_tensor *kiln_neg(kiln_tensor *t) {
+    return unary("kiln_neg", IR_NEG, t, false);
+}
+kiln_tensor *kiln_abs(kiln_tensor *t) {
+    return unary("kiln_abs", IR_ABS, t, false);
+}
+kiln_tensor *kiln_exp(kiln_tensor *t) {
+    return unary("kiln_exp", IR_EXP, t, true);
+}
+kiln_tensor *kiln_log(kiln_tensor *t) {
+    return unary("kiln_log", IR_LOG, t, true);
+}
+kiln_tensor *kiln_sqrt(kiln_tensor *t) {
+    return unary("kiln_sqrt", IR_SQRT, t, true);
+}
+kiln_tensor *kiln_rsqrt(kiln_tensor *t) {
+    return unary("kiln_rsqrt", IR_RSQRT, t, true);
+}
+kiln_tensor *kiln_sin(kiln_tensor *t) {
+    return unary("kiln_sin", IR_SIN, t, true);
+}
+kiln_tensor *kiln_cos(kiln_tensor *t) {
+    return unary("kiln_cos", IR_COS, t, true);
+}
+kiln_tensor *kiln_tanh(kiln_tensor *t) {
+    return unary("kiln_tanh", IR_TANH, t, true);
+}
 
 /* A 0-d constant of t's type (broadcasts against t). */
 static kiln_tensor *scalar_like(kiln_tensor *t, double value) {
@@ -250,7 +277,8 @@ kiln_tensor *kiln_sigmoid(kiln_tensor *t) {
     return kiln_div(one, kiln_add(one, kiln_exp(kiln_neg(x))));
 }
 
-/* ---- reductions ---------------------------------------------------------------------------------- */
+/* ---- reductions
+ * ---------------------------------------------------------------------------------- */
 
 /* The reduced-axes mask of (naxes, axes) for t; naxes 0 means every dim. */
 static bool axes_mask(kiln_tensor *t, const char *name, uint32_t naxes, const int32_t *axes,
@@ -267,8 +295,8 @@ static bool axes_mask(kiln_tensor *t, const char *name, uint32_t naxes, const in
             return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
                             "%s: axis %d is out of range for %u dims", name, axes[i], ndim) != NULL;
         if (*mask & (1u << a))
-            return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: axis %d appears twice",
-                            name, axes[i]) != NULL;
+            return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: axis %d appears twice", name,
+                            axes[i]) != NULL;
         *mask |= 1u << a;
     }
     return true;
@@ -325,9 +353,9 @@ static kiln_tensor *reduce(const char *name, ir_op op, kiln_tensor *t, uint32_t 
     ir_type type = type_of(t);
     /* Sums and products of small integers accumulate in i32; f16 accumulates in f32 and is
      * rounded once (as PyTorch does). */
-    ir_type acc = type == IR_F16                                         ? IR_F32
+    ir_type acc = type == IR_F16                                        ? IR_F32
                   : (type == IR_BOOL || type == IR_I8 || type == IR_U8) ? IR_I32
-                                                                         : type;
+                                                                        : type;
     if (op == IR_MAX || op == IR_MIN) {
         acc = type == IR_F16 ? IR_F32 : type;
         int64_t count;
@@ -390,10 +418,10 @@ kiln_tensor *kiln_var(kiln_tensor *t, uint32_t naxes, const int32_t *axes, doubl
     kiln_tensor *dev = kiln_sub(x, kiln_mean(x, naxes, axes, true));
     kiln_tensor *ss = kiln_sum(kiln_mul(dev, dev), naxes, axes, keepdim);
     /* max(0, N - correction), computed in the kernel from N. */
-    kiln_tensor *divisor = kiln_maximum(kiln_sub(count_tensor(t, mask, IR_F32),
-                                                 eng_full(t->ctx, IR_F32, 0, NULL, correction,
-                                                          NULL)),
-                                        eng_full(t->ctx, IR_F32, 0, NULL, 0.0, NULL));
+    kiln_tensor *divisor =
+        kiln_maximum(kiln_sub(count_tensor(t, mask, IR_F32),
+                              eng_full(t->ctx, IR_F32, 0, NULL, correction, NULL)),
+                     eng_full(t->ctx, IR_F32, 0, NULL, 0.0, NULL));
     return cast_to(kiln_div(ss, divisor), type);
 }
 
@@ -444,4 +472,58 @@ kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b) {
     if (r && nb == 1)
         r = kiln_squeeze(r, -1);
     return r;
+}
+
+/* torch.argmax(dim): the first index of the maximum, as i32 (PyTorch returns int64, which
+ * Kiln's public dtypes lack). Two reductions: the max, then the smallest index holding it. */
+kiln_tensor *kiln_argmax(kiln_tensor *t, int32_t dim, bool keepdim) {
+    uint32_t mask;
+    if (!t || !axes_mask(t, "kiln_argmax", 1, &dim, &mask))
+        return NULL;
+    kiln_context *ctx = t->ctx;
+    const shape_view *v = view_of(t);
+    uint32_t d = (uint32_t)__builtin_ctz(mask);
+    int64_t size;
+    if (sym_is_const(v->shape[d], &size) && size == 0)
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                        "kiln_argmax: the dim is empty, which has no maximum");
+    /* The index along d, shaped to broadcast against t. */
+    const sym_node *len = v->shape[d];
+    eng_node *n = eng_node_new(ctx, ENG_INDEX, IR_CONST, IR_I32, 1, &len);
+    kiln_tensor *index =
+        n ? eng_tensor_new(ctx, eng_node_intern(ctx, n), eng_tracker_contiguous(ctx, 1, &len))
+          : NULL;
+    for (uint32_t i = d + 1; i < v->ndim && index; i++)
+        index = kiln_unsqueeze(index, -1);
+    kiln_tensor *m = kiln_max(t, 1, &dim, true);
+    kiln_tensor *big = eng_full(ctx, IR_I32, 0, NULL, (double)INT32_MAX, NULL);
+    kiln_tensor *cand = kiln_where(kiln_eq(t, m), index, big);
+    return kiln_min(cand, 1, &dim, keepdim);
+}
+
+/* torch.nn.functional.conv2d without bias or groups: x (N, C, H, W), w (O, C, KH, KW) ->
+ * (N, O, OH, OW), from movement ops (pad, unfold, permute) and one reduction. */
+kiln_tensor *kiln_conv2d(kiln_tensor *x, kiln_tensor *w, int64_t stride, int64_t padding) {
+    if (!x || !w)
+        return NULL;
+    kiln_context *ctx = x->ctx;
+    if (view_of(x)->ndim != 4 || view_of(w)->ndim != 4 || stride < 1 || padding < 0)
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                        "kiln_conv2d: x (N, C, H, W), w (O, C, KH, KW), stride >= 1, padding >= 0");
+    if (view_of(x)->shape[1] != view_of(w)->shape[1])
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                        "kiln_conv2d: x and w differ in their channel count");
+    int64_t kh, kw;
+    if (!sym_is_const(view_of(w)->shape[2], &kh) || !sym_is_const(view_of(w)->shape[3], &kw))
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                        "kiln_conv2d: kernel sizes must be constant");
+    int64_t pad[8] = {0, 0, 0, 0, padding, padding, padding, padding};
+    kiln_tensor *p = padding ? kiln_pad(x, pad) : x;
+    /* (N, C, OH, OW, KH, KW) windows, then (N, 1, C, OH, OW, KH, KW). */
+    kiln_tensor *win = kiln_unfold(kiln_unfold(p, 2, kh, stride), 3, kw, stride);
+    win = kiln_unsqueeze(win, 1);
+    /* w as (1, O, C, 1, 1, KH, KW). */
+    kiln_tensor *wk = kiln_unsqueeze(kiln_unsqueeze(kiln_unsqueeze(w, 0), 3), 3);
+    int32_t axes[3] = {2, 5, 6};
+    return kiln_sum(kiln_mul(win, wk), 3, axes, false);
 }

@@ -5,7 +5,7 @@
 
 typedef struct schedule {
     kiln_context *ctx;
-    BASE_VEC(eng_kernel) kernels; /* in dependency order */
+    BASE_VEC(eng_kernel) kernels;  /* in dependency order */
     BASE_VEC(eng_node *) assigned; /* nodes given a storage by this realize */
 } schedule;
 
@@ -94,11 +94,12 @@ kiln_status eng_realize(kiln_context *ctx, uint32_t count, eng_node *const *node
         unassign(&s);
     ctx->stats.realizes++;
     if (base_log_verbosity() >= 1)
-        base_log(BASE_LOG_INFO, "engine",
-                 "realize: %zu kernels; compiled %llu, cached %llu, dispatches %llu, device %.3f ms",
-                 s.kernels.len, (unsigned long long)ctx->stats.kernels_compiled,
-                 (unsigned long long)ctx->stats.kernels_cached,
-                 (unsigned long long)ctx->stats.dispatches, (double)ctx->stats.device_time_ns / 1e6);
+        base_log(
+            BASE_LOG_INFO, "engine",
+            "realize: %zu kernels; compiled %llu, cached %llu, dispatches %llu, device %.3f ms",
+            s.kernels.len, (unsigned long long)ctx->stats.kernels_compiled,
+            (unsigned long long)ctx->stats.kernels_cached,
+            (unsigned long long)ctx->stats.dispatches, (double)ctx->stats.device_time_ns / 1e6);
     BASE_VEC_FREE(&ctx->alloc, &s.kernels);
     BASE_VEC_FREE(&ctx->alloc, &s.assigned);
     return st;

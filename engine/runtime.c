@@ -22,8 +22,8 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
         snprintf(ctx->device_name, sizeof ctx->device_name, "interpreter");
         return KILN_OK;
     }
-    vkd_instance_options io = {.validation = opt->validation, .alloc = &ctx->alloc,
-                               .app_name = "kiln"};
+    vkd_instance_options io = {
+        .validation = opt->validation, .alloc = &ctx->alloc, .app_name = "kiln"};
     base_error err = {0};
     kiln_status st = vkd_instance_create(&io, &ctx->inst, &err);
     uint32_t index = 0;
@@ -111,8 +111,7 @@ void eng_storage_free(kiln_context *ctx, eng_storage *s) {
     s->buffer = NULL;
 }
 
-kiln_status eng_storage_write(kiln_context *ctx, eng_storage *s, const void *data,
-                              uint64_t bytes) {
+kiln_status eng_storage_write(kiln_context *ctx, eng_storage *s, const void *data, uint64_t bytes) {
     if (bytes == 0)
         return KILN_OK;
     ctx->stats.bytes_uploaded += bytes;
@@ -142,7 +141,8 @@ kiln_status eng_storage_read(kiln_context *ctx, eng_storage *s, void *data, uint
     return st;
 }
 
-/* ---- programs --------------------------------------------------------------------------------- */
+/* ---- programs ---------------------------------------------------------------------------------
+ */
 
 static bool program_eq(const void *stored, const void *key, void *user) {
     (void)user;
@@ -162,8 +162,41 @@ static void debug_dump(const eng_program *p) {
     free(text);
 }
 
+/* The device must have what the kernel's types need: the emitted module declares Float16 /
+ * Int8 / Int64 with 16/8-bit storage for those types. */
+static kiln_status check_types(kiln_context *ctx, const ir_kernel *ir) {
+    const vkd_caps *caps = vkd_device_caps(ctx->dev);
+    bool f16 = false, i8 = false, i64 = ir->index_type == IR_I64;
+    for (uint32_t i = 0; i < ir->insts.len; i++) {
+        ir_type t = ir->insts.data[i].type;
+        f16 |= t == IR_F16;
+        i8 |=
+            t == IR_I8 || t == IR_U8 ||
+            (t == IR_BOOL && (ir->insts.data[i].op == IR_LOAD || ir->insts.data[i].op == IR_STORE));
+        i64 |= t == IR_I64;
+    }
+    if (f16 && !(caps->float16 && caps->storage_buffer_16bit))
+        return base_error_set(&ctx->err, KILN_ERROR_UNSUPPORTED,
+                              "%s cannot run f16 kernels (needs shaderFloat16 and "
+                              "storageBuffer16BitAccess)",
+                              ctx->device_name);
+    if (i8 && !(caps->int8 && caps->storage_buffer_8bit))
+        return base_error_set(&ctx->err, KILN_ERROR_UNSUPPORTED,
+                              "%s cannot run i8, u8 or bool kernels (needs shaderInt8 and "
+                              "storageBuffer8BitAccess)",
+                              ctx->device_name);
+    if (i64 && !caps->int64)
+        return base_error_set(&ctx->err, KILN_ERROR_UNSUPPORTED,
+                              "%s cannot run kernels with 64-bit indices (needs shaderInt64)",
+                              ctx->device_name);
+    return KILN_OK;
+}
+
 static kiln_status create_pipeline(kiln_context *ctx, eng_program *p) {
     const vkd_caps *caps = vkd_device_caps(ctx->dev);
+    kiln_status tst = check_types(ctx, &p->ir);
+    if (tst != KILN_OK)
+        return tst;
     emit_options eo = {.spirv_version = caps->spirv_version,
                        .maintenance4 = caps->maintenance4,
                        .workgroup_size = p->workgroup_size};
@@ -229,10 +262,18 @@ kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program 
     return KILN_OK;
 }
 
-/* ---- running kernels ---------------------------------------------------------------------------- */
+/* ---- running kernels ----------------------------------------------------------------------------
+ */
+
+typedef struct dispatched {
+    uint64_t hash;
+    uint64_t size;
+    bool reduce;
+} dispatched;
 
 struct eng_batch {
-    vkd_batch *batch; /* NULL with the interpreter */
+    vkd_batch *batch;         /* NULL with the interpreter */
+    BASE_VEC(dispatched) log; /* what ran, for KILN_DEBUG=2 */
 };
 
 kiln_status eng_batch_begin(kiln_context *ctx, eng_batch **out) {
@@ -309,6 +350,10 @@ kiln_status eng_batch_run(kiln_context *ctx, eng_batch *b, const eng_program *p,
     if (st != KILN_OK || n == 0) /* an empty result needs no dispatch */
         return st;
     ctx->stats.dispatches++;
+    if (base_log_verbosity() >= 2) {
+        dispatched d = {k->hash, n, k->has_reduce};
+        (void)BASE_VEC_PUSH(&ctx->alloc, &b->log, d); /* debug output only: a miss is harmless */
+    }
     if (ctx->interpreter)
         return run_interpreter(ctx, p, k, n);
     return run_device(ctx, b, p, k, n);
@@ -328,8 +373,17 @@ kiln_status eng_batch_finish(kiln_context *ctx, eng_batch *b) {
                     ctx->stats.device_time_ns += ns;
             }
         }
-        vkd_batch_destroy(b->batch);
     }
+    for (uint32_t i = 0; i < b->log.len; i++) { /* KILN_DEBUG=2: one line per kernel */
+        uint64_t ns = 0;
+        bool timed = b->batch && vkd_batch_dispatch_time(b->batch, i, &ns);
+        const dispatched *d = &b->log.data[i];
+        base_log(BASE_LOG_DEBUG, "engine", "kernel %c_%016llx: %llu invocations, %s%.3f ms",
+                 d->reduce ? 'r' : 'E', (unsigned long long)d->hash, (unsigned long long)d->size,
+                 timed ? "" : "untimed ", (double)ns / 1e6);
+    }
+    vkd_batch_destroy(b->batch);
+    BASE_VEC_FREE(&ctx->alloc, &b->log);
     base_free(&ctx->alloc, b, sizeof *b);
     return st;
 }

@@ -151,6 +151,13 @@ kiln_dtype kiln_tensor_dtype(const kiln_tensor *t);
 kiln_status kiln_tensor_shape(const kiln_tensor *t, int64_t *shape);
 kiln_status kiln_tensor_numel(const kiln_tensor *t, int64_t *numel);
 const kiln_expr *kiln_tensor_size_expr(const kiln_tensor *t, uint32_t dim);
+/* The strides and storage offset PyTorch would report for the same calls (NumPy's where
+ * PyTorch refuses negative strides), in elements; a tensor that is not a view of its storage
+ * (a reshape no single view expresses) reports the strides of a contiguous tensor. */
+kiln_status kiln_tensor_strides(const kiln_tensor *t, int64_t *strides);
+kiln_status kiln_tensor_offset(const kiln_tensor *t, int64_t *offset);
+/* Elements of the storage the tensor views. */
+kiln_status kiln_tensor_storage_size(const kiln_tensor *t, int64_t *elements);
 
 /* Movement ops: views of the same storage, no data moves. dims may be negative (from the
  * end). */
@@ -220,8 +227,13 @@ kiln_tensor *kiln_std(kiln_tensor *t, uint32_t naxes, const int32_t *axes, doubl
                       bool keepdim);
 kiln_tensor *kiln_softmax(kiln_tensor *t, int32_t dim);
 kiln_tensor *kiln_log_softmax(kiln_tensor *t, int32_t dim);
+/* torch.argmax(dim, keepdim): the first index of the maximum, as KILN_I32. */
+kiln_tensor *kiln_argmax(kiln_tensor *t, int32_t dim, bool keepdim);
 /* torch.matmul for ndim >= 1 operands, batched and broadcasting. */
 kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b);
+/* A 2-d convolution (no bias, one group): x (N, C, H, W), w (O, C, KH, KW) -> (N, O, OH, OW)
+ * with OH = (H + 2 padding - KH) / stride + 1, built from movement ops and one reduction. */
+kiln_tensor *kiln_conv2d(kiln_tensor *x, kiln_tensor *w, int64_t stride, int64_t padding);
 
 /* Realization and read-back. */
 kiln_status kiln_realize(kiln_tensor *t);
