@@ -2,8 +2,11 @@
 # Kiln's entry point. Needs only bash on a fresh Debian 12 machine: it installs the Debian
 # packages that are missing, configures and builds with CMake, then runs.
 #
-#   ./kiln.sh run     build (release) and run Kiln's main job: kilninfo on the default device
+#   ./kiln.sh run     build (release) and run Kiln's main job: the demo (examples/attention.c),
+#                     a softmax-attention block on the default device checked against Kiln's
+#                     reference interpreter
 #   ./kiln.sh test    build with ASan+UBSan and -Werror, run the whole test suite
+#   ./kiln.sh info    build (release) and run kilninfo (what the Vulkan devices can do)
 #   ./kiln.sh bench   build (release) and run the benchmarks
 #
 # Environment: KILN_JOBS (build parallelism, default: number of cores), KILN_DEVICE (index or
@@ -63,6 +66,12 @@ run)
     shift
     ensure_packages "${build_packages[@]}"
     build "$root/build/release" -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_TESTS=OFF
+    exec "$root/build/release/examples/attention" "$@"
+    ;;
+info)
+    shift
+    ensure_packages "${build_packages[@]}"
+    build "$root/build/release" -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_TESTS=OFF
     exec "$root/build/release/tools/kilninfo/kilninfo" "$@"
     ;;
 test)
@@ -80,8 +89,9 @@ bench)
     ;;
 *)
     cat >&2 <<'USAGE'
-usage: ./kiln.sh run [kilninfo options]   build and run Kiln's main job (kilninfo)
+usage: ./kiln.sh run                      build and run Kiln's main job (the attention demo)
        ./kiln.sh test [ctest options]     build with sanitizers and run every test
+       ./kiln.sh info [kilninfo options]  build and run kilninfo
        ./kiln.sh bench                    build and run the benchmarks
 USAGE
     exit 2
