@@ -59,6 +59,7 @@ typedef struct eng_node {
     const sym_node *value_expr; /* ENG_CONST: a symbolic value instead (NULL: value) */
     uint64_t seed;              /* ENG_RAND */
     uint32_t reduce_mask;       /* ENG_REDUCE */
+    bool arg;                   /* ENG_REDUCE with IR_MAX: index (i32) of the first maximum */
     eng_storage *storage;       /* ENG_BUFFER always; others once realized */
     uint64_t id;                /* creation order */
     uint64_t hash;
@@ -67,7 +68,10 @@ typedef struct eng_node {
 struct kiln_tensor {
     kiln_context *ctx;
     eng_node *base;
-    const shape_tracker *st; /* the tensor's view of base's row-major output */
+    /* The tensor's view of base's row-major output. Kept compact (only nviews views are
+     * allocated): copy it into a whole shape_tracker before passing it to a shape/ call that
+     * takes the tracker by value. */
+    const shape_tracker *st;
 };
 
 /* ---- kernels ------------------------------------------------------------------------------- */
@@ -91,21 +95,29 @@ typedef struct kast {
     const sym_node *index, *valid;
     double value;
     uint64_t seed;
+    uint32_t reduction; /* KAST_REDUCE: which of the kernel's reductions */
     uint64_t hash;
 } kast;
 
-enum { ENG_MAX_BUFFERS = 16, ENG_MAX_PARAMS = 32 };
+enum { ENG_MAX_BUFFERS = 16, ENG_MAX_PARAMS = 32, ENG_MAX_REDUCTIONS = 4 };
+
+/* One reduction of a kernel. Every reduction of a kernel combines over the same range. */
+typedef struct eng_reduction {
+    ir_op op;     /* ADD, MUL, MAX, MIN */
+    ir_type type; /* of the combined values */
+    bool arg;     /* MAX that yields the index (i32) of the first maximum */
+    kast *value;  /* the value combined, over ridx */
+    eng_node *node;
+} eng_reduction;
 
 typedef struct eng_kernel {
     kast *value; /* stored at the output element gidx */
     ir_type out_type;
-    const sym_node *numel; /* invocations (unbound) */
-    const sym_node *gidx;  /* the invocation's Variable */
-    bool has_reduce;
-    ir_op reduce_op;
-    ir_type reduce_type;
-    kast *reduce_value; /* combined over ridx */
-    const sym_node *reduce_count;
+    const sym_node *numel;    /* invocations (unbound) */
+    const sym_node *gidx;     /* the invocation's Variable */
+    uint32_t reduction_count; /* 0: an elementwise kernel */
+    eng_reduction reductions[ENG_MAX_REDUCTIONS];
+    const sym_node *reduce_count; /* elements combined per output */
     const sym_node *ridx;
     uint32_t buffer_count; /* buffer 0 is the output */
     eng_storage *buffers[ENG_MAX_BUFFERS];

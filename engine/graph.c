@@ -360,6 +360,18 @@ kiln_tensor *kiln_rand(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const
     return dtype == KILN_F32 ? u : kiln_cast(u, dtype);
 }
 
+/* Box-Muller: sqrt(-2 ln(1 - u1)) * cos(2 pi u2), u1 and u2 uniform from independent streams. */
+static kiln_tensor *box_muller(kiln_context *ctx, kiln_tensor *u1, kiln_tensor *u2,
+                               kiln_dtype dtype) {
+    kiln_tensor *one = eng_full(ctx, IR_F32, 0, NULL, 1.0, NULL);
+    kiln_tensor *r = kiln_sqrt(
+        kiln_mul(eng_full(ctx, IR_F32, 0, NULL, -2.0, NULL), kiln_log(kiln_sub(one, u1))));
+    kiln_tensor *c =
+        kiln_cos(kiln_mul(u2, eng_full(ctx, IR_F32, 0, NULL, 6.283185307179586, NULL)));
+    kiln_tensor *n = kiln_mul(r, c);
+    return dtype == KILN_F32 ? n : kiln_cast(n, dtype);
+}
+
 kiln_tensor *kiln_randn(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape,
                         uint64_t seed) {
     const sym_node *dims[SHAPE_MAX_DIMS];
@@ -368,16 +380,9 @@ kiln_tensor *kiln_randn(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, cons
         return NULL;
     if (!ir_type_is_float(eng_ir_type(dtype)))
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_randn: dtype must be a float");
-    /* Box-Muller: sqrt(-2 ln(1 - u1)) * cos(2 pi u2), u1 and u2 from independent streams. */
     kiln_tensor *u1 = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed);
     kiln_tensor *u2 = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed ^ 0x9e3779b97f4a7c15ull);
-    kiln_tensor *one = eng_full(ctx, IR_F32, 0, NULL, 1.0, NULL);
-    kiln_tensor *r = kiln_sqrt(
-        kiln_mul(eng_full(ctx, IR_F32, 0, NULL, -2.0, NULL), kiln_log(kiln_sub(one, u1))));
-    kiln_tensor *c =
-        kiln_cos(kiln_mul(u2, eng_full(ctx, IR_F32, 0, NULL, 6.283185307179586, NULL)));
-    kiln_tensor *n = kiln_mul(r, c);
-    return dtype == KILN_F32 ? n : kiln_cast(n, dtype);
+    return box_muller(ctx, u1, u2, dtype);
 }
 
 /* ---- queries -----------------------------------------------------------------------------------
@@ -481,4 +486,70 @@ kiln_status kiln_tensor_storage_size(const kiln_tensor *t, int64_t *elements) {
         return KILN_ERROR_INVALID_ARGUMENT;
     const sym_node *n = eng_numel(t->ctx, t->base->ndim, t->base->shape);
     return eval_into(t, "kiln_tensor_storage_size", n, elements);
+}
+
+/* ---- symbolic creation --------------------------------------------------------------------------
+ */
+
+kiln_tensor *kiln_empty_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
+                            const kiln_expr *const *shape) {
+    const sym_node *dims[SHAPE_MAX_DIMS];
+    if (!ctx || !check_dtype(ctx, "kiln_empty", dtype) ||
+        !eng_shape_from_exprs(ctx, "kiln_empty", ndim, shape, dims))
+        return NULL;
+    /* The storage holds the elements of the bound sizes; the node keeps the expressions. */
+    const sym_node *numel = eng_numel(ctx, ndim, dims);
+    int64_t n;
+    base_error err = {0};
+    if (!numel || sym_eval(numel, NULL, &n, &err) != KILN_OK)
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_empty: %s",
+                        numel ? base_error_message(&err) : "the element count overflows");
+    eng_storage *s = eng_storage_new(ctx, eng_ir_type(dtype), (uint64_t)n);
+    eng_node *node =
+        s ? eng_node_new(ctx, ENG_BUFFER, IR_CONST, eng_ir_type(dtype), ndim, dims) : NULL;
+    if (node)
+        node->storage = s;
+    return contiguous_tensor(ctx, node);
+}
+
+kiln_tensor *kiln_rand_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
+                           const kiln_expr *const *shape, uint64_t seed) {
+    const sym_node *dims[SHAPE_MAX_DIMS];
+    if (!ctx || !check_dtype(ctx, "kiln_rand", dtype) ||
+        !eng_shape_from_exprs(ctx, "kiln_rand", ndim, shape, dims))
+        return NULL;
+    if (!ir_type_is_float(eng_ir_type(dtype)))
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_rand: dtype must be a float");
+    kiln_tensor *u = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed);
+    return dtype == KILN_F32 ? u : kiln_cast(u, dtype);
+}
+
+kiln_tensor *kiln_randn_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
+                            const kiln_expr *const *shape, uint64_t seed) {
+    kiln_tensor *u1 = kiln_rand_sym(ctx, KILN_F32, ndim, shape, seed);
+    kiln_tensor *u2 = kiln_rand_sym(ctx, KILN_F32, ndim, shape, seed ^ 0x9e3779b97f4a7c15ull);
+    if (!u1 || !u2)
+        return NULL;
+    if (!ir_type_is_float(eng_ir_type(dtype)))
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_randn: dtype must be a float");
+    return box_muller(ctx, u1, u2, dtype);
+}
+
+kiln_tensor *kiln_arange_sym(kiln_context *ctx, kiln_dtype dtype, const kiln_expr *stop) {
+    const sym_node *dim;
+    if (!ctx || !check_dtype(ctx, "kiln_arange", dtype) ||
+        !eng_shape_from_exprs(ctx, "kiln_arange", 1, &stop, &dim))
+        return NULL;
+    kiln_tensor *idx = leaf(ctx, ENG_INDEX, eng_ir_type(dtype), 1, &dim, 0);
+    return idx;
+}
+
+kiln_tensor *kiln_scalar_expr(kiln_context *ctx, kiln_dtype dtype, const kiln_expr *value) {
+    if (!ctx || !check_dtype(ctx, "kiln_scalar_expr", dtype))
+        return NULL;
+    if (!value)
+        return ctx->err.status
+                   ? NULL
+                   : eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_scalar_expr: no expression");
+    return eng_full(ctx, eng_ir_type(dtype), 0, NULL, 0.0, (const sym_node *)value);
 }

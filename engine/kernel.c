@@ -19,8 +19,11 @@ typedef struct kbuild {
     eng_kernel *k;
     eng_node **needs;
     uint32_t need_cap, need_count;
-    eng_node *reduce_node; /* the fused reduction */
-    bool in_reduce;        /* building the reduction's input */
+    bool in_reduce;                            /* building a reduction's input */
+    uint32_t reduce_mask;                      /* the reduced dims of the kernel's reductions */
+    const sym_node *reduce_in[SHAPE_MAX_DIMS]; /* and their input shape */
+    uint32_t reduce_ndim;
+    const sym_node *rid[SHAPE_MAX_DIMS]; /* ridx unravelled over the reduced dims */
     const sym_node *valid; /* conjunction of the masks the current value is read through */
     bool at_output;        /* the current logical index is the output element's own */
     kiln_status status;
@@ -165,6 +168,7 @@ static bool is_identity(const eng_src *s) {
 }
 
 static kast *reduction_input(kbuild *b, eng_node *r, const sym_node *const *out_idx);
+static bool joins_range(kbuild *b, eng_node *r);
 
 /* The view is dense at offset 0 and covers all of n's elements. */
 static bool flat_identity(kbuild *b, const eng_src *s) {
@@ -214,7 +218,7 @@ static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx) 
         b->at_output = same_element;
         if (n->kind != ENG_REDUCE)
             value = node_value(b, n, at);
-        else if (same_element && !b->in_reduce && (!b->reduce_node || b->reduce_node == n))
+        else if (same_element && !b->in_reduce && joins_range(b, n))
             value = reduction_input(b, n, at);
         else
             need(b, n);
@@ -255,37 +259,76 @@ static kast *node_value(kbuild *b, eng_node *n, const sym_node *const *idx) {
     }
 }
 
-/* Fuses reduction r into the kernel: its input at (out_idx on kept dims, ridx on reduced
- * dims). Returns the value of the reduction's result. */
+/* Whether reduction r can combine over the kernel's range: the first one defines it; later
+ * ones must reduce the same dims of an input of the same shape (softmax's sums, var's two
+ * sums). */
+static bool joins_range(kbuild *b, eng_node *r) {
+    const eng_kernel *k = b->k;
+    for (uint32_t i = 0; i < k->reduction_count; i++) {
+        if (k->reductions[i].node == r)
+            return true;
+    }
+    if (k->reduction_count == 0)
+        return true;
+    if (k->reduction_count == ENG_MAX_REDUCTIONS || r->reduce_mask != b->reduce_mask)
+        return false;
+    const shape_view *in = shape_tracker_last(r->src[0].st);
+    if (in->ndim != b->reduce_ndim)
+        return false;
+    for (uint32_t d = 0; d < in->ndim; d++) {
+        if (in->shape[d] != b->reduce_in[d])
+            return false;
+    }
+    return true;
+}
+
+/* The kernel's range: ridx over the reduced dims of r's input. */
+static void open_range(kbuild *b, eng_node *r) {
+    eng_kernel *k = b->k;
+    const shape_view *in = shape_tracker_last(r->src[0].st);
+    const sym_node *dims[SHAPE_MAX_DIMS];
+    uint32_t nr = 0;
+    for (uint32_t d = 0; d < in->ndim; d++) {
+        b->reduce_in[d] = in->shape[d];
+        if (r->reduce_mask & (1u << d))
+            dims[nr++] = in->shape[d];
+    }
+    b->reduce_ndim = in->ndim;
+    b->reduce_mask = r->reduce_mask;
+    k->reduce_count = eng_numel(b->ctx, nr, dims);
+    k->ridx = k->reduce_count ? index_var(b, "ridx", k->reduce_count) : NULL;
+    if (k->ridx)
+        unravel(b, k->ridx, nr, dims, b->rid);
+}
+
+/* Fuses reduction r into the kernel (joins_range said it may): its input at (out_idx on kept
+ * dims, ridx on reduced dims). Returns the value of the reduction's result. */
 static kast *reduction_input(kbuild *b, eng_node *r, const sym_node *const *out_idx) {
     eng_kernel *k = b->k;
-    if (!b->reduce_node) {
-        const shape_view *in = shape_tracker_last(r->src[0].st);
-        const sym_node *dims[SHAPE_MAX_DIMS];
-        uint32_t nr = 0;
-        for (uint32_t d = 0; d < in->ndim; d++) {
-            if (r->reduce_mask & (1u << d))
-                dims[nr++] = in->shape[d];
-        }
-        k->reduce_count = eng_numel(b->ctx, nr, dims);
-        k->ridx = k->reduce_count ? index_var(b, "ridx", k->reduce_count) : NULL;
-        const sym_node *rid[SHAPE_MAX_DIMS], *idx[SHAPE_MAX_DIMS];
-        if (k->ridx)
-            unravel(b, k->ridx, nr, dims, rid);
-        for (uint32_t d = 0, j = 0; d < in->ndim; d++)
-            idx[d] = r->reduce_mask & (1u << d) ? rid[j++] : out_idx[d];
-        b->reduce_node = r;
-        b->in_reduce = true;
+    uint32_t i = 0;
+    while (i < k->reduction_count && k->reductions[i].node != r)
+        i++;
+    if (i == k->reduction_count) {
+        if (i == 0)
+            open_range(b, r);
+        const sym_node *idx[SHAPE_MAX_DIMS];
+        for (uint32_t d = 0, j = 0; d < b->reduce_ndim; d++)
+            idx[d] = r->reduce_mask & (1u << d) ? b->rid[j++] : out_idx[d];
+        eng_reduction *red = &k->reductions[k->reduction_count++];
+        red->node = r;
+        red->op = r->op;
+        red->arg = r->arg;
+        red->type = r->src[0].node->type;
         bool outer_at_output = b->at_output;
+        b->in_reduce = true;
         b->at_output = false;
-        k->has_reduce = true;
-        k->reduce_op = r->op;
-        k->reduce_type = r->type;
-        k->reduce_value = src_value(b, &r->src[0], idx);
+        red->value = src_value(b, &r->src[0], idx);
         b->in_reduce = false;
         b->at_output = outer_at_output;
     }
     kast *a = kast_new(b, KAST_REDUCE, IR_CONST, r->type);
+    if (a)
+        a->reduction = i;
     return a;
 }
 
@@ -340,6 +383,7 @@ static uint64_t finish_tree(kbuild *b, kast *a) {
     memcpy(&bits, &a->value, sizeof bits);
     h = base_hash_u64(h, bits);
     h = base_hash_u64(h, a->seed);
+    h = base_hash_u64(h, a->reduction);
     for (uint32_t i = 0; i < a->nsrc; i++)
         h = base_hash_u64(h, finish_tree(b, a->src[i]));
     a->hash = h;
@@ -354,12 +398,13 @@ static void finish_kernel(kbuild *b) {
     h = base_hash_u64(h, finish_tree(b, k->value));
     h = base_hash_u64(h, sym_hash_or_zero(k->numel));
     h = base_hash_u64(h, sym_hash_or_zero(k->gidx));
-    if (k->has_reduce) {
-        h = base_hash_u64(h, ((uint64_t)k->reduce_op << 8) | k->reduce_type);
-        h = base_hash_u64(h, finish_tree(b, k->reduce_value));
-        h = base_hash_u64(h, sym_hash_or_zero(k->reduce_count));
-        h = base_hash_u64(h, sym_hash_or_zero(k->ridx));
+    for (uint32_t i = 0; i < k->reduction_count; i++) {
+        const eng_reduction *r = &k->reductions[i];
+        h = base_hash_u64(h, ((uint64_t)r->op << 16) | ((uint64_t)r->type << 8) | r->arg);
+        h = base_hash_u64(h, finish_tree(b, r->value));
     }
+    h = base_hash_u64(h, sym_hash_or_zero(k->reduce_count));
+    h = base_hash_u64(h, sym_hash_or_zero(k->ridx));
     h = base_hash_u64(h, k->buffer_count);
     for (uint32_t i = 0; i < k->buffer_count; i++)
         h = base_hash_u64(h, k->buffer_types[i]);

@@ -2,7 +2,8 @@
  *
  *     gid = GLOBAL_ID
  *     IF gid < numel
- *       [acc = VAR(identity); RANGE reduce_count -> r: acc = acc op value(gid, r); ENDRANGE]
+ *       [acc_i = VAR(identity_i); RANGE reduce_count -> r: acc_i = acc_i op_i value_i(gid, r);
+ *        ENDRANGE]  (several reductions may share the range)
  *       STORE out[gid] = value(gid, acc)
  *     ENDIF
  *
@@ -19,7 +20,8 @@ typedef struct lowering {
     const eng_kernel *k;
     ir_kernel *ir;
     base_map memo; /* (pointer of a sym node or kast) -> IR value, per body */
-    ir_value gid, ridx, reduce_result;
+    ir_value gid, ridx;
+    ir_value results[ENG_MAX_REDUCTIONS]; /* each reduction's value after the range */
 } lowering;
 
 typedef struct memo_entry {
@@ -198,7 +200,7 @@ static ir_value lower_value_uncached(lowering *l, const kast *a) {
     case KAST_RAND:
         return lower_rand(l, a);
     case KAST_REDUCE:
-        return l->reduce_result;
+        return l->results[a->reduction];
     case KAST_ALU: {
         ir_value s[3] = {IR_NONE, IR_NONE, IR_NONE};
         for (uint32_t i = 0; i < a->nsrc; i++)
@@ -239,23 +241,48 @@ static ir_value reduce_identity(ir_kernel *ir, ir_op op, ir_type t) {
     }
 }
 
-static void lower_reduction(lowering *l) {
+/* One combining step of reduction r with value v; arg reductions also keep the index of the
+ * first maximum (NaN counts as the maximum, as torch.argmax). */
+static void combine(lowering *l, const eng_reduction *r, ir_value acc, ir_value at, ir_value v) {
+    ir_kernel *ir = l->ir;
+    ir_value best = ir_get(ir, acc);
+    if (!r->arg) {
+        ir_set(ir, acc, ir_alu(ir, r->op, r->type, best, v, IR_NONE));
+        return;
+    }
+    ir_value greater = ir_alu(ir, IR_LT, IR_BOOL, best, v, IR_NONE);
+    ir_value v_nan = ir_alu(ir, IR_NE, IR_BOOL, v, v, IR_NONE);
+    ir_value best_num = ir_alu(ir, IR_EQ, IR_BOOL, best, best, IR_NONE);
+    ir_value nan_wins = ir_alu(ir, IR_AND, IR_BOOL, v_nan, best_num, IR_NONE);
+    ir_value take = ir_alu(ir, IR_OR, IR_BOOL, greater, nan_wins, IR_NONE);
+    ir_set(ir, acc, ir_alu(ir, IR_WHERE, r->type, take, v, best));
+    ir_value index = ir_cast(ir, IR_I32, l->ridx);
+    ir_set(ir, at, ir_alu(ir, IR_WHERE, IR_I32, take, index, ir_get(ir, at)));
+}
+
+/* acc = identity; RANGE reduce_count: acc = acc op value; the results after the range. */
+static void lower_reductions(lowering *l) {
     const eng_kernel *k = l->k;
     ir_kernel *ir = l->ir;
-    ir_value acc = ir_var(ir, reduce_identity(ir, k->reduce_op, k->reduce_type));
+    ir_value acc[ENG_MAX_REDUCTIONS], at[ENG_MAX_REDUCTIONS];
+    for (uint32_t i = 0; i < k->reduction_count; i++) {
+        const eng_reduction *r = &k->reductions[i];
+        acc[i] = ir_var(ir, reduce_identity(ir, r->op, r->type));
+        at[i] = r->arg ? ir_var(ir, ir_const_i(ir, IR_I32, 0)) : IR_NONE;
+    }
     ir_value count = lower_sym(l, k->reduce_count);
     l->ridx = ir_range(ir, count);
     /* Values inside the loop body are not visible after it: a body of its own. */
     base_map outer = l->memo;
     base_map_init(&l->memo, &l->ctx->alloc);
-    ir_value v = lower_value(l, k->reduce_value);
-    ir_value next = ir_alu(ir, k->reduce_op, k->reduce_type, ir_get(ir, acc), v, IR_NONE);
-    ir_set(ir, acc, next);
+    for (uint32_t i = 0; i < k->reduction_count; i++)
+        combine(l, &k->reductions[i], acc[i], at[i], lower_value(l, k->reductions[i].value));
     base_map_finish(&l->memo);
     l->memo = outer;
     ir_endrange(ir);
     l->ridx = IR_NONE;
-    l->reduce_result = ir_get(ir, acc);
+    for (uint32_t i = 0; i < k->reduction_count; i++)
+        l->results[i] = ir_get(ir, k->reductions[i].arg ? at[i] : acc[i]);
 }
 
 /* Whether every index expression's bounds fit in int32. */
@@ -284,20 +311,21 @@ static bool tree_fits_i32(const kast *a) {
 }
 
 kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, ir_kernel *ir) {
-    bool narrow = fits_i32(k->numel) && fits_i32(k->reduce_count) && tree_fits_i32(k->value) &&
-                  tree_fits_i32(k->reduce_value);
+    bool narrow = fits_i32(k->numel) && fits_i32(k->reduce_count) && tree_fits_i32(k->value);
+    for (uint32_t i = 0; i < k->reduction_count; i++)
+        narrow = narrow && tree_fits_i32(k->reductions[i].value);
     ir_kernel_init(ir, &ctx->alloc, narrow ? IR_I32 : IR_I64);
     for (uint32_t i = 0; i < k->buffer_count; i++)
         ir_buffer_add(ir, k->buffer_types[i]);
     for (uint32_t p = 0; p < k->param_count; p++)
         ir_param(ir, p); /* declares every parameter, in order */
-    lowering l = {.ctx = ctx, .k = k, .ir = ir, .ridx = IR_NONE, .reduce_result = IR_NONE};
+    lowering l = {.ctx = ctx, .k = k, .ir = ir, .ridx = IR_NONE};
     base_map_init(&l.memo, &ctx->alloc);
     l.gid = ir_global_id(ir);
     ir_value in_range = ir_alu(ir, IR_LT, IR_BOOL, l.gid, lower_sym(&l, k->numel), IR_NONE);
     ir_if(ir, in_range);
-    if (k->has_reduce)
-        lower_reduction(&l);
+    if (k->reduction_count > 0)
+        lower_reductions(&l);
     ir_value v = lower_value(&l, k->value);
     if (v != IR_NONE && ir->insts.data[v].type != k->out_type)
         v = ir_cast(ir, k->out_type, v);

@@ -161,8 +161,10 @@ kiln_tensor *kiln_reshape_sym(kiln_tensor *t, uint32_t ndim, const kiln_expr *co
     const sym_node *dims[SHAPE_MAX_DIMS];
     if (!eng_shape_from_exprs(ctx, "kiln_reshape", ndim, shape, dims))
         return NULL;
-    shape_tracker out;
-    kiln_status st = shape_tracker_reshape(ctx->shape, t->st, ndim, dims, &out);
+    /* Trackers are kept compact (only their views); shape/ takes whole values. */
+    shape_tracker in, out;
+    memcpy(&in, t->st, offsetof(shape_tracker, views) + t->st->nviews * sizeof(shape_view));
+    kiln_status st = shape_tracker_reshape(ctx->shape, &in, ndim, dims, &out);
     if (st != KILN_OK)
         return eng_fail_from_shape(ctx, st);
     return eng_tensor_new(ctx, t->base, eng_tracker_keep(ctx, &out));
@@ -202,4 +204,61 @@ kiln_tensor *kiln_reshape(kiln_tensor *t, uint32_t ndim, const int64_t *shape) {
         dims[infer] = kiln_int(ctx, n / known);
     }
     return kiln_reshape_sym(t, ndim, dims);
+}
+
+kiln_tensor *kiln_shrink_sym(kiln_tensor *t, const kiln_expr *const *begin,
+                             const kiln_expr *const *end) {
+    if (!t)
+        return NULL;
+    const shape_view *v = view_of(t);
+    const sym_node *b[SHAPE_MAX_DIMS], *e[SHAPE_MAX_DIMS];
+    if (!eng_shape_from_exprs(t->ctx, "kiln_shrink", v->ndim, begin, b) ||
+        !eng_shape_from_exprs(t->ctx, "kiln_shrink", v->ndim, end, e))
+        return NULL;
+    VIEW_OP(t, shape_view_shrink(t->ctx->shape, v, b, e, &out_));
+}
+
+kiln_tensor *kiln_pad_sym(kiln_tensor *t, const kiln_expr *const *pad) {
+    if (!t)
+        return NULL;
+    const shape_view *v = view_of(t);
+    const kiln_expr *before_e[SHAPE_MAX_DIMS], *after_e[SHAPE_MAX_DIMS];
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        before_e[d] = pad ? pad[2 * d] : NULL;
+        after_e[d] = pad ? pad[2 * d + 1] : NULL;
+    }
+    const sym_node *before[SHAPE_MAX_DIMS], *after[SHAPE_MAX_DIMS];
+    if (!eng_shape_from_exprs(t->ctx, "kiln_pad", v->ndim, before_e, before) ||
+        !eng_shape_from_exprs(t->ctx, "kiln_pad", v->ndim, after_e, after))
+        return NULL;
+    VIEW_OP(t, shape_view_pad(t->ctx->shape, v, before, after, &out_));
+}
+
+kiln_tensor *kiln_narrow_sym(kiln_tensor *t, int32_t dim, const kiln_expr *start,
+                             const kiln_expr *length) {
+    if (!t)
+        return NULL;
+    if (!start || !length)
+        return t->ctx->err.status ? NULL
+                                  : eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
+                                             "kiln_narrow: missing start or length");
+    VIEW_OP(t, shape_view_narrow(t->ctx->shape, view_of(t), dim, (const sym_node *)start,
+                                 (const sym_node *)length, &out_));
+}
+
+kiln_tensor *kiln_slice_sym(kiln_tensor *t, int32_t dim, const kiln_expr *start,
+                            const kiln_expr *stop, int64_t step) {
+    if (!t)
+        return NULL;
+    if (step < 1)
+        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
+                        "kiln_slice_sym: step must be >= 1 (use kiln_flip for reversed order)");
+    if (!start || !stop)
+        return t->ctx->err.status ? NULL
+                                  : eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
+                                             "kiln_slice_sym: missing start or stop");
+    const kiln_expr *length =
+        (const kiln_expr *)sym_sub(t->ctx->sym, (const sym_node *)stop, (const sym_node *)start);
+    kiln_tensor *n = kiln_narrow_sym(t, dim, start, length);
+    return step == 1 ? n : kiln_slice(n, dim, 0, INT64_MAX, step);
 }

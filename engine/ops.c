@@ -405,6 +405,9 @@ kiln_tensor *kiln_mean(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool
     return cast_to(kiln_div(s, count_tensor(t, mask, IR_F32)), type);
 }
 
+/* var in one kernel: the shifted-data algorithm, with the shift K the first element of each
+ * reduced slice (a view, no extra pass): s1 = sum(x - K), s2 = sum((x - K)^2) share one range,
+ * var = (s2 - s1^2 / n) / max(0, n - correction). */
 kiln_tensor *kiln_var(kiln_tensor *t, uint32_t naxes, const int32_t *axes, double correction,
                       bool keepdim) {
     uint32_t mask;
@@ -413,16 +416,38 @@ kiln_tensor *kiln_var(kiln_tensor *t, uint32_t naxes, const int32_t *axes, doubl
     if (!ir_type_is_float(type_of(t)))
         return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
                         "kiln_var: the input must be a float tensor (as PyTorch)");
+    kiln_context *ctx = t->ctx;
     ir_type type = type_of(t);
     kiln_tensor *x = cast_to(t, IR_F32);
-    kiln_tensor *dev = kiln_sub(x, kiln_mean(x, naxes, axes, true));
-    kiln_tensor *ss = kiln_sum(kiln_mul(dev, dev), naxes, axes, keepdim);
-    /* max(0, N - correction), computed in the kernel from N. */
+    if (!x)
+        return NULL;
+    const shape_view *v = view_of(x);
+    kiln_tensor *d = x;
+    const sym_node *count = reduced_count(x, mask);
+    if (count && sym_vmin(count) > 0) { /* shift only when no slice can be empty */
+        const kiln_expr *full[SHAPE_MAX_DIMS];
+        int64_t begin[SHAPE_MAX_DIMS] = {0};
+        bool constant = true;
+        int64_t end[SHAPE_MAX_DIMS];
+        for (uint32_t i = 0; i < v->ndim; i++) {
+            full[i] = (const kiln_expr *)v->shape[i];
+            constant = constant && sym_is_const(v->shape[i], &end[i]);
+            if (mask & (1u << i))
+                end[i] = 1;
+        }
+        if (constant) {
+            kiln_tensor *k = kiln_expand_sym(kiln_shrink(x, begin, end), v->ndim, full);
+            d = kiln_sub(x, k);
+        }
+    }
+    kiln_tensor *s1 = kiln_sum(d, naxes, axes, keepdim);
+    kiln_tensor *s2 = kiln_sum(kiln_mul(d, d), naxes, axes, keepdim);
+    kiln_tensor *n = count_tensor(x, mask, IR_F32);
+    kiln_tensor *num = kiln_sub(s2, kiln_div(kiln_mul(s1, s1), n));
     kiln_tensor *divisor =
-        kiln_maximum(kiln_sub(count_tensor(t, mask, IR_F32),
-                              eng_full(t->ctx, IR_F32, 0, NULL, correction, NULL)),
-                     eng_full(t->ctx, IR_F32, 0, NULL, 0.0, NULL));
-    return cast_to(kiln_div(ss, divisor), type);
+        kiln_maximum(kiln_sub(n, eng_full(ctx, IR_F32, 0, NULL, correction, NULL)),
+                     eng_full(ctx, IR_F32, 0, NULL, 0.0, NULL));
+    return cast_to(kiln_div(num, divisor), type);
 }
 
 kiln_tensor *kiln_std(kiln_tensor *t, uint32_t naxes, const int32_t *axes, double correction,
@@ -474,31 +499,37 @@ kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b) {
     return r;
 }
 
-/* torch.argmax(dim): the first index of the maximum, as i32 (PyTorch returns int64, which
- * Kiln's public dtypes lack). Two reductions: the max, then the smallest index holding it. */
+/* torch.argmax(dim): the first index of the maximum (NaN counts as the maximum), as i32
+ * (PyTorch returns int64, which Kiln's public dtypes lack). One reduction that keeps the best
+ * value and its index together. */
 kiln_tensor *kiln_argmax(kiln_tensor *t, int32_t dim, bool keepdim) {
     uint32_t mask;
     if (!t || !axes_mask(t, "kiln_argmax", 1, &dim, &mask))
         return NULL;
     kiln_context *ctx = t->ctx;
-    const shape_view *v = view_of(t);
-    uint32_t d = (uint32_t)__builtin_ctz(mask);
-    int64_t size;
-    if (sym_is_const(v->shape[d], &size) && size == 0)
+    const sym_node *count = reduced_count(t, mask);
+    int64_t n;
+    if (count && sym_is_const(count, &n) && n == 0)
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
                         "kiln_argmax: the dim is empty, which has no maximum");
-    /* The index along d, shaped to broadcast against t. */
-    const sym_node *len = v->shape[d];
-    eng_node *n = eng_node_new(ctx, ENG_INDEX, IR_CONST, IR_I32, 1, &len);
-    kiln_tensor *index =
-        n ? eng_tensor_new(ctx, eng_node_intern(ctx, n), eng_tracker_contiguous(ctx, 1, &len))
-          : NULL;
-    for (uint32_t i = d + 1; i < v->ndim && index; i++)
-        index = kiln_unsqueeze(index, -1);
-    kiln_tensor *m = kiln_max(t, 1, &dim, true);
-    kiln_tensor *big = eng_full(ctx, IR_I32, 0, NULL, (double)INT32_MAX, NULL);
-    kiln_tensor *cand = kiln_where(kiln_eq(t, m), index, big);
-    return kiln_min(cand, 1, &dim, keepdim);
+    kiln_tensor *x = cast_to(t, type_of(t) == IR_F16 ? IR_F32 : type_of(t));
+    if (!x)
+        return NULL;
+    const shape_view *v = view_of(x);
+    const sym_node *shape[SHAPE_MAX_DIMS];
+    for (uint32_t d = 0; d < v->ndim; d++)
+        shape[d] = mask & (1u << d) ? sym_const(ctx->sym, 1) : v->shape[d];
+    eng_node *r = eng_node_new(ctx, ENG_REDUCE, IR_MAX, IR_I32, v->ndim, shape);
+    if (!r)
+        return NULL;
+    r->nsrc = 1;
+    r->src[0] = (eng_src){x->base, x->st};
+    r->reduce_mask = mask;
+    r->arg = true;
+    r = eng_node_intern(ctx, r);
+    kiln_tensor *out =
+        r ? eng_tensor_new(ctx, r, eng_tracker_contiguous(ctx, r->ndim, r->shape)) : NULL;
+    return finish_keepdim(out, mask, keepdim);
 }
 
 /* torch.nn.functional.conv2d without bias or groups: x (N, C, H, W), w (O, C, KH, KW) ->

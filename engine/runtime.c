@@ -351,7 +351,7 @@ kiln_status eng_batch_run(kiln_context *ctx, eng_batch *b, const eng_program *p,
         return st;
     ctx->stats.dispatches++;
     if (base_log_verbosity() >= 2) {
-        dispatched d = {k->hash, n, k->has_reduce};
+        dispatched d = {k->hash, n, k->reduction_count > 0};
         (void)BASE_VEC_PUSH(&ctx->alloc, &b->log, d); /* debug output only: a miss is harmless */
     }
     if (ctx->interpreter)

@@ -138,6 +138,19 @@ kiln_tensor *kiln_scalar(kiln_context *ctx, kiln_dtype dtype, double value); /* 
 /* [start, stop) by step, as torch.arange (a 1-d tensor of ceil((stop - start) / step)). */
 kiln_tensor *kiln_arange(kiln_context *ctx, kiln_dtype dtype, double start, double stop,
                          double step);
+/* Symbolic forms: sizes (and values) are expressions of bound Variables. One kernel serves
+ * every value a Variable is bound to. */
+kiln_tensor *kiln_empty_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
+                            const kiln_expr *const *shape);
+kiln_tensor *kiln_rand_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
+                           const kiln_expr *const *shape, uint64_t seed);
+kiln_tensor *kiln_randn_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
+                            const kiln_expr *const *shape, uint64_t seed);
+/* 0, 1, ..., stop - 1. */
+kiln_tensor *kiln_arange_sym(kiln_context *ctx, kiln_dtype dtype, const kiln_expr *stop);
+/* A 0-d tensor holding the value of an expression (computed in the kernel, from the pushed
+ * values of its Variables). */
+kiln_tensor *kiln_scalar_expr(kiln_context *ctx, kiln_dtype dtype, const kiln_expr *value);
 /* Uniform [0, 1) and standard normal floats from a seed: the same seed gives the same numbers
  * on every device and in the interpreter. */
 kiln_tensor *kiln_rand(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape,
@@ -171,6 +184,9 @@ kiln_tensor *kiln_expand_sym(kiln_tensor *t, uint32_t ndim, const kiln_expr *con
 kiln_tensor *kiln_pad(kiln_tensor *t, const int64_t *pad);
 /* Keep [begin[d], end[d]) of every dim. */
 kiln_tensor *kiln_shrink(kiln_tensor *t, const int64_t *begin, const int64_t *end);
+kiln_tensor *kiln_shrink_sym(kiln_tensor *t, const kiln_expr *const *begin,
+                             const kiln_expr *const *end);
+kiln_tensor *kiln_pad_sym(kiln_tensor *t, const kiln_expr *const *pad);
 kiln_tensor *kiln_flip(kiln_tensor *t, int32_t dim);
 /* t[start:stop:step] along dim with Python's rules (INT64_MIN/INT64_MAX for omitted bounds;
  * negative steps as NumPy). */
@@ -178,6 +194,11 @@ kiln_tensor *kiln_slice(kiln_tensor *t, int32_t dim, int64_t start, int64_t stop
 kiln_tensor *kiln_unsqueeze(kiln_tensor *t, int32_t dim);
 kiln_tensor *kiln_squeeze(kiln_tensor *t, int32_t dim);
 kiln_tensor *kiln_narrow(kiln_tensor *t, int32_t dim, int64_t start, int64_t length);
+kiln_tensor *kiln_narrow_sym(kiln_tensor *t, int32_t dim, const kiln_expr *start,
+                             const kiln_expr *length);
+/* t[start:stop:step] along dim with expression bounds (0 <= start <= stop <= size, step >= 1). */
+kiln_tensor *kiln_slice_sym(kiln_tensor *t, int32_t dim, const kiln_expr *start,
+                            const kiln_expr *stop, int64_t step);
 kiln_tensor *kiln_select(kiln_tensor *t, int32_t dim, int64_t index);
 kiln_tensor *kiln_diagonal(kiln_tensor *t, int64_t offset, int32_t dim1, int32_t dim2);
 kiln_tensor *kiln_unfold(kiln_tensor *t, int32_t dim, int64_t size, int64_t step);
