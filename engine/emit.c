@@ -15,8 +15,9 @@ typedef struct emitter {
     spv_id *counter;       /* RANGE -> counter variable */
     spv_id buffers[IR_MAX_BUFFERS];
     spv_id push;          /* push-constant block variable */
+    spv_id param_buffer;  /* or the parameters' storage buffer */
     spv_id global_id;     /* linear invocation index, index type */
-    uint32_t workgroup_x; /* the spec constant's id value for size x */
+    bool params_in_buffer;
     spv_id wg_size_x;
 } emitter;
 
@@ -423,7 +424,10 @@ static void declare_interface(emitter *e) {
                                                       : SPV_ACCESS_READ;
         e->buffers[i] = spv_storage_buffer(b, storage_type(b, buf->type), 0, i, access);
     }
-    if (k->param_count > 0) {
+    if (k->param_count > 0 && e->params_in_buffer) {
+        e->param_buffer = spv_storage_buffer(b, compute_type(b, k->index_type), 0,
+                                             k->buffer_count, SPV_ACCESS_READ);
+    } else if (k->param_count > 0) {
         spv_id members[EMIT_MAX_PARAMS];
         for (uint32_t i = 0; i < k->param_count && i < EMIT_MAX_PARAMS; i++)
             members[i] = compute_type(b, k->index_type);
@@ -471,7 +475,12 @@ static void emit_inst(emitter *e, uint32_t at, uint32_t *open, uint32_t *depth) 
                                                            : i->imm.i);
         break;
     case IR_PARAM:
-        e->ids[at] = spv_push_constant_load(b, e->push, i->arg);
+        if (e->params_in_buffer)
+            e->ids[at] = spv_load(
+                b, spv_buffer_element(b, e->param_buffer,
+                                      spv_const_int(b, spv_type_int(b, 32, false), i->arg)));
+        else
+            e->ids[at] = spv_push_constant_load(b, e->push, i->arg);
         break;
     case IR_GLOBAL_ID:
         e->ids[at] = e->global_id;
@@ -526,7 +535,7 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
                               k->param_count, (unsigned)EMIT_MAX_PARAMS);
     spv_builder_options bo = {
         .version = opt->spirv_version, .maintenance4 = opt->maintenance4, .alloc = &k->alloc};
-    emitter e = {.k = k};
+    emitter e = {.k = k, .params_in_buffer = opt->params_in_buffer};
     st = spv_builder_create(&bo, &e.b, err);
     if (st != KILN_OK)
         return st;
@@ -566,7 +575,10 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
         } else {
             memcpy(out->words, words, count * sizeof *words);
             out->word_count = count;
-            out->push_constant_size = k->param_count * (k->index_type == IR_I64 ? 8u : 4u);
+            uint32_t param_bytes = k->param_count * (k->index_type == IR_I64 ? 8u : 4u);
+            out->push_constant_size = opt->params_in_buffer ? 0 : param_bytes;
+            out->binding_count =
+                k->buffer_count + (opt->params_in_buffer && k->param_count > 0 ? 1u : 0u);
         }
     }
     base_free(&k->alloc, arrays, 5 * n * sizeof *arrays);

@@ -11,6 +11,8 @@ typedef struct emit_options {
     uint32_t spirv_version;  /* from vkd_caps.spirv_version */
     bool maintenance4;       /* LocalSizeId may be used below SPIR-V 1.6 */
     uint32_t workgroup_size; /* default x size of spec constant 0 (0: 64) */
+    bool params_in_buffer;   /* parameters in a storage buffer (binding buffer_count), not
+                                push constants: for devices whose limit they exceed */
 } emit_options;
 
 /* The module's interface: buffer i is set 0 binding i; push constants are the kernel's
@@ -20,6 +22,7 @@ typedef struct emit_result {
     uint32_t *words; /* allocated with the kernel's allocator */
     size_t word_count;
     uint32_t push_constant_size;
+    uint32_t binding_count; /* the kernel's buffers, plus the parameter buffer if any */
 } emit_result;
 
 kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result *out,

@@ -310,7 +310,8 @@ static bool tree_fits_i32(const kast *a) {
     return true;
 }
 
-kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, ir_kernel *ir) {
+kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, bool unchecked,
+                             ir_kernel *ir) {
     bool narrow = fits_i32(k->numel) && fits_i32(k->reduce_count) && tree_fits_i32(k->value);
     for (uint32_t i = 0; i < k->reduction_count; i++)
         narrow = narrow && tree_fits_i32(k->reductions[i].value);
@@ -322,15 +323,18 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, ir_kernel *
     lowering l = {.ctx = ctx, .k = k, .ir = ir, .ridx = IR_NONE};
     base_map_init(&l.memo, &ctx->alloc);
     l.gid = ir_global_id(ir);
-    ir_value in_range = ir_alu(ir, IR_LT, IR_BOOL, l.gid, lower_sym(&l, k->numel), IR_NONE);
-    ir_if(ir, in_range);
+    if (!unchecked) {
+        ir_value in_range = ir_alu(ir, IR_LT, IR_BOOL, l.gid, lower_sym(&l, k->numel), IR_NONE);
+        ir_if(ir, in_range);
+    }
     if (k->reduction_count > 0)
         lower_reductions(&l);
     ir_value v = lower_value(&l, k->value);
     if (v != IR_NONE && ir->insts.data[v].type != k->out_type)
         v = ir_cast(ir, k->out_type, v);
     ir_store(ir, 0, l.gid, v);
-    ir_endif(ir);
+    if (!unchecked)
+        ir_endif(ir);
     base_map_finish(&l.memo);
     if (ir->status != KILN_OK)
         return base_error_set(&ctx->err, ir->status, "lowering a kernel to IR failed: %s",

@@ -22,6 +22,7 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
         snprintf(ctx->device_name, sizeof ctx->device_name, "interpreter");
         return KILN_OK;
     }
+    ctx->force_specialization = opt->test_force_specialization;
     vkd_instance_options io = {
         .validation = opt->validation, .alloc = &ctx->alloc, .app_name = "kiln"};
     base_error err = {0};
@@ -41,7 +42,10 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
         return KILN_OK;
     }
     if (st == KILN_OK)
-        st = vkd_device_create(ctx->inst, index, NULL, &ctx->dev, &err);
+        st = vkd_device_create(
+            ctx->inst, index,
+            &(vkd_device_options){.max_push_constants = opt->test_max_push_constants}, &ctx->dev,
+            &err);
     if (st != KILN_OK)
         return base_error_set(&ctx->err, st, "%s", base_error_message(&err));
     snprintf(ctx->device_name, sizeof ctx->device_name, "%s",
@@ -197,9 +201,12 @@ static kiln_status create_pipeline(kiln_context *ctx, eng_program *p) {
     kiln_status tst = check_types(ctx, &p->ir);
     if (tst != KILN_OK)
         return tst;
+    uint32_t param_bytes = p->ir.param_count * (p->ir.index_type == IR_I64 ? 8u : 4u);
+    p->params_in_buffer = param_bytes > caps->max_push_constants_size;
     emit_options eo = {.spirv_version = caps->spirv_version,
                        .maintenance4 = caps->maintenance4,
-                       .workgroup_size = p->workgroup_size};
+                       .workgroup_size = p->workgroup_size,
+                       .params_in_buffer = p->params_in_buffer};
     emit_result r;
     base_error err = {0};
     kiln_status st = emit_spirv(&p->ir, &eo, &r, &err);
@@ -213,7 +220,7 @@ static kiln_status create_pipeline(kiln_context *ctx, eng_program *p) {
     vkd_pipeline_desc desc = {
         .code = r.words,
         .word_count = r.word_count,
-        .binding_count = p->ir.buffer_count,
+        .binding_count = r.binding_count,
         .push_constant_size = r.push_constant_size,
         .spec_entries = entries,
         .spec_entry_count = 3,
@@ -229,8 +236,71 @@ static kiln_status create_pipeline(kiln_context *ctx, eng_program *p) {
     return KILN_OK;
 }
 
-kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program **out) {
+/* The parameter values of k as an assignment of its Variables. */
+static sym_assignment params_of(const eng_kernel *k) {
+    sym_assignment a = {.vars = k->params, .values = k->param_values, .count = k->param_count};
+    return a;
+}
+
+/* Specialisation on the element count: a multiple of the workgroup size that one row of
+ * workgroups covers needs no bounds check. A constant count decides it once and for all (it is
+ * part of the kernel's key); a symbolic count is specialised only when the context forces it
+ * (a test-only option), under a guard checked before every reuse. */
+static void choose_variant(kiln_context *ctx, const eng_kernel *k, eng_program *p) {
+    uint64_t wg = p->workgroup_size;
+    uint64_t max_x =
+        ctx->interpreter ? UINT32_MAX : vkd_device_caps(ctx->dev)->max_workgroup_count[0];
+    int64_t n;
+    if (sym_is_const(k->numel, &n)) {
+        p->unchecked = n > 0 && (uint64_t)n % wg == 0 && (uint64_t)n / wg <= max_x;
+        return;
+    }
+    if (!ctx->force_specialization)
+        return;
+    sym_ctx *sc = ctx->sym;
+    const sym_node *divisible =
+        sym_eq(sc, sym_floormod_c(sc, k->numel, (int64_t)wg), sym_const(sc, 0));
+    const sym_node *one_row = sym_le(sc, k->numel, sym_const(sc, (int64_t)(wg * max_x)));
+    const sym_node *holds = sym_and(sc, divisible, one_row);
+    if (!holds) {
+        sym_ctx_clear_error(sc);
+        return;
+    }
+    sym_guard g = {.kind = SYM_GUARD_TRUE, .expr = holds};
+    sym_assignment a = params_of(k);
+    base_error err = {0};
+    if (sym_guard_check(&g, &a, &err)) {
+        p->unchecked = true;
+        p->has_guard = true;
+        p->guard = g;
+    }
+}
+
+/* A compiled variant of k's hash whose guard holds for k's values, or NULL. */
+static eng_program *find_variant(kiln_context *ctx, const eng_kernel *k) {
     eng_program *p = base_map_find(&ctx->programs, k->hash, &k->hash, program_eq, NULL);
+    sym_assignment a = params_of(k);
+    for (; p; p = p->variant) {
+        base_error err = {0};
+        if (!p->has_guard || sym_guard_check(&p->guard, &a, &err))
+            return p;
+        ctx->stats.guard_failures++;
+    }
+    return NULL;
+}
+
+static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_program *p) {
+    choose_variant(ctx, k, p);
+    kiln_status st = eng_kernel_lower(ctx, k, p->unchecked, &p->ir);
+    if (st == KILN_OK)
+        st = ir_verify(&p->ir, &ctx->err);
+    if (st == KILN_OK && !ctx->interpreter)
+        st = create_pipeline(ctx, p);
+    return st;
+}
+
+kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program **out) {
+    eng_program *p = find_variant(ctx, k);
     if (p) {
         ctx->stats.kernels_cached++;
         *out = p;
@@ -241,18 +311,19 @@ kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program 
         return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a kernel");
     p->hash = k->hash;
     p->workgroup_size = WORKGROUP_SIZE;
-    kiln_status st = eng_kernel_lower(ctx, k, &p->ir);
-    if (st == KILN_OK)
-        st = ir_verify(&p->ir, &ctx->err);
-    if (st == KILN_OK && !ctx->interpreter)
-        st = create_pipeline(ctx, p);
-    if (st == KILN_OK && base_map_insert(&ctx->programs, p->hash, p) != KILN_OK)
+    kiln_status st = compile_variant(ctx, k, p);
+    eng_program *head = base_map_find(&ctx->programs, k->hash, &k->hash, program_eq, NULL);
+    if (st == KILN_OK && !head && base_map_insert(&ctx->programs, p->hash, p) != KILN_OK)
         st = base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for the cache");
     if (st != KILN_OK) {
         vkd_pipeline_destroy(p->pipeline);
         ir_kernel_finish(&p->ir);
         base_free(&ctx->alloc, p, sizeof *p);
         return st;
+    }
+    if (head) { /* another variant of the same kernel */
+        p->variant = head->variant;
+        head->variant = p;
     }
     debug_dump(p);
     p->next = ctx->program_list;
@@ -274,6 +345,7 @@ typedef struct dispatched {
 struct eng_batch {
     vkd_batch *batch;         /* NULL with the interpreter */
     BASE_VEC(dispatched) log; /* what ran, for KILN_DEBUG=2 */
+    BASE_VEC(vkd_buffer *) param_buffers; /* freed once the batch has run */
 };
 
 kiln_status eng_batch_begin(kiln_context *ctx, eng_batch **out) {
@@ -314,7 +386,7 @@ static kiln_status run_interpreter(kiln_context *ctx, const eng_program *p, cons
 
 static kiln_status run_device(kiln_context *ctx, eng_batch *b, const eng_program *p,
                               const eng_kernel *k, uint64_t n) {
-    vkd_binding bindings[ENG_MAX_BUFFERS];
+    vkd_binding bindings[ENG_MAX_BUFFERS + 1];
     for (uint32_t i = 0; i < k->buffer_count; i++)
         bindings[i] = (vkd_binding){.buffer = k->buffers[i]->buffer};
     /* Parameters in the index type's width. */
@@ -330,13 +402,29 @@ static kiln_status run_device(kiln_context *ctx, eng_batch *b, const eng_program
             push.i32[i] = (int32_t)k->param_values[i];
     }
     uint32_t push_size = k->param_count * (wide ? 8u : 4u);
+    uint32_t binding_count = k->buffer_count;
+    base_error err = {0};
+    if (p->params_in_buffer && push_size > 0) {
+        /* Too many values for push constants: they travel in a small buffer. */
+        vkd_buffer *pb = NULL;
+        kiln_status st = vkd_buffer_create(ctx->dev, push_size, &pb, &err);
+        if (st == KILN_OK)
+            st = vkd_buffer_upload(pb, 0, &push, push_size, &err);
+        if (st == KILN_OK && BASE_VEC_PUSH(&ctx->alloc, &b->param_buffers, pb) != KILN_OK)
+            st = base_error_set(&err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for parameters");
+        if (st != KILN_OK) {
+            vkd_buffer_destroy(pb);
+            return base_error_set(&ctx->err, st, "%s", base_error_message(&err));
+        }
+        bindings[binding_count++] = (vkd_binding){.buffer = pb};
+        push_size = 0;
+    }
     /* Workgroups on a 2-D grid when one row cannot hold them (the kernel linearises x, y). */
     uint64_t groups = (n + p->workgroup_size - 1) / p->workgroup_size;
     uint32_t max_x = vkd_device_caps(ctx->dev)->max_workgroup_count[0];
     uint32_t grid[3] = {(uint32_t)(groups < max_x ? groups : max_x), 1, 1};
     grid[1] = (uint32_t)((groups + grid[0] - 1) / grid[0]);
-    base_error err = {0};
-    kiln_status st = vkd_batch_dispatch(b->batch, p->pipeline, bindings, k->buffer_count,
+    kiln_status st = vkd_batch_dispatch(b->batch, p->pipeline, bindings, binding_count,
                                         push_size ? &push : NULL, push_size, grid, &err);
     if (st != KILN_OK)
         return base_error_set(&ctx->err, st, "%s", base_error_message(&err));
@@ -383,6 +471,9 @@ kiln_status eng_batch_finish(kiln_context *ctx, eng_batch *b) {
                  timed ? "" : "untimed ", (double)ns / 1e6);
     }
     vkd_batch_destroy(b->batch);
+    for (size_t i = 0; i < b->param_buffers.len; i++)
+        vkd_buffer_destroy(b->param_buffers.data[i]);
+    BASE_VEC_FREE(&ctx->alloc, &b->param_buffers);
     BASE_VEC_FREE(&ctx->alloc, &b->log);
     base_free(&ctx->alloc, b, sizeof *b);
     return st;

@@ -63,6 +63,11 @@ typedef struct kiln_context_options {
     bool validation;          /* the Khronos validation layer (also $KILN_VALIDATION=1) */
     kiln_alloc_fn alloc;      /* NULL: malloc/realloc/free */
     void *alloc_user;
+    /* Test-only overrides that drive, on any device, paths other devices take: a smaller
+     * push-constant limit (0: the device's), and specialisation of kernels on symbolic sizes
+     * (guarded; off by default so that one kernel serves every bound value). */
+    uint32_t test_max_push_constants;
+    bool test_force_specialization;
 } kiln_context_options;
 
 /* Statuses: KILN_ERROR_NOT_FOUND (no device matches), KILN_ERROR_OUT_OF_HOST_MEMORY, Vulkan
@@ -80,6 +85,7 @@ typedef struct kiln_stats {
     uint64_t realizes;
     uint64_t kernels_compiled;    /* code generated in this process */
     uint64_t kernels_cached;      /* found in the memory cache */
+    uint64_t guard_failures;      /* cached variants skipped because their guard failed */
     uint64_t pipelines_created;
     uint64_t dispatches;          /* kernels run (device or interpreter) */
     uint64_t bytes_uploaded;

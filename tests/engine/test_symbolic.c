@@ -278,6 +278,72 @@ static void test_engine_symbolic_mlp_batch_sizes(void **state) {
     assert_int_equal(compiled(f->dev) - start, one_size);
 }
 
+/* With a push-constant limit too small for a kernel's Variables, their values travel in a small
+ * buffer instead (pipeline creation would refuse 8 bytes of push constants under a limit of 4,
+ * so a correct result proves the buffer path ran). */
+static void test_engine_symbolic_push_constant_overflow_uses_a_buffer(void **state) {
+    (void)state;
+    kiln_context *ctx;
+    assert_int_equal(
+        kiln_context_create(
+            &(kiln_context_options){.validation = true, .test_max_push_constants = 4}, &ctx),
+        KILN_OK);
+    const kiln_expr *n = kiln_variable(ctx, "n", 1, 8), *m = kiln_variable(ctx, "m", 1, 8);
+    uint64_t first = 0;
+    for (int64_t rows = 2; rows <= 3; rows++) {
+        int64_t cols = 7 - rows;
+        const kiln_expr *shape[2] = {kiln_bind(ctx, n, rows), kiln_bind(ctx, m, cols)};
+        kiln_tensor *x = kiln_arange_sym(ctx, KILN_F32, kiln_expr_mul(ctx, shape[0], shape[1]));
+        kiln_tensor *s = kiln_sum(kiln_reshape_sym(x, 2, shape), 1, (int32_t[]){1}, false);
+        float out[8];
+        assert_int_equal(kiln_read(s, out, sizeof(float) * (size_t)rows), KILN_OK);
+        for (int64_t r = 0; r < rows; r++) /* sum of r*cols .. r*cols + cols - 1 */
+            expect_near(out[r], (double)(r * cols * cols + cols * (cols - 1) / 2), 0);
+        if (rows == 2)
+            first = compiled(ctx);
+        else
+            assert_int_equal(compiled(ctx), first);
+    }
+    assert_int_equal(kiln_context_status(ctx), KILN_OK);
+    kiln_context_destroy(ctx);
+}
+
+/* A kernel specialised on a Variable (forced: no bounds check when n is a multiple of the
+ * workgroup size) is reused only while its guard holds; otherwise a general variant is
+ * compiled, and both stay correct. */
+static void test_engine_symbolic_guard_controls_reuse(void **state) {
+    (void)state;
+    kiln_context *ctx;
+    assert_int_equal(
+        kiln_context_create(
+            &(kiln_context_options){.validation = true, .test_force_specialization = true}, &ctx),
+        KILN_OK);
+    const kiln_expr *n = kiln_variable(ctx, "n", 1, 1000);
+    static const struct {
+        int64_t value;
+        uint64_t new_kernels, new_guard_failures;
+    } steps[] = {
+        {128, 1, 0}, /* specialised: 128 % 64 == 0, guarded */
+        {256, 0, 0}, /* the guard holds: reused */
+        {100, 1, 1}, /* the guard fails: a general variant */
+        {77, 0, 1},  /* the specialised variant is tried first, then the general one serves */
+        {64, 0, 0},  /* specialised again */
+    };
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        kiln_stats before = kiln_context_stats(ctx);
+        const kiln_expr *b = kiln_bind(ctx, n, steps[i].value);
+        kiln_tensor *y = kiln_mul_scalar(kiln_arange_sym(ctx, KILN_F32, b), 2.0);
+        float out[1000];
+        assert_int_equal(kiln_read(y, out, sizeof(float) * (size_t)steps[i].value), KILN_OK);
+        for (int64_t j = 0; j < steps[i].value; j++)
+            expect_near(out[j], 2.0 * (double)j, 0);
+        kiln_stats after = kiln_context_stats(ctx);
+        assert_int_equal(after.kernels_compiled - before.kernels_compiled, steps[i].new_kernels);
+        assert_int_equal(after.guard_failures - before.guard_failures, steps[i].new_guard_failures);
+    }
+    kiln_context_destroy(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_engine_symbolic_sum_and_mean_compile_once),
@@ -286,6 +352,8 @@ int main(void) {
         cmocka_unit_test(test_engine_symbolic_values_from_expressions),
         cmocka_unit_test(test_engine_symbolic_binding_outside_range_is_rejected),
         cmocka_unit_test(test_engine_symbolic_mlp_batch_sizes),
+        cmocka_unit_test(test_engine_symbolic_push_constant_overflow_uses_a_buffer),
+        cmocka_unit_test(test_engine_symbolic_guard_controls_reuse),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
