@@ -14,9 +14,9 @@ typedef struct emitter {
     spv_id *loop_header;   /* RANGE -> header label */
     spv_id *counter;       /* RANGE -> counter variable */
     spv_id buffers[IR_MAX_BUFFERS];
-    spv_id push;          /* push-constant block variable */
-    spv_id param_buffer;  /* or the parameters' storage buffer */
-    spv_id global_id;     /* linear invocation index, index type */
+    spv_id push;         /* push-constant block variable */
+    spv_id param_buffer; /* or the parameters' storage buffer */
+    spv_id global_id;    /* linear invocation index, index type */
     bool params_in_buffer;
     spv_id wg_size_x;
 } emitter;
@@ -425,8 +425,8 @@ static void declare_interface(emitter *e) {
         e->buffers[i] = spv_storage_buffer(b, storage_type(b, buf->type), 0, i, access);
     }
     if (k->param_count > 0 && e->params_in_buffer) {
-        e->param_buffer = spv_storage_buffer(b, compute_type(b, k->index_type), 0,
-                                             k->buffer_count, SPV_ACCESS_READ);
+        e->param_buffer = spv_storage_buffer(b, compute_type(b, k->index_type), 0, k->buffer_count,
+                                             SPV_ACCESS_READ);
     } else if (k->param_count > 0) {
         spv_id members[EMIT_MAX_PARAMS];
         for (uint32_t i = 0; i < k->param_count && i < EMIT_MAX_PARAMS; i++)

@@ -136,11 +136,11 @@ typedef struct eng_program {
     vkd_pipeline *pipeline; /* NULL with the interpreter */
     /* Specialisation: a variant compiled under an assumption about the kernel's Variables is
      * reused only while its guard holds; variants of one hash are chained. */
-    bool unchecked;         /* no bounds check: numel is a multiple of the workgroup size */
+    bool unchecked; /* no bounds check: numel is a multiple of the workgroup size */
     bool has_guard;
     sym_guard guard;
     struct eng_program *variant;
-    bool params_in_buffer;  /* parameters exceed the push-constant limit: a small buffer */
+    bool params_in_buffer; /* parameters exceed the push-constant limit: a small buffer */
     uint32_t workgroup_size;
     struct eng_program *next;
 } eng_program;
@@ -162,6 +162,7 @@ struct kiln_context {
     bool force_specialization; /* test-only: specialise symbolic sizes too (guards) */
     vkd_instance *inst;
     vkd_device *dev;
+    vkd_batch *batch; /* the command buffer every realize records into (reset each time) */
     char device_name[256];
     kiln_stats stats;
 };
@@ -189,8 +190,7 @@ kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, e
 
 /* lower.c */
 /* unchecked: omit the bounds check (the dispatch covers exactly numel invocations). */
-kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, bool unchecked,
-                             ir_kernel *ir);
+kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, bool unchecked, ir_kernel *ir);
 
 /* runtime.c */
 kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt);

@@ -68,13 +68,38 @@ static bool tracker_equal(const shape_tracker *a, const shape_tracker *b) {
     return true;
 }
 
+static uint64_t hash_or_zero(const sym_node *s) {
+    return s ? sym_node_hash(s) : 0;
+}
+
+/* The structural hash of a tracker's canonical fields (what shape_view_equal compares). */
+static uint64_t tracker_hash(const shape_tracker *st) {
+    uint64_t h = st->nviews;
+    for (uint32_t i = 0; i < st->nviews; i++) {
+        const shape_view *v = &st->views[i];
+        h = base_hash_u64(h, ((uint64_t)v->ndim << 1) | v->masked);
+        h = base_hash_u64(h, hash_or_zero(v->offset));
+        for (uint32_t d = 0; d < v->ndim; d++) {
+            h = base_hash_u64(h, hash_or_zero(v->shape[d]));
+            h = base_hash_u64(h, hash_or_zero(v->strides[d]));
+            if (v->masked) {
+                h = base_hash_u64(h, hash_or_zero(v->mask_begin[d]));
+                h = base_hash_u64(h, hash_or_zero(v->mask_end[d]));
+            }
+        }
+    }
+    return h;
+}
+
 static uint64_t node_hash(const eng_node *n) {
     uint64_t h = base_hash_u64((uint64_t)n->kind, ((uint64_t)n->op << 8) | n->type);
     h = base_hash_u64(h, n->ndim);
     for (uint32_t d = 0; d < n->ndim; d++)
         h = base_hash_u64(h, sym_node_hash(n->shape[d]));
-    for (uint32_t s = 0; s < n->nsrc; s++)
+    for (uint32_t s = 0; s < n->nsrc; s++) {
         h = base_hash_u64(h, n->src[s].node->id);
+        h = base_hash_u64(h, tracker_hash(n->src[s].st));
+    }
     uint64_t bits;
     memcpy(&bits, &n->value, sizeof bits);
     h = base_hash_u64(h, bits);

@@ -69,6 +69,8 @@ void eng_runtime_finish(kiln_context *ctx) {
         s = next;
     }
     ctx->storage_list = NULL;
+    vkd_batch_destroy(ctx->batch);
+    ctx->batch = NULL;
     vkd_device_destroy(ctx->dev);
     vkd_instance_destroy(ctx->inst);
     ctx->dev = NULL;
@@ -343,8 +345,8 @@ typedef struct dispatched {
 } dispatched;
 
 struct eng_batch {
-    vkd_batch *batch;         /* NULL with the interpreter */
-    BASE_VEC(dispatched) log; /* what ran, for KILN_DEBUG=2 */
+    vkd_batch *batch;                     /* NULL with the interpreter */
+    BASE_VEC(dispatched) log;             /* what ran, for KILN_DEBUG=2 */
     BASE_VEC(vkd_buffer *) param_buffers; /* freed once the batch has run */
 };
 
@@ -353,12 +355,16 @@ kiln_status eng_batch_begin(kiln_context *ctx, eng_batch **out) {
     if (!b)
         return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a batch");
     if (!ctx->interpreter) {
+        /* One command buffer (with its pools and fence) serves every realize: reset, not
+         * recreated. */
         base_error err = {0};
-        kiln_status st = vkd_batch_create(ctx->dev, &b->batch, &err);
+        kiln_status st = ctx->batch ? vkd_batch_reset(ctx->batch, &err)
+                                    : vkd_batch_create(ctx->dev, &ctx->batch, &err);
         if (st != KILN_OK) {
             base_free(&ctx->alloc, b, sizeof *b);
             return base_error_set(&ctx->err, st, "%s", base_error_message(&err));
         }
+        b->batch = ctx->batch;
     }
     *out = b;
     return KILN_OK;
@@ -470,7 +476,6 @@ kiln_status eng_batch_finish(kiln_context *ctx, eng_batch *b) {
                  d->reduce ? 'r' : 'E', (unsigned long long)d->hash, (unsigned long long)d->size,
                  timed ? "" : "untimed ", (double)ns / 1e6);
     }
-    vkd_batch_destroy(b->batch);
     for (size_t i = 0; i < b->param_buffers.len; i++)
         vkd_buffer_destroy(b->param_buffers.data[i]);
     BASE_VEC_FREE(&ctx->alloc, &b->param_buffers);
