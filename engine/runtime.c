@@ -437,10 +437,36 @@ static kiln_status run_device(kiln_context *ctx, eng_batch *b, const eng_program
     return KILN_OK;
 }
 
+/* max and min have no identity: over 0 elements (possible only for symbolic sizes, checked
+ * with the bound values here) they are an error, as in PyTorch. */
+static kiln_status check_empty_reductions(kiln_context *ctx, const eng_kernel *k) {
+    if (k->reduction_count == 0)
+        return KILN_OK;
+    sym_assignment a = params_of(k);
+    int64_t count;
+    base_error err = {0};
+    kiln_status st = sym_eval(k->reduce_count, &a, &count, &err);
+    if (st != KILN_OK)
+        return base_error_set(&ctx->err, st, "reduction size: %s", base_error_message(&err));
+    for (uint32_t i = 0; count == 0 && i < k->reduction_count; i++) {
+        ir_op op = k->reductions[i].op;
+        if (op == IR_MAX || op == IR_MIN)
+            return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
+                                  "%s over 0 elements has no identity (the reduced dims are "
+                                  "empty for the bound values)",
+                                  k->reductions[i].arg ? "argmax"
+                                  : op == IR_MAX       ? "max"
+                                                       : "min");
+    }
+    return KILN_OK;
+}
+
 kiln_status eng_batch_run(kiln_context *ctx, eng_batch *b, const eng_program *p,
                           const eng_kernel *k) {
     uint64_t n;
-    kiln_status st = global_size(ctx, k, &n);
+    kiln_status st = check_empty_reductions(ctx, k);
+    if (st == KILN_OK)
+        st = global_size(ctx, k, &n);
     if (st != KILN_OK || n == 0) /* an empty result needs no dispatch */
         return st;
     ctx->stats.dispatches++;

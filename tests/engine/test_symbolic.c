@@ -344,6 +344,48 @@ static void test_engine_symbolic_guard_controls_reuse(void **state) {
     kiln_context_destroy(ctx);
 }
 
+/* PyTorch's edges over a symbolic size bound to 0: sum 0, mean NaN, max an error; and softmax
+ * over a symbolic axis; var and std with both corrections. */
+static void test_engine_symbolic_edges_and_softmax(void **state) {
+    fixture *f = *state;
+    kiln_context *ctx = f->dev;
+    const kiln_expr *n = kiln_variable(ctx, "len", 0, 9);
+    const kiln_expr *zero = kiln_bind(ctx, n, 0);
+    kiln_tensor *big = kiln_arange(ctx, KILN_F32, 0, 9, 1);
+    kiln_tensor *empty = kiln_narrow_sym(big, 0, kiln_int(ctx, 0), zero);
+    float v = -1;
+    assert_int_equal(kiln_read(kiln_sum(empty, 0, NULL, false), &v, sizeof v), KILN_OK);
+    expect_near(v, 0, 0);
+    assert_int_equal(kiln_read(kiln_mean(empty, 0, NULL, false), &v, sizeof v), KILN_OK);
+    assert_true(isnan(v));
+    assert_int_equal(kiln_read(kiln_max(empty, 0, NULL, false), &v, sizeof v),
+                     KILN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(kiln_context_message(ctx), "0 elements"));
+    kiln_context_clear_error(ctx);
+    /* The same graph bound to 9 works, and the tensors made before stay usable. */
+    const kiln_expr *nine = kiln_bind(ctx, n, 9);
+    kiln_tensor *x = kiln_narrow_sym(big, 0, kiln_int(ctx, 0), nine);
+    assert_int_equal(kiln_read(kiln_max(x, 0, NULL, false), &v, sizeof v), KILN_OK);
+    expect_near(v, 8, 0);
+    float sm[9];
+    assert_int_equal(kiln_read(kiln_softmax(x, 0), sm, sizeof sm), KILN_OK);
+    double z = 0;
+    for (int i = 0; i < 9; i++)
+        z += exp(i - 8.0);
+    for (int i = 0; i < 9; i++)
+        expect_near(sm[i], exp(i - 8.0) / z, 1e-6);
+    /* var and std of 0..8 with corrections 0 and 1: population variance 60/9. */
+    float var0, var1, std0, std1;
+    assert_int_equal(kiln_read(kiln_var(x, 0, NULL, 0.0, false), &var0, sizeof var0), KILN_OK);
+    assert_int_equal(kiln_read(kiln_var(x, 0, NULL, 1.0, false), &var1, sizeof var1), KILN_OK);
+    assert_int_equal(kiln_read(kiln_std(x, 0, NULL, 0.0, false), &std0, sizeof std0), KILN_OK);
+    assert_int_equal(kiln_read(kiln_std(x, 0, NULL, 1.0, false), &std1, sizeof std1), KILN_OK);
+    expect_near(var0, 60.0 / 9, 1e-5);
+    expect_near(var1, 60.0 / 8, 1e-5);
+    expect_near(std0, sqrt(60.0 / 9), 1e-5);
+    expect_near(std1, sqrt(60.0 / 8), 1e-5);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_engine_symbolic_sum_and_mean_compile_once),
@@ -351,6 +393,7 @@ int main(void) {
         cmocka_unit_test(test_engine_symbolic_movement),
         cmocka_unit_test(test_engine_symbolic_values_from_expressions),
         cmocka_unit_test(test_engine_symbolic_binding_outside_range_is_rejected),
+        cmocka_unit_test(test_engine_symbolic_edges_and_softmax),
         cmocka_unit_test(test_engine_symbolic_mlp_batch_sizes),
         cmocka_unit_test(test_engine_symbolic_push_constant_overflow_uses_a_buffer),
         cmocka_unit_test(test_engine_symbolic_guard_controls_reuse),
