@@ -6,11 +6,21 @@
 #include <string.h>
 
 void *eng_fail(kiln_context *ctx, kiln_status status, const char *fmt, ...) {
+    if (!ctx->sticky)
+        base_error_clear(&ctx->err);
     va_list ap;
     va_start(ap, fmt);
     base_error_setv(&ctx->err, status, fmt, ap);
     va_end(ap);
+    ctx->sticky = true;
     return NULL;
+}
+
+kiln_status eng_call_begin(kiln_context *ctx) {
+    if (ctx->sticky)
+        return ctx->err.status;
+    base_error_clear(&ctx->err);
+    return KILN_OK;
 }
 
 void *eng_fail_from_shape(kiln_context *ctx, kiln_status status) {
@@ -84,6 +94,7 @@ const char *kiln_context_message(const kiln_context *ctx) {
 
 void kiln_context_clear_error(kiln_context *ctx) {
     base_error_clear(&ctx->err);
+    ctx->sticky = false;
 }
 
 const char *kiln_context_device_name(const kiln_context *ctx) {

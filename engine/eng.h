@@ -28,6 +28,7 @@ typedef enum eng_kind {
     ENG_RAND,   /* element = uniform [0, 1) from (seed, flat index) */
     ENG_EW,     /* elementwise ir op over the sources */
     ENG_REDUCE, /* combine (ADD, MUL, MAX, MIN) over the axes in reduce_mask (kept as size 1) */
+    ENG_WRITE,  /* src[0]'s storage with the elements of dst_view replaced by src[1] (in place) */
 } eng_kind;
 
 typedef struct eng_storage {
@@ -47,6 +48,8 @@ typedef struct eng_src {
     const shape_tracker *st;
 } eng_src;
 
+struct eng_reader;
+
 typedef struct eng_node {
     eng_kind kind;
     ir_op op;     /* ENG_EW: the op; ENG_REDUCE: the combiner */
@@ -55,15 +58,24 @@ typedef struct eng_node {
     const sym_node *shape[SHAPE_MAX_DIMS];
     uint32_t nsrc;
     eng_src src[3];
-    double value;               /* ENG_CONST */
-    const sym_node *value_expr; /* ENG_CONST: a symbolic value instead (NULL: value) */
-    uint64_t seed;              /* ENG_RAND */
-    uint32_t reduce_mask;       /* ENG_REDUCE */
-    bool arg;                   /* ENG_REDUCE with IR_MAX: index (i32) of the first maximum */
-    eng_storage *storage;       /* ENG_BUFFER always; others once realized */
-    uint64_t id;                /* creation order */
+    double value;                  /* ENG_CONST */
+    const sym_node *value_expr;    /* ENG_CONST: a symbolic value instead (NULL: value) */
+    uint64_t seed;                 /* ENG_RAND */
+    uint32_t reduce_mask;          /* ENG_REDUCE */
+    bool arg;                      /* ENG_REDUCE with IR_MAX: index (i32) of the first maximum */
+    eng_storage *storage;          /* ENG_BUFFER always; others once realized */
+    const shape_tracker *dst_view; /* ENG_WRITE: the elements written (of src[0]'s storage) */
+    struct eng_node *written_by;   /* a later write to this node's storage (program order) */
+    struct eng_reader *readers;    /* nodes that read this one directly */
+    uint64_t id;                   /* creation order */
+    uint64_t mark;                 /* scratch for graph walks (a stamp per walk) */
     uint64_t hash;
 } eng_node;
+
+typedef struct eng_reader {
+    eng_node *node;
+    struct eng_reader *next;
+} eng_reader;
 
 struct kiln_tensor {
     kiln_context *ctx;
@@ -113,9 +125,10 @@ typedef struct eng_reduction {
 typedef struct eng_kernel {
     kast *value; /* stored at the output element gidx */
     ir_type out_type;
-    const sym_node *numel;    /* invocations (unbound) */
-    const sym_node *gidx;     /* the invocation's Variable */
-    uint32_t reduction_count; /* 0: an elementwise kernel */
+    const sym_node *numel;     /* invocations (unbound) */
+    const sym_node *out_index; /* the storage element written (NULL: gidx, a fresh output) */
+    const sym_node *gidx;      /* the invocation's Variable */
+    uint32_t reduction_count;  /* 0: an elementwise kernel */
     eng_reduction reductions[ENG_MAX_REDUCTIONS];
     const sym_node *reduce_count; /* elements combined per output */
     const sym_node *ridx;
@@ -149,7 +162,8 @@ typedef struct eng_program {
 
 struct kiln_context {
     base_allocator alloc;
-    base_error err;   /* the first recorded error (sticky until cleared) */
+    base_error err;   /* the most recent failure's status and message */
+    bool sticky;      /* err is a graph-building error: realize and read refuse until cleared */
     base_arena arena; /* nodes, trackers, tensors, AST nodes */
     sym_ctx *sym;
     shape_ctx *shape;
@@ -158,6 +172,7 @@ struct kiln_context {
     eng_program *program_list;
     eng_storage *storage_list;
     uint64_t next_id;
+    uint64_t next_mark;
     bool interpreter;
     bool force_specialization; /* test-only: specialise symbolic sizes too (guards) */
     vkd_instance *inst;
@@ -168,6 +183,9 @@ struct kiln_context {
 };
 
 /* Records the first error (sticky) and returns NULL, for graph-building calls. */
+/* Starts a status-returning public call: its own failure replaces an earlier non-sticky one.
+ * Returns the sticky graph-building error, if any, which the call must report instead. */
+kiln_status eng_call_begin(kiln_context *ctx);
 void *eng_fail(kiln_context *ctx, kiln_status status, const char *fmt, ...) BASE_PRINTF(3, 4);
 /* Records a sym/shape error after a failed call into those modules. */
 void *eng_fail_from_shape(kiln_context *ctx, kiln_status status);
@@ -177,6 +195,9 @@ eng_node *eng_node_new(kiln_context *ctx, eng_kind kind, ir_op op, ir_type type,
                        const sym_node *const *shape);
 eng_node *eng_node_intern(kiln_context *ctx, eng_node *candidate);
 kiln_tensor *eng_tensor_new(kiln_context *ctx, eng_node *base, const shape_tracker *st);
+/* The node t reads now: writes made since t was created forward its base (program order). */
+eng_node *eng_resolve(kiln_tensor *t);
+kiln_status eng_register_readers(kiln_context *ctx, eng_node *reader);
 const shape_tracker *eng_tracker_keep(kiln_context *ctx, const shape_tracker *st);
 const shape_tracker *eng_tracker_contiguous(kiln_context *ctx, uint32_t ndim,
                                             const sym_node *const *shape);

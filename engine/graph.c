@@ -137,7 +137,28 @@ eng_node *eng_node_intern(kiln_context *ctx, eng_node *candidate) {
         return found; /* the candidate stays in the arena, unused */
     if (base_map_insert(&ctx->nodes, candidate->hash, candidate) != KILN_OK)
         return eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for the node table");
+    if (eng_register_readers(ctx, candidate) != KILN_OK)
+        return NULL;
     return candidate;
+}
+
+eng_node *eng_resolve(kiln_tensor *t) {
+    while (t->base->written_by)
+        t->base = t->base->written_by;
+    return t->base;
+}
+
+/* Records that reader reads each of its sources (the writes' program-order bookkeeping). */
+kiln_status eng_register_readers(kiln_context *ctx, eng_node *reader) {
+    for (uint32_t i = 0; i < reader->nsrc; i++) {
+        eng_reader *r = base_arena_alloc(&ctx->arena, sizeof *r, _Alignof(eng_reader));
+        if (!r)
+            return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory");
+        r->node = reader;
+        r->next = reader->src[i].node->readers;
+        reader->src[i].node->readers = r;
+    }
+    return KILN_OK;
 }
 
 kiln_tensor *eng_tensor_new(kiln_context *ctx, eng_node *base, const shape_tracker *st) {
@@ -417,6 +438,10 @@ static const shape_view *last_view(const kiln_tensor *t) {
     return shape_tracker_last(t->st);
 }
 
+kiln_context *kiln_tensor_context(const kiln_tensor *t) {
+    return t ? t->ctx : NULL;
+}
+
 uint32_t kiln_tensor_ndim(const kiln_tensor *t) {
     return t ? last_view(t)->ndim : 0;
 }
@@ -577,4 +602,34 @@ kiln_tensor *kiln_scalar_expr(kiln_context *ctx, kiln_dtype dtype, const kiln_ex
                    ? NULL
                    : eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_scalar_expr: no expression");
     return eng_full(ctx, eng_ir_type(dtype), 0, NULL, 0.0, (const sym_node *)value);
+}
+
+kiln_tensor *kiln_empty_strided(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
+                                const int64_t *shape, const int64_t *strides) {
+    const sym_node *sizes[SHAPE_MAX_DIMS], *st[SHAPE_MAX_DIMS];
+    if (!ctx || !check_dtype(ctx, "kiln_empty_strided", dtype) ||
+        !eng_shape_from_ints(ctx, "kiln_empty_strided", ndim, shape, sizes))
+        return NULL;
+    if (ndim > 0 && !strides)
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_empty_strided: no strides");
+    for (uint32_t d = 0; d < ndim; d++)
+        st[d] = sym_const(ctx->sym, strides[d]);
+    shape_view v;
+    shape_tracker tr;
+    const sym_node *size;
+    kiln_status s = shape_view_empty_strided(ctx->shape, ndim, sizes, st, &v, &size);
+    if (s == KILN_OK)
+        s = shape_tracker_from_view(&v, &tr);
+    if (s != KILN_OK)
+        return eng_fail_from_shape(ctx, s);
+    int64_t n;
+    if (!sym_is_const(size, &n))
+        return eng_fail(ctx, KILN_ERROR_INTERNAL, "kiln_empty_strided: storage size unknown");
+    eng_storage *storage = eng_storage_new(ctx, eng_ir_type(dtype), (uint64_t)n);
+    eng_node *node =
+        storage ? eng_node_new(ctx, ENG_BUFFER, IR_CONST, eng_ir_type(dtype), 1, &size) : NULL;
+    if (!node)
+        return NULL;
+    node->storage = storage;
+    return eng_tensor_new(ctx, node, eng_tracker_keep(ctx, &tr));
 }

@@ -216,7 +216,9 @@ static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx) 
         const sym_node *const *at = identity ? idx : own;
         bool outer_at_output = b->at_output;
         b->at_output = same_element;
-        if (n->kind != ENG_REDUCE)
+        if (n->kind == ENG_WRITE) /* a write runs as its own kernel, then is read */
+            need(b, n);
+        else if (n->kind != ENG_REDUCE)
             value = node_value(b, n, at);
         else if (same_element && !b->in_reduce && joins_range(b, n))
             value = reduction_input(b, n, at);
@@ -394,10 +396,12 @@ static void finish_kernel(kbuild *b) {
     eng_kernel *k = b->k;
     unbind(b, &k->numel);
     unbind(b, &k->reduce_count);
+    unbind(b, &k->out_index);
     uint64_t h = base_hash_u64(0x6b65726eu, k->out_type);
     h = base_hash_u64(h, finish_tree(b, k->value));
     h = base_hash_u64(h, sym_hash_or_zero(k->numel));
     h = base_hash_u64(h, sym_hash_or_zero(k->gidx));
+    h = base_hash_u64(h, sym_hash_or_zero(k->out_index));
     for (uint32_t i = 0; i < k->reduction_count; i++) {
         const eng_reduction *r = &k->reductions[i];
         h = base_hash_u64(h, ((uint64_t)r->op << 16) | ((uint64_t)r->type << 8) | r->arg);
@@ -412,6 +416,60 @@ static void finish_kernel(kbuild *b) {
     for (uint32_t i = 0; i < k->param_count; i++)
         h = base_hash_u64(h, sym_node_hash(k->params[i]));
     k->hash = h;
+}
+
+/* Whether the tree loads buffer 0 (the storage written) anywhere but at the element it
+ * writes: then the kernel would read values it has already overwritten. */
+static bool reads_written_elsewhere(const kast *a, const sym_node *out_index) {
+    if (!a)
+        return false;
+    if (a->kind == KAST_LOAD && a->buffer == 0 && a->index != out_index)
+        return true;
+    for (uint32_t i = 0; i < a->nsrc; i++) {
+        if (reads_written_elsewhere(a->src[i], out_index))
+            return true;
+    }
+    return false;
+}
+
+/* A write kernel: for every element of the destination view, the value of src[1] stored at
+ * the view's storage element, into the storage of src[0] itself. */
+static void build_write(kbuild *b, eng_node *w) {
+    eng_kernel *k = b->k;
+    eng_node *target = w->src[0].node;
+    if (!target->storage) {
+        need(b, target);
+        return;
+    }
+    const shape_view *v = shape_tracker_last(w->dst_view);
+    k->numel = eng_numel(b->ctx, v->ndim, v->shape);
+    k->gidx = k->numel ? index_var(b, "gidx", k->numel) : NULL;
+    if (!k->gidx)
+        return (void)build_fail(b, KILN_ERROR_OVERFLOW, "the element count");
+    const sym_node *idx[SHAPE_MAX_DIMS], *valid;
+    unravel(b, k->gidx, v->ndim, v->shape, idx);
+    kiln_status st = shape_tracker_index(b->ctx->shape, w->dst_view, idx, &k->out_index, &valid);
+    if (st != KILN_OK)
+        return (void)build_fail(b, st, shape_ctx_message(b->ctx->shape));
+    k->buffers[0] = target->storage; /* loads of the target resolve to buffer 0 */
+    b->at_output = false;
+    k->value = src_value(b, &w->src[1], idx);
+    if (k->value && k->value->type != w->type) {
+        kast *src[1] = {k->value};
+        k->value = kast_alu(b, IR_CAST, w->type, 1, src);
+    }
+    if (b->status == KILN_OK && reads_written_elsewhere(k->value, k->out_index)) {
+        /* NumPy's rule: as if src were read completely first. Materialise it. */
+        eng_node *copy =
+            eng_node_new(b->ctx, ENG_EW, IR_CAST, w->src[1].node->type, v->ndim, v->shape);
+        const shape_tracker *flat = eng_tracker_contiguous(b->ctx, v->ndim, v->shape);
+        if (!copy || !flat)
+            return (void)build_fail(b, KILN_ERROR_OUT_OF_HOST_MEMORY, "a copy of the source");
+        copy->nsrc = 1;
+        copy->src[0] = w->src[1];
+        w->src[1] = (eng_src){copy, flat}; /* same values: only where they are read from */
+        need(b, copy);
+    }
 }
 
 kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, eng_node **needs,
@@ -432,11 +490,12 @@ kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, e
     const sym_node *idx[SHAPE_MAX_DIMS];
     if (k->gidx)
         unravel(&b, k->gidx, node->ndim, node->shape, idx);
-    if (node->kind == ENG_REDUCE) {
+    if (node->kind == ENG_WRITE)
+        build_write(&b, node);
+    else if (node->kind == ENG_REDUCE)
         k->value = reduction_input(&b, node, idx);
-    } else {
+    else
         k->value = node_value(&b, node, idx);
-    }
     *need_count = b.need_count;
     if (b.status == KILN_OK && (!k->value || sym_ctx_status(ctx->sym) != KILN_OK))
         build_fail(&b, KILN_ERROR_INTERNAL, "building the kernel");

@@ -312,7 +312,8 @@ static bool tree_fits_i32(const kast *a) {
 
 kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, bool unchecked,
                              ir_kernel *ir) {
-    bool narrow = fits_i32(k->numel) && fits_i32(k->reduce_count) && tree_fits_i32(k->value);
+    bool narrow = fits_i32(k->numel) && fits_i32(k->reduce_count) && fits_i32(k->out_index) &&
+                  tree_fits_i32(k->value);
     for (uint32_t i = 0; i < k->reduction_count; i++)
         narrow = narrow && tree_fits_i32(k->reductions[i].value);
     ir_kernel_init(ir, &ctx->alloc, narrow ? IR_I32 : IR_I64);
@@ -332,7 +333,7 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, bool unchec
     ir_value v = lower_value(&l, k->value);
     if (v != IR_NONE && ir->insts.data[v].type != k->out_type)
         v = ir_cast(ir, k->out_type, v);
-    ir_store(ir, 0, l.gid, v);
+    ir_store(ir, 0, k->out_index ? lower_sym(&l, k->out_index) : l.gid, v);
     if (!unchecked)
         ir_endif(ir);
     base_map_finish(&l.memo);

@@ -9,7 +9,7 @@ static kiln_tensor *with_last_view(kiln_tensor *t, const shape_view *v) {
     shape_tracker st;
     memcpy(&st, t->st, offsetof(shape_tracker, views) + t->st->nviews * sizeof(shape_view));
     st.views[st.nviews - 1] = *v;
-    return eng_tensor_new(t->ctx, t->base, eng_tracker_keep(t->ctx, &st));
+    return eng_tensor_new(t->ctx, eng_resolve(t), eng_tracker_keep(t->ctx, &st));
 }
 
 static const shape_view *view_of(const kiln_tensor *t) {
@@ -167,7 +167,16 @@ kiln_tensor *kiln_reshape_sym(kiln_tensor *t, uint32_t ndim, const kiln_expr *co
     kiln_status st = shape_tracker_reshape(ctx->shape, &in, ndim, dims, &out);
     if (st != KILN_OK)
         return eng_fail_from_shape(ctx, st);
-    return eng_tensor_new(ctx, t->base, eng_tracker_keep(ctx, &out));
+    kiln_tensor *r = eng_tensor_new(ctx, eng_resolve(t), eng_tracker_keep(ctx, &out));
+    /* torch.reshape is a view exactly when torch.view would succeed; otherwise it is a new
+     * tensor that does not alias its input. That one is an identity node over the (possibly
+     * two-view) reshape: still read lazily and fused into its consumers, never a copy kernel
+     * of its own, but writes to it do not reach the input's storage. */
+    bool view = t->st->nviews == 1 &&
+                shape_view_torch_can_view(ctx->shape, shape_tracker_last(t->st), ndim, dims, NULL);
+    if (!r || view)
+        return r;
+    return eng_elementwise(ctx, IR_CAST, r->base->type, 1, &r);
 }
 
 kiln_tensor *kiln_reshape(kiln_tensor *t, uint32_t ndim, const int64_t *shape) {
@@ -261,4 +270,29 @@ kiln_tensor *kiln_slice_sym(kiln_tensor *t, int32_t dim, const kiln_expr *start,
         (const kiln_expr *)sym_sub(t->ctx->sym, (const sym_node *)stop, (const sym_node *)start);
     kiln_tensor *n = kiln_narrow_sym(t, dim, start, length);
     return step == 1 ? n : kiln_slice(n, dim, 0, INT64_MAX, step);
+}
+
+kiln_tensor *kiln_as_strided(kiln_tensor *t, uint32_t ndim, const int64_t *shape,
+                             const int64_t *strides, int64_t offset) {
+    if (!t)
+        return NULL;
+    kiln_context *ctx = t->ctx;
+    const sym_node *sizes[SHAPE_MAX_DIMS], *st[SHAPE_MAX_DIMS];
+    if (!eng_shape_from_ints(ctx, "kiln_as_strided", ndim, shape, sizes))
+        return NULL;
+    if (ndim > 0 && !strides)
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_as_strided: no strides");
+    for (uint32_t d = 0; d < ndim; d++)
+        st[d] = sym_const(ctx->sym, strides[d]);
+    eng_node *base = eng_resolve(t);
+    const sym_node *storage = eng_numel(ctx, base->ndim, base->shape);
+    shape_view v;
+    shape_tracker tr;
+    kiln_status s = shape_view_as_strided(ctx->shape, ndim, sizes, st, sym_const(ctx->sym, offset),
+                                          storage, &v);
+    if (s == KILN_OK)
+        s = shape_tracker_from_view(&v, &tr);
+    if (s != KILN_OK)
+        return eng_fail_from_shape(ctx, s);
+    return eng_tensor_new(ctx, base, eng_tracker_keep(ctx, &tr));
 }

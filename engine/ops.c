@@ -22,7 +22,7 @@ kiln_tensor *eng_elementwise(kiln_context *ctx, ir_op op, ir_type type, uint32_t
         return NULL;
     n->nsrc = nsrc;
     for (uint32_t i = 0; i < nsrc; i++)
-        n->src[i] = (eng_src){srcs[i]->base, srcs[i]->st};
+        n->src[i] = (eng_src){eng_resolve(srcs[i]), srcs[i]->st};
     n = eng_node_intern(ctx, n);
     if (!n)
         return NULL;
@@ -327,7 +327,7 @@ static kiln_tensor *reduce_node(kiln_tensor *t, ir_op op, uint32_t mask) {
     if (!n)
         return NULL;
     n->nsrc = 1;
-    n->src[0] = (eng_src){t->base, t->st};
+    n->src[0] = (eng_src){eng_resolve(t), t->st};
     n->reduce_mask = mask;
     n = eng_node_intern(ctx, n);
     return n ? eng_tensor_new(ctx, n, eng_tracker_contiguous(ctx, n->ndim, n->shape)) : NULL;
@@ -523,7 +523,7 @@ kiln_tensor *kiln_argmax(kiln_tensor *t, int32_t dim, bool keepdim) {
     if (!r)
         return NULL;
     r->nsrc = 1;
-    r->src[0] = (eng_src){x->base, x->st};
+    r->src[0] = (eng_src){eng_resolve(x), x->st};
     r->reduce_mask = mask;
     r->arg = true;
     r = eng_node_intern(ctx, r);

@@ -9,9 +9,17 @@ typedef struct schedule {
     BASE_VEC(eng_node *) assigned; /* nodes given a storage by this realize */
 } schedule;
 
-/* Storage for node's result (its row-major elements under the bound sizes). */
+/* Storage for node's result (its row-major elements under the bound sizes); a write's result
+ * is the storage it writes. */
 static kiln_status assign_storage(schedule *s, eng_node *node, eng_kernel *k) {
     kiln_context *ctx = s->ctx;
+    if (node->kind == ENG_WRITE) {
+        if (BASE_VEC_PUSH(&ctx->alloc, &s->assigned, node) != KILN_OK)
+            return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory");
+        node->storage = node->src[0].node->storage;
+        k->buffers[0] = node->storage;
+        return KILN_OK;
+    }
     const sym_node *numel = eng_numel(ctx, node->ndim, node->shape);
     int64_t n = 0;
     base_error err = {0};
@@ -28,6 +36,36 @@ static kiln_status assign_storage(schedule *s, eng_node *node, eng_kernel *k) {
     return KILN_OK;
 }
 
+static kiln_status schedule_node(schedule *s, eng_node *node, uint32_t depth);
+
+/* Marks the unrealized nodes w's value depends on. */
+static void mark_dependencies(eng_node *n, uint64_t stamp) {
+    if (n->storage || n->mark == stamp)
+        return;
+    n->mark = stamp;
+    for (uint32_t i = 0; i < n->nsrc; i++)
+        mark_dependencies(n->src[i].node, stamp);
+}
+
+/* Program order: readers of the storage w overwrites that were built before w, and that w's own
+ * value does not consume element for element, must read the old values: they are realized
+ * first. */
+static kiln_status schedule_earlier_readers(schedule *s, eng_node *w, uint32_t depth) {
+    kiln_context *ctx = s->ctx;
+    uint64_t stamp = ++ctx->next_mark;
+    mark_dependencies(w->src[1].node, stamp);
+    eng_node *target = w->src[0].node;
+    for (eng_reader *r = target->readers; r; r = r->next) {
+        eng_node *reader = r->node;
+        if (reader == w || reader->storage || reader->mark == stamp)
+            continue;
+        kiln_status st = schedule_node(s, reader, depth + 1);
+        if (st != KILN_OK)
+            return st;
+    }
+    return KILN_OK;
+}
+
 /* Schedules the kernels that realize node, dependencies first. */
 static kiln_status schedule_node(schedule *s, eng_node *node, uint32_t depth) {
     kiln_context *ctx = s->ctx;
@@ -36,6 +74,11 @@ static kiln_status schedule_node(schedule *s, eng_node *node, uint32_t depth) {
     if (depth > 256)
         return base_error_set(&ctx->err, KILN_ERROR_LIMIT_EXCEEDED,
                               "the graph nests more than 256 kernels deep");
+    if (node->kind == ENG_WRITE) {
+        kiln_status st = schedule_earlier_readers(s, node, depth);
+        if (st != KILN_OK)
+            return st;
+    }
     enum { MAX_NEEDS = 16 };
     for (;;) {
         eng_kernel k;
@@ -82,8 +125,9 @@ static kiln_status run_schedule(schedule *s) {
 }
 
 kiln_status eng_realize(kiln_context *ctx, uint32_t count, eng_node *const *nodes) {
-    if (ctx->err.status != KILN_OK) /* a graph-building error recorded earlier */
-        return ctx->err.status;
+    kiln_status sticky = eng_call_begin(ctx); /* a graph-building error recorded earlier */
+    if (sticky != KILN_OK)
+        return sticky;
     schedule s = {.ctx = ctx};
     kiln_status st = KILN_OK;
     for (uint32_t i = 0; st == KILN_OK && i < count; i++)
@@ -108,7 +152,8 @@ kiln_status eng_realize(kiln_context *ctx, uint32_t count, eng_node *const *node
 kiln_status kiln_realize(kiln_tensor *t) {
     if (!t)
         return KILN_ERROR_INVALID_ARGUMENT;
-    return eng_realize(t->ctx, 1, &t->base);
+    eng_node *base = eng_resolve(t);
+    return eng_realize(t->ctx, 1, &base);
 }
 
 kiln_status kiln_realize_many(kiln_context *ctx, uint32_t count, kiln_tensor *const *tensors) {
@@ -121,7 +166,7 @@ kiln_status kiln_realize_many(kiln_context *ctx, uint32_t count, kiln_tensor *co
     for (uint32_t i = 0; i < count; i++) {
         if (!tensors[i])
             return ctx->err.status ? ctx->err.status : KILN_ERROR_INVALID_ARGUMENT;
-        nodes[i] = tensors[i]->base;
+        nodes[i] = eng_resolve(tensors[i]);
     }
     return eng_realize(ctx, count, nodes);
 }
@@ -141,8 +186,10 @@ kiln_status kiln_read(kiln_tensor *t, void *dst, size_t bytes) {
     if (!t)
         return KILN_ERROR_INVALID_ARGUMENT;
     kiln_context *ctx = t->ctx;
-    if (ctx->err.status != KILN_OK)
-        return ctx->err.status;
+    kiln_status sticky = eng_call_begin(ctx);
+    if (sticky != KILN_OK)
+        return sticky;
+    eng_resolve(t);
     int64_t numel;
     kiln_status st = kiln_tensor_numel(t, &numel);
     if (st != KILN_OK)

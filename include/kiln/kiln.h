@@ -16,10 +16,12 @@
  *     kiln_context_destroy(ctx);
  *
  * Errors. Calls that build the graph return NULL on bad input (and for a NULL operand) and
- * record the first error in the context; kiln_realize, kiln_read and the other calls returning
- * kiln_status report it (KILN_OK is 0; kiln_status_string gives the generic message,
- * kiln_context_message the specific one). No call aborts on caller input, and a failed call
- * leaves every existing tensor intact.
+ * record the first such error in the context; it is sticky: kiln_realize, kiln_read and the
+ * other calls returning kiln_status report it (and do nothing) until kiln_context_clear_error.
+ * A status-returning call that fails by itself returns its status, and kiln_context_message
+ * gives its message, without blocking later calls. KILN_OK is 0; kiln_status_string gives the
+ * generic message. No call aborts on caller input, and a failed call leaves every existing
+ * tensor intact.
  *
  * Ownership. Tensors and expressions belong to their context and live until it is destroyed
  * (kiln_context_destroy frees every tensor, expression and device buffer).
@@ -74,7 +76,7 @@ typedef struct kiln_context_options {
  * errors. *out is NULL on failure. options may be NULL. */
 kiln_status kiln_context_create(const kiln_context_options *options, kiln_context **out);
 void kiln_context_destroy(kiln_context *ctx); /* NULL is a no-op */
-/* The first error recorded since creation or the last kiln_context_clear_error. */
+/* The most recent failure (a sticky graph-building error, or the last failed call). */
 kiln_status kiln_context_status(const kiln_context *ctx);
 const char *kiln_context_message(const kiln_context *ctx);
 void kiln_context_clear_error(kiln_context *ctx);
@@ -164,7 +166,33 @@ kiln_tensor *kiln_rand(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const
 kiln_tensor *kiln_randn(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape,
                         uint64_t seed);
 
+/* torch.empty_strided: uninitialised storage of exactly the elements the view needs (the
+ * highest addressed element + 1; 0 when a size is 0), and the tensor reports these strides
+ * back. Negative strides are accepted (NumPy's generality) when the lowest element is >= 0. */
+kiln_tensor *kiln_empty_strided(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
+                                const int64_t *shape, const int64_t *strides);
+/* torch.as_strided: a view of t's storage with exactly these sizes, strides (negative, zero
+ * and overlapping allowed) and absolute storage offset. Rejected (NULL and an error) when the
+ * offset is negative or, for numel > 0, the lowest or highest addressed element lies outside
+ * the storage. */
+kiln_tensor *kiln_as_strided(kiln_tensor *t, uint32_t ndim, const int64_t *shape,
+                             const int64_t *strides, int64_t offset);
+
+/* Writes through views. dst's storage is written in place (lazily, in program order: what was
+ * built before reads the old values, what is built after the new ones). src broadcasts to
+ * dst's shape and is converted to dst's dtype. When src reads the storage dst writes, the
+ * result is as if src were read completely first (NumPy's rule); a src that reads dst's
+ * storage other than element for element is then materialised first, the one case that costs
+ * a temporary. A dst in which two elements share a storage element, or that is padded, is
+ * rejected. */
+kiln_status kiln_copy_(kiln_tensor *dst, kiln_tensor *src);
+/* dst op= src, through dst's view (element for element: no temporary). */
+kiln_status kiln_add_(kiln_tensor *dst, kiln_tensor *src);
+kiln_status kiln_mul_(kiln_tensor *dst, kiln_tensor *src);
+kiln_status kiln_fill_(kiln_tensor *dst, double value);
+
 /* Queries (sizes, strides and offset evaluated with the bound Variables; counts in elements). */
+kiln_context *kiln_tensor_context(const kiln_tensor *t);
 uint32_t kiln_tensor_ndim(const kiln_tensor *t);
 kiln_dtype kiln_tensor_dtype(const kiln_tensor *t);
 kiln_status kiln_tensor_shape(const kiln_tensor *t, int64_t *shape);
