@@ -43,7 +43,11 @@ static const kiln_expr *sym_checked(kiln_context *ctx, const sym_node *n) {
 
 kiln_status kiln_context_create(const kiln_context_options *options, kiln_context **out) {
     static const kiln_context_options defaults = {0};
-    const kiln_context_options *opt = options ? options : &defaults;
+    return eng_context_create(options ? options : &defaults, NULL, out);
+}
+
+kiln_status eng_context_create(const kiln_context_options *opt, const eng_external *external,
+                               kiln_context **out) {
     if (!out)
         return KILN_ERROR_INVALID_ARGUMENT;
     *out = NULL;
@@ -59,7 +63,7 @@ kiln_status kiln_context_create(const kiln_context_options *options, kiln_contex
     if (st == KILN_OK)
         st = shape_ctx_create(&alloc, ctx->sym, &ctx->shape);
     if (st == KILN_OK)
-        st = eng_runtime_init(ctx, opt);
+        st = external ? eng_runtime_init_external(ctx, external) : eng_runtime_init(ctx, opt);
     if (st != KILN_OK) {
         /* The message of a failed creation goes to the log: there is no context to hold it. */
         base_log(BASE_LOG_ERROR, "engine", "context creation failed: %s",

@@ -215,6 +215,17 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, bool unchec
 
 /* runtime.c */
 kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt);
+
+/* interop.c: a context on the application's Vulkan objects. */
+typedef struct eng_external {
+    VkInstance instance;
+    uint32_t api_version;
+    const vkd_external_device *device;
+} eng_external;
+kiln_status eng_runtime_init_external(kiln_context *ctx, const eng_external *e);
+/* context.c: creates a context on the default/optioned device, or on external (may be NULL). */
+kiln_status eng_context_create(const kiln_context_options *opt, const eng_external *external,
+                               kiln_context **out);
 void eng_runtime_finish(kiln_context *ctx);
 kiln_status eng_storage_allocate(kiln_context *ctx, eng_storage *s);
 void eng_storage_free(kiln_context *ctx, eng_storage *s);

@@ -61,6 +61,7 @@ kiln_status vkd_buffer_create(vkd_device *dev, uint64_t size, vkd_buffer **out, 
         return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for buffer");
     buf->dev = dev;
     buf->size = size;
+    buf->owned = true;
     /* Vulkan forbids empty buffers, and fills work in whole words: round up. */
     buf->alloc_size = size < 4 ? 4 : (size + 3) & ~(uint64_t)3;
     kiln_status st =
@@ -79,11 +80,34 @@ kiln_status vkd_buffer_create(vkd_device *dev, uint64_t size, vkd_buffer **out, 
     return KILN_OK;
 }
 
+kiln_status vkd_buffer_wrap(vkd_device *dev, VkBuffer handle, uint64_t size, vkd_buffer **out,
+                            base_error *err) {
+    *out = NULL;
+    if (!handle)
+        return base_error_set(err, KILN_ERROR_INVALID_ARGUMENT, "no VkBuffer to wrap");
+    if (size > dev->caps.max_storage_buffer_range)
+        return base_error_set(err, KILN_ERROR_LIMIT_EXCEEDED,
+                              "a storage buffer of %llu bytes exceeds maxStorageBufferRange %llu",
+                              (unsigned long long)size,
+                              (unsigned long long)dev->caps.max_storage_buffer_range);
+    vkd_buffer *buf = base_calloc(&dev->alloc, 1, sizeof *buf);
+    if (!buf)
+        return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for buffer");
+    buf->dev = dev;
+    buf->size = size;
+    buf->alloc_size = size; /* the application's: nothing beyond its size is Kiln's */
+    buf->handle = handle;
+    buf->owned = false;
+    *out = buf;
+    return KILN_OK;
+}
+
 void vkd_buffer_destroy(vkd_buffer *buf) {
     if (!buf)
         return;
     vkd_device *dev = buf->dev;
-    release(dev, buf->handle, buf->memory); /* unmapping is implicit in vkFreeMemory */
+    if (buf->owned)
+        release(dev, buf->handle, buf->memory); /* unmapping is implicit in vkFreeMemory */
     base_free(&dev->alloc, buf, sizeof *buf);
 }
 

@@ -227,6 +227,7 @@ kiln_status vkd_device_create(const vkd_instance *inst, uint32_t index,
                                "vkCreateDevice", err);
     if (st != KILN_OK)
         goto fail;
+    dev->owned = true;
     volkLoadDeviceTable(&dev->vk, dev->handle);
     dev->vk.vkGetDeviceQueue(dev->handle, dev->queue_family, 0, &dev->queue);
     choose_memory(dev);
@@ -239,19 +240,86 @@ fail:
     return st;
 }
 
+/* Only what the application enabled and the device supports. */
+static void external_caps(const vkd_device_info *d, const vkd_external_device *e, vkd_caps *c) {
+    c->int64 = e->int64 && d->features.shaderInt64;
+    c->int16 = e->int16 && d->features.shaderInt16;
+    c->float64 = e->float64 && d->features.shaderFloat64;
+    c->float16 = e->float16 && d->float16_int8.shaderFloat16;
+    c->int8 = e->int8 && d->float16_int8.shaderInt8;
+    c->storage_buffer_16bit = e->storage_buffer_16bit && d->storage16.storageBuffer16BitAccess;
+    c->storage_buffer_8bit = e->storage_buffer_8bit && d->storage8.storageBuffer8BitAccess;
+    c->maintenance4 = e->maintenance4 && d->maintenance4.maintenance4;
+}
+
+kiln_status vkd_device_wrap(const vkd_instance *inst, const vkd_external_device *ext,
+                            const vkd_device_options *options, vkd_device **out, base_error *err) {
+    static const vkd_device_options defaults = {0};
+    *out = NULL;
+    const vkd_device_info *info = NULL;
+    for (uint32_t i = 0; i < inst->device_count; i++) {
+        if (inst->devices[i].physical == ext->physical)
+            info = &inst->devices[i];
+    }
+    if (!info || !ext->device)
+        return base_error_set(err, KILN_ERROR_INVALID_ARGUMENT,
+                              "the application's physical device is not one of its instance's");
+    if (ext->queue_family >= info->queue_family_count ||
+        !(info->queue_families[ext->queue_family].queueFlags & VK_QUEUE_COMPUTE_BIT) ||
+        ext->queue_index >= info->queue_families[ext->queue_family].queueCount)
+        return base_error_set(err, KILN_ERROR_INVALID_ARGUMENT,
+                              "queue %u of family %u is not a compute queue of %s",
+                              ext->queue_index, ext->queue_family, info->props.deviceName);
+    vkd_device *dev = base_calloc(&inst->alloc, 1, sizeof *dev);
+    if (!dev)
+        return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for device");
+    dev->alloc = inst->alloc;
+    dev->inst = inst;
+    dev->info = info;
+    dev->owned = false;
+    dev->handle = ext->device;
+    dev->options = options ? *options : defaults;
+    if (!dev->options.fence_timeout_ns)
+        dev->options.fence_timeout_ns = 60ull * 1000 * 1000 * 1000;
+    dev->queue_family = ext->queue_family;
+    /* the family's timestamps and limits come from the snapshot */
+    vkd_device_info adjusted = *info;
+    adjusted.compute_family = (int32_t)ext->queue_family;
+    external_caps(info, ext, &dev->caps);
+    fill_caps(&adjusted, &dev->options, &dev->caps);
+    if (info->has_subgroup_size_control) { /* not enabled by Kiln: no size control */
+        dev->caps.subgroup_size_control = false;
+        dev->caps.min_subgroup_size = dev->caps.max_subgroup_size = dev->caps.subgroup_size;
+    }
+    volkLoadDeviceTable(&dev->vk, dev->handle);
+    dev->vk.vkGetDeviceQueue(dev->handle, dev->queue_family, ext->queue_index, &dev->queue);
+    choose_memory(dev);
+    kiln_status st = create_objects(dev, err);
+    if (st != KILN_OK) {
+        vkd_device_destroy(dev);
+        return st;
+    }
+    *out = dev;
+    return KILN_OK;
+}
+
 void vkd_device_destroy(vkd_device *dev) {
     if (!dev)
         return;
     if (dev->handle) {
         const struct VolkDeviceTable *vk = &dev->vk;
-        vk->vkDeviceWaitIdle(dev->handle);
+        if (dev->owned)
+            vk->vkDeviceWaitIdle(dev->handle);
+        else if (dev->queue) /* the application's device: only Kiln's own work */
+            vk->vkQueueWaitIdle(dev->queue);
         if (dev->transfer_fence)
             vk->vkDestroyFence(dev->handle, dev->transfer_fence, NULL);
         if (dev->command_pool)
             vk->vkDestroyCommandPool(dev->handle, dev->command_pool, NULL);
         if (dev->pipeline_cache)
             vk->vkDestroyPipelineCache(dev->handle, dev->pipeline_cache, NULL);
-        vk->vkDestroyDevice(dev->handle, NULL);
+        if (dev->owned)
+            vk->vkDestroyDevice(dev->handle, NULL);
     }
     base_allocator alloc = dev->alloc;
     base_free(&alloc, dev, sizeof *dev);

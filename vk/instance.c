@@ -145,6 +145,7 @@ static kiln_status create_handle(vkd_instance *inst, const vkd_instance_options 
     st = vkd_check(r, "vkCreateInstance", err);
     if (st != KILN_OK)
         return st;
+    inst->owned = true;
     volkLoadInstanceOnly(inst->handle);
     if (inst->validation) {
         st = vkd_check(
@@ -330,17 +331,51 @@ fail:
     return st;
 }
 
+kiln_status vkd_instance_wrap(VkInstance handle, uint32_t api_version, const base_allocator *alloc,
+                              vkd_instance **out, base_error *err) {
+    *out = NULL;
+    if (!handle || api_version < VK_API_VERSION_1_1)
+        return base_error_set(err, KILN_ERROR_INVALID_ARGUMENT,
+                              "an application's instance must exist and use Vulkan 1.1 or newer");
+    if (volkInitialize() != VK_SUCCESS)
+        return base_error_set(err, KILN_ERROR_VULKAN_UNAVAILABLE,
+                              "the Vulkan loader (libvulkan.so.1) could not be loaded");
+    base_allocator a = alloc ? *alloc : base_allocator_make(NULL, NULL);
+    vkd_instance *inst = base_calloc(&a, 1, sizeof *inst);
+    if (!inst)
+        return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for instance");
+    inst->alloc = a;
+    inst->handle = handle;
+    inst->owned = false;
+    inst->loader_version = volkGetInstanceVersion();
+    inst->api_version = api_version < VK_API_VERSION_1_3 ? api_version : VK_API_VERSION_1_3;
+    volkLoadInstanceOnly(handle);
+    kiln_status st = load_layers(inst, err);
+    if (st == KILN_OK)
+        st = load_devices(inst, err);
+    if (st != KILN_OK) {
+        vkd_instance_destroy(inst);
+        return st;
+    }
+    *out = inst;
+    return KILN_OK;
+}
+
 void vkd_instance_destroy(vkd_instance *inst) {
     if (!inst)
         return;
     if (inst->messenger)
         vkDestroyDebugUtilsMessengerEXT(inst->handle, inst->messenger, NULL);
-    if (inst->handle)
+    if (inst->handle && inst->owned)
         vkDestroyInstance(inst->handle, NULL);
     base_allocator alloc = inst->alloc;
     base_free(&alloc, inst->layers, inst->layer_count * sizeof *inst->layers);
     base_free(&alloc, inst->devices, inst->device_capacity * sizeof *inst->devices);
     base_free(&alloc, inst, sizeof *inst);
+}
+
+VkInstance vkd_instance_handle(const vkd_instance *inst) {
+    return inst->handle;
 }
 
 uint32_t vkd_instance_api_version(const vkd_instance *inst) {

@@ -96,8 +96,13 @@ typedef struct vkd_device_info {
 
 kiln_status vkd_instance_create(const vkd_instance_options *options, vkd_instance **out,
                                 base_error *err);
+/* An instance the application created (interop): used, never destroyed, by Kiln. api_version
+ * is the version the application created it with. */
+kiln_status vkd_instance_wrap(VkInstance handle, uint32_t api_version, const base_allocator *alloc,
+                              vkd_instance **out, base_error *err);
 void vkd_instance_destroy(vkd_instance *inst); /* NULL is a no-op */
 
+VkInstance vkd_instance_handle(const vkd_instance *inst);
 uint32_t vkd_instance_api_version(const vkd_instance *inst);    /* min(loader, 1.3) */
 uint32_t vkd_instance_loader_version(const vkd_instance *inst); /* the loader's version */
 bool vkd_instance_validation(const vkd_instance *inst);
@@ -159,6 +164,19 @@ kiln_status vkd_device_create(const vkd_instance *inst, uint32_t index,
                               const vkd_device_options *options, vkd_device **out, base_error *err);
 void vkd_device_destroy(vkd_device *dev); /* NULL is a no-op; waits for the device to idle */
 
+/* A device the application created (interop). Kiln uses queue (family, index) from one thread
+ * at a time with the application, and only the features the application says it enabled. */
+typedef struct vkd_external_device {
+    VkPhysicalDevice physical;
+    VkDevice device;
+    uint32_t queue_family;
+    uint32_t queue_index;
+    bool int64, int16, float64, float16, int8;
+    bool storage_buffer_16bit, storage_buffer_8bit, maintenance4;
+} vkd_external_device;
+kiln_status vkd_device_wrap(const vkd_instance *inst, const vkd_external_device *ext,
+                            const vkd_device_options *options, vkd_device **out, base_error *err);
+
 const vkd_caps *vkd_device_caps(const vkd_device *dev);
 const vkd_device_info *vkd_device_info_of(const vkd_device *dev);
 VkDevice vkd_device_handle(const vkd_device *dev);
@@ -182,6 +200,10 @@ vkd_stats vkd_device_stats(const vkd_device *dev);
  * or maxMemoryAllocationSize: KILN_ERROR_LIMIT_EXCEEDED. */
 kiln_status vkd_buffer_create(vkd_device *dev, uint64_t size, vkd_buffer **out, base_error *err);
 void vkd_buffer_destroy(vkd_buffer *buf); /* NULL is a no-op */
+/* A buffer the application owns (interop): never destroyed by Kiln; transfers go through
+ * staging, so it needs TRANSFER_SRC/DST usage besides STORAGE_BUFFER. */
+kiln_status vkd_buffer_wrap(vkd_device *dev, VkBuffer handle, uint64_t size, vkd_buffer **out,
+                            base_error *err);
 uint64_t vkd_buffer_size(const vkd_buffer *buf);
 VkBuffer vkd_buffer_handle(const vkd_buffer *buf);
 bool vkd_buffer_is_mapped(const vkd_buffer *buf); /* false: transfers go through staging */

@@ -7,6 +7,7 @@
 struct vkd_instance {
     base_allocator alloc;
     VkInstance handle;
+    bool owned;              /* false: the application's (interop) */
     uint32_t api_version;    /* what Kiln asks for: min(loader, 1.3) */
     uint32_t loader_version; /* what the loader offers */
     bool validation;
@@ -24,6 +25,7 @@ struct vkd_device {
     const vkd_instance *inst;
     const vkd_device_info *info;
     VkDevice handle;
+    bool owned; /* false: the application's (interop) */
     struct VolkDeviceTable vk;
     VkQueue queue;
     uint32_t queue_family;
@@ -43,6 +45,7 @@ struct vkd_buffer {
     uint64_t size;       /* what the caller asked for */
     uint64_t alloc_size; /* rounded up to a multiple of 4, at least 4 */
     VkBuffer handle;
+    bool owned; /* false: the application's (interop) */
     VkDeviceMemory memory;
     unsigned char *mapped; /* NULL: not host-visible (staging) */
 };

@@ -23,6 +23,18 @@
  * generic message. No call aborts on caller input, and a failed call leaves every existing
  * tensor intact.
  *
+ * Views and copies. Movement ops (reshape, permute, expand, pad, shrink, flip, slice with any
+ * step, as_strided, ...) never move data, and kernels read every input through its view's
+ * index expression: no input is made contiguous first. Kiln materialises data only where it
+ * must: (1) kiln_read of a view that is not its storage in order runs one kernel that packs
+ * the view's elements (the caller asked for them packed); (2) kiln_copy_ whose source reads
+ * the destination's storage other than element for element materialises the source first,
+ * because the kernel would otherwise read elements it has already overwritten; (3) a reshape
+ * that PyTorch would copy is a new tensor that does not alias its input, but it is read
+ * through a two-view index, not copied; (4) a write realizes first the readers of the
+ * overwritten storage built before it (program order), which may run kernels that fusion
+ * would otherwise have saved.
+ *
  * Ownership. Tensors and expressions belong to their context and live until it is destroyed
  * (kiln_context_destroy frees every tensor, expression and device buffer).
  *
@@ -62,8 +74,8 @@ typedef struct kiln_context_options {
      * device; "interp" selects the reference interpreter. Without any Vulkan device the
      * interpreter is used (kiln_context_device_name says so). */
     const char *device;
-    bool validation;          /* the Khronos validation layer (also $KILN_VALIDATION=1) */
-    kiln_alloc_fn alloc;      /* NULL: malloc/realloc/free */
+    bool validation;     /* the Khronos validation layer (also $KILN_VALIDATION=1) */
+    kiln_alloc_fn alloc; /* NULL: malloc/realloc/free */
     void *alloc_user;
     /* Test-only overrides that drive, on any device, paths other devices take: a smaller
      * push-constant limit (0: the device's), and specialisation of kernels on symbolic sizes
@@ -85,14 +97,14 @@ const char *kiln_context_device_name(const kiln_context *ctx);
 
 typedef struct kiln_stats {
     uint64_t realizes;
-    uint64_t kernels_compiled;    /* code generated in this process */
-    uint64_t kernels_cached;      /* found in the memory cache */
-    uint64_t guard_failures;      /* cached variants skipped because their guard failed */
+    uint64_t kernels_compiled; /* code generated in this process */
+    uint64_t kernels_cached;   /* found in the memory cache */
+    uint64_t guard_failures;   /* cached variants skipped because their guard failed */
     uint64_t pipelines_created;
-    uint64_t dispatches;          /* kernels run (device or interpreter) */
+    uint64_t dispatches; /* kernels run (device or interpreter) */
     uint64_t bytes_uploaded;
     uint64_t bytes_downloaded;
-    uint64_t device_time_ns;      /* sum of the dispatches' device time (when timed) */
+    uint64_t device_time_ns; /* sum of the dispatches' device time (when timed) */
 } kiln_stats;
 kiln_stats kiln_context_stats(const kiln_context *ctx);
 
