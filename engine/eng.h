@@ -175,6 +175,7 @@ struct kiln_context {
     uint64_t next_mark;
     bool interpreter;
     bool force_specialization; /* test-only: specialise symbolic sizes too (guards) */
+    uint32_t parallelism;      /* invocations worth keeping busy (splits big reductions) */
     vkd_instance *inst;
     vkd_device *dev;
     vkd_batch *batch; /* the command buffer every realize records into (reset each time) */

@@ -345,6 +345,58 @@ static const sym_node *reduced_count(kiln_tensor *t, uint32_t mask) {
     return eng_numel(t->ctx, n, dims);
 }
 
+/* A reduction with few outputs and many elements each runs in two stages, so that enough
+ * invocations share the work: kept dims first, the reduced elements as (P, R / P), each of
+ * P * outputs invocations combines one contiguous block of R / P, then P partials per output.
+ * P is the largest power of two dividing R that keeps both stages long enough, chosen from the
+ * device's parallelism. Constant sizes only (a symbolic reduction stays one kernel, compiled
+ * once for every bound value). Returns NULL when one stage is best. */
+static kiln_tensor *split_reduce(kiln_tensor *x, ir_op op, uint32_t mask) {
+    kiln_context *ctx = x->ctx;
+    const shape_view *v = view_of(x);
+    int64_t outputs = 1, count = 1, size;
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        if (!sym_is_const(v->shape[d], &size))
+            return NULL;
+        if (mask & (1u << d))
+            count *= size;
+        else
+            outputs *= size;
+    }
+    int64_t want = (int64_t)ctx->parallelism;
+    if (outputs <= 0 || outputs * 4 >= want || count < 8192)
+        return NULL;
+    int64_t p = 1;
+    while (count % (2 * p) == 0 && outputs * 2 * p <= want && count / (2 * p) >= 256)
+        p *= 2;
+    if (p < 4)
+        return NULL;
+    /* (kept..., P, R / P) through a permute and a reshape: views, no data moves. */
+    int32_t perm[SHAPE_MAX_DIMS];
+    const kiln_expr *shape[SHAPE_MAX_DIMS + 1], *final[SHAPE_MAX_DIMS];
+    uint32_t n = 0, nk = 0;
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        final[d] = (const kiln_expr *)(mask & (1u << d) ? sym_const(ctx->sym, 1) : v->shape[d]);
+        if (!(mask & (1u << d))) {
+            perm[n++] = (int32_t)d;
+            shape[nk++] = (const kiln_expr *)v->shape[d];
+        }
+    }
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        if (mask & (1u << d))
+            perm[n++] = (int32_t)d;
+    }
+    shape[nk] = kiln_int(ctx, p);
+    shape[nk + 1] = kiln_int(ctx, count / p);
+    kiln_tensor *y = kiln_reshape_sym(kiln_permute(x, perm), nk + 2, shape);
+    if (!y)
+        return NULL;
+    kiln_tensor *partial = reduce_node(y, op, 1u << (nk + 1));
+    kiln_tensor *flat = partial ? kiln_reshape_sym(partial, nk + 1, shape) : NULL;
+    kiln_tensor *total = flat ? reduce_node(flat, op, 1u << nk) : NULL;
+    return total ? kiln_reshape_sym(total, v->ndim, final) : NULL;
+}
+
 static kiln_tensor *reduce(const char *name, ir_op op, kiln_tensor *t, uint32_t naxes,
                            const int32_t *axes, bool keepdim) {
     uint32_t mask;
@@ -364,7 +416,10 @@ static kiln_tensor *reduce(const char *name, ir_op op, kiln_tensor *t, uint32_t 
             return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
                             "%s: the reduction is over 0 elements, which has no identity", name);
     }
-    kiln_tensor *r = reduce_node(cast_to(t, acc), op, mask);
+    kiln_tensor *x = cast_to(t, acc);
+    kiln_tensor *r = x ? split_reduce(x, op, mask) : NULL;
+    if (!r)
+        r = reduce_node(x, op, mask);
     if (type == IR_F16 || ((op == IR_MAX || op == IR_MIN) && acc != type))
         r = cast_to(r, type);
     return finish_keepdim(r, mask, keepdim);

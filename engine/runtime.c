@@ -17,6 +17,7 @@ static bool wants_interpreter(const char *device) {
 
 kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt) {
     const char *device = opt->device ? opt->device : getenv("KILN_DEVICE");
+    ctx->parallelism = 2048; /* a CPU (lavapipe, the interpreter); GPUs: below */
     if (wants_interpreter(device)) {
         ctx->interpreter = true;
         snprintf(ctx->device_name, sizeof ctx->device_name, "interpreter");
@@ -48,8 +49,10 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
             &err);
     if (st != KILN_OK)
         return base_error_set(&ctx->err, st, "%s", base_error_message(&err));
-    snprintf(ctx->device_name, sizeof ctx->device_name, "%s",
-             vkd_instance_device(ctx->inst, index)->props.deviceName);
+    const vkd_device_info *info = vkd_instance_device(ctx->inst, index);
+    snprintf(ctx->device_name, sizeof ctx->device_name, "%s", info->props.deviceName);
+    if (info->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU)
+        ctx->parallelism = 65536;
     return KILN_OK;
 }
 
