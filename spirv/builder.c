@@ -80,6 +80,7 @@ void spv_builder_destroy(spv_builder *b) {
     BASE_VEC_FREE(a, &b->fn_head);
     BASE_VEC_FREE(a, &b->fn_vars);
     BASE_VEC_FREE(a, &b->fn_body);
+    BASE_VEC_FREE(a, &b->fn_labels);
     BASE_VEC_FREE(a, &b->module);
     base_allocator alloc = b->alloc;
     base_free(&alloc, b, sizeof *b);
@@ -441,6 +442,12 @@ kiln_status spv_builder_finish(spv_builder *b, const uint32_t **words, size_t *w
                      "missing)");
         else if (b->entries.len == 0)
             spv_fail(b, KILN_ERROR_INVALID_SPIRV, "spirv: the module has no entry point");
+        for (size_t i = 0; i < b->entries.len && spv_ok(b); i++)
+            if (!b->entries.data[i].sized)
+                spv_fail(b, KILN_ERROR_INVALID_SPIRV,
+                         "spirv: entry point \"%s\" has no workgroup size "
+                         "(spv_workgroup_size or spv_workgroup_size_spec)",
+                         b->entries.data[i].name);
         spv_assemble(b);
         b->finished = spv_ok(b);
     }

@@ -64,6 +64,7 @@ typedef BASE_VEC(spv_info) spv_info_vec;
 typedef struct spv_entry {
     uint32_t function; /* raw */
     char *name;        /* base_strdup */
+    bool sized;        /* a workgroup size was given */
 } spv_entry;
 
 typedef struct spv_builtin_var {
@@ -101,6 +102,7 @@ struct spv_builder {
     uint32_t label;     /* raw id of the current block's label */
     uint32_t pending_phis;
     spv_words fn_head, fn_vars, fn_body;
+    spv_words fn_labels; /* raw labels the current function branches to (checked at its end) */
 
     spv_words module; /* the assembled words */
     bool finished;

@@ -219,7 +219,7 @@ static void test_spirv_capabilities_follow_types_and_instructions(void **state) 
     spv_type_int(b, 64, false);
     spv_type_float(b, 64);
     spv_type_int(b, 16, true);
-    spv_function_begin(b, "main");
+    spv_workgroup_size(b, spv_function_begin(b, "main"), (const uint32_t[]){1, 1, 1});
     spv_return(b);
     spv_function_end(b);
     assert_int_equal(spv_builder_finish(b, &w, &n, NULL), KILN_OK);
@@ -266,7 +266,7 @@ static void test_spirv_constants_encode_literals(void **state) {
     spv_id c[4] = {spv_const_float(b, f16, 0.1), spv_const_float(b, f16, 65504.0),
                    spv_const_int(b, i8, -2), spv_const_int(b, u64, 0x123456789)};
     const uint32_t want[4][2] = {{0x2e66, 0}, {0x7bff, 0}, {0xfffffffe, 0}, {0x23456789, 1}};
-    spv_function_begin(b, "main");
+    spv_workgroup_size(b, spv_function_begin(b, "main"), (const uint32_t[]){1, 1, 1});
     spv_return(b);
     spv_function_end(b);
     const uint32_t *w;
@@ -353,7 +353,7 @@ static spv_builder *in_main(spv_id *u32, spv_id *f32) {
     spv_builder *b = new_builder(0x10300);
     *u32 = spv_type_int(b, 32, false);
     *f32 = spv_type_float(b, 32);
-    spv_function_begin(b, "main");
+    spv_workgroup_size(b, spv_function_begin(b, "main"), (const uint32_t[]){1, 1, 1});
     return b;
 }
 
@@ -493,6 +493,33 @@ static void test_spirv_errors_instruction_after_merge_is_rejected(void **state) 
     spv_builder_destroy(b);
 }
 
+static void test_spirv_errors_branch_to_label_without_block_is_reported(void **state) {
+    (void)state;
+    spv_id u32, f32;
+    spv_builder *b = in_main(&u32, &f32);
+    spv_branch(b, spv_label(b)); /* the label never begins a block */
+    spv_function_end(b);
+    assert_finish_fails(b, KILN_ERROR_INVALID_SPIRV, "begins no block");
+    spv_builder_destroy(b);
+}
+
+static void test_spirv_errors_entry_point_without_workgroup_size_is_reported(void **state) {
+    (void)state;
+    spv_builder *b = new_builder(0x10300);
+    spv_function_begin(b, "main");
+    spv_return(b);
+    spv_function_end(b);
+    assert_finish_fails(b, KILN_ERROR_INVALID_SPIRV, "has no workgroup size");
+    spv_builder_destroy(b);
+
+    b = new_builder(0x10300);
+    spv_id fn = spv_function_begin(b, "main");
+    spv_workgroup_size(b, fn, (const uint32_t[]){1, 1, 1});
+    spv_workgroup_size(b, fn, (const uint32_t[]){2, 1, 1}); /* twice */
+    assert_finish_fails(b, KILN_ERROR_INVALID_ARGUMENT, "without a workgroup size yet");
+    spv_builder_destroy(b);
+}
+
 static void test_spirv_errors_first_error_wins(void **state) {
     (void)state;
     spv_id u32, f32;
@@ -552,6 +579,31 @@ static void test_spirv_validate_rejects_invalid_module(void **state) {
     assert_int_equal(spv_validate(copy, n, VK11, &err), KILN_ERROR_INVALID_SPIRV);
     assert_non_null(strstr(base_error_message(&err), "spirv-val"));
     free(copy);
+    spv_builder_destroy(b);
+}
+
+/* Every truncated prefix of a valid module is rejected by the validator and the disassembler,
+ * never crashes them. */
+static void test_spirv_validate_rejects_every_truncated_prefix(void **state) {
+    (void)state;
+    const uint32_t *w;
+    size_t n;
+    spv_builder *b = kern_build(KERN_LOOP_PHI, 0x10300, false, NULL, &w, &n, NULL);
+    assert_non_null(b);
+    for (size_t len = 1; len < n; len++) {
+        base_error err = {0};
+        assert_int_equal(spv_validate(w, len, VK11, &err), KILN_ERROR_INVALID_SPIRV);
+        char *text = (char *)1;
+        size_t tlen = 1;
+        kiln_status s = spv_disassemble(NULL, w, len, &text, &tlen, NULL);
+        if (len < 5) { /* no complete header */
+            assert_int_equal(s, KILN_ERROR_INVALID_SPIRV);
+            assert_null(text);
+        } else if (s == KILN_OK) {
+            free(text); /* an instruction boundary: a shorter module that still disassembles */
+        }
+    }
+    assert_int_equal(spv_validate(w, n, VK11, NULL), KILN_OK);
     spv_builder_destroy(b);
 }
 
@@ -619,11 +671,14 @@ int main(void) {
         cmocka_unit_test(test_spirv_errors_unset_phi_operand_is_reported),
         cmocka_unit_test(test_spirv_errors_branch_on_non_bool_is_rejected),
         cmocka_unit_test(test_spirv_errors_instruction_after_merge_is_rejected),
+        cmocka_unit_test(test_spirv_errors_branch_to_label_without_block_is_reported),
+        cmocka_unit_test(test_spirv_errors_entry_point_without_workgroup_size_is_reported),
         cmocka_unit_test(test_spirv_errors_first_error_wins),
         cmocka_unit_test(test_spirv_errors_constant_overflow_is_rejected),
         cmocka_unit_test(test_spirv_errors_module_without_entry_point_is_rejected),
         cmocka_unit_test(test_spirv_builder_create_rejects_bad_versions),
         cmocka_unit_test(test_spirv_validate_rejects_invalid_module),
+        cmocka_unit_test(test_spirv_validate_rejects_every_truncated_prefix),
         cmocka_unit_test(test_spirv_alloc_failing_nth_allocation_reports_oom_without_leaks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
