@@ -1,5 +1,6 @@
-/* The test kernels executed on the device (lavapipe in CI) through vk/: each built for the
- * device's SPIR-V version, validated in process, run, and its results checked against the host. */
+/* The test kernels executed on the device (lavapipe in CI) through vk/: each built for SPIR-V
+ * 1.3 and for the device's version, validated in process, run, and its results checked against
+ * the host. */
 #include "kernels.h"
 #include "vk_fixture.h"
 
@@ -15,6 +16,11 @@
 
 enum { MAX_BUFS = 4 };
 
+/* The SPIR-V version the kernels are built for: the group runs twice, once for 1.3 without
+ * LocalSizeId (the WorkgroupSize built-in path), once for the device's version. */
+static uint32_t target_version;
+static bool use_maintenance4;
+
 /* A pipeline for kernel k with count specialization entries over data (may be 0/NULL). */
 static vkd_pipeline *make_pipeline_spec(vk_fixture *f, kern_id k,
                                         const VkSpecializationMapEntry *entries, uint32_t n_entries,
@@ -23,8 +29,9 @@ static vkd_pipeline *make_pipeline_spec(vk_fixture *f, kern_id k,
     const uint32_t *words;
     size_t count;
     base_error err = {0};
-    spv_builder *b =
-        kern_build(k, caps->spirv_version, caps->maintenance4, NULL, &words, &count, &err);
+    uint32_t version = target_version ? target_version : caps->spirv_version;
+    bool m4 = use_maintenance4 && caps->maintenance4;
+    spv_builder *b = kern_build(k, version, m4, NULL, &words, &count, &err);
     if (!b)
         fail_msg("%s: %s", kern_defs[k].name, base_error_message(&err));
     if (spv_validate(words, count, caps->api_version, &err) != KILN_OK)
@@ -331,5 +338,13 @@ int main(void) {
     };
     if (getenv("KILN_TEST_FILTER"))
         cmocka_set_test_filter(getenv("KILN_TEST_FILTER"));
-    return cmocka_run_group_tests(tests, vk_fixture_setup, vk_fixture_teardown);
+    target_version = 0x10300;
+    use_maintenance4 = false;
+    int failed =
+        cmocka_run_group_tests_name("spirv_exec_1_3", tests, vk_fixture_setup, vk_fixture_teardown);
+    target_version = 0; /* the device's version */
+    use_maintenance4 = true;
+    failed += cmocka_run_group_tests_name("spirv_exec_device", tests, vk_fixture_setup,
+                                          vk_fixture_teardown);
+    return failed;
 }
