@@ -159,6 +159,7 @@ static void test_spirv_exec_subgroup_reduction_and_atomic_total(void **state) {
     }
     enum { N = 256 };
     static uint32_t in[N], out[N], total[1];
+    total[0] = 0;
     uint32_t all = 0;
     for (uint32_t i = 0; i < N; i++) {
         in[i] = i * 3 + 1;
