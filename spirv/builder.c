@@ -166,6 +166,22 @@ static void spv_push_words(spv_builder *b, spv_words *w, const uint32_t *words, 
     w->len += count;
 }
 
+uint32_t *spv_reserve(spv_builder *b, spv_words *w, size_t count) {
+    if (!spv_ok(b))
+        return NULL;
+    size_t need;
+    if (!base_add_size(w->len, count, &need) ||
+        (need > w->cap &&
+         BASE_VEC_RESERVE(&b->alloc, w, need > 2 * w->cap ? need : 2 * w->cap) != KILN_OK)) {
+        spv_oom(b);
+        return NULL;
+    }
+    uint32_t *words = w->data + w->len;
+    memset(words, 0, count * sizeof *words);
+    w->len += count;
+    return words;
+}
+
 void spv_emit(spv_builder *b, spv_words *w, SpvOp op, const uint32_t *operands, size_t count) {
     if (!spv_ok(b))
         return;

@@ -368,22 +368,14 @@ spv_id spv_phi(spv_builder *b, spv_id type, uint32_t incoming_count) {
     uint32_t raw = spv_new_id(b, SPV_K_VALUE);
     if (!raw)
         return 0;
+    /* The operand pairs stay 0 until spv_phi_set fills them (0 is never an id). */
     size_t at = w->len;
-    uint32_t head[3] = {(2 * incoming_count + 3) << SpvWordCountShift | SpvOpPhi, spv_raw(type),
-                        raw};
-    uint32_t zero[2] = {0, 0};
-    spv_emit(b, w, SpvOpNop, NULL, 0); /* room for the head, overwritten below */
-    spv_emit(b, w, SpvOpNop, NULL, 0);
-    spv_emit(b, w, SpvOpNop, NULL, 0);
-    for (uint32_t i = 0; i < incoming_count && spv_ok(b); i++) {
-        spv_emit(b, w, SpvOpNop, NULL, 0);
-        spv_emit(b, w, SpvOpNop, NULL, 0);
-    }
-    if (!spv_ok(b))
+    uint32_t *inst = spv_reserve(b, w, 3 + 2 * (size_t)incoming_count);
+    if (!inst)
         return 0;
-    memcpy(w->data + at, head, sizeof head);
-    for (uint32_t i = 0; i < incoming_count; i++)
-        memcpy(w->data + at + 3 + 2 * i, zero, sizeof zero);
+    inst[0] = (2 * incoming_count + 3) << SpvWordCountShift | SpvOpPhi;
+    inst[1] = spv_raw(type);
+    inst[2] = raw;
     b->ids.data[raw] = (spv_info){.kind = SPV_K_VALUE,
                                   .cls = 1 /* phi */,
                                   .type = spv_raw(type),

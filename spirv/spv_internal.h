@@ -121,6 +121,8 @@ spv_info *spv_lookup(spv_builder *b, spv_id id, const char *what);
 const spv_info *spv_peek(const spv_builder *b, spv_id id); /* no error; NULL when invalid */
 uint32_t spv_raw(spv_id id);
 void spv_emit(spv_builder *b, spv_words *w, SpvOp op, const uint32_t *operands, size_t count);
+/* Appends count zero words to w and returns them (NULL on failure, recorded). */
+uint32_t *spv_reserve(spv_builder *b, spv_words *w, size_t count);
 /* Appends an instruction whose operands end with a string literal. */
 void spv_emit_str(spv_builder *b, spv_words *w, SpvOp op, const uint32_t *operands, size_t count,
                   const char *str);
