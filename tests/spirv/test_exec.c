@@ -286,6 +286,53 @@ static void test_spirv_exec_atomics_count_and_combine(void **state) {
     vkd_pipeline_destroy(pipe);
 }
 
+static void test_spirv_exec_vector_ops_match_host(void **state) {
+    vk_fixture *f = *state;
+    enum { N = 128 };
+    static float in[N][4], out[N][4], sums[N];
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < 4; k++)
+            in[i][k] = (float)((i * 4 + k) % 11) * 0.5f;
+    vkd_pipeline *pipe = make_pipeline(f, KERN_VECTORS, 64);
+    buf_spec bufs[3] = {{in, sizeof in}, {out, sizeof out}, {sums, sizeof sums}};
+    run(f, pipe, bufs, 3, NULL, 0, N / 64);
+    for (int i = 0; i < N; i++) {
+        float s = 0;
+        for (int k = 0; k < 4; k++) {
+            float c = (float)(k + 1), v = in[i][k];
+            float want = v < c ? v * c : v;
+            assert_float_equal(out[i][k], want, 0.0f);
+            s += want;
+        }
+        assert_float_equal(sums[i], s, 1e-5f);
+    }
+    vkd_pipeline_destroy(pipe);
+}
+
+static void test_spirv_exec_int64_and_float64_match_host(void **state) {
+    vk_fixture *f = *state;
+    const vkd_caps *caps = vkd_device_caps(f->dev);
+    if (!caps->int64 || !caps->float64) {
+        skip();
+        return;
+    }
+    enum { N = 128 };
+    static uint32_t u[N];
+    static uint64_t w[N];
+    static double d[N];
+    for (uint32_t i = 0; i < N; i++)
+        u[i] = 0xfffffff0u - i * 77777u;
+    vkd_pipeline *pipe = make_pipeline(f, KERN_WIDE, 64);
+    buf_spec bufs[3] = {{u, sizeof u}, {w, sizeof w}, {d, sizeof d}};
+    run(f, pipe, bufs, 3, NULL, 0, N / 64);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(w[i], (uint64_t)u[i] * 0x100000001u + 7);
+        double want = (double)u[i] / 3.0; /* Vulkan does not require a correctly rounded FDiv */
+        assert_true(fabs(d[i] - want) <= 1e-12 * want);
+    }
+    vkd_pipeline_destroy(pipe);
+}
+
 static void test_spirv_exec_f16_storage_round_trips(void **state) {
     vk_fixture *f = *state;
     const vkd_caps *caps = vkd_device_caps(f->dev);
@@ -334,6 +381,8 @@ int main(void) {
         cmocka_unit_test(test_spirv_exec_math_matches_host),
         cmocka_unit_test(test_spirv_exec_bool_float_int_spec_constants_take_values),
         cmocka_unit_test(test_spirv_exec_atomics_count_and_combine),
+        cmocka_unit_test(test_spirv_exec_vector_ops_match_host),
+        cmocka_unit_test(test_spirv_exec_int64_and_float64_match_host),
         cmocka_unit_test(test_spirv_exec_f16_storage_round_trips),
         cmocka_unit_test(test_spirv_exec_i8_storage_wraps_like_c),
     };
