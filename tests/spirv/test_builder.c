@@ -223,6 +223,7 @@ static void test_spirv_capabilities_follow_types_and_instructions(void **state) 
     spv_return(b);
     spv_function_end(b);
     assert_int_equal(spv_builder_finish(b, &w, &n, NULL), KILN_OK);
+    assert_valid(w, n, VK11, "a hand-built module");
     assert_true(has_capability(w, n, SpvCapabilityInt64));
     assert_true(has_capability(w, n, SpvCapabilityFloat64));
     assert_true(has_capability(w, n, SpvCapabilityInt16));
@@ -272,6 +273,7 @@ static void test_spirv_constants_encode_literals(void **state) {
     const uint32_t *w;
     size_t n;
     assert_int_equal(spv_builder_finish(b, &w, &n, NULL), KILN_OK);
+    assert_valid(w, n, VK11, "a hand-built module");
     int found = 0;
     for (size_t i = 5; i < n; i += w[i] >> SpvWordCountShift) {
         if ((w[i] & SpvOpCodeMask) != SpvOpConstant)
@@ -520,6 +522,49 @@ static void test_spirv_errors_entry_point_without_workgroup_size_is_reported(voi
     spv_builder_destroy(b);
 }
 
+static void test_spirv_errors_type_used_as_value_is_rejected(void **state) {
+    (void)state;
+    spv_id u32, f32;
+    spv_builder *b = in_main(&u32, &f32);
+    spv_binop(b, SpvOpIAdd, u32, u32);
+    assert_finish_fails(b, KILN_ERROR_INVALID_ARGUMENT, "is not a value");
+    spv_builder_destroy(b);
+}
+
+/* OpSelect with a scalar condition and vector objects is SPIR-V 1.4+. */
+static void test_spirv_select_scalar_condition_on_vectors_needs_1_4(void **state) {
+    (void)state;
+    const uint32_t versions[2] = {0x10300, 0x10400};
+    for (int k = 0; k < 2; k++) {
+        spv_builder *b = new_builder(versions[k]);
+        spv_id f32 = spv_type_float(b, 32), v2 = spv_type_vector(b, f32, 2);
+        spv_id out = spv_storage_buffer(b, v2, 0, 0, SPV_ACCESS_WRITE);
+        spv_member_name(b, spv_type_struct(b, 1, &f32, NULL, false), 0, "unused");
+        spv_id fn = spv_function_begin(b, "main");
+        spv_workgroup_size(b, fn, (const uint32_t[]){1, 1, 1});
+        spv_id x =
+            spv_const_composite(b, v2, 2, (spv_id[]){spv_const_f32(b, 1), spv_const_f32(b, 2)});
+        spv_id r = spv_select(b, spv_const_bool(b, true), x, spv_const_null(b, v2));
+        spv_store(b, spv_buffer_element(b, out, spv_const_u32(b, 0)), r);
+        spv_return(b);
+        spv_function_end(b);
+        if (k == 0) {
+            assert_int_equal(r, 0);
+            assert_finish_fails(b, KILN_ERROR_INVALID_ARGUMENT, "condition of another size");
+        } else {
+            const uint32_t *w;
+            size_t n;
+            assert_int_not_equal(r, 0);
+            assert_int_equal(spv_builder_finish(b, &w, &n, NULL), KILN_OK);
+            assert_valid(w, n, VK12, "select with a scalar condition");
+            char *text = disassemble(w, n);
+            assert_non_null(strstr(text, "OpMemberName"));
+            free(text);
+        }
+        spv_builder_destroy(b);
+    }
+}
+
 static void test_spirv_errors_first_error_wins(void **state) {
     (void)state;
     spv_id u32, f32;
@@ -673,6 +718,8 @@ int main(void) {
         cmocka_unit_test(test_spirv_errors_instruction_after_merge_is_rejected),
         cmocka_unit_test(test_spirv_errors_branch_to_label_without_block_is_reported),
         cmocka_unit_test(test_spirv_errors_entry_point_without_workgroup_size_is_reported),
+        cmocka_unit_test(test_spirv_errors_type_used_as_value_is_rejected),
+        cmocka_unit_test(test_spirv_select_scalar_condition_on_vectors_needs_1_4),
         cmocka_unit_test(test_spirv_errors_first_error_wins),
         cmocka_unit_test(test_spirv_errors_constant_overflow_is_rejected),
         cmocka_unit_test(test_spirv_errors_module_without_entry_point_is_rejected),
