@@ -1,11 +1,13 @@
 /* kilninfo: what a Vulkan device can do, for a compute user.
  *
- *   kilninfo [--json] [--device N]
+ *   kilninfo [--json] [--device N] [--selftest]
  *
  * Text by default; --json prints one JSON object whose keys are documented in
- * tools/kilninfo/README.md. Exit status: 0 on success, 1 when Vulkan or the device is missing,
- * 2 on bad usage. */
+ * tools/kilninfo/README.md. --selftest builds, validates and runs a few kernels on the chosen
+ * device (--device N, else the default) instead (selftest.c). Exit status: 0 on success, 1 when
+ * Vulkan or the device is missing or a selftest kernel failed, 2 on bad usage. */
 #include "report.h"
+#include "selftest.h"
 #include "vkd.h"
 
 #include <stdlib.h>
@@ -225,19 +227,23 @@ static void report_instance(report *r, const vkd_instance *inst) {
 static int usage(const char *msg) {
     fprintf(stderr,
             "kilninfo: %s\n"
-            "usage: kilninfo [--json] [--device N]\n"
+            "usage: kilninfo [--json] [--device N] [--selftest]\n"
             "  --json       print one JSON object (keys: tools/kilninfo/README.md)\n"
-            "  --device N   report only device N (KILN_DEVICE does not filter the report)\n",
+            "  --device N   report only device N (KILN_DEVICE does not filter the report)\n"
+            "  --selftest   build, validate and run test kernels on the device (--device N or\n"
+            "               the default); report pass/fail, latency, bandwidth, FMA throughput\n",
             msg);
     return 2;
 }
 
 int main(int argc, char **argv) {
-    bool json = false;
+    bool json = false, selftest = false;
     long only = -1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = true;
+        } else if (strcmp(argv[i], "--selftest") == 0) {
+            selftest = true;
         } else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
             char *end;
             only = strtol(argv[++i], &end, 10);
@@ -267,6 +273,11 @@ int main(int argc, char **argv) {
             fprintf(stderr, "kilninfo: %s\n", base_error_message(&err));
         vkd_instance_destroy(inst);
         return 1;
+    }
+    if (selftest) {
+        int status = kilninfo_selftest(inst, only >= 0 ? (uint32_t)only : chosen, stdout);
+        vkd_instance_destroy(inst);
+        return status;
     }
     report r;
     report_init(&r, stdout, json);
