@@ -132,31 +132,75 @@ static const sym_node *div_const(sym_ctx *ctx, const sym_node *a, int64_t c) {
     return make_div(ctx, a, c);
 }
 
-/* a % c for a sum or a term: coefficients and constant reduced modulo c, a common factor g
- * taken out: (g*x) % (g*c') = g * (x % c'). */
+/* Whether every value of n lies in [0, c). */
+static bool in_mod_range(const sym_node *n, int64_t c) {
+    return n && n->vmin >= 0 && n->vmax < c;
+}
+
+/* (d*S + r) % c = d*(S % (c/d)) + r when d divides c and 0 <= r < d, for d one of the
+ * coefficients: ((x*3 + y) % 6 = (x % 2)*3 + y when 0 <= y < 3). NULL when no d applies. */
+static const sym_node *mod_split(sym_ctx *ctx, const sym_terms *p, int64_t c) {
+    const sym_node *out = NULL;
+    for (size_t i = 0; i < p->len && !out; i++) {
+        int64_t d = p->data[i].coeff;
+        if (d <= 1 || c % d != 0)
+            continue;
+        sym_terms s, r;
+        sym_terms_init(&s, ctx);
+        sym_terms_init(&r, ctx);
+        r.konst = p->konst;
+        for (size_t j = 0; j < p->len; j++) {
+            sym_term t = p->data[j];
+            if (t.coeff % d == 0)
+                sym_terms_push(&s, t.base, t.coeff / d);
+            else
+                sym_terms_push(&r, t.base, t.coeff);
+        }
+        const sym_node *rn = sym_terms_build(&r);
+        if (in_mod_range(rn, d))
+            out = sym_add(ctx, sym_mul_c(ctx, sym_floormod_c(ctx, sym_terms_build(&s), c / d), d),
+                          rn);
+        sym_terms_finish(&s);
+        sym_terms_finish(&r);
+    }
+    return out;
+}
+
+/* a % c for a sum or a term. Terms that are multiples of c drop out and the constant is
+ * reduced into [0, c) (the same split the division makes, so x % c and x // c keep the same
+ * x and x%c + c*(x//c) folds back into x); a common factor g comes out: (g*x) % (g*c') is
+ * g * (x % c'); and when every coefficient reduced modulo c gives a sum inside [0, c), that
+ * sum is the answer ((a*10) % 9 = a for 0 <= a < 9). */
 static const sym_node *mod_terms(sym_ctx *ctx, const sym_node *a, int64_t c) {
-    sym_terms r;
-    sym_terms_init(&r, ctx);
-    sym_terms_add(&r, a, 1);
+    sym_terms p;
+    sym_terms_init(&p, ctx);
+    sym_terms_add(&p, a, 1);
     int64_t g = c;
-    for (size_t i = 0; i < r.len; i++) {
-        base_floormod_i64(r.data[i].coeff, c, &r.data[i].coeff);
-        g = gcd64(g, r.data[i].coeff);
+    size_t kept = 0;
+    for (size_t i = 0; i < p.len; i++) {
+        if (p.data[i].coeff % c != 0) {
+            p.data[kept++] = p.data[i];
+            g = gcd64(g, p.data[i].coeff);
+        }
     }
-    base_floormod_i64(r.konst, c, &r.konst);
-    g = gcd64(g, r.konst);
-    const sym_node *rest = sym_terms_build(&r), *out;
-    if (!rest) {
-        out = NULL;
-    } else if (g > 1) {
-        terms_divide(&r, g);
-        out = sym_mul_c(ctx, sym_floormod_c(ctx, sym_terms_build(&r), c / g), g);
-    } else if (rest != a) {
-        out = sym_floormod_c(ctx, rest, c);
-    } else {
-        out = make_mod(ctx, a, c);
+    p.len = kept;
+    base_floormod_i64(p.konst, c, &p.konst);
+    g = gcd64(g, p.konst);
+    const sym_node *rest = sym_terms_build(&p), *out = NULL;
+    if (rest && g > 1) {
+        terms_divide(&p, g);
+        out = sym_mul_c(ctx, sym_floormod_c(ctx, sym_terms_build(&p), c / g), g);
+    } else if (rest && (out = mod_split(ctx, &p, c)) != NULL) {
+        /* done */
+    } else if (rest) {
+        for (size_t i = 0; i < p.len; i++)
+            base_floormod_i64(p.data[i].coeff, c, &p.data[i].coeff);
+        const sym_node *reduced = sym_terms_build(&p);
+        out = in_mod_range(reduced, c) ? reduced
+              : rest != a              ? sym_floormod_c(ctx, rest, c)
+                                       : make_mod(ctx, a, c);
     }
-    sym_terms_finish(&r);
+    sym_terms_finish(&p);
     return out;
 }
 
