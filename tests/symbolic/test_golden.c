@@ -293,7 +293,7 @@ static void test_symbolic_golden_view_index_expressions(void **state) {
         const view *outer = &g->v[g->nviews - 1];
         const sym_node *vars[MAXD];
         for (int d = 0; d < outer->ndim; d++) {
-            char name[8];
+            char name[16];
             snprintf(name, sizeof name, "i%d", d);
             vars[d] = sym_var(ctx, name, 0, outer->shape[d] - 1);
         }
