@@ -69,6 +69,9 @@ static const sym_node *lt_gcd(sym_ctx *ctx, const sym_node *a, int64_t c) {
 static const sym_node *lt_const(sym_ctx *ctx, const sym_node *a, int64_t c) {
     int64_t d;
     const sym_node *r;
+    if (a->kind == SYM_DIV && a->src[1]->kind == SYM_CONST && a->src[1]->value > 0 &&
+        base_mul_i64(c, a->src[1]->value, &d)) /* x // k < c: x < c*k */
+        return sym_lt_c(ctx, a->src[0], d);
     if (a->kind == SYM_ADD && a->src[1]->kind == SYM_CONST && /* x + k < c: x < c - k */
         base_sub_i64(c, a->src[1]->value, &d))
         return sym_lt_c(ctx, a->src[0], d);

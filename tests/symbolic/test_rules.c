@@ -153,6 +153,8 @@ static void test_symbolic_rules_lt_moves_constants_and_cancels_factors(void **st
     CHECK(sym_lt(ctx, K(5), x), 0, 1, "((x*-1)<-5)");
     CHECK(sym_lt(ctx, x, y), 0, 1, "(x<y)");
     CHECK(sym_lt(ctx, x, x), 0, 0, "0");
+    CHECK(sym_lt_c(ctx, sym_floordiv_c(ctx, x, 2), 4), 0, 1, "(x<8)");
+    CHECK(sym_lt_c(ctx, sym_floordiv_c(ctx, sym_add_c(ctx, x, -9), 4), 1), 0, 1, "(x<13)");
 }
 
 static void test_symbolic_rules_le_gt_ge(void **state) {
