@@ -14,6 +14,7 @@ enum { NVARS = 4, POOL = 96, ASSIGNMENTS = 6 };
 typedef enum op {
     OP_CONST,
     OP_VAR,
+    OP_BIND, /* a bound Variable: evaluates to its value k */
     OP_ADD,
     OP_SUB,
     OP_MUL,
@@ -49,6 +50,7 @@ typedef struct gen {
     int used;
     int64_t lo[NVARS], hi[NVARS];
     bool index_mode; /* non-negative Variables, larger constants: index arithmetic */
+    bool has_bind;   /* the tree holds a bound Variable */
 } gen;
 
 static uint64_t next_u64(uint64_t *s) { /* splitmix64 */
@@ -71,9 +73,14 @@ static const rnode *gen_expr(gen *g, int depth) {
     rnode *n = &g->pool[g->used++];
     *n = (rnode){0};
     if (depth == 0 || g->used + 3 >= POOL || rnd(g, 0, 9) < 2) {
-        n->op = rnd(g, 0, 2) == 0 ? OP_CONST : OP_VAR;
+        int64_t pick = rnd(g, 0, 9);
+        n->op = pick < 3 ? OP_CONST : pick == 3 ? OP_BIND : OP_VAR;
         n->k = g->index_mode ? rnd(g, 0, 64) : rnd(g, -8, 20);
         n->var = (int)rnd(g, 0, NVARS - 1);
+        if (n->op == OP_BIND) {
+            n->k = rnd(g, g->lo[n->var], g->hi[n->var]);
+            g->has_bind = true;
+        }
         return n;
     }
     n->op = (op)rnd(g, OP_ADD, OP_COUNT - 1);
@@ -94,7 +101,7 @@ static const rnode *gen_expr(gen *g, int depth) {
  * overflow (the sample is then skipped). */
 static bool ref_eval(const rnode *n, const int64_t *v, int64_t *out) {
     int64_t x = 0, y = 0, z = 0;
-    if (n->op == OP_CONST) {
+    if (n->op == OP_CONST || n->op == OP_BIND) {
         *out = n->k;
         return true;
     }
@@ -164,6 +171,8 @@ static const sym_node *build(sym_ctx *c, const rnode *n, const sym_node *const *
         return sym_const(c, n->k);
     if (n->op == OP_VAR)
         return vars[n->var];
+    if (n->op == OP_BIND)
+        return sym_bind(c, vars[n->var], n->k);
     const sym_node *a = build(c, n->a, vars);
     const sym_node *b = n->b ? build(c, n->b, vars) : NULL;
     const sym_node *d = n->c ? build(c, n->c, vars) : NULL;
@@ -212,8 +221,8 @@ static const sym_node *build(sym_ctx *c, const rnode *n, const sym_node *const *
 }
 
 static const char *const op_names[OP_COUNT] = {
-    "k",   "v", "+",  "-",  "*",  "*",   "//", "%",   "//",    "%",  "min",
-    "max", "<", "<=", "==", "!=", "and", "or", "not", "where", "neg"};
+    "k",   "v",   "bind", "+",  "-",  "*",  "*",   "//", "%",   "//",    "%",
+    "min", "max", "<",    "<=", "==", "!=", "and", "or", "not", "where", "neg"};
 
 static void ref_print(const rnode *n, char *buf, size_t cap) {
     size_t len = strlen(buf);
@@ -223,8 +232,9 @@ static void ref_print(const rnode *n, char *buf, size_t cap) {
         snprintf(buf + len, cap - len, "%lld", (long long)n->k);
         return;
     }
-    if (n->op == OP_VAR) {
-        snprintf(buf + len, cap - len, "v%d", n->var);
+    if (n->op == OP_VAR || n->op == OP_BIND) {
+        snprintf(buf + len, cap - len, n->op == OP_VAR ? "v%d" : "(v%d:=%lld)", n->var,
+                 (long long)n->k);
         return;
     }
     snprintf(buf + len, cap - len, "(%s ", op_names[n->op]);
@@ -284,7 +294,7 @@ static bool check_one(sym_ctx *c, gen *g, const sym_node *const *vars, const rno
             report(seed, iter, r, s, g, v, "value outside bounds");
             return false;
         }
-        if (k == 2) { /* substitution by the values folds to the same constant */
+        if (k == 2 && !g->has_bind) { /* substitution by the values folds to the constant */
             const sym_node *to[NVARS];
             for (int i = 0; i < NVARS; i++)
                 to[i] = sym_const(c, v[i]);
@@ -327,6 +337,7 @@ static void test_symbolic_property_random_expressions_match_reference(void **sta
             vars[i] = sym_var(c, name, g.lo[i], g.hi[i]);
         }
         g.used = 0;
+        g.has_bind = false;
         const rnode *r = gen_expr(&g, (int)rnd(&g, 1, 5));
         const sym_node *s = build(c, r, vars);
         if (!s) { /* division by a zero constant, or bounds beyond int64 */
