@@ -19,6 +19,14 @@ static const sym_node *make_mod(sym_ctx *ctx, const sym_node *a, int64_t c) {
     return sym_make(ctx, SYM_MOD, a, sym_make_const(ctx, c), NULL, 0);
 }
 
+/* *q = a / b when b divides a exactly (false for b == 0 and for INT64_MIN / -1). */
+static bool exact_quot(int64_t a, int64_t b, int64_t *q) {
+    if (b == 0 || (b == -1 && a == INT64_MIN) || a % b != 0)
+        return false;
+    *q = a / b;
+    return true;
+}
+
 static bool is_mul_const(const sym_node *n) {
     return n->kind == SYM_MUL && n->src[1]->kind == SYM_CONST;
 }
@@ -230,9 +238,8 @@ static int64_t proportional(sym_ctx *ctx, const sym_node *t, const sym_node *b) 
     sym_terms_add(&x, t, 1);
     sym_terms_add(&y, b, 1);
     int64_t k = 0, p;
-    bool ok = x.ok && y.ok && x.len == y.len && x.len > 0 && x.data[0].coeff % y.data[0].coeff == 0;
-    if (ok)
-        k = x.data[0].coeff / y.data[0].coeff;
+    bool ok = x.ok && y.ok && x.len == y.len && x.len > 0 &&
+              exact_quot(x.data[0].coeff, y.data[0].coeff, &k);
     for (size_t i = 0; ok && i < x.len; i++)
         ok = x.data[i].base == y.data[i].base && base_mul_i64(k, y.data[i].coeff, &p) &&
              p == x.data[i].coeff;
@@ -287,13 +294,15 @@ static const sym_node *divide_exact(sym_ctx *ctx, const sym_node *t, const sym_n
     int64_t tc, bc;
     sym_term_split(t, &tb, &tc);
     sym_term_split(b, &bb, &bc);
-    if (tb == bb && tc % bc == 0)
-        return sym_make_const(ctx, tc / bc);
+    int64_t k = 0;
+    bool whole = exact_quot(tc, bc, &k);
+    if (tb == bb && whole)
+        return sym_make_const(ctx, k);
     if (tb->kind != SYM_MUL || is_mul_const(tb))
         return NULL;
-    if (tc % bc == 0 && bc != 1) { /* (x*B*tc) / (B*bc) */
+    if (whole && bc != 1) { /* (x*B*tc) / (B*bc) */
         const sym_node *q = divide_product(ctx, tb, bb);
-        return q ? sym_mul_c(ctx, q, tc / bc) : NULL;
+        return q ? sym_mul_c(ctx, q, k) : NULL;
     }
     const sym_node *q = divide_product(ctx, tb, b);
     return q ? sym_mul_c(ctx, q, tc) : NULL;
