@@ -21,6 +21,19 @@ static void test_symbolic_ctx_create_destroy(void **state) {
     assert_null(sym_add(NULL, NULL, NULL));
 }
 
+/* The usage example at the top of sym.h does what it says. */
+static void test_symbolic_header_example_simplifies_to_n(void **state) {
+    (void)state;
+    sym_ctx *c = NULL;
+    assert_int_equal(sym_ctx_create(NULL, &c), KILN_OK);
+    const sym_node *n = sym_var(c, "n", 1, 1024);
+    const sym_node *i = sym_add(c, sym_mul_c(c, n, 4), sym_const(c, 3));
+    const sym_node *q = sym_floordiv_c(c, i, 4);
+    assert_ptr_equal(q, n);
+    assert_int_equal(sym_ctx_status(c), KILN_OK);
+    sym_ctx_destroy(c);
+}
+
 static void test_symbolic_var_same_name_same_node(void **state) {
     sym_ctx *ctx = *state;
     const sym_node *a = VAR("a", 0, 9);
@@ -370,6 +383,7 @@ static void test_symbolic_guard_check_and_render(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         T(test_symbolic_ctx_create_destroy),
+        T(test_symbolic_header_example_simplifies_to_n),
         T(test_symbolic_var_same_name_same_node),
         T(test_symbolic_var_rejects_bad_declarations),
         T(test_symbolic_bind_unbind_roundtrip),
