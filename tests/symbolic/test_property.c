@@ -9,7 +9,7 @@
 
 #include <stdlib.h>
 
-enum { NVARS = 4, POOL = 96, ASSIGNMENTS = 6 };
+enum { NVARS = 4, POOL = 256, ASSIGNMENTS = 6 };
 
 typedef enum op {
     OP_CONST,
@@ -51,6 +51,7 @@ typedef struct gen {
     int64_t lo[NVARS], hi[NVARS];
     bool index_mode; /* non-negative Variables, larger constants: index arithmetic */
     bool has_bind;   /* the tree holds a bound Variable */
+    bool deep;       /* adversarial: deep nests of div, mod, min, max only */
 } gen;
 
 static uint64_t next_u64(uint64_t *s) { /* splitmix64 */
@@ -83,10 +84,14 @@ static const rnode *gen_expr(gen *g, int depth) {
         }
         return n;
     }
+    static const op deep_ops[] = {OP_ADD, OP_MULC, OP_DIVC, OP_MODC, OP_DIV,  OP_MOD,
+                                  OP_MIN, OP_MAX,  OP_DIVC, OP_MODC, OP_DIVC, OP_MODC};
     n->op = (op)rnd(g, OP_ADD, OP_COUNT - 1);
     /* index arithmetic dominates: add, mul by constants, div and mod by constants */
     if (rnd(g, 0, 2) == 0)
         n->op = (op)(OP_ADD + rnd(g, 0, 5));
+    if (g->deep)
+        n->op = deep_ops[rnd(g, 0, (int64_t)BASE_COUNTOF(deep_ops) - 1)];
     n->k = n->op == OP_MULC ? rnd(g, -6, 12) : nonzero(g);
     n->a = gen_expr(g, depth - 1);
     if (n->op != OP_NOT && n->op != OP_NEG && n->op != OP_MULC && n->op != OP_DIVC &&
@@ -315,11 +320,9 @@ static uint64_t env_u64(const char *name, uint64_t def) {
     return s && *s ? strtoull(s, NULL, 10) : def;
 }
 
-static void test_symbolic_property_random_expressions_match_reference(void **state) {
-    (void)state;
-    uint64_t seed = env_u64("KILN_SYM_SEED", 20261122);
-    long count = (long)env_u64("KILN_SYM_COUNT", 100000);
-    gen g = {.rng = seed};
+/* count random expressions from seed; deep: adversarial nests of depth 6 to 9. */
+static void run_property(uint64_t seed, long count, bool deep) {
+    gen g = {.rng = seed, .deep = deep};
     stats st = {0};
     sym_ctx *c = NULL;
     const sym_node *vars[NVARS];
@@ -338,7 +341,7 @@ static void test_symbolic_property_random_expressions_match_reference(void **sta
         }
         g.used = 0;
         g.has_bind = false;
-        const rnode *r = gen_expr(&g, (int)rnd(&g, 1, 5));
+        const rnode *r = gen_expr(&g, deep ? (int)rnd(&g, 6, 9) : (int)rnd(&g, 1, 5));
         const sym_node *s = build(c, r, vars);
         if (!s) { /* division by a zero constant, or bounds beyond int64 */
             kiln_status why = sym_ctx_status(c);
@@ -356,11 +359,24 @@ static void test_symbolic_property_random_expressions_match_reference(void **sta
     }
     sym_ctx_destroy(c);
     fprintf(stderr,
-            "property: %ld expressions built, %ld build errors, %ld samples checked, "
+            "property%s: %ld expressions built, %ld build errors, %ld samples checked, "
             "%ld skipped\n",
-            st.built, st.build_errors, st.samples, st.skipped);
-    assert_true(st.built >= count * 9 / 10);
+            deep ? " (deep)" : "", st.built, st.build_errors, st.samples, st.skipped);
+    assert_true(st.built >= count * 8 / 10);
     assert_true(st.samples >= count * 3);
+}
+
+static void test_symbolic_property_random_expressions_match_reference(void **state) {
+    (void)state;
+    run_property(env_u64("KILN_SYM_SEED", 20261122), (long)env_u64("KILN_SYM_COUNT", 100000),
+                 false);
+}
+
+/* Budget errors are not among the allowed build errors: every nest builds within it. */
+static void test_symbolic_property_deep_random_nests_within_budget(void **state) {
+    (void)state;
+    run_property(env_u64("KILN_SYM_SEED", 20261122) + 1,
+                 (long)env_u64("KILN_SYM_COUNT", 100000) / 10, true);
 }
 
 /* ---- termination ------------------------------------------------------------------------ */
@@ -418,6 +434,7 @@ static void test_symbolic_property_tiny_budget_fails_cleanly(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         T(test_symbolic_property_random_expressions_match_reference),
+        T(test_symbolic_property_deep_random_nests_within_budget),
         T(test_symbolic_property_adversarial_nesting_terminates),
         T(test_symbolic_property_deep_sums_of_divisions_terminate),
         T(test_symbolic_property_tiny_budget_fails_cleanly),
