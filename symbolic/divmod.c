@@ -400,13 +400,13 @@ const sym_node *sym_mod_impl(sym_ctx *ctx, const sym_node *a, const sym_node *b)
 }
 
 const sym_node *sym_floordiv(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, sym_div_impl(ctx, a, b));
 }
 
 const sym_node *sym_floormod(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, sym_mod_impl(ctx, a, b));
 }

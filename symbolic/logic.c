@@ -95,7 +95,7 @@ static const sym_node *lt_impl(sym_ctx *ctx, const sym_node *a, const sym_node *
 }
 
 const sym_node *sym_lt(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, lt_impl(ctx, a, b));
 }
@@ -160,7 +160,7 @@ static const sym_node *eq_impl(sym_ctx *ctx, const sym_node *a, const sym_node *
 }
 
 const sym_node *sym_eq(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, eq_impl(ctx, a, b));
 }
@@ -177,7 +177,7 @@ static const sym_node *ne_from_eq(sym_ctx *ctx, const sym_node *e) {
 }
 
 const sym_node *sym_ne(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, ne_from_eq(ctx, eq_impl(ctx, a, b)));
 }
@@ -206,7 +206,7 @@ static const sym_node *not_impl(sym_ctx *ctx, const sym_node *a) {
 }
 
 const sym_node *sym_not(sym_ctx *ctx, const sym_node *a) {
-    if (!sym_enter(ctx, a, a, a))
+    if (!sym_enter(ctx, &a, NULL, NULL))
         return NULL;
     return sym_leave(ctx, not_impl(ctx, a));
 }
@@ -223,7 +223,7 @@ static const sym_node *and_impl(sym_ctx *ctx, const sym_node *a, const sym_node 
 }
 
 const sym_node *sym_and(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, and_impl(ctx, a, b));
 }
@@ -240,7 +240,7 @@ static const sym_node *or_impl(sym_ctx *ctx, const sym_node *a, const sym_node *
 }
 
 const sym_node *sym_or(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, or_impl(ctx, a, b));
 }
@@ -265,7 +265,7 @@ static const sym_node *where_impl(sym_ctx *ctx, const sym_node *c, const sym_nod
 
 const sym_node *sym_where(sym_ctx *ctx, const sym_node *cond, const sym_node *a,
                           const sym_node *b) {
-    if (!sym_enter(ctx, cond, a, b))
+    if (!sym_enter(ctx, &cond, &a, &b))
         return NULL;
     return sym_leave(ctx, where_impl(ctx, cond, a, b));
 }
@@ -283,13 +283,13 @@ static const sym_node *minmax_impl(sym_ctx *ctx, sym_kind kind, const sym_node *
 }
 
 const sym_node *sym_min(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, minmax_impl(ctx, SYM_MIN, a, b));
 }
 
 const sym_node *sym_max(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, minmax_impl(ctx, SYM_MAX, a, b));
 }

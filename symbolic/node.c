@@ -89,8 +89,16 @@ const sym_node *sym_fail(sym_ctx *ctx, kiln_status status, const char *fmt, ...)
     return NULL;
 }
 
-bool sym_enter(sym_ctx *ctx, const sym_node *a, const sym_node *b, const sym_node *c) {
-    if (!ctx || !a || !b || !c)
+/* A Variable or bound node of range [k, k] enters an operation as the constant k, so that
+ * every rule (and hash-consing) sees one form. False when the constant cannot be made. */
+static bool enter_operand(sym_ctx *ctx, const sym_node **n) {
+    if (n && (*n)->vmin == (*n)->vmax && (*n)->kind != SYM_CONST)
+        *n = sym_make_const(ctx, (*n)->vmin);
+    return !n || *n;
+}
+
+bool sym_enter(sym_ctx *ctx, const sym_node **a, const sym_node **b, const sym_node **c) {
+    if (!ctx || !*a || (b && !*b) || (c && !*c))
         return false;
     if (ctx->depth == 0)
         ctx->steps = 0; /* a top-level call gets the whole budget */
@@ -100,6 +108,8 @@ bool sym_enter(sym_ctx *ctx, const sym_node *a, const sym_node *b, const sym_nod
                  (unsigned long long)ctx->budget, (unsigned)ctx->depth);
         return false;
     }
+    if (!enter_operand(ctx, a) || !enter_operand(ctx, b) || !enter_operand(ctx, c))
+        return false;
     ctx->depth++;
     return true;
 }

@@ -212,7 +212,7 @@ static const sym_node *add_impl(sym_ctx *ctx, const sym_node *a, const sym_node 
 }
 
 const sym_node *sym_add(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, add_impl(ctx, a, b));
 }
@@ -316,7 +316,7 @@ static const sym_node *mul_impl(sym_ctx *ctx, const sym_node *a, const sym_node 
 }
 
 const sym_node *sym_mul(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, mul_impl(ctx, a, b));
 }

@@ -63,9 +63,12 @@ BASE_HIDDEN extern const sym_kind_info sym_kinds[SYM_KIND_COUNT_];
 /* Records the first error; returns NULL so `return sym_fail(...)` reads naturally. */
 BASE_HIDDEN const sym_node *sym_fail(sym_ctx *ctx, kiln_status status, const char *fmt, ...)
     BASE_PRINTF(3, 4);
-/* Enters a constructor: false (nothing to undo) on a NULL operand or when the step budget or
- * the nesting limit is exhausted (then the error is recorded). sym_leave returns r. */
-BASE_HIDDEN bool sym_enter(sym_ctx *ctx, const sym_node *a, const sym_node *b, const sym_node *c);
+/* Enters a constructor with its operands (b, c NULL when absent): false (nothing to undo) on
+ * a NULL operand or when the step budget or the nesting limit is exhausted (then the error is
+ * recorded). A single-valued Variable or bound operand is replaced by its constant.
+ * sym_leave returns r. */
+BASE_HIDDEN bool sym_enter(sym_ctx *ctx, const sym_node **a, const sym_node **b,
+                           const sym_node **c);
 BASE_HIDDEN const sym_node *sym_leave(sym_ctx *ctx, const sym_node *r);
 /* The hash-consed node of kind over srcs (arity from the kind table) without simplification
  * beyond bounds: a node whose bounds are one value comes back as that constant. */

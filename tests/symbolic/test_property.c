@@ -171,16 +171,26 @@ static bool ref_eval(const rnode *n, const int64_t *v, int64_t *out) {
     }
 }
 
-static const sym_node *build(sym_ctx *c, const rnode *n, const sym_node *const *vars) {
+/* The tree through the constructors; mirror swaps the operands of every commutative
+ * operation (the result must be the same node). */
+static const sym_node *build_m(sym_ctx *c, const rnode *n, const sym_node *const *vars,
+                               bool mirror) {
     if (n->op == OP_CONST)
         return sym_const(c, n->k);
     if (n->op == OP_VAR)
         return vars[n->var];
     if (n->op == OP_BIND)
         return sym_bind(c, vars[n->var], n->k);
-    const sym_node *a = build(c, n->a, vars);
-    const sym_node *b = n->b ? build(c, n->b, vars) : NULL;
-    const sym_node *d = n->c ? build(c, n->c, vars) : NULL;
+    const sym_node *a = build_m(c, n->a, vars, mirror);
+    const sym_node *b = n->b ? build_m(c, n->b, vars, mirror) : NULL;
+    const sym_node *d = n->c ? build_m(c, n->c, vars, mirror) : NULL;
+    bool comm = n->op == OP_ADD || n->op == OP_MUL || n->op == OP_MIN || n->op == OP_MAX ||
+                n->op == OP_EQ || n->op == OP_NE || n->op == OP_AND || n->op == OP_OR;
+    if (mirror && comm) {
+        const sym_node *t = a;
+        a = b;
+        b = t;
+    }
     switch (n->op) {
     case OP_ADD:
         return sym_add(c, a, b);
@@ -223,6 +233,10 @@ static const sym_node *build(sym_ctx *c, const rnode *n, const sym_node *const *
     default:
         return NULL;
     }
+}
+
+static const sym_node *build(sym_ctx *c, const rnode *n, const sym_node *const *vars) {
+    return build_m(c, n, vars, false);
 }
 
 static const char *const op_names[OP_COUNT] = {
@@ -354,6 +368,15 @@ static void run_property(uint64_t seed, long count, bool deep) {
         st.built++;
         if (iter % 16 == 0) /* hash-consing: the same tree gives the same node */
             assert_ptr_equal(build(c, r, vars), s);
+        if (iter % 16 == 1) { /* commutative operands in either order: the same node */
+            const sym_node *m = build_m(c, r, vars, true);
+            if (m != s) {
+                int64_t v[NVARS] = {0};
+                report(seed, iter, r, m, &g, v, "mirrored tree gives another node");
+                report(seed, iter, r, s, &g, v, "(the original)");
+                fail_msg("hash-consing is order-dependent");
+            }
+        }
         if (!check_one(c, &g, vars, r, s, seed, iter, &st))
             fail_msg("property failed (seed %llu, expression %ld)", (unsigned long long)seed, iter);
     }
