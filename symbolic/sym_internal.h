@@ -75,8 +75,6 @@ BASE_HIDDEN const sym_node *sym_leave(sym_ctx *ctx, const sym_node *r);
 BASE_HIDDEN const sym_node *sym_make(sym_ctx *ctx, sym_kind kind, const sym_node *a,
                                      const sym_node *b, const sym_node *c, int64_t value);
 BASE_HIDDEN const sym_node *sym_make_const(sym_ctx *ctx, int64_t value);
-/* Rebuilds a node of kind over new operands through the simplifying constructors. */
-BASE_HIDDEN const sym_node *sym_rebuild(sym_ctx *ctx, const sym_node *n, const sym_node *const *s);
 BASE_HIDDEN bool sym_is_k(const sym_node *n, int64_t value); /* n is the constant value */
 
 /* ---- bounds.c ---- */
@@ -115,8 +113,5 @@ BASE_HIDDEN void sym_term_split(const sym_node *n, const sym_node **base, int64_
 /* ---- divmod.c ---- */
 BASE_HIDDEN const sym_node *sym_div_impl(sym_ctx *ctx, const sym_node *a, const sym_node *b);
 BASE_HIDDEN const sym_node *sym_mod_impl(sym_ctx *ctx, const sym_node *a, const sym_node *b);
-
-/* ---- subst.c ---- */
-typedef const sym_node *(*sym_leaf_fn)(sym_ctx *ctx, const sym_node *leaf, void *user);
 
 #endif
