@@ -17,9 +17,11 @@
  *   - a term is base or MUL(base, CONST coeff) with coeff not 0 or 1; a base is never a
  *     constant, a sum, or a MUL by a constant;
  *   - a product of non-constants is a left-deep chain of MUL ordered by creation id;
- *   - division and modulo by a constant have a positive constant divisor;
+ *   - division and modulo by a constant have a constant divisor > 1;
  *   - commutative operands are ordered by creation id, a constant operand on the right;
- *   - no node other than a Variable or bound node has vmin == vmax: it is a constant. */
+ *   - no node other than a Variable or bound node has vmin == vmax: it is a constant; and a
+ *     single-valued Variable or bound node enters every operation as its constant.
+ * Debug builds check the first four on every new node (check_canonical in node.c). */
 #ifndef KILN_SYMBOLIC_SYM_INTERNAL_H
 #define KILN_SYMBOLIC_SYM_INTERNAL_H
 
