@@ -100,8 +100,10 @@ static bool enter_operand(sym_ctx *ctx, const sym_node **n) {
 bool sym_enter(sym_ctx *ctx, const sym_node **a, const sym_node **b, const sym_node **c) {
     if (!ctx || !*a || (b && !*b) || (c && !*c))
         return false;
-    if (ctx->depth == 0)
+    if (ctx->depth == 0) {
         ctx->steps = 0; /* a top-level call gets the whole budget */
+        ctx->entry_status = ctx->err.status;
+    }
     if (++ctx->steps > ctx->budget || ctx->depth >= SYM_MAX_DEPTH) {
         sym_fail(ctx, KILN_ERROR_BUDGET_EXCEEDED,
                  "symbolic simplification exceeded its budget (%llu steps, depth %u)",
@@ -114,8 +116,12 @@ bool sym_enter(sym_ctx *ctx, const sym_node **a, const sym_node **b, const sym_n
     return true;
 }
 
+/* A rewrite that overflows is abandoned for another form, so a top-level call that still
+ * produced its node forgets an overflow its attempts recorded (other errors stay). */
 const sym_node *sym_leave(sym_ctx *ctx, const sym_node *r) {
-    ctx->depth--;
+    if (--ctx->depth == 0 && r && ctx->entry_status == KILN_OK &&
+        ctx->err.status == KILN_ERROR_OVERFLOW)
+        base_error_clear(&ctx->err);
     return r;
 }
 

@@ -49,7 +49,8 @@ struct sym_ctx {
     uint64_t next_id;
     uint64_t budget; /* steps per top-level constructor call */
     uint64_t steps;
-    uint32_t depth; /* nesting of constructor calls */
+    uint32_t depth;           /* nesting of constructor calls */
+    kiln_status entry_status; /* the error status when the top-level call began */
 };
 
 typedef struct sym_kind_info {

@@ -52,6 +52,7 @@ typedef struct gen {
     bool index_mode; /* non-negative Variables, larger constants: index arithmetic */
     bool has_bind;   /* the tree holds a bound Variable */
     bool deep;       /* adversarial: deep nests of div, mod, min, max only */
+    bool extreme;    /* Variables and constants near the ends of int64 */
 } gen;
 
 static uint64_t next_u64(uint64_t *s) { /* splitmix64 */
@@ -61,12 +62,15 @@ static uint64_t next_u64(uint64_t *s) { /* splitmix64 */
     return z ^ (z >> 31);
 }
 
-static int64_t rnd(gen *g, int64_t lo, int64_t hi) { /* inclusive */
-    return lo + (int64_t)(next_u64(&g->rng) % (uint64_t)(hi - lo + 1));
+static int64_t rnd(gen *g, int64_t lo, int64_t hi) { /* inclusive, any int64 range */
+    uint64_t span = (uint64_t)hi - (uint64_t)lo + 1, r = next_u64(&g->rng);
+    return (int64_t)((uint64_t)lo + (span ? r % span : r));
 }
 
 static int64_t nonzero(gen *g) {
-    int64_t k = g->index_mode ? rnd(g, -2, 64) : rnd(g, -9, 16);
+    int64_t k = g->extreme      ? rnd(g, -(INT64_C(1) << 40), INT64_C(1) << 40)
+                : g->index_mode ? rnd(g, -2, 64)
+                                : rnd(g, -9, 16);
     return k == 0 ? 4 : k;
 }
 
@@ -76,7 +80,9 @@ static const rnode *gen_expr(gen *g, int depth) {
     if (depth == 0 || g->used + 3 >= POOL || rnd(g, 0, 9) < 2) {
         int64_t pick = rnd(g, 0, 9);
         n->op = pick < 3 ? OP_CONST : pick == 3 ? OP_BIND : OP_VAR;
-        n->k = g->index_mode ? rnd(g, 0, 64) : rnd(g, -8, 20);
+        n->k = g->extreme      ? rnd(g, INT64_MIN, INT64_MAX)
+               : g->index_mode ? rnd(g, 0, 64)
+                               : rnd(g, -8, 20);
         n->var = (int)rnd(g, 0, NVARS - 1);
         if (n->op == OP_BIND) {
             n->k = rnd(g, g->lo[n->var], g->hi[n->var]);
@@ -334,9 +340,26 @@ static uint64_t env_u64(const char *name, uint64_t def) {
     return s && *s ? strtoull(s, NULL, 10) : def;
 }
 
-/* count random expressions from seed; deep: adversarial nests of depth 6 to 9. */
-static void run_property(uint64_t seed, long count, bool deep) {
-    gen g = {.rng = seed, .deep = deep};
+typedef enum mode { MODE_MIXED, MODE_DEEP, MODE_EXTREME } mode;
+
+static void pick_ranges(gen *g, long iter) {
+    g->index_mode = iter % 2 == 1;
+    for (int i = 0; i < NVARS; i++) {
+        if (g->extreme) {
+            g->lo[i] = rnd(g, -(INT64_C(1) << 62), INT64_C(1) << 62);
+            g->hi[i] = g->lo[i] + rnd(g, 0, INT64_C(1) << (i * 20));
+            continue;
+        }
+        g->lo[i] = g->index_mode ? 0 : rnd(g, -12, 12);
+        g->hi[i] = g->lo[i] + rnd(g, 0, i == 0 ? 3 : g->index_mode ? 300 : 40);
+    }
+}
+
+/* count random expressions from seed; deep: adversarial nests of depth 6 to 9; extreme:
+ * values near the ends of int64 (overflow must be an error, never undefined behaviour). */
+static void run_property(uint64_t seed, long count, mode which) {
+    bool deep = which == MODE_DEEP;
+    gen g = {.rng = seed, .deep = deep, .extreme = which == MODE_EXTREME};
     stats st = {0};
     sym_ctx *c = NULL;
     const sym_node *vars[NVARS];
@@ -345,11 +368,9 @@ static void run_property(uint64_t seed, long count, bool deep) {
             sym_ctx_destroy(c);
             assert_int_equal(sym_ctx_create(NULL, &c), KILN_OK);
         }
-        g.index_mode = iter % 2 == 1;
+        pick_ranges(&g, iter);
         for (int i = 0; i < NVARS; i++) {
             char name[32];
-            g.lo[i] = g.index_mode ? 0 : rnd(&g, -12, 12);
-            g.hi[i] = g.lo[i] + rnd(&g, 0, i == 0 ? 3 : g.index_mode ? 300 : 40);
             snprintf(name, sizeof name, "v%d_%ld", i, iter);
             vars[i] = sym_var(c, name, g.lo[i], g.hi[i]);
         }
@@ -384,22 +405,33 @@ static void run_property(uint64_t seed, long count, bool deep) {
     fprintf(stderr,
             "property%s: %ld expressions built, %ld build errors, %ld samples checked, "
             "%ld skipped\n",
-            deep ? " (deep)" : "", st.built, st.build_errors, st.samples, st.skipped);
-    assert_true(st.built >= count * 8 / 10);
-    assert_true(st.samples >= count * 3);
+            deep        ? " (deep)"
+            : g.extreme ? " (extreme)"
+                        : "",
+            st.built, st.build_errors, st.samples, st.skipped);
+    assert_true(st.built >= count * (g.extreme ? 2 : 8) / 10);
+    assert_true(st.samples >= count * (g.extreme ? 1 : 3));
 }
 
 static void test_symbolic_property_random_expressions_match_reference(void **state) {
     (void)state;
     run_property(env_u64("KILN_SYM_SEED", 20261122), (long)env_u64("KILN_SYM_COUNT", 100000),
-                 false);
+                 MODE_MIXED);
 }
 
 /* Budget errors are not among the allowed build errors: every nest builds within it. */
 static void test_symbolic_property_deep_random_nests_within_budget(void **state) {
     (void)state;
     run_property(env_u64("KILN_SYM_SEED", 20261122) + 1,
-                 (long)env_u64("KILN_SYM_COUNT", 100000) / 10, true);
+                 (long)env_u64("KILN_SYM_COUNT", 100000) / 10, MODE_DEEP);
+}
+
+/* Near the ends of int64 every build either succeeds or reports KILN_ERROR_OVERFLOW (or a
+ * division by a zero constant); run under UBSan this proves no signed overflow happens. */
+static void test_symbolic_property_extreme_values_overflow_cleanly(void **state) {
+    (void)state;
+    run_property(env_u64("KILN_SYM_SEED", 20261122) + 2,
+                 (long)env_u64("KILN_SYM_COUNT", 100000) / 5, MODE_EXTREME);
 }
 
 /* ---- termination ------------------------------------------------------------------------ */
@@ -458,6 +490,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         T(test_symbolic_property_random_expressions_match_reference),
         T(test_symbolic_property_deep_random_nests_within_budget),
+        T(test_symbolic_property_extreme_values_overflow_cleanly),
         T(test_symbolic_property_adversarial_nesting_terminates),
         T(test_symbolic_property_deep_sums_of_divisions_terminate),
         T(test_symbolic_property_tiny_budget_fails_cleanly),
