@@ -19,7 +19,7 @@
  *     sym_ctx_destroy(c);
  *
  * A context is not thread-safe. All host memory comes from the context's allocator; nodes live
- * until sym_ctx_destroy.
+ * until sym_ctx_destroy and belong to their context (never pass them to another).
  *
  * Statuses recorded by constructors: KILN_ERROR_INVALID_ARGUMENT (division or modulo by a
  * constant 0, a bad Variable declaration or binding), KILN_ERROR_OVERFLOW (a constant or a
@@ -39,7 +39,7 @@
  *   sum       (a+b-3)       product   (a*b)          floor div   (a//b)   floor mod  (a%b)
  *   min/max   min(a, b)     compare   (a<b) (a==b) (a!=b)
  *   logic     (a and b) (a or b) (not a)             select      (c ? a : b)
- * Every compound node is parenthesised, so the rendering parses back unambiguously.
+ * Every compound node is parenthesised.
  */
 #ifndef KILN_SYMBOLIC_SYM_H
 #define KILN_SYMBOLIC_SYM_H
