@@ -6,9 +6,13 @@
  *   - sums (and terms coeff*base): terms divisible by c leave the division, the constant is
  *     split into c*q + r; a common factor g of what remains and c cancels; a remainder whose
  *     bounds allow vanishes: (a*c + b) // c = a when 0 <= b < c;
- *   - modulo reduces every coefficient and the constant modulo c;
+ *   - modulo makes the same split as division (multiples of c drop out, the constant goes into
+ *     [0, c)), so that x % c + c*(x // c) folds back into x in sum.c; a common factor comes
+ *     out, (d*S + r) % c = d*(S % (c/d)) + r when 0 <= r < d, and a sum whose coefficients
+ *     reduced modulo c stay inside [0, c) is the remainder itself;
  *   - by an expression b > 0: terms that are structural multiples of b (x*(4*i+4) over i+1)
- *     leave the division; bounds decide the rest. */
+ *     leave the division; bounds decide the rest.
+ * Rewrites that fail (overflow) fall back to the plain node. */
 #include "sym_internal.h"
 
 static const sym_node *make_div(sym_ctx *ctx, const sym_node *a, int64_t c) {
