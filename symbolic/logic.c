@@ -31,6 +31,18 @@ static const sym_node *make_comm(sym_ctx *ctx, sym_kind kind, const sym_node *a,
     return swap ? sym_make(ctx, kind, b, a, NULL, 0) : sym_make(ctx, kind, a, b, NULL, 0);
 }
 
+/* The bounds of a - b, in which shared terms cancel (x + 1 - x is 1); false when the
+ * difference cannot be built (an overflow there only loses the decision). */
+static bool difference_bounds(sym_ctx *ctx, const sym_node *a, const sym_node *b, int64_t *lo,
+                              int64_t *hi) {
+    const sym_node *d = sym_sub(ctx, a, b);
+    if (!d)
+        return false;
+    *lo = d->vmin;
+    *hi = d->vmax;
+    return true;
+}
+
 /* ---- less than -------------------------------------------------------------------------- */
 
 /* g*S + r < c with 0 <= r < g (r the terms of coefficient +-1) is S < c/g rounded: the
@@ -91,6 +103,9 @@ static const sym_node *lt_impl(sym_ctx *ctx, const sym_node *a, const sym_node *
         return lt_const(ctx, a, y);
     if (sym_is_const(a, &x) && base_neg_i64(x, &x)) /* c < b: -b < -c */
         return sym_lt(ctx, sym_neg(ctx, b), sym_make_const(ctx, x));
+    int64_t lo, hi; /* both operands non-constant here */
+    if (difference_bounds(ctx, a, b, &lo, &hi) && (hi < 0 || lo >= 0))
+        return sym_make_const(ctx, hi < 0);
     return sym_make(ctx, SYM_LT, a, b, NULL, 0);
 }
 
@@ -279,6 +294,13 @@ static const sym_node *minmax_impl(sym_ctx *ctx, sym_kind kind, const sym_node *
         return is_min ? a : b;
     if (b->vmax <= a->vmin)
         return is_min ? b : a;
+    int64_t lo, hi; /* min(x, x + 1) is x */
+    if (a->kind != SYM_CONST && b->kind != SYM_CONST && difference_bounds(ctx, a, b, &lo, &hi)) {
+        if (lo == 0 && hi == 0) /* equal values: the lower id, whatever the operand order */
+            return a->id < b->id ? a : b;
+        if (hi <= 0 || lo >= 0)
+            return (hi <= 0) == is_min ? a : b;
+    }
     return make_comm(ctx, kind, a, b);
 }
 

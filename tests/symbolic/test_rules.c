@@ -226,6 +226,12 @@ static void test_symbolic_rules_min_max(void **state) {
     CHECK(sym_min(ctx, z, x), 0, 9, "min(x, z)");
     CHECK(sym_max(ctx, K(7), z), 7, 15, "max(z, 7)");
     CHECK(sym_min(ctx, x, K(9)), 0, 9, "x");
+    /* decided by the difference when the bounds overlap */
+    CHECK(sym_min(ctx, sym_add_c(ctx, z, 1), z), 5, 15, "z");
+    CHECK(sym_max(ctx, sym_add(ctx, x, z), z), 5, 24, "(x+z)");
+    CHECK(sym_lt(ctx, z, sym_add_c(ctx, z, 1)), 1, 1, "1");
+    CHECK(sym_lt(ctx, sym_add(ctx, x, z), z), 0, 0, "0");
+    CHECK(sym_lt(ctx, sym_add_c(ctx, x, 2), z), 0, 1, "((x+2)<z)");
 }
 
 static void test_symbolic_rules_budget_is_per_call(void **state) {
