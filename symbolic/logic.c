@@ -1,7 +1,9 @@
 /* Comparisons, logic, select, min and max. Bounds decide whatever they can; comparisons with a
  * constant keep the constant on the right, move a sum's constant across, and cancel a common
- * factor of the coefficients: x*4 + y < 512 -> x < 128 when 0 <= y < 4. Logic treats any
- * non-zero value as true and produces 0 or 1. */
+ * factor of the coefficients: x*4 + y < 512 -> x < 128 when 0 <= y < 4; x // k < c becomes
+ * x < c*k. Two non-constant operands of <, min or max are also compared through the bounds
+ * of their difference, where shared terms cancel. Logic treats any non-zero value as true and
+ * produces 0 or 1. */
 #include "sym_internal.h"
 
 /* 1: always true, 0: always false, -1: unknown (from the bounds). */
