@@ -1,0 +1,120 @@
+/* symbolic/ internals shared by its files (hidden from other modules).
+ *
+ * Files by concept:
+ *   node.c    the context, hash-consing, the kind table, inspection
+ *   bounds.c  [vmin, vmax] of every kind, overflow-checked
+ *   sum.c     term lists, canonical sums of products: add, mul, neg, sub
+ *   divmod.c  floor division and modulo rules (by constants and by expressions)
+ *   logic.c   comparisons, logic, select, min and max
+ *   eval.c    evaluation under an assignment
+ *   render.c  the readable rendering
+ *   subst.c   substitution and unbinding (rebuilding through the constructors)
+ *   guard.c   guards
+ *
+ * Invariants of the canonical forms the constructors keep:
+ *   - a sum is a left-deep chain of SYM_ADD: ((t1 + t2) + t3) + k, its terms ordered by the
+ *     creation id of their base, the constant k (never 0) last; no term is itself a sum;
+ *   - a term is base or MUL(base, CONST coeff) with coeff not 0 or 1; a base is never a
+ *     constant, a sum, or a MUL by a constant;
+ *   - a product of non-constants is a left-deep chain of MUL ordered by creation id;
+ *   - division and modulo by a constant have a constant divisor > 1;
+ *   - commutative operands are ordered by creation id, a constant operand on the right;
+ *   - no node other than a Variable or bound node has vmin == vmax: it is a constant; and a
+ *     single-valued Variable or bound node enters every operation as its constant.
+ * Debug builds check the first four on every new node (check_canonical in node.c). */
+#ifndef KILN_SYMBOLIC_SYM_INTERNAL_H
+#define KILN_SYMBOLIC_SYM_INTERNAL_H
+
+#include "sym.h"
+
+enum { SYM_F_COMM = 1, SYM_F_BOOL = 2 };
+
+struct sym_node {
+    uint64_t id;   /* creation order */
+    uint64_t hash; /* structural */
+    int64_t vmin, vmax;
+    int64_t value;    /* SYM_CONST: the value; SYM_BIND: the bound value */
+    const char *name; /* SYM_VAR, SYM_BIND: the Variable's name (arena-owned) */
+    const sym_node *src[3];
+    uint8_t kind;
+    uint8_t arity;
+};
+
+struct sym_ctx {
+    base_allocator alloc;
+    base_arena arena; /* nodes and names */
+    base_map nodes;   /* hash-consing of every node but Variables */
+    base_map vars;    /* Variables by name */
+    base_error err;
+    uint64_t next_id;
+    uint64_t budget; /* steps per top-level constructor call */
+    uint64_t steps;
+    uint32_t depth;           /* nesting of constructor calls */
+    kiln_status entry_status; /* the error status when the top-level call began */
+};
+
+typedef struct sym_kind_info {
+    const char *name;
+    uint32_t arity;
+    uint32_t flags;
+    const char *symbol;
+} sym_kind_info;
+
+BASE_HIDDEN extern const sym_kind_info sym_kinds[SYM_KIND_COUNT_];
+
+/* ---- node.c ---- */
+/* Records the first error; returns NULL so `return sym_fail(...)` reads naturally. */
+BASE_HIDDEN const sym_node *sym_fail(sym_ctx *ctx, kiln_status status, const char *fmt, ...)
+    BASE_PRINTF(3, 4);
+/* Enters a constructor with its operands (b, c NULL when absent): false (nothing to undo) on
+ * a NULL operand or when the step budget or the nesting limit is exhausted (then the error is
+ * recorded). A single-valued Variable or bound operand is replaced by its constant.
+ * sym_leave returns r. */
+BASE_HIDDEN bool sym_enter(sym_ctx *ctx, const sym_node **a, const sym_node **b,
+                           const sym_node **c);
+BASE_HIDDEN const sym_node *sym_leave(sym_ctx *ctx, const sym_node *r);
+/* The hash-consed node of kind over srcs (arity from the kind table) without simplification
+ * beyond bounds: a node whose bounds are one value comes back as that constant. */
+BASE_HIDDEN const sym_node *sym_make(sym_ctx *ctx, sym_kind kind, const sym_node *a,
+                                     const sym_node *b, const sym_node *c, int64_t value);
+BASE_HIDDEN const sym_node *sym_make_const(sym_ctx *ctx, int64_t value);
+BASE_HIDDEN bool sym_is_k(const sym_node *n, int64_t value); /* n is the constant value */
+
+/* ---- bounds.c ---- */
+/* Sets n->vmin and n->vmax from its kind and operands; false on overflow (error recorded). */
+BASE_HIDDEN bool sym_bounds(sym_ctx *ctx, sym_node *n);
+
+/* ---- sum.c ---- */
+typedef struct sym_term {
+    const sym_node *base;
+    int64_t coeff;
+} sym_term;
+
+enum { SYM_TERMS_LOCAL = 16 };
+
+/* A list of terms plus a constant, on the stack while short. Not copyable (data may point
+ * into local). ok turns false on overflow or allocation failure (error recorded). */
+typedef struct sym_terms {
+    sym_ctx *ctx;
+    sym_term *data;
+    size_t len, cap;
+    int64_t konst;
+    bool ok;
+    sym_term local[SYM_TERMS_LOCAL];
+} sym_terms;
+
+BASE_HIDDEN void sym_terms_init(sym_terms *t, sym_ctx *ctx);
+BASE_HIDDEN void sym_terms_finish(sym_terms *t);
+BASE_HIDDEN void sym_terms_push(sym_terms *t, const sym_node *base, int64_t coeff);
+/* Appends the terms of n * scale (a sum is flattened). */
+BASE_HIDDEN void sym_terms_add(sym_terms *t, const sym_node *n, int64_t scale);
+/* The canonical sum of the terms (like terms combined); NULL when !t->ok. */
+BASE_HIDDEN const sym_node *sym_terms_build(sym_terms *t);
+/* n as coeff * base (n not a sum); base NULL for a constant. */
+BASE_HIDDEN void sym_term_split(const sym_node *n, const sym_node **base, int64_t *coeff);
+
+/* ---- divmod.c ---- */
+BASE_HIDDEN const sym_node *sym_div_impl(sym_ctx *ctx, const sym_node *a, const sym_node *b);
+BASE_HIDDEN const sym_node *sym_mod_impl(sym_ctx *ctx, const sym_node *a, const sym_node *b);
+
+#endif
