@@ -80,6 +80,7 @@ void spv_builder_destroy(spv_builder *b) {
     BASE_VEC_FREE(a, &b->fn_head);
     BASE_VEC_FREE(a, &b->fn_vars);
     BASE_VEC_FREE(a, &b->fn_body);
+    BASE_VEC_FREE(a, &b->fn_labels);
     BASE_VEC_FREE(a, &b->module);
     base_allocator alloc = b->alloc;
     base_free(&alloc, b, sizeof *b);
@@ -163,6 +164,22 @@ static void spv_push_words(spv_builder *b, spv_words *w, const uint32_t *words, 
     if (count)
         memcpy(w->data + w->len, words, count * sizeof *words);
     w->len += count;
+}
+
+uint32_t *spv_reserve(spv_builder *b, spv_words *w, size_t count) {
+    if (!spv_ok(b))
+        return NULL;
+    size_t need;
+    if (!base_add_size(w->len, count, &need) ||
+        (need > w->cap &&
+         BASE_VEC_RESERVE(&b->alloc, w, need > 2 * w->cap ? need : 2 * w->cap) != KILN_OK)) {
+        spv_oom(b);
+        return NULL;
+    }
+    uint32_t *words = w->data + w->len;
+    memset(words, 0, count * sizeof *words);
+    w->len += count;
+    return words;
 }
 
 void spv_emit(spv_builder *b, spv_words *w, SpvOp op, const uint32_t *operands, size_t count) {
@@ -441,6 +458,12 @@ kiln_status spv_builder_finish(spv_builder *b, const uint32_t **words, size_t *w
                      "missing)");
         else if (b->entries.len == 0)
             spv_fail(b, KILN_ERROR_INVALID_SPIRV, "spirv: the module has no entry point");
+        for (size_t i = 0; i < b->entries.len && spv_ok(b); i++)
+            if (!b->entries.data[i].sized)
+                spv_fail(b, KILN_ERROR_INVALID_SPIRV,
+                         "spirv: entry point \"%s\" has no workgroup size "
+                         "(spv_workgroup_size or spv_workgroup_size_spec)",
+                         b->entries.data[i].name);
         spv_assemble(b);
         b->finished = spv_ok(b);
     }

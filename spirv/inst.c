@@ -118,7 +118,8 @@ spv_id spv_function_begin(spv_builder *b, const char *name) {
     b->pending_phis = 0;
     if (name) {
         char *copy = base_strdup(&b->alloc, name);
-        if (!copy || BASE_VEC_PUSH(&b->alloc, &b->entries, ((spv_entry){fn, copy})) != KILN_OK) {
+        if (!copy ||
+            BASE_VEC_PUSH(&b->alloc, &b->entries, ((spv_entry){fn, copy, false})) != KILN_OK) {
             if (copy)
                 base_free(&b->alloc, copy, strlen(copy) + 1);
             spv_fail(b, KILN_ERROR_OUT_OF_HOST_MEMORY, "spirv: out of host memory");
@@ -145,6 +146,14 @@ void spv_function_end(spv_builder *b) {
                  b->pending_phis);
         return;
     }
+    for (size_t i = 0; i < b->fn_labels.len; i++) {
+        if (!b->ids.data[b->fn_labels.data[i]].a) {
+            spv_fail(b, KILN_ERROR_INVALID_SPIRV,
+                     "spirv: label %u is branched to but begins no block (spv_block missing)",
+                     b->fn_labels.data[i]);
+            return;
+        }
+    }
     /* Function variables go first in the first block: head, variables, the rest. */
     spv_words *out = &b->sec[SPV_SEC_FUNCTIONS];
     uint32_t *tmp[3] = {b->fn_head.data, b->fn_vars.data, b->fn_body.data};
@@ -161,7 +170,7 @@ void spv_function_end(spv_builder *b) {
         out->len += len[i];
     }
     spv_emit(b, out, SpvOpFunctionEnd, NULL, 0);
-    b->fn_head.len = b->fn_vars.len = b->fn_body.len = 0;
+    b->fn_head.len = b->fn_vars.len = b->fn_body.len = b->fn_labels.len = 0;
     b->in_function = false;
 }
 
@@ -182,19 +191,32 @@ spv_id spv_local(spv_builder *b, spv_id type) {
     return spv_full(b, raw);
 }
 
+/* Checks that function is an entry point and marks it sized (a size is being given). */
 static bool spv_check_function(spv_builder *b, spv_id function) {
     const spv_info *f = spv_lookup(b, function, "the entry point function");
-    if (f && f->kind != SPV_K_FUNCTION)
-        spv_fail(b, KILN_ERROR_INVALID_ARGUMENT, "spirv: id %u is not a function",
-                 spv_raw(function));
-    return spv_ok(b);
+    if (!f)
+        return false;
+    for (size_t i = 0; f->kind == SPV_K_FUNCTION && i < b->entries.len; i++) {
+        if (b->entries.data[i].function == spv_raw(function)) {
+            if (b->entries.data[i].sized)
+                break; /* a second size: an error */
+            b->entries.data[i].sized = true;
+            return true;
+        }
+    }
+    spv_fail(b, KILN_ERROR_INVALID_ARGUMENT,
+             "spirv: id %u is not an entry point without a workgroup size yet", spv_raw(function));
+    return false;
+}
+
+static void spv_local_size(spv_builder *b, spv_id function, const uint32_t size[3]) {
+    uint32_t ops[5] = {spv_raw(function), SpvExecutionModeLocalSize, size[0], size[1], size[2]};
+    spv_emit(b, &b->sec[SPV_SEC_EXEC_MODES], SpvOpExecutionMode, ops, 5);
 }
 
 void spv_workgroup_size(spv_builder *b, spv_id function, const uint32_t size[3]) {
-    if (!spv_check_function(b, function))
-        return;
-    uint32_t ops[5] = {spv_raw(function), SpvExecutionModeLocalSize, size[0], size[1], size[2]};
-    spv_emit(b, &b->sec[SPV_SEC_EXEC_MODES], SpvOpExecutionMode, ops, 5);
+    if (spv_check_function(b, function))
+        spv_local_size(b, function, size);
 }
 
 void spv_workgroup_size_spec(spv_builder *b, spv_id function, const uint32_t spec_ids[3],
@@ -216,7 +238,7 @@ void spv_workgroup_size_spec(spv_builder *b, spv_id function, const uint32_t spe
     } else {
         /* "If an object is decorated with the WorkgroupSize decoration, this takes precedence
          * over any LocalSize or LocalSizeId execution mode." (BuiltIn WorkgroupSize) */
-        spv_workgroup_size(b, function, defaults);
+        spv_local_size(b, function, defaults);
         spv_id uvec3 = spv_type_vector(b, u32, 3);
         uint32_t raw = spv_new_id(b, SPV_K_CONST);
         if (!raw)
@@ -244,6 +266,18 @@ static const spv_info *spv_check_label(spv_builder *b, spv_id label, const char 
         return NULL;
     }
     return l;
+}
+
+/* A label the current block branches to (or names as a merge, continue or phi parent): it
+ * must begin a block of this function before the function ends. */
+static bool spv_ref_label(spv_builder *b, spv_id label, const char *what) {
+    if (!spv_check_label(b, label, what))
+        return false;
+    if (BASE_VEC_PUSH(&b->alloc, &b->fn_labels, spv_raw(label)) != KILN_OK) {
+        spv_fail(b, KILN_ERROR_OUT_OF_HOST_MEMORY, "spirv: out of host memory");
+        return false;
+    }
+    return true;
 }
 
 void spv_block(spv_builder *b, spv_id label) {
@@ -279,7 +313,7 @@ static void spv_terminate(spv_builder *b, SpvOp op, const uint32_t *ops, size_t 
 }
 
 void spv_branch(spv_builder *b, spv_id target) {
-    if (!spv_check_label(b, target, "a branch target"))
+    if (!spv_ref_label(b, target, "a branch target"))
         return;
     uint32_t raw = spv_raw(target);
     b->merge_pending = false;
@@ -289,8 +323,8 @@ void spv_branch(spv_builder *b, spv_id target) {
 void spv_branch_cond(spv_builder *b, spv_id condition, spv_id if_true, spv_id if_false) {
     uint32_t n;
     if (!spv_value_of_class(b, condition, C_BOOL, "a branch condition", &n) ||
-        !spv_check_label(b, if_true, "a branch target") ||
-        !spv_check_label(b, if_false, "a branch target"))
+        !spv_ref_label(b, if_true, "a branch target") ||
+        !spv_ref_label(b, if_false, "a branch target"))
         return;
     if (n != 1) {
         spv_fail(b, KILN_ERROR_INVALID_ARGUMENT, "spirv: a branch condition is a bool vector");
@@ -302,7 +336,7 @@ void spv_branch_cond(spv_builder *b, spv_id condition, spv_id if_true, spv_id if
 }
 
 void spv_selection_merge(spv_builder *b, spv_id merge) {
-    if (!spv_check_label(b, merge, "a selection's merge block"))
+    if (!spv_ref_label(b, merge, "a selection's merge block"))
         return;
     uint32_t ops[2] = {spv_raw(merge), SpvSelectionControlMaskNone};
     spv_plain(b, SpvOpSelectionMerge, ops, 2, "OpSelectionMerge");
@@ -310,8 +344,8 @@ void spv_selection_merge(spv_builder *b, spv_id merge) {
 }
 
 void spv_loop_merge(spv_builder *b, spv_id merge, spv_id continue_target) {
-    if (!spv_check_label(b, merge, "a loop's merge block") ||
-        !spv_check_label(b, continue_target, "a loop's continue target"))
+    if (!spv_ref_label(b, merge, "a loop's merge block") ||
+        !spv_ref_label(b, continue_target, "a loop's continue target"))
         return;
     uint32_t ops[3] = {spv_raw(merge), spv_raw(continue_target), SpvLoopControlMaskNone};
     spv_plain(b, SpvOpLoopMerge, ops, 3, "OpLoopMerge");
@@ -334,22 +368,14 @@ spv_id spv_phi(spv_builder *b, spv_id type, uint32_t incoming_count) {
     uint32_t raw = spv_new_id(b, SPV_K_VALUE);
     if (!raw)
         return 0;
+    /* The operand pairs stay 0 until spv_phi_set fills them (0 is never an id). */
     size_t at = w->len;
-    uint32_t head[3] = {(2 * incoming_count + 3) << SpvWordCountShift | SpvOpPhi, spv_raw(type),
-                        raw};
-    uint32_t zero[2] = {0, 0};
-    spv_emit(b, w, SpvOpNop, NULL, 0); /* room for the head, overwritten below */
-    spv_emit(b, w, SpvOpNop, NULL, 0);
-    spv_emit(b, w, SpvOpNop, NULL, 0);
-    for (uint32_t i = 0; i < incoming_count && spv_ok(b); i++) {
-        spv_emit(b, w, SpvOpNop, NULL, 0);
-        spv_emit(b, w, SpvOpNop, NULL, 0);
-    }
-    if (!spv_ok(b))
+    uint32_t *inst = spv_reserve(b, w, 3 + 2 * (size_t)incoming_count);
+    if (!inst)
         return 0;
-    memcpy(w->data + at, head, sizeof head);
-    for (uint32_t i = 0; i < incoming_count; i++)
-        memcpy(w->data + at + 3 + 2 * i, zero, sizeof zero);
+    inst[0] = (2 * incoming_count + 3) << SpvWordCountShift | SpvOpPhi;
+    inst[1] = spv_raw(type);
+    inst[2] = raw;
     b->ids.data[raw] = (spv_info){.kind = SPV_K_VALUE,
                                   .cls = 1 /* phi */,
                                   .type = spv_raw(type),
@@ -362,7 +388,7 @@ spv_id spv_phi(spv_builder *b, spv_id type, uint32_t incoming_count) {
 void spv_phi_set(spv_builder *b, spv_id phi, uint32_t index, spv_id value, spv_id parent) {
     const spv_info *p = spv_lookup(b, phi, "an OpPhi");
     const spv_info *v = p ? spv_value(b, value, "an OpPhi operand") : NULL;
-    if (!v || !spv_check_label(b, parent, "an OpPhi parent block"))
+    if (!v || !spv_ref_label(b, parent, "an OpPhi parent block"))
         return;
     if (p->kind != SPV_K_VALUE || p->cls != 1 || index >= p->b || !b->in_function ||
         p->a + 3 + 2 * index + 1 >= b->fn_body.len ||

@@ -71,8 +71,19 @@ void spv_builder_destroy(spv_builder *b); /* NULL is a no-op; frees the finished
 
 /* Assembles the module. On KILN_OK *words points to *word_count words owned by the builder,
  * valid until spv_builder_destroy. Otherwise returns the first recorded error (copied into err)
- * and sets *words = NULL, *word_count = 0. Unfinished functions are an error
- * (KILN_ERROR_INVALID_SPIRV). Finishing twice returns the same words. */
+ * and sets *words = NULL, *word_count = 0:
+ *   KILN_ERROR_INVALID_ARGUMENT   a misused call: an operand of the wrong type, an id 0, out of
+ *                                 range or from another builder, an instruction outside a block
+ *   KILN_ERROR_INVALID_SPIRV      a malformed module: an unterminated block, a label branched to
+ *                                 that begins no block, an unset OpPhi operand, an instruction
+ *                                 between a merge and its branch, a function not ended, no entry
+ *                                 point, an entry point without a workgroup size
+ *   KILN_ERROR_OVERFLOW           a constant that does not fit its type
+ *   KILN_ERROR_LIMIT_EXCEEDED     more than 2^20 - 1 ids, an instruction of 65535+ words
+ *   KILN_ERROR_OUT_OF_HOST_MEMORY the allocator failed
+ * The builder is not checked against a device's features (see Capabilities above), and a module
+ * it accepts can still be rejected by spirv-val for rules it does not check: validate in tests.
+ * Finishing twice returns the same words; calls after finishing do not change them. */
 kiln_status spv_builder_finish(spv_builder *b, const uint32_t **words, size_t *word_count,
                                base_error *err);
 
@@ -121,8 +132,8 @@ spv_id spv_type_of(const spv_builder *b, spv_id value);
 /* ---- constants ------------------------------------------------------------------------- */
 
 spv_id spv_const_bool(spv_builder *b, bool value);
-/* type: an integer type; value is truncated to its width (checked: it must fit, as signed or
- * unsigned). */
+/* type: an integer type; value must fit its width read as signed or as unsigned (-1 and 255
+ * are both valid 8-bit values); a 64-bit unsigned value above INT64_MAX is passed as its bits. */
 spv_id spv_const_int(spv_builder *b, spv_id type, int64_t value);
 spv_id spv_const_u32(spv_builder *b, uint32_t value);              /* shorthand: 32-bit unsigned */
 spv_id spv_const_i32(spv_builder *b, int32_t value);               /* shorthand: 32-bit signed */

@@ -64,6 +64,7 @@ typedef BASE_VEC(spv_info) spv_info_vec;
 typedef struct spv_entry {
     uint32_t function; /* raw */
     char *name;        /* base_strdup */
+    bool sized;        /* a workgroup size was given */
 } spv_entry;
 
 typedef struct spv_builtin_var {
@@ -101,6 +102,7 @@ struct spv_builder {
     uint32_t label;     /* raw id of the current block's label */
     uint32_t pending_phis;
     spv_words fn_head, fn_vars, fn_body;
+    spv_words fn_labels; /* raw labels the current function branches to (checked at its end) */
 
     spv_words module; /* the assembled words */
     bool finished;
@@ -119,6 +121,8 @@ spv_info *spv_lookup(spv_builder *b, spv_id id, const char *what);
 const spv_info *spv_peek(const spv_builder *b, spv_id id); /* no error; NULL when invalid */
 uint32_t spv_raw(spv_id id);
 void spv_emit(spv_builder *b, spv_words *w, SpvOp op, const uint32_t *operands, size_t count);
+/* Appends count zero words to w and returns them (NULL on failure, recorded). */
+uint32_t *spv_reserve(spv_builder *b, spv_words *w, size_t count);
 /* Appends an instruction whose operands end with a string literal. */
 void spv_emit_str(spv_builder *b, spv_words *w, SpvOp op, const uint32_t *operands, size_t count,
                   const char *str);

@@ -74,6 +74,11 @@ static void terms_add_one(sym_terms *t, const sym_node *n, int64_t scale) {
     const sym_node *base;
     int64_t coeff;
     sym_term_split(n, &base, &coeff);
+    if (base && base->vmin == base->vmax) { /* a Variable of range [k, k] is k */
+        if (!base_mul_i64(coeff, base->vmin, &coeff))
+            return terms_overflow(t);
+        base = NULL;
+    }
     if (!base_mul_i64(coeff, scale, &coeff))
         return terms_overflow(t);
     if (!base)
@@ -113,6 +118,52 @@ static void terms_combine(sym_terms *t) {
     t->len = out;
 }
 
+static bool is_by_const(const sym_node *n, sym_kind kind) {
+    return n->kind == kind && n->src[1]->kind == SYM_CONST;
+}
+
+/* Whether the term t (j != i) is (x // b) * b times the coefficient of the term m*(x % b). */
+static bool is_div_partner(const sym_term *mod, const sym_term *t) {
+    const sym_node *m = mod->base, *d = t->base, *b = m->src[1];
+    int64_t want;
+    if (b->kind == SYM_CONST) { /* m*c*(x // c); with x = y // k, x // c is y // (k*c) */
+        const sym_node *x = m->src[0];
+        int64_t kc;
+        if (!is_by_const(d, SYM_DIV) || !base_mul_i64(mod->coeff, b->value, &want) ||
+            want != t->coeff)
+            return false;
+        if (d->src[0] == x && d->src[1] == b)
+            return true;
+        return is_by_const(x, SYM_DIV) && d->src[0] == x->src[0] &&
+               base_mul_i64(x->src[1]->value, b->value, &kc) && d->src[1]->value == kc;
+    }
+    /* m*((x // b) * b) for an expression b: a product of two factors in id order */
+    if (d->kind != SYM_MUL || t->coeff != mod->coeff)
+        return false;
+    const sym_node *q = d->src[0] == b ? d->src[1] : d->src[1] == b ? d->src[0] : NULL;
+    return q && q->kind == SYM_DIV && q->src[0] == m->src[0] && q->src[1] == b;
+}
+
+/* m*(x % b) + m*(x // b)*b is m*x: finds such a pair, rewrites the first into x, drops the
+ * second. Each fold removes a term, so the pass ends. */
+static bool terms_fold_divmod(sym_terms *t) {
+    for (size_t i = 0; i < t->len; i++) {
+        if (t->data[i].base->kind != SYM_MOD)
+            continue;
+        for (size_t j = 0; j < t->len; j++) {
+            if (j == i || !is_div_partner(&t->data[i], &t->data[j]))
+                continue;
+            sym_term mod = t->data[i];
+            size_t hi = i > j ? i : j, lo = i > j ? j : i;
+            t->data[hi] = t->data[--t->len]; /* remove both, the later one first */
+            t->data[lo] = t->data[--t->len];
+            sym_terms_add(t, mod.base->src[0], mod.coeff); /* x may itself be a sum */
+            return true;
+        }
+    }
+    return false;
+}
+
 static const sym_node *term_node(sym_ctx *ctx, sym_term term) {
     if (term.coeff == 1)
         return term.base;
@@ -123,6 +174,8 @@ const sym_node *sym_terms_build(sym_terms *t) {
     if (!t->ok)
         return NULL;
     terms_combine(t);
+    while (t->ok && terms_fold_divmod(t))
+        terms_combine(t);
     if (!t->ok)
         return NULL;
     sym_ctx *ctx = t->ctx;
@@ -159,7 +212,7 @@ static const sym_node *add_impl(sym_ctx *ctx, const sym_node *a, const sym_node 
 }
 
 const sym_node *sym_add(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, add_impl(ctx, a, b));
 }
@@ -246,6 +299,10 @@ static const sym_node *mul_nonconst(sym_ctx *ctx, const sym_node *a, const sym_n
 
 static const sym_node *mul_impl(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
     int64_t x, y, r;
+    if (a->vmin == a->vmax) /* a Variable of range [k, k] multiplies as k */
+        a = sym_make_const(ctx, a->vmin);
+    if (b->vmin == b->vmax)
+        b = sym_make_const(ctx, b->vmin);
     if (sym_is_const(a, &x) && sym_is_const(b, &y))
         return base_mul_i64(x, y, &r)
                    ? sym_make_const(ctx, r)
@@ -259,7 +316,7 @@ static const sym_node *mul_impl(sym_ctx *ctx, const sym_node *a, const sym_node 
 }
 
 const sym_node *sym_mul(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, mul_impl(ctx, a, b));
 }

@@ -284,6 +284,54 @@ static void build_atomics(spv_builder *b) {
     end_main(b);
 }
 
+static void build_vectors(spv_builder *b) {
+    spv_id f32 = spv_type_float(b, 32), v4 = spv_type_vector(b, f32, 4);
+    spv_id in = spv_storage_buffer(b, v4, 0, 0, SPV_ACCESS_READ);
+    spv_id out = spv_storage_buffer(b, v4, 0, 1, SPV_ACCESS_WRITE);
+    spv_id sums = spv_storage_buffer(b, f32, 0, 2, SPV_ACCESS_WRITE);
+    spv_name(b, in, "in");
+    spv_id fn = spv_function_begin(b, "main");
+    spv_workgroup_size_spec(b, fn, wg_spec_ids, wg_default, NULL);
+    spv_id i = builtin_x(b, SpvBuiltInGlobalInvocationId);
+    spv_id parts[4] = {spv_const_f32(b, 1), spv_const_f32(b, 2), spv_const_f32(b, 3),
+                       spv_const_f32(b, 4)};
+    spv_id c = spv_const_composite(b, v4, 4, parts);
+    spv_id v = load_at(b, in, i);
+    spv_id w = spv_binop(b, SpvOpFAdd, spv_binop(b, SpvOpFMul, v, c), spv_const_null(b, v4));
+    spv_id r = spv_select(b, spv_binop(b, SpvOpFOrdLessThan, v, c), w, v);
+    spv_store(b, spv_buffer_element(b, out, i), r);
+    spv_id e[4];
+    for (uint32_t k = 0; k < 4; k++)
+        e[k] = spv_composite_extract(b, r, k);
+    spv_id swapped = spv_composite_construct(b, v4, 4, (spv_id[]){e[3], e[2], e[1], e[0]});
+    spv_id s = spv_binop(b, SpvOpFAdd, spv_composite_extract(b, swapped, 0),
+                         spv_composite_extract(b, swapped, 1));
+    s = spv_binop(b, SpvOpFAdd, s, spv_composite_extract(b, swapped, 2));
+    s = spv_binop(b, SpvOpFAdd, s, spv_composite_extract(b, swapped, 3));
+    spv_store(b, spv_buffer_element(b, sums, i), s);
+    end_main(b);
+}
+
+static void build_wide(spv_builder *b) {
+    spv_id u32 = spv_type_int(b, 32, false), u64 = spv_type_int(b, 64, false);
+    spv_id f64 = spv_type_float(b, 64);
+    spv_id us = spv_storage_buffer(b, u32, 0, 0, SPV_ACCESS_READ);
+    spv_id ws = spv_storage_buffer(b, u64, 0, 1, SPV_ACCESS_WRITE);
+    spv_id ds = spv_storage_buffer(b, f64, 0, 2, SPV_ACCESS_WRITE);
+    spv_id fn = spv_function_begin(b, "main");
+    spv_workgroup_size_spec(b, fn, wg_spec_ids, wg_default, NULL);
+    spv_id i = builtin_x(b, SpvBuiltInGlobalInvocationId);
+    spv_id u = load_at(b, us, i);
+    spv_id w = spv_binop(b, SpvOpIMul, spv_convert(b, SpvOpUConvert, u64, u),
+                         spv_const_int(b, u64, 0x100000001));
+    spv_store(b, spv_buffer_element(b, ws, i),
+              spv_binop(b, SpvOpIAdd, w, spv_const_int(b, u64, 7)));
+    spv_id d = spv_binop(b, SpvOpFDiv, spv_convert(b, SpvOpConvertUToF, f64, u),
+                         spv_const_float(b, f64, 3.0));
+    spv_store(b, spv_buffer_element(b, ds, i), d);
+    end_main(b);
+}
+
 const kern_def kern_defs[KERN_COUNT_] = {
     [KERN_VADD] = {"vadd", build_vadd, 3, 4, false, false, false},
     [KERN_LOOP_PHI] = {"loop_phi", build_loop_phi, 2, 8, false, false, false},
@@ -295,6 +343,8 @@ const kern_def kern_defs[KERN_COUNT_] = {
     [KERN_I8] = {"i8", build_i8, 2, 0, false, true, false},
     [KERN_SPEC] = {"spec", build_spec, 1, 0, false, false, false},
     [KERN_ATOMICS] = {"atomics", build_atomics, 2, 0, false, false, false},
+    [KERN_VECTORS] = {"vectors", build_vectors, 3, 0, false, false, false},
+    [KERN_WIDE] = {"wide", build_wide, 3, 0, false, false, false},
 };
 
 spv_builder *kern_build(kern_id k, uint32_t version, bool maintenance4, const base_allocator *alloc,

@@ -23,6 +23,9 @@ typedef enum kern_id {
     KERN_I8,        /* out[i] = i8(i32(in[i]) * 3 - 1) over i8 storage */
     KERN_SPEC,      /* out[i] = (flag ? scale : -1) * i + offset; bool/float/int spec constants */
     KERN_ATOMICS,   /* counters: IAdd (out[i] = old), UMax, CompareExchange, Or, Load */
+    KERN_VECTORS,   /* vec4: out[i] = v < c ? v * c + null : v, c a composite constant;
+                       sums[i] = the components of out[i] added (extract, construct) */
+    KERN_WIDE,      /* 64-bit: w[i] = u64(u[i]) * 0x100000001 + 7; d[i] = f64(u[i]) / 3 */
     KERN_COUNT_
 } kern_id;
 

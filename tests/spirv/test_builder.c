@@ -219,10 +219,11 @@ static void test_spirv_capabilities_follow_types_and_instructions(void **state) 
     spv_type_int(b, 64, false);
     spv_type_float(b, 64);
     spv_type_int(b, 16, true);
-    spv_function_begin(b, "main");
+    spv_workgroup_size(b, spv_function_begin(b, "main"), (const uint32_t[]){1, 1, 1});
     spv_return(b);
     spv_function_end(b);
     assert_int_equal(spv_builder_finish(b, &w, &n, NULL), KILN_OK);
+    assert_valid(w, n, VK11, "a hand-built module");
     assert_true(has_capability(w, n, SpvCapabilityInt64));
     assert_true(has_capability(w, n, SpvCapabilityFloat64));
     assert_true(has_capability(w, n, SpvCapabilityInt16));
@@ -266,12 +267,13 @@ static void test_spirv_constants_encode_literals(void **state) {
     spv_id c[4] = {spv_const_float(b, f16, 0.1), spv_const_float(b, f16, 65504.0),
                    spv_const_int(b, i8, -2), spv_const_int(b, u64, 0x123456789)};
     const uint32_t want[4][2] = {{0x2e66, 0}, {0x7bff, 0}, {0xfffffffe, 0}, {0x23456789, 1}};
-    spv_function_begin(b, "main");
+    spv_workgroup_size(b, spv_function_begin(b, "main"), (const uint32_t[]){1, 1, 1});
     spv_return(b);
     spv_function_end(b);
     const uint32_t *w;
     size_t n;
     assert_int_equal(spv_builder_finish(b, &w, &n, NULL), KILN_OK);
+    assert_valid(w, n, VK11, "a hand-built module");
     int found = 0;
     for (size_t i = 5; i < n; i += w[i] >> SpvWordCountShift) {
         if ((w[i] & SpvOpCodeMask) != SpvOpConstant)
@@ -353,7 +355,7 @@ static spv_builder *in_main(spv_id *u32, spv_id *f32) {
     spv_builder *b = new_builder(0x10300);
     *u32 = spv_type_int(b, 32, false);
     *f32 = spv_type_float(b, 32);
-    spv_function_begin(b, "main");
+    spv_workgroup_size(b, spv_function_begin(b, "main"), (const uint32_t[]){1, 1, 1});
     return b;
 }
 
@@ -493,6 +495,76 @@ static void test_spirv_errors_instruction_after_merge_is_rejected(void **state) 
     spv_builder_destroy(b);
 }
 
+static void test_spirv_errors_branch_to_label_without_block_is_reported(void **state) {
+    (void)state;
+    spv_id u32, f32;
+    spv_builder *b = in_main(&u32, &f32);
+    spv_branch(b, spv_label(b)); /* the label never begins a block */
+    spv_function_end(b);
+    assert_finish_fails(b, KILN_ERROR_INVALID_SPIRV, "begins no block");
+    spv_builder_destroy(b);
+}
+
+static void test_spirv_errors_entry_point_without_workgroup_size_is_reported(void **state) {
+    (void)state;
+    spv_builder *b = new_builder(0x10300);
+    spv_function_begin(b, "main");
+    spv_return(b);
+    spv_function_end(b);
+    assert_finish_fails(b, KILN_ERROR_INVALID_SPIRV, "has no workgroup size");
+    spv_builder_destroy(b);
+
+    b = new_builder(0x10300);
+    spv_id fn = spv_function_begin(b, "main");
+    spv_workgroup_size(b, fn, (const uint32_t[]){1, 1, 1});
+    spv_workgroup_size(b, fn, (const uint32_t[]){2, 1, 1}); /* twice */
+    assert_finish_fails(b, KILN_ERROR_INVALID_ARGUMENT, "without a workgroup size yet");
+    spv_builder_destroy(b);
+}
+
+static void test_spirv_errors_type_used_as_value_is_rejected(void **state) {
+    (void)state;
+    spv_id u32, f32;
+    spv_builder *b = in_main(&u32, &f32);
+    spv_binop(b, SpvOpIAdd, u32, u32);
+    assert_finish_fails(b, KILN_ERROR_INVALID_ARGUMENT, "is not a value");
+    spv_builder_destroy(b);
+}
+
+/* OpSelect with a scalar condition and vector objects is SPIR-V 1.4+. */
+static void test_spirv_select_scalar_condition_on_vectors_needs_1_4(void **state) {
+    (void)state;
+    const uint32_t versions[2] = {0x10300, 0x10400};
+    for (int k = 0; k < 2; k++) {
+        spv_builder *b = new_builder(versions[k]);
+        spv_id f32 = spv_type_float(b, 32), v2 = spv_type_vector(b, f32, 2);
+        spv_id out = spv_storage_buffer(b, v2, 0, 0, SPV_ACCESS_WRITE);
+        spv_member_name(b, spv_type_struct(b, 1, &f32, NULL, false), 0, "unused");
+        spv_id fn = spv_function_begin(b, "main");
+        spv_workgroup_size(b, fn, (const uint32_t[]){1, 1, 1});
+        spv_id x =
+            spv_const_composite(b, v2, 2, (spv_id[]){spv_const_f32(b, 1), spv_const_f32(b, 2)});
+        spv_id r = spv_select(b, spv_const_bool(b, true), x, spv_const_null(b, v2));
+        spv_store(b, spv_buffer_element(b, out, spv_const_u32(b, 0)), r);
+        spv_return(b);
+        spv_function_end(b);
+        if (k == 0) {
+            assert_int_equal(r, 0);
+            assert_finish_fails(b, KILN_ERROR_INVALID_ARGUMENT, "condition of another size");
+        } else {
+            const uint32_t *w;
+            size_t n;
+            assert_int_not_equal(r, 0);
+            assert_int_equal(spv_builder_finish(b, &w, &n, NULL), KILN_OK);
+            assert_valid(w, n, VK12, "select with a scalar condition");
+            char *text = disassemble(w, n);
+            assert_non_null(strstr(text, "OpMemberName"));
+            free(text);
+        }
+        spv_builder_destroy(b);
+    }
+}
+
 static void test_spirv_errors_first_error_wins(void **state) {
     (void)state;
     spv_id u32, f32;
@@ -552,6 +624,31 @@ static void test_spirv_validate_rejects_invalid_module(void **state) {
     assert_int_equal(spv_validate(copy, n, VK11, &err), KILN_ERROR_INVALID_SPIRV);
     assert_non_null(strstr(base_error_message(&err), "spirv-val"));
     free(copy);
+    spv_builder_destroy(b);
+}
+
+/* Every truncated prefix of a valid module is rejected by the validator and the disassembler,
+ * never crashes them. */
+static void test_spirv_validate_rejects_every_truncated_prefix(void **state) {
+    (void)state;
+    const uint32_t *w;
+    size_t n;
+    spv_builder *b = kern_build(KERN_LOOP_PHI, 0x10300, false, NULL, &w, &n, NULL);
+    assert_non_null(b);
+    for (size_t len = 1; len < n; len++) {
+        base_error err = {0};
+        assert_int_equal(spv_validate(w, len, VK11, &err), KILN_ERROR_INVALID_SPIRV);
+        char *text = (char *)1;
+        size_t tlen = 1;
+        kiln_status s = spv_disassemble(NULL, w, len, &text, &tlen, NULL);
+        if (len < 5) { /* no complete header */
+            assert_int_equal(s, KILN_ERROR_INVALID_SPIRV);
+            assert_null(text);
+        } else if (s == KILN_OK) {
+            free(text); /* an instruction boundary: a shorter module that still disassembles */
+        }
+    }
+    assert_int_equal(spv_validate(w, n, VK11, NULL), KILN_OK);
     spv_builder_destroy(b);
 }
 
@@ -619,11 +716,16 @@ int main(void) {
         cmocka_unit_test(test_spirv_errors_unset_phi_operand_is_reported),
         cmocka_unit_test(test_spirv_errors_branch_on_non_bool_is_rejected),
         cmocka_unit_test(test_spirv_errors_instruction_after_merge_is_rejected),
+        cmocka_unit_test(test_spirv_errors_branch_to_label_without_block_is_reported),
+        cmocka_unit_test(test_spirv_errors_entry_point_without_workgroup_size_is_reported),
+        cmocka_unit_test(test_spirv_errors_type_used_as_value_is_rejected),
+        cmocka_unit_test(test_spirv_select_scalar_condition_on_vectors_needs_1_4),
         cmocka_unit_test(test_spirv_errors_first_error_wins),
         cmocka_unit_test(test_spirv_errors_constant_overflow_is_rejected),
         cmocka_unit_test(test_spirv_errors_module_without_entry_point_is_rejected),
         cmocka_unit_test(test_spirv_builder_create_rejects_bad_versions),
         cmocka_unit_test(test_spirv_validate_rejects_invalid_module),
+        cmocka_unit_test(test_spirv_validate_rejects_every_truncated_prefix),
         cmocka_unit_test(test_spirv_alloc_failing_nth_allocation_reports_oom_without_leaks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

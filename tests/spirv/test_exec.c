@@ -1,5 +1,6 @@
-/* The test kernels executed on the device (lavapipe in CI) through vk/: each built for the
- * device's SPIR-V version, validated in process, run, and its results checked against the host. */
+/* The test kernels executed on the device (lavapipe in CI) through vk/: each built for SPIR-V
+ * 1.3 and for the device's version, validated in process, run, and its results checked against
+ * the host. */
 #include "kernels.h"
 #include "vk_fixture.h"
 
@@ -15,6 +16,11 @@
 
 enum { MAX_BUFS = 4 };
 
+/* The SPIR-V version the kernels are built for: the group runs twice, once for 1.3 without
+ * LocalSizeId (the WorkgroupSize built-in path), once for the device's version. */
+static uint32_t target_version;
+static bool use_maintenance4;
+
 /* A pipeline for kernel k with count specialization entries over data (may be 0/NULL). */
 static vkd_pipeline *make_pipeline_spec(vk_fixture *f, kern_id k,
                                         const VkSpecializationMapEntry *entries, uint32_t n_entries,
@@ -23,8 +29,9 @@ static vkd_pipeline *make_pipeline_spec(vk_fixture *f, kern_id k,
     const uint32_t *words;
     size_t count;
     base_error err = {0};
-    spv_builder *b =
-        kern_build(k, caps->spirv_version, caps->maintenance4, NULL, &words, &count, &err);
+    uint32_t version = target_version ? target_version : caps->spirv_version;
+    bool m4 = use_maintenance4 && caps->maintenance4;
+    spv_builder *b = kern_build(k, version, m4, NULL, &words, &count, &err);
     if (!b)
         fail_msg("%s: %s", kern_defs[k].name, base_error_message(&err));
     if (spv_validate(words, count, caps->api_version, &err) != KILN_OK)
@@ -152,6 +159,7 @@ static void test_spirv_exec_subgroup_reduction_and_atomic_total(void **state) {
     }
     enum { N = 256 };
     static uint32_t in[N], out[N], total[1];
+    total[0] = 0;
     uint32_t all = 0;
     for (uint32_t i = 0; i < N; i++) {
         in[i] = i * 3 + 1;
@@ -278,6 +286,53 @@ static void test_spirv_exec_atomics_count_and_combine(void **state) {
     vkd_pipeline_destroy(pipe);
 }
 
+static void test_spirv_exec_vector_ops_match_host(void **state) {
+    vk_fixture *f = *state;
+    enum { N = 128 };
+    static float in[N][4], out[N][4], sums[N];
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < 4; k++)
+            in[i][k] = (float)((i * 4 + k) % 11) * 0.5f;
+    vkd_pipeline *pipe = make_pipeline(f, KERN_VECTORS, 64);
+    buf_spec bufs[3] = {{in, sizeof in}, {out, sizeof out}, {sums, sizeof sums}};
+    run(f, pipe, bufs, 3, NULL, 0, N / 64);
+    for (int i = 0; i < N; i++) {
+        float s = 0;
+        for (int k = 0; k < 4; k++) {
+            float c = (float)(k + 1), v = in[i][k];
+            float want = v < c ? v * c : v;
+            assert_float_equal(out[i][k], want, 0.0f);
+            s += want;
+        }
+        assert_float_equal(sums[i], s, 1e-5f);
+    }
+    vkd_pipeline_destroy(pipe);
+}
+
+static void test_spirv_exec_int64_and_float64_match_host(void **state) {
+    vk_fixture *f = *state;
+    const vkd_caps *caps = vkd_device_caps(f->dev);
+    if (!caps->int64 || !caps->float64) {
+        skip();
+        return;
+    }
+    enum { N = 128 };
+    static uint32_t u[N];
+    static uint64_t w[N];
+    static double d[N];
+    for (uint32_t i = 0; i < N; i++)
+        u[i] = 0xfffffff0u - i * 77777u;
+    vkd_pipeline *pipe = make_pipeline(f, KERN_WIDE, 64);
+    buf_spec bufs[3] = {{u, sizeof u}, {w, sizeof w}, {d, sizeof d}};
+    run(f, pipe, bufs, 3, NULL, 0, N / 64);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(w[i], (uint64_t)u[i] * 0x100000001u + 7);
+        double want = (double)u[i] / 3.0; /* Vulkan does not require a correctly rounded FDiv */
+        assert_true(fabs(d[i] - want) <= 1e-12 * want);
+    }
+    vkd_pipeline_destroy(pipe);
+}
+
 static void test_spirv_exec_f16_storage_round_trips(void **state) {
     vk_fixture *f = *state;
     const vkd_caps *caps = vkd_device_caps(f->dev);
@@ -326,10 +381,20 @@ int main(void) {
         cmocka_unit_test(test_spirv_exec_math_matches_host),
         cmocka_unit_test(test_spirv_exec_bool_float_int_spec_constants_take_values),
         cmocka_unit_test(test_spirv_exec_atomics_count_and_combine),
+        cmocka_unit_test(test_spirv_exec_vector_ops_match_host),
+        cmocka_unit_test(test_spirv_exec_int64_and_float64_match_host),
         cmocka_unit_test(test_spirv_exec_f16_storage_round_trips),
         cmocka_unit_test(test_spirv_exec_i8_storage_wraps_like_c),
     };
     if (getenv("KILN_TEST_FILTER"))
         cmocka_set_test_filter(getenv("KILN_TEST_FILTER"));
-    return cmocka_run_group_tests(tests, vk_fixture_setup, vk_fixture_teardown);
+    target_version = 0x10300;
+    use_maintenance4 = false;
+    int failed =
+        cmocka_run_group_tests_name("spirv_exec_1_3", tests, vk_fixture_setup, vk_fixture_teardown);
+    target_version = 0; /* the device's version */
+    use_maintenance4 = true;
+    failed += cmocka_run_group_tests_name("spirv_exec_device", tests, vk_fixture_setup,
+                                          vk_fixture_teardown);
+    return failed;
 }

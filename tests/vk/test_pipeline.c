@@ -1,90 +1,59 @@
 /* vk/: the table-driven pipeline constructor and batches of dispatches. */
+#include "spv.h"
 #include "vk_fixture.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
-/* A checked-in SPIR-V 1.3 fixture, assembled with spirv-as --target-env vulkan1.1 from:
- *
- *   ; out[i] = i * SCALE + push.bias for i < push.count; SCALE is specialization constant 0.
- *   ; Workgroup size 64; binding 0 is the output (NonReadable); push = {uint count, bias}.
- *         OpCapability Shader
- *         OpMemoryModel Logical GLSL450
- *         OpEntryPoint GLCompute %main "main" %gid
- *         OpExecutionMode %main LocalSize 64 1 1
- *         OpDecorate %gid BuiltIn GlobalInvocationId
- *         OpDecorate %scale SpecId 0
- *         OpDecorate %rta ArrayStride 4
- *         OpMemberDecorate %outs 0 Offset 0
- *         OpDecorate %outs Block
- *         OpDecorate %out DescriptorSet 0
- *         OpDecorate %out Binding 0
- *         OpDecorate %out NonReadable
- *         OpMemberDecorate %pcs 0 Offset 0
- *         OpMemberDecorate %pcs 1 Offset 4
- *         OpDecorate %pcs Block
- *   %void = OpTypeVoid             %fn = OpTypeFunction %void
- *   %uint = OpTypeInt 32 0         %v3u = OpTypeVector %uint 3
- *   %pv3u = OpTypePointer Input %v3u          %gid = OpVariable %pv3u Input
- *   %scale = OpSpecConstant %uint 1
- *   %uint0 = OpConstant %uint 0    %uint1 = OpConstant %uint 1
- *   %rta = OpTypeRuntimeArray %uint           %outs = OpTypeStruct %rta
- *   %pouts = OpTypePointer StorageBuffer %outs
- *   %out = OpVariable %pouts StorageBuffer    %psbu = OpTypePointer StorageBuffer %uint
- *   %pcs = OpTypeStruct %uint %uint           %ppcs = OpTypePointer PushConstant %pcs
- *   %pc = OpVariable %ppcs PushConstant       %ppcu = OpTypePointer PushConstant %uint
- *   %pin = OpTypePointer Input %uint          %bool = OpTypeBool
- *   %main = OpFunction %void None %fn
- *   %entry = OpLabel
- *   %gx_ptr = OpAccessChain %pin %gid %uint0  %i = OpLoad %uint %gx_ptr
- *   %count_ptr = OpAccessChain %ppcu %pc %uint0   %count = OpLoad %uint %count_ptr
- *   %inb = OpULessThan %bool %i %count
- *         OpSelectionMerge %merge None
- *         OpBranchConditional %inb %body %merge
- *   %body = OpLabel
- *   %bias_ptr = OpAccessChain %ppcu %pc %uint1    %bias = OpLoad %uint %bias_ptr
- *   %m = OpIMul %uint %i %scale    %v = OpIAdd %uint %m %bias
- *   %dst = OpAccessChain %psbu %out %uint0 %i
- *         OpStore %dst %v
- *         OpBranch %merge
- *   %merge = OpLabel
- *         OpReturn
- *         OpFunctionEnd
- */
-static const uint32_t pattern_spv[] = {
-    0x07230203, 0x00010300, 0x00070000, 0x00000023, 0x00000000, 0x00020011, 0x00000001, 0x0003000e,
-    0x00000000, 0x00000001, 0x0006000f, 0x00000005, 0x00000001, 0x6e69616d, 0x00000000, 0x00000002,
-    0x00060010, 0x00000001, 0x00000011, 0x00000040, 0x00000001, 0x00000001, 0x00040047, 0x00000002,
-    0x0000000b, 0x0000001c, 0x00040047, 0x00000003, 0x00000001, 0x00000000, 0x00040047, 0x00000004,
-    0x00000006, 0x00000004, 0x00050048, 0x00000005, 0x00000000, 0x00000023, 0x00000000, 0x00030047,
-    0x00000005, 0x00000002, 0x00040047, 0x00000006, 0x00000022, 0x00000000, 0x00040047, 0x00000006,
-    0x00000021, 0x00000000, 0x00030047, 0x00000006, 0x00000019, 0x00050048, 0x00000007, 0x00000000,
-    0x00000023, 0x00000000, 0x00050048, 0x00000007, 0x00000001, 0x00000023, 0x00000004, 0x00030047,
-    0x00000007, 0x00000002, 0x00020013, 0x00000008, 0x00030021, 0x00000009, 0x00000008, 0x00040015,
-    0x0000000a, 0x00000020, 0x00000000, 0x00040017, 0x0000000b, 0x0000000a, 0x00000003, 0x00040020,
-    0x0000000c, 0x00000001, 0x0000000b, 0x0004003b, 0x0000000c, 0x00000002, 0x00000001, 0x00040032,
-    0x0000000a, 0x00000003, 0x00000001, 0x0004002b, 0x0000000a, 0x0000000d, 0x00000000, 0x0004002b,
-    0x0000000a, 0x0000000e, 0x00000001, 0x0003001d, 0x00000004, 0x0000000a, 0x0003001e, 0x00000005,
-    0x00000004, 0x00040020, 0x0000000f, 0x0000000c, 0x00000005, 0x0004003b, 0x0000000f, 0x00000006,
-    0x0000000c, 0x00040020, 0x00000010, 0x0000000c, 0x0000000a, 0x0004001e, 0x00000007, 0x0000000a,
-    0x0000000a, 0x00040020, 0x00000011, 0x00000009, 0x00000007, 0x0004003b, 0x00000011, 0x00000012,
-    0x00000009, 0x00040020, 0x00000013, 0x00000009, 0x0000000a, 0x00040020, 0x00000014, 0x00000001,
-    0x0000000a, 0x00020014, 0x00000015, 0x00050036, 0x00000008, 0x00000001, 0x00000000, 0x00000009,
-    0x000200f8, 0x00000016, 0x00050041, 0x00000014, 0x00000017, 0x00000002, 0x0000000d, 0x0004003d,
-    0x0000000a, 0x00000018, 0x00000017, 0x00050041, 0x00000013, 0x00000019, 0x00000012, 0x0000000d,
-    0x0004003d, 0x0000000a, 0x0000001a, 0x00000019, 0x000500b0, 0x00000015, 0x0000001b, 0x00000018,
-    0x0000001a, 0x000300f7, 0x0000001c, 0x00000000, 0x000400fa, 0x0000001b, 0x0000001d, 0x0000001c,
-    0x000200f8, 0x0000001d, 0x00050041, 0x00000013, 0x0000001e, 0x00000012, 0x0000000e, 0x0004003d,
-    0x0000000a, 0x0000001f, 0x0000001e, 0x00050084, 0x0000000a, 0x00000020, 0x00000018, 0x00000003,
-    0x00050080, 0x0000000a, 0x00000021, 0x00000020, 0x0000001f, 0x00060041, 0x00000010, 0x00000022,
-    0x00000006, 0x0000000d, 0x00000018, 0x0003003e, 0x00000022, 0x00000021, 0x000200f9, 0x0000001c,
-    0x000200f8, 0x0000001c, 0x000100fd, 0x00010038,
-};
+/* The pattern kernel, written with spirv/'s builder (it replaced a checked-in spirv-as
+ * fixture):
+ *   out[i] = i * SCALE + push.bias for i < push.count, SCALE specialization constant 0;
+ *   workgroup size 64; binding 0 is the output (NonReadable); push = {uint count, bias}. */
+static spv_builder *pattern_builder;
+static const uint32_t *pattern_spv;
+static size_t pattern_words;
+
+static int build_pattern(void) {
+    base_error err = {0};
+    if (spv_builder_create(&(spv_builder_options){.version = 0x10300}, &pattern_builder, &err) !=
+        KILN_OK)
+        return -1;
+    spv_builder *b = pattern_builder;
+    spv_id u32 = spv_type_int(b, 32, false);
+    spv_id out = spv_storage_buffer(b, u32, 0, 0, SPV_ACCESS_WRITE);
+    spv_id members[2] = {u32, u32};
+    spv_id pc = spv_push_constants(b, 2, members, NULL);
+    spv_id scale = spv_spec_int(b, u32, 0, 1);
+    spv_id fn = spv_function_begin(b, "main");
+    spv_workgroup_size(b, fn, (const uint32_t[]){64, 1, 1});
+    spv_id i =
+        spv_composite_extract(b, spv_load(b, spv_builtin(b, SpvBuiltInGlobalInvocationId)), 0);
+    spv_id count = spv_push_constant_load(b, pc, 0);
+    spv_id body = spv_label(b), merge = spv_label(b);
+    spv_id in_range = spv_binop(b, SpvOpULessThan, i, count);
+    spv_selection_merge(b, merge);
+    spv_branch_cond(b, in_range, body, merge);
+    spv_block(b, body);
+    spv_id bias = spv_push_constant_load(b, pc, 1);
+    spv_id v = spv_binop(b, SpvOpIAdd, spv_binop(b, SpvOpIMul, i, scale), bias);
+    spv_store(b, spv_buffer_element(b, out, i), v);
+    spv_branch(b, merge);
+    spv_block(b, merge);
+    spv_return(b);
+    spv_function_end(b);
+    if (spv_builder_finish(b, &pattern_spv, &pattern_words, &err) != KILN_OK ||
+        spv_validate(pattern_spv, pattern_words, VK_API_VERSION_1_1, &err) != KILN_OK) {
+        fprintf(stderr, "pattern kernel: %s\n", base_error_message(&err));
+        return -1;
+    }
+    return 0;
+}
 
 typedef struct push {
     uint32_t count;
@@ -96,7 +65,7 @@ static kiln_status make_pattern_pipeline(vkd_device *dev, uint32_t scale, vkd_pi
     VkSpecializationMapEntry entry = {.constantID = 0, .offset = 0, .size = 4};
     vkd_pipeline_desc desc = {
         .code = pattern_spv,
-        .word_count = sizeof pattern_spv / sizeof pattern_spv[0],
+        .word_count = pattern_words,
         .binding_count = 1,
         .push_constant_size = sizeof(push),
         .spec_entries = &entry,
@@ -224,7 +193,7 @@ static void test_vk_pipeline_rejects_bad_descriptions(void **state) {
     assert_null(pipe);
     base_error_clear(&err);
     desc.code = pattern_spv;
-    desc.word_count = sizeof pattern_spv / sizeof pattern_spv[0];
+    desc.word_count = pattern_words;
     desc.push_constant_size = vkd_device_caps(f->dev)->max_push_constants_size + 4;
     assert_int_equal(vkd_pipeline_create(f->dev, &desc, &pipe, &err), KILN_ERROR_LIMIT_EXCEEDED);
     assert_non_null(strstr(err.message, "push constants"));
@@ -249,6 +218,15 @@ static void test_vk_pipeline_rejects_bad_descriptions(void **state) {
     vk_fixture_assert_no_messages(f);
 }
 
+static int setup(void **state) {
+    return build_pattern() == 0 ? vk_fixture_setup(state) : -1;
+}
+
+static int teardown(void **state) {
+    spv_builder_destroy(pattern_builder);
+    return vk_fixture_teardown(state);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vk_pipeline_fixture_writes_pattern),
@@ -257,5 +235,5 @@ int main(void) {
         cmocka_unit_test(test_vk_pipeline_batch_orders_dispatches),
         cmocka_unit_test(test_vk_pipeline_rejects_bad_descriptions),
     };
-    return cmocka_run_group_tests(tests, vk_fixture_setup, vk_fixture_teardown);
+    return cmocka_run_group_tests(tests, setup, teardown);
 }
