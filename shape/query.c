@@ -300,3 +300,19 @@ shape_alias shape_tracker_self_alias(shape_ctx *ctx, const shape_tracker *t) {
     base_free(&ctx->alloc, addr, (size_t)(n ? n : 1) * sizeof(*addr));
     return res;
 }
+
+/* ---- real strides ---------------------------------------------------------------------------- */
+
+kiln_status shape_tracker_real_strides(shape_ctx *ctx, const shape_tracker *t,
+                                       const sym_node **out) {
+    shape_tracker s;
+    kiln_status st = shape_tracker_simplify(ctx, t, &s);
+    if (st != KILN_OK)
+        return st;
+    const shape_view *v = shape_tracker_last(&s);
+    for (uint32_t i = 0; i < v->ndim; i++) {
+        bool full = !v->masked || (sh_is(v->mask_begin[i], 0) && v->mask_end[i] == v->shape[i]);
+        out[i] = s.nviews == 1 && full ? v->strides[i] : NULL;
+    }
+    return KILN_OK;
+}

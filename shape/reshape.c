@@ -254,6 +254,37 @@ static bool mask_empty(const shape_view *v) {
     return v->masked && v->ndim > 0 && sh_is(v->mask_end[0], 0);
 }
 
+/* A reshape that only inserts or removes size-1 dims keeps every other dim as it is (works
+ * with symbolic sizes and masks). False when it is not such a reshape. */
+static bool reshape_ones(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
+                         const sym_node *const *sizes, shape_view *v) {
+    uint32_t j = 0;
+    for (uint32_t i = 0; i < ndim; i++) {
+        if (sh_is(sizes[i], 1)) {
+            v->strides[i] = sh_c(ctx, 0);
+            v->mask_begin[i] = sh_c(ctx, 0), v->mask_end[i] = sh_c(ctx, 1);
+            continue;
+        }
+        for (; j < in->ndim && sh_is(in->shape[j], 1); j++)
+            if (in->masked && !(sh_is(in->mask_begin[j], 0) && sh_is(in->mask_end[j], 1)))
+                return false;
+        if (j >= in->ndim || in->shape[j] != sizes[i])
+            return false;
+        v->strides[i] = in->strides[j];
+        v->mask_begin[i] = in->mask_begin[j], v->mask_end[i] = in->mask_end[j];
+        j++;
+    }
+    for (; j < in->ndim; j++)
+        if (!sh_is(in->shape[j], 1) ||
+            (in->masked && !(sh_is(in->mask_begin[j], 0) && sh_is(in->mask_end[j], 1))))
+            return false;
+    v->masked = in->masked;
+    if (!v->masked)
+        memset(v->mask_begin, 0, sizeof(v->mask_begin)), memset(v->mask_end, 0, sizeof(v->mask_end));
+    v->offset = in->offset;
+    return true;
+}
+
 /* The view part of a reshape; false when one view cannot express it. */
 static bool reshape_view(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
                          const sym_node *const *sizes, shape_view *v) {
@@ -275,6 +306,10 @@ static bool reshape_view(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
         v->offset = sh_c(ctx, 0);
         return true;
     }
+    if (reshape_ones(ctx, in, ndim, sizes, v))
+        return true;
+    memset(v->mask_begin, 0, sizeof(v->mask_begin));
+    memset(v->mask_end, 0, sizeof(v->mask_end));
     chunk ch[SHAPE_MAX_DIMS];
     uint32_t nch = merge_chunks(ctx, in, ch);
     if (!contract(ctx, ch, nch, ndim, sizes, v->strides))

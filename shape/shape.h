@@ -108,7 +108,8 @@ kiln_status shape_view_as_strided(shape_ctx *ctx, uint32_t ndim, const sym_node 
                                   const sym_node *const *strides, const sym_node *offset,
                                   const sym_node *storage_size, shape_view *out);
 /* torch.empty_strided: the view at offset 0 and the storage it needs (highest + 1, 0 when a
- * size is 0). Negative strides are accepted (NumPy); the lowest element must then be >= 0. */
+ * size is 0). A negative stride (which PyTorch refuses) would address an element before the
+ * storage at offset 0 and is rejected like any view leaving its storage. */
 kiln_status shape_view_empty_strided(shape_ctx *ctx, uint32_t ndim, const sym_node *const *sizes,
                                      const sym_node *const *strides, shape_view *out,
                                      const sym_node **storage_size);
@@ -206,6 +207,12 @@ typedef enum shape_alias {
  * shape_ctx_set_alias_enum_limit). Bound Variables are read at their bound values. */
 shape_alias shape_view_self_alias(shape_ctx *ctx, const shape_view *v);
 shape_alias shape_tracker_self_alias(shape_ctx *ctx, const shape_tracker *t);
+
+/* tinygrad's real_strides: out[d] is the stride of dimension d when the storage index moves by
+ * exactly that much per step of d at every valid index, NULL when it does not (a padded dim)
+ * or cannot be told (more than one view after merging). */
+kiln_status shape_tracker_real_strides(shape_ctx *ctx, const shape_tracker *t,
+                                       const sym_node **out);
 
 /* ---- the tracker ---------------------------------------------------------------------------- */
 
