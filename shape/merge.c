@@ -219,6 +219,27 @@ static kiln_status merge_general(shape_ctx *ctx, const shape_view *vm2, const sh
     return s;
 }
 
+/* The outer view reads only logical element 0 of the inner one (offset 0, every stride 0):
+ * the result reads the inner view at (0, ..., 0), whatever the inner shape (symbolic too). */
+static kiln_status merge_broadcast_first(shape_ctx *ctx, const shape_view *vm2,
+                                         const shape_view *vm1, shape_view *out, bool *ok) {
+    if (!sh_is(vm1->offset, 0) || vm1->masked)
+        return KILN_OK;
+    for (uint32_t i = 0; i < vm1->ndim; i++)
+        if (!sh_is(vm1->strides[i], 0))
+            return KILN_OK;
+    bool inside = true;
+    for (uint32_t i = 0; vm2->masked && i < vm2->ndim; i++)
+        inside = inside && sh_is(vm2->mask_begin[i], 0) && sh_prove_le(ctx, sh_c(ctx, 1),
+                                                                       vm2->mask_end[i]);
+    if (!inside)
+        return KILN_OK;
+    kiln_status s = shape_view_make(ctx, vm1->ndim, vm1->shape, vm1->strides, vm2->offset, NULL,
+                                    NULL, out);
+    *ok = s == KILN_OK;
+    return s;
+}
+
 /* The outer view has a mask: merge its unmasked box, then pad back. */
 static kiln_status merge_masked(shape_ctx *ctx, const shape_view *vm2, const shape_view *vm1,
                                 shape_view *out, bool *ok, int depth) {
@@ -259,6 +280,9 @@ static kiln_status merge_rec(shape_ctx *ctx, const shape_view *vm2, const shape_
         return shape_view_reshape(ctx, vm2, vm1->ndim, vm1->shape, out, ok);
     if (vm1->masked)
         return merge_masked(ctx, vm2, vm1, out, ok, depth);
+    kiln_status s = merge_broadcast_first(ctx, vm2, vm1, out, ok);
+    if (s != KILN_OK || *ok)
+        return s;
     return merge_general(ctx, vm2, vm1, out, ok, depth);
 }
 
