@@ -230,12 +230,12 @@ static kiln_status merge_broadcast_first(shape_ctx *ctx, const shape_view *vm2,
             return KILN_OK;
     bool inside = true;
     for (uint32_t i = 0; vm2->masked && i < vm2->ndim; i++)
-        inside = inside && sh_is(vm2->mask_begin[i], 0) && sh_prove_le(ctx, sh_c(ctx, 1),
-                                                                       vm2->mask_end[i]);
+        inside = inside && sh_is(vm2->mask_begin[i], 0) &&
+                 sh_prove_le(ctx, sh_c(ctx, 1), vm2->mask_end[i]);
     if (!inside)
         return KILN_OK;
-    kiln_status s = shape_view_make(ctx, vm1->ndim, vm1->shape, vm1->strides, vm2->offset, NULL,
-                                    NULL, out);
+    kiln_status s =
+        shape_view_make(ctx, vm1->ndim, vm1->shape, vm1->strides, vm2->offset, NULL, NULL, out);
     *ok = s == KILN_OK;
     return s;
 }
@@ -322,8 +322,8 @@ kiln_status shape_tracker_simplify(shape_ctx *ctx, const shape_tracker *in, shap
     while (t.nviews >= 2) {
         shape_view m;
         bool ok;
-        kiln_status s = shape_view_merge(ctx, &t.views[t.nviews - 2], &t.views[t.nviews - 1], &m,
-                                         &ok);
+        kiln_status s =
+            shape_view_merge(ctx, &t.views[t.nviews - 2], &t.views[t.nviews - 1], &m, &ok);
         if (s != KILN_OK)
             return s;
         if (!ok)

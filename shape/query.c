@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ALIAS_ENUM_LIMIT = 1 << 30 }; /* hard cap on enumeration */
+enum { ALIAS_ENUM_LIMIT = 1 << 30 };        /* hard cap on enumeration */
 #define SPAN_LIMIT ((uint64_t)1 << 24)      /* bitset analysis up to this many offsets */
 #define SPAN_WORK_LIMIT ((uint64_t)1 << 26) /* and this many word operations */
 
@@ -53,7 +53,8 @@ kiln_status shape_view_dense_permutation(shape_ctx *ctx, const shape_view *v, in
     return KILN_OK;
 }
 
-/* ---- self-aliasing ---------------------------------------------------------------------------- */
+/* ---- self-aliasing ----------------------------------------------------------------------------
+ */
 
 static int cmp_i64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;

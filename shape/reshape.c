@@ -70,7 +70,8 @@ static bool contract(shape_ctx *ctx, const chunk *ch, uint32_t nch, uint32_t ndi
     return true;
 }
 
-/* ---- the mask of a reshape (constants) -------------------------------------------------------- */
+/* ---- the mask of a reshape (constants) --------------------------------------------------------
+ */
 
 typedef struct rcursor {
     const int64_t *v;
@@ -154,7 +155,8 @@ static bool masked_reshape(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
     return true;
 }
 
-/* ---- PyTorch's view rule ------------------------------------------------------------------------ */
+/* ---- PyTorch's view rule ------------------------------------------------------------------------
+ */
 
 /* ATen's computeStride over constants: false when torch.view would fail. */
 static bool compute_stride(const int64_t *os, const int64_t *ost, uint32_t on, const int64_t *ns,
@@ -215,7 +217,8 @@ bool shape_view_torch_can_view(shape_ctx *ctx, const shape_view *in, uint32_t nd
     return true;
 }
 
-/* ---- reshape ---------------------------------------------------------------------------------- */
+/* ---- reshape ----------------------------------------------------------------------------------
+ */
 
 static kiln_status check_numel(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
                                const sym_node *const *sizes) {
@@ -280,7 +283,8 @@ static bool reshape_ones(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
             return false;
     v->masked = in->masked;
     if (!v->masked)
-        memset(v->mask_begin, 0, sizeof(v->mask_begin)), memset(v->mask_end, 0, sizeof(v->mask_end));
+        memset(v->mask_begin, 0, sizeof(v->mask_begin)),
+            memset(v->mask_end, 0, sizeof(v->mask_end));
     v->offset = in->offset;
     return true;
 }

@@ -84,8 +84,7 @@ kiln_status shape_view_as_strided(shape_ctx *ctx, uint32_t ndim, const sym_node 
         if (!strides[i])
             return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "as_strided: stride %u is NULL", i);
     if (sh_refute_le(ctx, sh_c(ctx, 0), offset))
-        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                       "as_strided: negative storage offset");
+        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "as_strided: negative storage offset");
     shape_view v;
     view_init(&v, ndim);
     memcpy(v.shape, sizes, ndim * sizeof(*sizes));
@@ -162,8 +161,7 @@ kiln_status shape_view_expand(shape_ctx *ctx, const shape_view *in, const sym_no
             continue;
         if (!sh_is(in->shape[i], 1))
             return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                           "expand: dimension %u has size other than 1 and cannot be expanded",
-                           i);
+                           "expand: dimension %u has size other than 1 and cannot be expanded", i);
         v.shape[i] = sizes[i];
         v.strides[i] = v.user_strides[i] = sh_c(ctx, 0);
         if (v.masked) { /* b, e are 0 or 1: (0,1) -> (0,n), an empty mask stays empty */
@@ -190,10 +188,8 @@ kiln_status shape_view_pad(shape_ctx *ctx, const shape_view *in, const sym_node 
     for (uint32_t i = 0; i < in->ndim; i++) {
         if (!before[i] || !after[i])
             return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "pad: amount %u is NULL", i);
-        if (sh_refute_le(ctx, sh_c(ctx, 0), before[i]) ||
-            sh_refute_le(ctx, sh_c(ctx, 0), after[i]))
-            return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "pad: negative padding in dim %u",
-                           i);
+        if (sh_refute_le(ctx, sh_c(ctx, 0), before[i]) || sh_refute_le(ctx, sh_c(ctx, 0), after[i]))
+            return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "pad: negative padding in dim %u", i);
     }
     shape_view v = *in;
     ensure_mask(ctx, &v);
@@ -230,7 +226,8 @@ kiln_status shape_view_shrink(shape_ctx *ctx, const shape_view *in, const sym_no
         v.user_offset =
             sym_add(ctx->sym, v.user_offset, sym_mul(ctx->sym, begin[i], in->user_strides[i]));
         if (in->masked) {
-            v.mask_begin[i] = clamp0(ctx, sym_sub(ctx->sym, in->mask_begin[i], begin[i]), v.shape[i]);
+            v.mask_begin[i] =
+                clamp0(ctx, sym_sub(ctx->sym, in->mask_begin[i], begin[i]), v.shape[i]);
             v.mask_end[i] = clamp0(ctx, sym_sub(ctx->sym, in->mask_end[i], begin[i]), v.shape[i]);
         }
     }
@@ -370,8 +367,8 @@ kiln_status shape_view_unsqueeze(shape_ctx *ctx, const shape_view *in, int32_t d
     v.shape[d] = sh_c(ctx, 1);
     v.strides[d] = sh_c(ctx, 0);
     /* torch: the new stride is size*stride of the dim it lands before, 1 at the end */
-    v.user_strides[d] = d >= in->ndim ? sh_c(ctx, 1)
-                                      : sym_mul(ctx->sym, in->shape[d], in->user_strides[d]);
+    v.user_strides[d] =
+        d >= in->ndim ? sh_c(ctx, 1) : sym_mul(ctx->sym, in->shape[d], in->user_strides[d]);
     if (v.masked) {
         v.mask_begin[d] = sh_c(ctx, 0);
         v.mask_end[d] = sh_c(ctx, 1);
@@ -409,8 +406,8 @@ kiln_status shape_view_squeeze(shape_ctx *ctx, const shape_view *in, int32_t dim
     return sh_finish(ctx, &v, out);
 }
 
-static kiln_status shrink_one(shape_ctx *ctx, const shape_view *in, uint32_t d,
-                              const sym_node *b, const sym_node *e, shape_view *out) {
+static kiln_status shrink_one(shape_ctx *ctx, const shape_view *in, uint32_t d, const sym_node *b,
+                              const sym_node *e, shape_view *out) {
     const sym_node *lo[SHAPE_MAX_DIMS], *hi[SHAPE_MAX_DIMS];
     for (uint32_t i = 0; i < in->ndim; i++) {
         lo[i] = sh_c(ctx, 0);
@@ -452,8 +449,7 @@ kiln_status shape_view_select(shape_ctx *ctx, const shape_view *in, int32_t dim,
     index = wrap_index(ctx, index, in->shape[d]);
     if (sh_refute_le(ctx, sh_c(ctx, 0), index) ||
         sh_refute_le(ctx, sym_add_c(ctx->sym, index, 1), in->shape[d]))
-        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "select: index out of range in dim %u",
-                       d);
+        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "select: index out of range in dim %u", d);
     shape_view v;
     s = shrink_one(ctx, in, d, index, sym_add_c(ctx->sym, index, 1), &v);
     if (s == KILN_OK)
@@ -478,23 +474,26 @@ kiln_status shape_view_diagonal(shape_ctx *ctx, const shape_view *in, int64_t of
         return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "diagonal: dimensions must differ");
     sym_ctx *sc = ctx->sym;
     int64_t r0 = offset < 0 ? -offset : 0, c0 = offset > 0 ? offset : 0;
-    const sym_node *len = sym_max(sc, sh_c(ctx, 0),
-                                  sym_min(sc, sym_add_c(sc, in->shape[a], -r0),
-                                          sym_add_c(sc, in->shape[b], -c0)));
+    const sym_node *len =
+        sym_max(sc, sh_c(ctx, 0),
+                sym_min(sc, sym_add_c(sc, in->shape[a], -r0), sym_add_c(sc, in->shape[b], -c0)));
     shape_view v = *in;
     const sym_node *st = sym_add(sc, in->strides[a], in->strides[b]);
     const sym_node *ust = sym_add(sc, in->user_strides[a], in->user_strides[b]);
     const sym_node *mb = NULL, *me = NULL;
     if (in->masked) {
-        mb = sym_max(sc, sym_add_c(sc, in->mask_begin[a], -r0), sym_add_c(sc, in->mask_begin[b], -c0));
+        mb = sym_max(sc, sym_add_c(sc, in->mask_begin[a], -r0),
+                     sym_add_c(sc, in->mask_begin[b], -c0));
         me = sym_min(sc, sym_add_c(sc, in->mask_end[a], -r0), sym_add_c(sc, in->mask_end[b], -c0));
     }
     /* torch moves the storage offset only when the diagonal is not empty */
-    v.offset = sym_add(sc, v.offset,
-                       sym_add(sc, sym_mul_c(sc, in->strides[a], r0), sym_mul_c(sc, in->strides[b], c0)));
+    v.offset =
+        sym_add(sc, v.offset,
+                sym_add(sc, sym_mul_c(sc, in->strides[a], r0), sym_mul_c(sc, in->strides[b], c0)));
     if (!sh_is(len, 0))
-        v.user_offset = sym_add(sc, v.user_offset, sym_add(sc, sym_mul_c(sc, in->user_strides[a], r0),
-                                                           sym_mul_c(sc, in->user_strides[b], c0)));
+        v.user_offset = sym_add(sc, v.user_offset,
+                                sym_add(sc, sym_mul_c(sc, in->user_strides[a], r0),
+                                        sym_mul_c(sc, in->user_strides[b], c0)));
     remove_dim(&v, a > b ? a : b);
     remove_dim(&v, a > b ? b : a);
     uint32_t n = v.ndim;

@@ -555,9 +555,8 @@ static void make_base(fz *z, bool symbolic) {
             lo += st[i] < 0 ? st[i] * (shape[i] - 1) : 0;
         }
         int64_t off = -lo + rrange(0, 3);
-        assert_int_equal(shape_view_as_strided(z->c, n, sz, st_c(z->s, 0, n, st), K(z, off), NULL,
-                                               &v),
-                         KILN_OK);
+        assert_int_equal(
+            shape_view_as_strided(z->c, n, sz, st_c(z->s, 0, n, st), K(z, off), NULL, &v), KILN_OK);
         z->a.n = numel(shape, n);
         for (int64_t k = 0; k < z->a.n; k++) {
             int64_t idx[SHAPE_MAX_DIMS], a = off;
@@ -597,8 +596,8 @@ static int64_t check_index(fz *z) {
     }
     if (shape_tracker_index(z->c, &z->t, vars, &ix, &ok) != KILN_OK)
         fail_msg("index: %s / %s (%s) n=%u var0=%p shape0=%lld nviews=%u", shape_ctx_message(z->c),
-                 sym_ctx_message(z->s), z->log, n, (const void *)vars[0],
-                 (long long)z->a.shape[0], z->t.nviews);
+                 sym_ctx_message(z->s), z->log, n, (const void *)vars[0], (long long)z->a.shape[0],
+                 z->t.nviews);
     int64_t vals[SHAPE_MAX_DIMS];
     const sym_node *avars[SHAPE_MAX_DIMS];
     int64_t avals[SHAPE_MAX_DIMS];
@@ -702,17 +701,40 @@ static void run_chain(fz *z, stats *st, bool symbolic) {
     uint32_t nops = 1 + rnd(MAX_OPS);
     for (uint32_t k = 0; k < nops; k++) {
         switch (rnd(12)) {
-        case 0: op_permute(z); break;
-        case 1: op_flip(z); break;
-        case 2: op_pad(z); break;
-        case 3: op_shrink(z); break;
-        case 4: op_slice(z); break;
-        case 5: case 6: op_reshape(z); break;
-        case 7: op_expand(z); break;
-        case 8: op_unsqueeze_squeeze(z); break;
-        case 9: op_select(z); break;
-        case 10: op_diagonal(z); break;
-        default: op_unfold(z); break;
+        case 0:
+            op_permute(z);
+            break;
+        case 1:
+            op_flip(z);
+            break;
+        case 2:
+            op_pad(z);
+            break;
+        case 3:
+            op_shrink(z);
+            break;
+        case 4:
+            op_slice(z);
+            break;
+        case 5:
+        case 6:
+            op_reshape(z);
+            break;
+        case 7:
+            op_expand(z);
+            break;
+        case 8:
+            op_unsqueeze_squeeze(z);
+            break;
+        case 9:
+            op_select(z);
+            break;
+        case 10:
+            op_diagonal(z);
+            break;
+        default:
+            op_unfold(z);
+            break;
         }
     }
     st->points += z->a.n;

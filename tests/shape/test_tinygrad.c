@@ -60,9 +60,8 @@ static ck *ck_new(void **state, uint32_t n, const int64_t *shape) {
 #define CK(...) ck_new(state, ST_COUNT(__VA_ARGS__), ST_N(__VA_ARGS__))
 
 /* out element k = old element at map(k) (or -1) */
-static void ck_remap(ck *z, uint32_t n, const int64_t *ns, int64_t (*f)(const ck *, const int64_t *,
-                                                                          const void *),
-                     const void *arg) {
+static void ck_remap(ck *z, uint32_t n, const int64_t *ns,
+                     int64_t (*f)(const ck *, const int64_t *, const void *), const void *arg) {
     static int64_t out[CK_MAX];
     int64_t m = prod(ns, n);
     assert_true(m <= CK_MAX);
@@ -155,8 +154,8 @@ static void ck_box(ck *z, shape_op_kind kind, const int64_t *p) {
     for (uint32_t i = 0; i < z->ndim; i++) {
         op.a[i] = sym_const(z->s, p[2 * i]);
         op.b[i] = sym_const(z->s, p[2 * i + 1]);
-        ns[i] = kind == SHAPE_OP_PAD ? z->shape[i] + p[2 * i] + p[2 * i + 1]
-                                     : p[2 * i + 1] - p[2 * i];
+        ns[i] =
+            kind == SHAPE_OP_PAD ? z->shape[i] + p[2 * i] + p[2 * i + 1] : p[2 * i + 1] - p[2 * i];
     }
     ck_op(z, &op);
     ck_remap(z, z->ndim, ns, kind == SHAPE_OP_PAD ? f_pad : f_shrink, p);
@@ -391,7 +390,8 @@ static void test_shape_tinygrad_work(void **state) {
     assert_true(shape_tracker_contiguous(&z->t));
 }
 
-/* ---- masked reshapes (TestIndexExpressions2d's single-view cases) ----------------------------- */
+/* ---- masked reshapes (TestIndexExpressions2d's single-view cases) -----------------------------
+ */
 
 static void test_shape_tinygrad_masked_reshapes_stay_one_view(void **state) {
     ck *z = CK(5, 10, 5, 10); /* test_reshaping_splitting */
@@ -493,7 +493,8 @@ static void test_shape_tinygrad_splitting_and_combining_big(void **state) {
     ck_same(z);
 }
 
-/* ---- TestMaskedShapeTracker, fuzz failures, simplify ------------------------------------------ */
+/* ---- TestMaskedShapeTracker, fuzz failures, simplify ------------------------------------------
+ */
 
 static void test_shape_tinygrad_masked_and_fuzz_failures(void **state) {
     ck *z = CK(1, 1);
@@ -586,8 +587,7 @@ static void eval_all(st_env *env, const shape_tracker *t, int64_t *out, int64_t 
         char name[32];
         shape[i] = st_val(l->shape[i]);
         snprintf(name, sizeof(name), "e%u_%lld", i, (long long)shape[i]);
-        vars[i] = shape[i] > 1 ? sym_var(env->sym, name, 0, shape[i] - 1)
-                               : sym_const(env->sym, 0);
+        vars[i] = shape[i] > 1 ? sym_var(env->sym, name, 0, shape[i] - 1) : sym_const(env->sym, 0);
     }
     assert_int_equal(shape_tracker_index(env->ctx, t, vars, &ix, &ok), KILN_OK);
     *count = prod(shape, l->ndim);
@@ -630,8 +630,8 @@ static void simplify_check(st_env *env, const shape_view *a, const shape_view *b
 static void test_shape_tinygrad_real_simplifies(void **state) {
     st_env *env = *state;
     shape_view a = MK(6, ST_N(1, 3, 2, 11, 4, 28), ST_N(0, 308, 0, 28, 0, 1), 0, NULL);
-    shape_view b = MK(8, ST_N(1, 3, 2, 11, 26, 1, 1, 3), ST_N(0, 2464, 0, 112, 1, 0, 0, 29), 0,
-                      NULL);
+    shape_view b =
+        MK(8, ST_N(1, 3, 2, 11, 26, 1, 1, 3), ST_N(0, 2464, 0, 112, 1, 0, 0, 29), 0, NULL);
     simplify_check(env, &a, &b, 1);
     a = MK(6, ST_N(8, 3, 3, 11, 2, 28), ST_N(924, 308, 0, 28, 0, 1), 0, NULL);
     b = MK(8, ST_N(8, 1, 6, 10, 28, 3, 2, 1), ST_N(5544, 0, 0, 56, 1, 1848, 672, 0), 0, NULL);
@@ -704,9 +704,9 @@ static void test_shape_tinygrad_symbolic_real_strides_expected_failures(void **s
     const sym_node *mb[4] = {sym_const(S, 0), sym_const(S, 0), sym_const(S, 0), sym_const(S, 0)};
     const sym_node *me[4] = {sym_const(S, 2), sp, sym_const(S, 1), sym_const(S, 1)};
     shape_tracker t = {.nviews = 2};
-    assert_int_equal(shape_view_make(C, 4, sh, ST_A(0, 8, 1, 0, 0), sym_const(S, 0), mb, me,
-                                     &t.views[0]),
-                     KILN_OK);
+    assert_int_equal(
+        shape_view_make(C, 4, sh, ST_A(0, 8, 1, 0, 0), sym_const(S, 0), mb, me, &t.views[0]),
+        KILN_OK);
     assert_int_equal(shape_view_contiguous(C, 2, sh, &t.views[1]), KILN_OK);
     const sym_node *rs[4];
     assert_int_equal(shape_tracker_real_strides(C, &t, rs), KILN_OK);
@@ -717,15 +717,13 @@ static void test_shape_tinygrad_symbolic_real_strides_expected_failures(void **s
     const sym_node *s1[2] = {sym_const(S, 3), sym_add_c(S, i, 2)}, *st1[2] = {i, sym_const(S, 1)};
     const sym_node *b1[2] = {sym_const(S, 0), sym_const(S, 0)}, *e1[2] = {sym_const(S, 3), i};
     shape_tracker u = {.nviews = 1};
-    assert_int_equal(shape_view_make(C, 2, s1, st1, sym_const(S, 0), b1, e1, &u.views[0]),
-                     KILN_OK);
+    assert_int_equal(shape_view_make(C, 2, s1, st1, sym_const(S, 0), b1, e1, &u.views[0]), KILN_OK);
     assert_int_equal(shape_tracker_real_strides(C, &u, rs), KILN_OK);
     assert_ptr_equal(rs[0], i);
     assert_null(rs[1]);
     /* test_real_strides_2 (expectedFailure): the same with size i+j */
     const sym_node *s2[2] = {sym_const(S, 3), sym_add(S, i, j)};
-    assert_int_equal(shape_view_make(C, 2, s2, st1, sym_const(S, 0), b1, e1, &u.views[0]),
-                     KILN_OK);
+    assert_int_equal(shape_view_make(C, 2, s2, st1, sym_const(S, 0), b1, e1, &u.views[0]), KILN_OK);
     assert_int_equal(shape_tracker_real_strides(C, &u, rs), KILN_OK);
     assert_ptr_equal(rs[0], i);
     assert_null(rs[1]);
@@ -766,11 +764,10 @@ static void test_shape_tinygrad_symbolic_reshapes(void **state) {
     const sym_node *sp = sym_bind(S, sym_var(S, "start_pos", 1, 128), 2);
     const sym_node *spp = sym_add_c(S, sp, 1);
     const sym_node *sh[4] = {one, spp, sym_const(S, 16), sym_const(S, 64)};
-    const sym_node *mb[4] = {zero, sp, zero, zero}, *me[4] = {one, spp, sym_const(S, 16),
-                                                               sym_const(S, 64)};
-    assert_int_equal(shape_view_make(C, 4, sh, ST_A(0, 0, 0, 64, 1), sym_const(S, 1024), mb, me,
-                                     &v),
-                     KILN_OK);
+    const sym_node *mb[4] = {zero, sp, zero, zero},
+                   *me[4] = {one, spp, sym_const(S, 16), sym_const(S, 64)};
+    assert_int_equal(
+        shape_view_make(C, 4, sh, ST_A(0, 0, 0, 64, 1), sym_const(S, 1024), mb, me, &v), KILN_OK);
     const sym_node *ns[5] = {one, one, spp, sym_const(S, 16), sym_const(S, 64)};
     assert_int_equal(shape_view_reshape(C, &v, 5, ns, &r, &ok), KILN_OK);
     assert_true(ok);

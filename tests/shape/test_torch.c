@@ -23,9 +23,9 @@ static void test_shape_torch_as_strided_bounds(void **state) {
                      KILN_ERROR_INVALID_ARGUMENT);
     assert_non_null(strstr(shape_ctx_message(C), "past the end"));
     /* a negative storage offset is rejected even for an empty view */
-    assert_int_equal(shape_view_as_strided(C, 1, ST_A(0, 0), ST_A(1, 1), sym_const(S, -1),
-                                           sym_const(S, 4), &v),
-                     KILN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(
+        shape_view_as_strided(C, 1, ST_A(0, 0), ST_A(1, 1), sym_const(S, -1), sym_const(S, 4), &v),
+        KILN_ERROR_INVALID_ARGUMENT);
     assert_non_null(strstr(shape_ctx_message(C), "negative storage offset"));
     /* numel 0 is always in bounds: sizes (0,5) strides (100,1) offset 10 over storage 0 */
     assert_int_equal(shape_view_as_strided(C, 2, ST_A(0, 0, 5), ST_A(1, 100, 1), sym_const(S, 10),
@@ -33,12 +33,12 @@ static void test_shape_torch_as_strided_bounds(void **state) {
                      KILN_OK);
     st_assert_user(&v, ST_N(100, 1), 10);
     /* NumPy-style negative stride: (3,) stride -1 from offset 2 reads 2,1,0 */
-    assert_int_equal(shape_view_as_strided(C, 1, ST_A(0, 3), ST_A(1, -1), sym_const(S, 2),
-                                           sym_const(S, 3), &v),
-                     KILN_OK);
-    assert_int_equal(shape_view_as_strided(C, 1, ST_A(0, 3), ST_A(1, -1), sym_const(S, 1),
-                                           sym_const(S, 3), &v),
-                     KILN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(
+        shape_view_as_strided(C, 1, ST_A(0, 3), ST_A(1, -1), sym_const(S, 2), sym_const(S, 3), &v),
+        KILN_OK);
+    assert_int_equal(
+        shape_view_as_strided(C, 1, ST_A(0, 3), ST_A(1, -1), sym_const(S, 1), sym_const(S, 3), &v),
+        KILN_ERROR_INVALID_ARGUMENT);
     assert_non_null(strstr(shape_ctx_message(C), "before the start"));
 }
 
@@ -128,9 +128,9 @@ static void test_shape_torch_reshape_view_rule(void **state) {
                      KILN_OK);
     expect_reshape(env, &a, 1, ST_N(6), true, 1, ST_N(1));
     /* numel 0: (0,3) strides (1,1) -> (3,0): ATen's numel-0 branch gives (max(0,1)*1, 1) */
-    assert_int_equal(shape_view_as_strided(C, 2, ST_A(0, 0, 3), ST_A(1, 1, 1), sym_const(S, 0),
-                                           NULL, &a),
-                     KILN_OK);
+    assert_int_equal(
+        shape_view_as_strided(C, 2, ST_A(0, 0, 3), ST_A(1, 1, 1), sym_const(S, 0), NULL, &a),
+        KILN_OK);
     expect_reshape(env, &a, 2, ST_N(3, 0), true, 1, ST_N(1, 1));
     /* x[:, ::2] of (4,6): (4,3) strides (6,2) is evenly spaced: view(12) has stride 2 */
     shape_view s6 = ST_CONTIG(4, 6), sl;

@@ -334,8 +334,7 @@ static void test_shape_view_extent_and_storage(void **state) {
     assert_int_equal(st_val(lo), 0);
     assert_int_equal(st_val(hi), 9);
     assert_int_equal(shape_view_check_storage(C, &v, sym_const(S, 10)), KILN_OK);
-    assert_int_equal(shape_view_check_storage(C, &v, sym_const(S, 9)),
-                     KILN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(shape_view_check_storage(C, &v, sym_const(S, 9)), KILN_ERROR_INVALID_ARGUMENT);
     /* padding is not addressed: a padded (4,) reaches 0..3 only */
     shape_view c = ST_CONTIG(4), p;
     assert_int_equal(shape_view_pad(C, &c, ST_A(0, 2), ST_A(1, 3), &p), KILN_OK);
@@ -378,14 +377,14 @@ static void test_shape_view_self_alias_cases(void **state) {
     /* strides (2, 3) over (3, 2): offsets 0,3,2,5,4,7: no repeat though the strides do not nest
      * (decided by the span bitset, enumeration off) */
     shape_ctx_set_alias_enum_limit(C, 0);
-    assert_int_equal(shape_view_as_strided(C, 2, ST_A(0, 3, 2), ST_A(1, 2, 3), sym_const(S, 0),
-                                           NULL, &t),
-                     KILN_OK);
+    assert_int_equal(
+        shape_view_as_strided(C, 2, ST_A(0, 3, 2), ST_A(1, 2, 3), sym_const(S, 0), NULL, &t),
+        KILN_OK);
     assert_int_equal(shape_view_self_alias(C, &t), SHAPE_ALIAS_NONE);
     /* strides (2, 3) over (4, 3): 2*3 == 3*2 inside the ranges: alias */
-    assert_int_equal(shape_view_as_strided(C, 2, ST_A(0, 4, 3), ST_A(1, 2, 3), sym_const(S, 0),
-                                           NULL, &t),
-                     KILN_OK);
+    assert_int_equal(
+        shape_view_as_strided(C, 2, ST_A(0, 4, 3), ST_A(1, 2, 3), sym_const(S, 0), NULL, &t),
+        KILN_OK);
     assert_int_equal(shape_view_self_alias(C, &t), SHAPE_ALIAS_YES);
     /* a huge span with non-nesting strides: not provable without enumeration */
     assert_int_equal(shape_view_as_strided(C, 3, ST_A(0, 3, 2, 2), ST_A(1, 2, 3, 1 << 30),
