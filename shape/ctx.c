@@ -50,9 +50,11 @@ kiln_status sh_fail(shape_ctx *ctx, kiln_status status, const char *fmt, ...) {
 
 kiln_status sh_sym_status(shape_ctx *ctx) {
     kiln_status s = sym_ctx_status(ctx->sym);
-    if (s != KILN_OK)
-        return sh_fail(ctx, s, "symbolic: %s", sym_ctx_message(ctx->sym));
-    return KILN_OK;
+    if (s == KILN_OK)
+        return KILN_OK;
+    sh_fail(ctx, s, "symbolic: %s", sym_ctx_message(ctx->sym));
+    sym_ctx_clear_error(ctx->sym); /* reported here; the next operation starts clean */
+    return s;
 }
 
 const sym_node *sh_c(shape_ctx *ctx, int64_t v) {

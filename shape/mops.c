@@ -98,16 +98,21 @@ static bool read_layout(const shape_view *v, layout *l) {
     return true;
 }
 
-/* The lowest element addressed and the span up to the highest. */
-static void layout_span(const layout *l, int64_t *lo, int64_t *span) {
-    int64_t q = l->offset, s = 1;
+/* The lowest element addressed and the span up to the highest; false on overflow. */
+static bool layout_span(const layout *l, int64_t *lo, int64_t *span) {
+    int64_t q = l->offset, s = 1, t;
     for (uint32_t i = 0; i < l->n; i++) {
-        q += l->b[i] * l->stride[i];
-        if (l->stride[i] < 0)
-            q += (l->real[i] - 1) * l->stride[i];
-        s += (l->real[i] - 1) * (l->stride[i] < 0 ? -l->stride[i] : l->stride[i]);
+        int64_t a = l->stride[i], r = l->real[i] - 1;
+        if (__builtin_mul_overflow(l->b[i], a, &t) || __builtin_add_overflow(q, t, &q) ||
+            __builtin_mul_overflow(r, a, &t))
+            return false;
+        if (a < 0 && __builtin_add_overflow(q, t, &q))
+            return false;
+        if (__builtin_add_overflow(s, t < 0 ? -t : t, &s))
+            return false;
     }
     *lo = q, *span = s;
+    return __builtin_add_overflow(q, s, &t) == 0;
 }
 
 static void emit_unfolds(shape_ctx *ctx, opbuf *b, const layout *l, uint32_t *ord, uint32_t k,
@@ -250,7 +255,8 @@ kiln_status shape_view_to_movement_ops(shape_ctx *ctx, const shape_view *v, shap
     if (view_is_empty(&l, &zero_size)) {
         emit_empty(ctx, &b, &l, zero_size);
     } else {
-        layout_span(&l, &lo, &span);
+        if (!layout_span(&l, &lo, &span))
+            return sh_fail(ctx, KILN_ERROR_OVERFLOW, "to_movement_ops: extent overflows");
         if (lo < 0)
             return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
                            "to_movement_ops: the view addresses a negative element");

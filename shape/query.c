@@ -235,9 +235,9 @@ static bool eval_view(const shape_view *v, const int64_t *idx, int64_t *addr, bo
         return false;
     *valid = true;
     for (uint32_t i = 0; i < v->ndim; i++) {
-        if (!sh_value(v->strides[i], &x))
+        if (!sh_value(v->strides[i], &x) || __builtin_mul_overflow(x, idx[i], &x) ||
+            __builtin_add_overflow(a, x, &a))
             return false;
-        a += x * idx[i];
         if (v->masked) {
             if (!sh_value(v->mask_begin[i], &x) || !sh_value(v->mask_end[i], &y))
                 return false;

@@ -158,40 +158,41 @@ static bool masked_reshape(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
 /* ---- PyTorch's view rule ------------------------------------------------------------------------
  */
 
-/* ATen's computeStride over constants: false when torch.view would fail. */
+/* ATen's computeStride over constants: false when torch.view would fail (or on overflow). */
 static bool compute_stride(const int64_t *os, const int64_t *ost, uint32_t on, const int64_t *ns,
                            uint32_t nn, int64_t *nst) {
-    if (on == 0) {
-        for (uint32_t i = 0; i < nn; i++)
-            nst[i] = 1;
-        return true;
-    }
     int64_t numel = 1;
     for (uint32_t i = 0; i < on; i++)
-        numel *= os[i];
-    if (numel == 0) { /* contiguous strides of the new shape, sizes clamped to >= 1 */
+        if (__builtin_mul_overflow(numel, os[i], &numel))
+            return false;
+    if (on == 0 || numel == 0) { /* 0-d: all 1; numel 0: contiguous with sizes clamped to >= 1 */
         int64_t acc = 1;
         for (uint32_t i = nn; i-- > 0;) {
-            nst[i] = acc;
-            acc *= ns[i] > 1 ? ns[i] : 1;
+            nst[i] = on == 0 ? 1 : acc;
+            if (on && __builtin_mul_overflow(acc, ns[i] > 1 ? ns[i] : 1, &acc))
+                return false;
         }
         return true;
     }
-    int64_t view_d = (int64_t)nn - 1, base = ost[on - 1], tnumel = 1, vnumel = 1;
+    int64_t view_d = (int64_t)nn - 1, base = ost[on - 1], tnumel = 1, vnumel = 1, t;
     for (int64_t td = (int64_t)on - 1; td >= 0; td--) {
-        tnumel *= os[td];
-        if (td == 0 || (os[td - 1] != 1 && ost[td - 1] != tnumel * base)) {
-            while (view_d >= 0 && (vnumel < tnumel || ns[view_d] == 1)) {
-                nst[view_d] = vnumel * base;
-                vnumel *= ns[view_d];
-                view_d--;
-            }
-            if (vnumel != tnumel)
+        if (__builtin_mul_overflow(tnumel, os[td], &tnumel))
+            return false;
+        bool cut = td == 0 || (os[td - 1] != 1 &&
+                               (__builtin_mul_overflow(tnumel, base, &t) || ost[td - 1] != t));
+        if (!cut)
+            continue;
+        while (view_d >= 0 && (vnumel < tnumel || ns[view_d] == 1)) {
+            if (__builtin_mul_overflow(vnumel, base, &nst[view_d]) ||
+                __builtin_mul_overflow(vnumel, ns[view_d], &vnumel))
                 return false;
-            if (td > 0) {
-                base = ost[td - 1];
-                tnumel = vnumel = 1;
-            }
+            view_d--;
+        }
+        if (vnumel != tnumel)
+            return false;
+        if (td > 0) {
+            base = ost[td - 1];
+            tnumel = vnumel = 1;
         }
     }
     return view_d == -1;

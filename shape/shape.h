@@ -28,7 +28,9 @@
  * copies; every operation reads its input and writes a new value through its out-parameter.
  * On failure the out-parameter is left untouched, the status says what failed and
  * shape_ctx_message() holds the message of the most recent failure. No operation aborts on
- * caller input. A shape_ctx (and its sym_ctx) is not thread-safe.
+ * caller input. An error the sym_ctx records while an operation runs (overflow of a constant,
+ * out of memory) is returned by that operation, its message copied, and cleared from the
+ * sym_ctx. A shape_ctx (and its sym_ctx) is not thread-safe.
  *
  * Canonical form. Every view an operation returns is canonical, so equal views compare equal
  * with shape_view_equal:

@@ -472,6 +472,8 @@ kiln_status shape_view_diagonal(shape_ctx *ctx, const shape_view *in, int64_t of
         return s;
     if (a == b)
         return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "diagonal: dimensions must differ");
+    if (offset == INT64_MIN)
+        return sh_fail(ctx, KILN_ERROR_OVERFLOW, "diagonal: offset out of range");
     sym_ctx *sc = ctx->sym;
     int64_t r0 = offset < 0 ? -offset : 0, c0 = offset > 0 ? offset : 0;
     const sym_node *len =

@@ -804,6 +804,26 @@ static void test_shape_tinygrad_symbolic_pad_reshape(void **state) {
     }
 }
 
+static void test_shape_tinygrad_render(void **state) {
+    ST_ENV(state);
+    /* TestRender: (2,3) renders ((ridx0*3)+ridx1), always valid; padded below by one row the
+     * predicate is ridx0 < 2 and the index is unchanged */
+    shape_view v = ST_CONTIG(2, 3), p;
+    const sym_node *r[2] = {sym_var(S, "ridx0", 0, 1), sym_var(S, "ridx1", 0, 2)}, *ix, *ok;
+    char buf[128];
+    assert_int_equal(shape_view_index(C, &v, r, &ix, &ok), KILN_OK);
+    sym_render(ix, buf, sizeof(buf));
+    assert_string_equal(buf, "((ridx0*3)+ridx1)");
+    assert_int_equal(st_val(ok), 1);
+    assert_int_equal(shape_view_pad(C, &v, ST_A(0, 0, 0), ST_A(1, 1, 0), &p), KILN_OK);
+    const sym_node *r2[2] = {sym_var(S, "pidx0", 0, 2), r[1]};
+    assert_int_equal(shape_view_index(C, &p, r2, &ix, &ok), KILN_OK);
+    sym_render(ix, buf, sizeof(buf));
+    assert_string_equal(buf, "(ridx1+(pidx0*3))"); /* sums ordered by creation: ridx1 first */
+    sym_render(ok, buf, sizeof(buf));
+    assert_string_equal(buf, "(pidx0<2)");
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, st_setup, st_teardown)
     const struct CMUnitTest tests[] = {
@@ -822,6 +842,7 @@ int main(void) {
         T(test_shape_tinygrad_symbolic_real_strides_expected_failures),
         T(test_shape_tinygrad_symbolic_reshapes),
         T(test_shape_tinygrad_symbolic_pad_reshape),
+        T(test_shape_tinygrad_render),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -415,6 +415,25 @@ static void test_shape_view_symbolic_shape(void **state) {
     assert_int_equal(shape_view_shrink(C, &w, b, e2, &t), KILN_ERROR_INVALID_ARGUMENT);
 }
 
+static void test_shape_view_overflow_is_an_error(void **state) {
+    ST_ENV(state);
+    /* (4,) with stride 2^62: the highest element 3 * 2^62 does not fit in int64 */
+    shape_view v, out = poisoned();
+    kiln_status s = shape_view_as_strided(C, 1, ST_A(0, 4), ST_A(1, INT64_C(1) << 62),
+                                          sym_const(S, 0), NULL, &out);
+    assert_int_equal(s, KILN_ERROR_OVERFLOW);
+    assert_untouched(&out);
+    /* the context is usable again */
+    assert_int_equal(sym_ctx_status(S), KILN_OK);
+    v = ST_CONTIG(2, 2);
+    assert_true(v.contiguous);
+    /* a reshape whose size overflows */
+    bool ok;
+    assert_int_equal(shape_view_reshape(C, &v, 2, ST_A(0, INT64_C(1) << 62, 8), &out, &ok),
+                     KILN_ERROR_OVERFLOW);
+    assert_untouched(&out);
+}
+
 static void test_shape_ctx_create_fails_cleanly(void **state) {
     (void)state;
     test_alloc ta = {0};
@@ -464,6 +483,7 @@ int main(void) {
         T(test_shape_view_dense_permutation_found),
         T(test_shape_view_self_alias_cases),
         T(test_shape_view_symbolic_shape),
+        T(test_shape_view_overflow_is_an_error),
         cmocka_unit_test(test_shape_ctx_create_fails_cleanly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
