@@ -48,6 +48,17 @@ kiln_status sh_fail(shape_ctx *ctx, kiln_status status, const char *fmt, ...) {
     return status;
 }
 
+kiln_status sh_null(shape_ctx *ctx, const char *fmt, ...) {
+    if (sym_ctx_status(ctx->sym) != KILN_OK)
+        return sh_sym_status(ctx);
+    va_list ap;
+    va_start(ap, fmt);
+    base_error_clear(&ctx->err);
+    base_error_setv(&ctx->err, KILN_ERROR_INVALID_ARGUMENT, fmt, ap);
+    va_end(ap);
+    return KILN_ERROR_INVALID_ARGUMENT;
+}
+
 kiln_status sh_sym_status(shape_ctx *ctx) {
     kiln_status s = sym_ctx_status(ctx->sym);
     if (s == KILN_OK)

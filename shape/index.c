@@ -7,7 +7,7 @@ kiln_status shape_view_index(shape_ctx *ctx, const shape_view *v, const sym_node
     const sym_node *ix = v->offset, *ok = sh_c(ctx, 1);
     for (uint32_t i = 0; i < v->ndim; i++) {
         if (!idx[i])
-            return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "index %u is NULL", i);
+            return sh_null(ctx, "index %u is NULL", i);
         if (!sh_is(v->strides[i], 0))
             ix = sym_add(sc, ix, sym_mul(sc, idx[i], v->strides[i]));
         if (!v->masked)

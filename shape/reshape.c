@@ -225,7 +225,9 @@ static kiln_status check_numel(shape_ctx *ctx, const shape_view *in, uint32_t nd
                                const sym_node *const *sizes) {
     const sym_node *a = shape_view_numel(ctx, in), *b = sh_c(ctx, 1);
     for (uint32_t i = 0; i < ndim; i++) {
-        if (!sizes[i] || sh_refute_le(ctx, sh_c(ctx, 0), sizes[i]))
+        if (!sizes[i])
+            return sh_null(ctx, "reshape: size %u is NULL", i);
+        if (sh_refute_le(ctx, sh_c(ctx, 0), sizes[i]))
             return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "reshape: size %u is invalid", i);
         b = sym_mul(ctx->sym, b, sizes[i]);
     }

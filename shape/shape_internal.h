@@ -15,6 +15,9 @@ struct shape_ctx {
 /* Records a failure message (overwriting the previous one) and returns status. */
 BASE_HIDDEN kiln_status sh_fail(shape_ctx *ctx, kiln_status status, const char *fmt, ...)
     BASE_PRINTF(3, 4);
+/* A NULL input: the sym context's error when it has one (NULL propagation), else
+ * KILN_ERROR_INVALID_ARGUMENT with the message. */
+BASE_HIDDEN kiln_status sh_null(shape_ctx *ctx, const char *fmt, ...) BASE_PRINTF(2, 3);
 /* The status after building expressions: KILN_OK, or the sym context's error copied in. */
 BASE_HIDDEN kiln_status sh_sym_status(shape_ctx *ctx);
 

@@ -17,10 +17,10 @@ static kiln_status check_sizes(shape_ctx *ctx, uint32_t ndim, const sym_node *co
     if (s != KILN_OK)
         return s;
     if (ndim && !sizes)
-        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "sizes missing");
+        return sh_null(ctx, "sizes missing");
     for (uint32_t i = 0; i < ndim; i++) {
         if (!sizes[i])
-            return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "size %u is NULL", i);
+            return sh_null(ctx, "size %u is NULL", i);
         if (sh_refute_le(ctx, sh_c(ctx, 0), sizes[i]))
             return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "size %u is negative", i);
     }
@@ -55,7 +55,7 @@ kiln_status shape_view_make(shape_ctx *ctx, uint32_t ndim, const sym_node *const
     if (s != KILN_OK)
         return s;
     if (!offset || (ndim && !strides))
-        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "strides or offset missing");
+        return sh_null(ctx, "strides or offset missing");
     shape_view v;
     view_init(&v, ndim);
     memcpy(v.shape, sizes, ndim * sizeof(*sizes));
@@ -79,10 +79,10 @@ kiln_status shape_view_as_strided(shape_ctx *ctx, uint32_t ndim, const sym_node 
     if (s != KILN_OK)
         return s;
     if (!offset || (ndim && !strides))
-        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "as_strided: strides or offset missing");
+        return sh_null(ctx, "as_strided: strides or offset missing");
     for (uint32_t i = 0; i < ndim; i++)
         if (!strides[i])
-            return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "as_strided: stride %u is NULL", i);
+            return sh_null(ctx, "as_strided: stride %u is NULL", i);
     if (sh_refute_le(ctx, sh_c(ctx, 0), offset))
         return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "as_strided: negative storage offset");
     shape_view v;
@@ -187,7 +187,7 @@ kiln_status shape_view_pad(shape_ctx *ctx, const shape_view *in, const sym_node 
                            const sym_node *const *after, shape_view *out) {
     for (uint32_t i = 0; i < in->ndim; i++) {
         if (!before[i] || !after[i])
-            return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "pad: amount %u is NULL", i);
+            return sh_null(ctx, "pad: amount %u is NULL", i);
         if (sh_refute_le(ctx, sh_c(ctx, 0), before[i]) || sh_refute_le(ctx, sh_c(ctx, 0), after[i]))
             return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "pad: negative padding in dim %u", i);
     }
@@ -213,7 +213,7 @@ kiln_status shape_view_shrink(shape_ctx *ctx, const shape_view *in, const sym_no
                               const sym_node *const *end, shape_view *out) {
     for (uint32_t i = 0; i < in->ndim; i++) {
         if (!begin[i] || !end[i])
-            return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "shrink: bound %u is NULL", i);
+            return sh_null(ctx, "shrink: bound %u is NULL", i);
         if (sh_refute_le(ctx, sh_c(ctx, 0), begin[i]) || sh_refute_le(ctx, begin[i], end[i]) ||
             sh_refute_le(ctx, end[i], in->shape[i]))
             return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
@@ -433,7 +433,7 @@ kiln_status shape_view_narrow(shape_ctx *ctx, const shape_view *in, int32_t dim,
     if (s != KILN_OK)
         return s;
     if (!start || !length)
-        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "narrow: start or length is NULL");
+        return sh_null(ctx, "narrow: start or length is NULL");
     start = wrap_index(ctx, start, in->shape[d]);
     return shrink_one(ctx, in, d, start, sym_add(ctx->sym, start, length), out);
 }
@@ -445,7 +445,7 @@ kiln_status shape_view_select(shape_ctx *ctx, const shape_view *in, int32_t dim,
     if (s != KILN_OK)
         return s;
     if (!index)
-        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "select: index is NULL");
+        return sh_null(ctx, "select: index is NULL");
     index = wrap_index(ctx, index, in->shape[d]);
     if (sh_refute_le(ctx, sh_c(ctx, 0), index) ||
         sh_refute_le(ctx, sym_add_c(ctx->sym, index, 1), in->shape[d]))
@@ -519,8 +519,10 @@ kiln_status shape_view_unfold(shape_ctx *ctx, const shape_view *in, int32_t dim,
         s = sh_axis(ctx, dim, in->ndim, &d);
     if (s != KILN_OK)
         return s;
-    if (!size || !step || sh_refute_le(ctx, size, in->shape[d]) ||
-        sh_refute_le(ctx, sh_c(ctx, 0), size) || sh_refute_le(ctx, sh_c(ctx, 1), step))
+    if (!size || !step)
+        return sh_null(ctx, "unfold: size or step is NULL");
+    if (sh_refute_le(ctx, size, in->shape[d]) || sh_refute_le(ctx, sh_c(ctx, 0), size) ||
+        sh_refute_le(ctx, sh_c(ctx, 1), step))
         return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
                        "unfold: needs 0 <= size <= size of dim %u and step >= 1", d);
     if (in->masked && !(sh_is(in->mask_begin[d], 0) && in->mask_end[d] == in->shape[d]))

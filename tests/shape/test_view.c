@@ -460,6 +460,67 @@ static void test_shape_ctx_create_fails_cleanly(void **state) {
     sym_ctx_destroy(s);
 }
 
+/* One pass of a typical sequence; every status must be OK or out of memory. */
+static int alloc_pass(const base_allocator *a) {
+    sym_ctx *s = NULL;
+    shape_ctx *c = NULL;
+    int failures = 0;
+#define STEP(call)                                                                                 \
+    do {                                                                                           \
+        kiln_status st_ = (call);                                                                  \
+        if (st_ != KILN_OK) {                                                                      \
+            assert_int_equal(st_, KILN_ERROR_OUT_OF_HOST_MEMORY);                                  \
+            failures++;                                                                            \
+            goto done;                                                                             \
+        }                                                                                          \
+    } while (0)
+    STEP(sym_ctx_create(a, &s));
+    STEP(shape_ctx_create(a, s, &c));
+    const sym_node *d[2] = {sym_const(s, 4), sym_const(s, 6)}, *pb[2], *pa[2], *f;
+    shape_view v, t, p;
+    STEP(shape_view_contiguous(c, 2, d, &v));
+    STEP(shape_view_permute(c, &v, (int32_t[]){1, 0}, &t));
+    pb[0] = pb[1] = pa[0] = pa[1] = sym_const(s, 1);
+    STEP(shape_view_pad(c, &t, pb, pa, &p));
+    shape_tracker tr, r;
+    shape_tracker_from_view(&t, &tr);
+    f = sym_const(s, 24);
+    STEP(shape_tracker_reshape(c, &tr, 1, &f, &r));
+    const sym_node *k = sym_var(s, "k", 0, 23), *ix, *ok;
+    STEP(shape_tracker_index(c, &r, &k, &ix, &ok));
+    shape_op ops[SHAPE_MAX_OPS];
+    uint32_t n;
+    int64_t base;
+    STEP(shape_view_to_movement_ops(c, &p, ops, SHAPE_MAX_OPS, &n, &base));
+    /* alias answers under allocation failure may be MAYBE, never wrong */
+    shape_alias al = shape_tracker_self_alias(c, &r);
+    assert_true(al == SHAPE_ALIAS_NONE || al == SHAPE_ALIAS_MAYBE);
+done:
+#undef STEP
+    shape_ctx_destroy(c);
+    sym_ctx_destroy(s);
+    return failures;
+}
+
+static void test_shape_view_fail_each_allocation(void **state) {
+    (void)state;
+    long n;
+    for (n = 1; n < 10000; n++) {
+        test_alloc ta = {0};
+        ta.fail_at = n;
+        base_allocator a = test_allocator(&ta);
+        int failed = alloc_pass(&a);
+        assert_int_equal(ta.live_blocks, 0);
+        assert_int_equal(ta.size_mismatches, 0);
+        if (ta.failures == 0) {
+            assert_int_equal(failed, 0);
+            break;
+        }
+    }
+    print_message("allocations in the pass: %ld\n", n - 1);
+    assert_true(n > 2);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, st_setup, st_teardown)
     const struct CMUnitTest tests[] = {
@@ -485,6 +546,7 @@ int main(void) {
         T(test_shape_view_symbolic_shape),
         T(test_shape_view_overflow_is_an_error),
         cmocka_unit_test(test_shape_ctx_create_fails_cleanly),
+        cmocka_unit_test(test_shape_view_fail_each_allocation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
