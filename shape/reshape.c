@@ -292,6 +292,29 @@ static bool reshape_ones(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
     return true;
 }
 
+/* Same rank, every size equal to the old one by value (bound Variables at their values): the
+ * new sizes replace the old ones, strides and mask kept (tinygrad's rule for a symbolic
+ * reshape of a view; the binding asserts the equality). */
+static bool reshape_rename(const shape_view *in, uint32_t ndim, const sym_node *const *sizes,
+                           shape_view *v) {
+    if (in->ndim != ndim)
+        return false;
+    for (uint32_t i = 0; i < ndim; i++) {
+        int64_t a, b;
+        if (sizes[i] != in->shape[i] &&
+            !(sh_value(sizes[i], &a) && sh_value(in->shape[i], &b) && a == b))
+            return false;
+    }
+    memcpy(v->strides, in->strides, sizeof(v->strides));
+    v->offset = in->offset;
+    v->masked = in->masked;
+    for (uint32_t i = 0; in->masked && i < ndim; i++) {
+        v->mask_begin[i] = in->mask_begin[i];
+        v->mask_end[i] = in->mask_end[i] == in->shape[i] ? sizes[i] : in->mask_end[i];
+    }
+    return true;
+}
+
 /* The view part of a reshape; false when one view cannot express it. */
 static bool reshape_view(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
                          const sym_node *const *sizes, shape_view *v) {
@@ -313,7 +336,7 @@ static bool reshape_view(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
         v->offset = sh_c(ctx, 0);
         return true;
     }
-    if (reshape_ones(ctx, in, ndim, sizes, v))
+    if (reshape_ones(ctx, in, ndim, sizes, v) || reshape_rename(in, ndim, sizes, v))
         return true;
     memset(v->mask_begin, 0, sizeof(v->mask_begin));
     memset(v->mask_end, 0, sizeof(v->mask_end));

@@ -824,6 +824,39 @@ static void test_shape_tinygrad_render(void **state) {
     assert_string_equal(buf, "(pidx0<2)");
 }
 
+static void test_shape_tinygrad_variable_reshape(void **state) {
+    ST_ENV(state);
+    /* TestVariableReshape: (3,) to (i bound to 3,): one view, also with stride 0 */
+    const sym_node *i3 = sym_bind(S, sym_var(S, "i", 1, 10), 3), *zero = sym_const(S, 0);
+    shape_view c = ST_CONTIG(3), z, r;
+    bool ok;
+    assert_int_equal(shape_view_reshape(C, &c, 1, &i3, &r, &ok), KILN_OK);
+    assert_true(ok);
+    assert_ptr_equal(r.shape[0], i3);
+    assert_true(r.contiguous);
+    const sym_node *three = sym_const(S, 3);
+    assert_int_equal(shape_view_make(C, 1, &three, &zero, zero, NULL, NULL, &z), KILN_OK);
+    assert_int_equal(shape_view_reshape(C, &z, 1, &i3, &r, &ok), KILN_OK);
+    assert_true(ok); /* test_reshape_stride_0 */
+    assert_ptr_equal(r.strides[0], zero);
+    /* test_add_stride_0 / test_add_bound: stacked, they merge into one view */
+    shape_view s0;
+    assert_int_equal(shape_view_make(C, 1, &i3, &zero, zero, NULL, NULL, &s0), KILN_OK);
+    shape_tracker t = {.nviews = 2}, s;
+    t.views[0] = z, t.views[1] = s0;
+    assert_int_equal(shape_tracker_simplify(C, &t, &s), KILN_OK);
+    assert_int_equal(s.nviews, 1);
+    assert_ptr_equal(s.views[0].shape[0], i3);
+    shape_view ci;
+    assert_int_equal(shape_view_contiguous(C, 1, &i3, &ci), KILN_OK);
+    t.views[0] = c, t.views[1] = ci;
+    assert_int_equal(shape_tracker_simplify(C, &t, &s), KILN_OK);
+    assert_int_equal(s.nviews, 1);
+    /* an unbound Variable cannot be proved equal to 3: rejected (tinygrad accepts it) */
+    const sym_node *free_i = sym_var(S, "i", 1, 10);
+    assert_int_equal(shape_view_reshape(C, &c, 1, &free_i, &r, &ok), KILN_ERROR_INVALID_ARGUMENT);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, st_setup, st_teardown)
     const struct CMUnitTest tests[] = {
@@ -843,6 +876,7 @@ int main(void) {
         T(test_shape_tinygrad_symbolic_reshapes),
         T(test_shape_tinygrad_symbolic_pad_reshape),
         T(test_shape_tinygrad_render),
+        T(test_shape_tinygrad_variable_reshape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
