@@ -335,6 +335,13 @@ kiln_status shape_tracker_simplify(shape_ctx *ctx, const shape_tracker *in, shap
     return KILN_OK;
 }
 
+kiln_status shape_tracker_replace_last(shape_ctx *ctx, const shape_tracker *in,
+                                       const shape_view *last, shape_tracker *out) {
+    shape_tracker t = *in;
+    t.views[t.nviews - 1] = *last;
+    return shape_tracker_simplify(ctx, &t, out);
+}
+
 kiln_status shape_tracker_reshape(shape_ctx *ctx, const shape_tracker *in, uint32_t ndim,
                                   const sym_node *const *sizes, shape_tracker *out) {
     shape_tracker t = *in;

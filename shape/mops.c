@@ -48,11 +48,11 @@ kiln_status shape_tracker_apply(shape_ctx *ctx, const shape_tracker *in, const s
                                 shape_tracker *out) {
     if (op->kind == SHAPE_OP_RESHAPE)
         return shape_tracker_reshape(ctx, in, op->ndim, op->a, out);
-    shape_tracker t = *in;
-    kiln_status s = apply_view_op(ctx, shape_tracker_last(in), op, &t.views[t.nviews - 1]);
+    shape_view v;
+    kiln_status s = apply_view_op(ctx, shape_tracker_last(in), op, &v);
     if (s != KILN_OK)
         return s;
-    return shape_tracker_simplify(ctx, &t, out);
+    return shape_tracker_replace_last(ctx, in, &v, out);
 }
 
 /* ---- building the op list -------------------------------------------------------------------- */

@@ -9,6 +9,8 @@ enum { ALIAS_ENUM_LIMIT = 1 << 30 };        /* hard cap on enumeration */
 #define SPAN_WORK_LIMIT ((uint64_t)1 << 26) /* and this many word operations */
 
 bool shape_view_is_dense(const shape_view *v) {
+    if (v->contiguous)
+        return true;
     if (v->masked)
         return false;
     /* canonical strides are row-major iff each equals size*stride of the next non-1 dim */

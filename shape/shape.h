@@ -193,7 +193,8 @@ kiln_status shape_view_check_storage(shape_ctx *ctx, const shape_view *v,
 
 /* ---- queries ------------------------------------------------------------------------------ */
 
-/* Dense row-major and unmasked, at any offset (PyTorch's is_contiguous). */
+/* Dense row-major and unmasked, at any offset (PyTorch's is_contiguous). Decided on constant
+ * strides; a symbolic view answers through its contiguous flag (offset 0). */
 bool shape_view_is_dense(const shape_view *v);
 /* A permutation perm with permute(v, perm) dense: KILN_ERROR_NOT_FOUND when none exists
  * (negative or overlapping strides, a mask, a symbolic stride order that cannot be proved). */
@@ -220,6 +221,10 @@ kiln_status shape_tracker_real_strides(shape_ctx *ctx, const shape_tracker *t,
 
 kiln_status shape_tracker_from_view(const shape_view *v, shape_tracker *out);
 const shape_view *shape_tracker_last(const shape_tracker *t);
+/* The tracker with its last view replaced by last (the result of a view op on
+ * shape_tracker_last(in): slice, select, diagonal, ...), merged wherever exact. */
+kiln_status shape_tracker_replace_last(shape_ctx *ctx, const shape_tracker *in,
+                                       const shape_view *last, shape_tracker *out);
 /* Reshape: one view when possible, else a second view (then merged back when exact). */
 kiln_status shape_tracker_reshape(shape_ctx *ctx, const shape_tracker *in, uint32_t ndim,
                                   const sym_node *const *sizes, shape_tracker *out);

@@ -103,8 +103,7 @@ static bool commit_view(fz *z, kiln_status s, const shape_view *v) {
     if (s != KILN_OK)
         return false;
     shape_tracker t = z->t;
-    t.views[t.nviews - 1] = *v;
-    if (shape_tracker_simplify(z->c, &t, &z->t) != KILN_OK)
+    if (shape_tracker_replace_last(z->c, &t, v, &z->t) != KILN_OK)
         fail_msg("simplify: %s (%s)", shape_ctx_message(z->c), z->log);
     return true;
 }
