@@ -265,6 +265,10 @@ kiln_status shape_view_to_movement_ops(shape_ctx *ctx, const shape_view *v, shap
             sh->a[0] = sh_c(ctx, lo), sh->b[0] = sh_c(ctx, lo + span);
         uint32_t ord[SHAPE_MAX_DIMS];
         uint32_t k = real_dims(&l, ord);
+        if (k >= SHAPE_MAX_DIMS) /* the unfold chain carries one extra (window) dimension */
+            return sh_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED,
+                           "to_movement_ops: %u moving dimensions (at most %d)", k,
+                           (int)SHAPE_MAX_DIMS - 1);
         emit_unfolds(ctx, &b, &l, ord, k, span);
         emit_arrange(ctx, &b, &l, ord, k);
         emit_finish(ctx, &b, &l, ord, k);

@@ -255,12 +255,16 @@ typedef struct shape_op {
     const sym_node *b[SHAPE_MAX_DIMS];
 } shape_op;
 
-enum { SHAPE_MAX_OPS = 8 * SHAPE_MAX_DIMS + 8 };
+enum { SHAPE_MAX_OPS = 2 * SHAPE_MAX_DIMS + 8 }; /* enough for any to_movement_ops result */
 
 /* Movement ops (never as_strided) that rebuild v from a contiguous 1-D base of *base_size
- * elements (the view's highest element + 1). Written to ops[0..*count-1] (cap entries).
- * Needs constant strides (KILN_ERROR_UNSUPPORTED otherwise). The result is checked: applying
- * the ops gives a view equal to v, else KILN_ERROR_INTERNAL. */
+ * elements (the view's highest element + 1): shrink the base to the span v addresses, one
+ * unfold per dimension that moves (largest |stride| first; overlapping windows included),
+ * reshape in the size-1 dims, permute, expand the stride-0 dims, flip the negative ones, pad
+ * the mask. Written to ops[0..*count-1] (cap entries, SHAPE_MAX_OPS always suffices).
+ * Needs constant values (KILN_ERROR_UNSUPPORTED otherwise) and at most SHAPE_MAX_DIMS - 1
+ * dimensions with a nonzero stride and two or more valid indices (KILN_ERROR_LIMIT_EXCEEDED).
+ * The result is checked: applying the ops gives a view equal to v, else KILN_ERROR_INTERNAL. */
 kiln_status shape_view_to_movement_ops(shape_ctx *ctx, const shape_view *v, shape_op *ops,
                                        uint32_t cap, uint32_t *count, int64_t *base_size);
 /* Applies one op to a tracker (reshape may add a view). */

@@ -134,6 +134,30 @@ static void test_shape_mops_rejects_symbolic_and_small_buffers(void **state) {
     assert_int_equal(count, 99);
 }
 
+static void test_shape_mops_fifteen_real_dims_fit(void **state) {
+    ST_ENV(state);
+    /* 15 dims of 2 with negative strides -(2^i) and a size-1 dim, then padded: 1 shrink + 15
+     * unfolds + reshape + permute + 16 flips + pad <= SHAPE_MAX_OPS. The unfold chain needs one
+     * spare dimension, so 16 dims that all move are reported as a limit. */
+    int64_t sz[SHAPE_MAX_DIMS], st[SHAPE_MAX_DIMS];
+    for (int i = 0; i < SHAPE_MAX_DIMS; i++)
+        sz[i] = 2, st[i] = -(INT64_C(1) << (SHAPE_MAX_DIMS - 1 - i));
+    sz[7] = 1;
+    shape_view v = STRIDED(SHAPE_MAX_DIMS, sz, st, 65535 - 256), p;
+    const sym_node *b[SHAPE_MAX_DIMS], *e[SHAPE_MAX_DIMS];
+    for (int i = 0; i < SHAPE_MAX_DIMS; i++)
+        b[i] = sym_const(S, 1), e[i] = sym_const(S, i % 2);
+    assert_int_equal(shape_view_pad(C, &v, b, e, &p), KILN_OK);
+    assert_true(rebuild(env, &p, 65536 - 256) <= SHAPE_MAX_OPS);
+    sz[7] = 2;
+    v = STRIDED(SHAPE_MAX_DIMS, sz, st, 65535);
+    shape_op ops[SHAPE_MAX_OPS];
+    uint32_t n;
+    int64_t base;
+    assert_int_equal(shape_view_to_movement_ops(C, &v, ops, SHAPE_MAX_OPS, &n, &base),
+                     KILN_ERROR_LIMIT_EXCEEDED);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, st_setup, st_teardown)
     const struct CMUnitTest tests[] = {
@@ -143,6 +167,7 @@ int main(void) {
         T(test_shape_mops_zero_strides_and_size_one),
         T(test_shape_mops_masked_views),
         T(test_shape_mops_rejects_symbolic_and_small_buffers),
+        T(test_shape_mops_fifteen_real_dims_fit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
