@@ -354,7 +354,12 @@ kiln_status shape_tracker_reshape(shape_ctx *ctx, const shape_tracker *in, uint3
         if (t.nviews >= SHAPE_MAX_VIEWS)
             return sh_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED, "reshape: more than %d views",
                            (int)SHAPE_MAX_VIEWS);
-        s = shape_view_contiguous(ctx, ndim, sizes, &t.views[t.nviews]);
+        shape_view *nv = &t.views[t.nviews];
+        s = shape_view_contiguous(ctx, ndim, sizes, nv);
+        if (s != KILN_OK)
+            return s;
+        sh_reshape_user(ctx, last, ndim, sizes, nv); /* what torch reports for the reshape */
+        s = sh_finish(ctx, nv, nv);
         if (s != KILN_OK)
             return s;
         t.nviews++;

@@ -348,8 +348,8 @@ static bool reshape_view(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
     return !in->masked || masked_reshape(ctx, in, ndim, sizes, v->strides, v);
 }
 
-static void reshape_user(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
-                         const sym_node *const *sizes, shape_view *v) {
+void sh_reshape_user(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
+                     const sym_node *const *sizes, shape_view *v) {
     if (shape_view_torch_can_view(ctx, in, ndim, sizes, v->user_strides)) {
         v->user_offset = in->user_offset;
         return;
@@ -373,7 +373,7 @@ kiln_status shape_view_reshape(shape_ctx *ctx, const shape_view *in, uint32_t nd
     shape_view v;
     if (!reshape_view(ctx, in, ndim, sizes, &v))
         return sh_sym_status(ctx);
-    reshape_user(ctx, in, ndim, sizes, &v);
+    sh_reshape_user(ctx, in, ndim, sizes, &v);
     sh_canon(ctx, &v);
     s = sh_finish(ctx, &v, out);
     *ok = s == KILN_OK;

@@ -43,6 +43,10 @@ BASE_HIDDEN void sh_contig_strides(shape_ctx *ctx, uint32_t ndim, const sym_node
                                    bool torch, const sym_node **strides);
 /* Sets the user strides to those of a new contiguous tensor of v's shape, offset 0. */
 BASE_HIDDEN void sh_user_fresh(shape_ctx *ctx, shape_view *v);
+/* The strides PyTorch reports after reshaping in to sizes: computeStride's when torch.view
+ * works, else a new contiguous tensor's. Written to v's user fields. */
+BASE_HIDDEN void sh_reshape_user(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
+                                 const sym_node *const *sizes, shape_view *v);
 /* A view needs every size, stride, offset and mask bound of v to be constants. */
 BASE_HIDDEN bool sh_all_const(const shape_view *v);
 

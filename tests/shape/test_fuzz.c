@@ -77,6 +77,7 @@ typedef struct fz {
     shape_tracker t;
     sim a;
     bool dense_base;
+    bool torch_view; /* every op so far is a view in PyTorch (NumPy for negative steps) */
     char log[2048];
     size_t loglen;
 } fz;
@@ -206,6 +207,7 @@ static void op_pad(fz *z) {
     if (!commit_view(z, shape_view_pad(z->c, last(z), b, e, &v), &v))
         fail_msg("pad failed: %s", shape_ctx_message(z->c));
     sim_remap(&z->a, n, ns, map_pad, &p);
+    z->torch_view = false; /* torch's pad copies */
     logf_(z, "pad; ");
 }
 
@@ -349,9 +351,11 @@ static void op_reshape(fz *z) {
         }
     }
     shape_tracker t;
+    bool view = z->t.nviews == 1 && shape_view_torch_can_view(z->c, last(z), m, ns, NULL);
     kiln_status s = shape_tracker_reshape(z->c, &z->t, m, ns, &t);
     if (s == KILN_ERROR_LIMIT_EXCEEDED)
         return;
+    z->torch_view = z->torch_view && view; /* else torch.reshape copies */
     if (s != KILN_OK)
         fail_msg("reshape failed: %s (%s)", shape_ctx_message(z->c), z->log);
     z->t = t;
@@ -572,6 +576,7 @@ static void make_base(fz *z, bool symbolic) {
     }
     z->a.ndim = n;
     z->dense_base = !strided;
+    z->torch_view = true;
     memcpy(z->a.shape, shape, n * sizeof(int64_t));
     shape_tracker_from_view(&v, &z->t);
     logf_(z, "base %s%s n=%u; ", strided ? "strided" : "contig", symbolic ? " sym" : "", n);
@@ -637,8 +642,8 @@ static int cmp64(const void *a, const void *b) {
 }
 
 typedef struct stats {
-    long chains, points, multiview, missed_merge, alias_yes, alias_none, alias_maybe, alias_exact,
-        mops, sym;
+    long chains, points, multiview, missed_merge, torch_checked, alias_yes, alias_none, alias_maybe,
+        alias_exact, mops, sym;
 } stats;
 
 static void check_alias_extent(fz *z, stats *st) {
@@ -678,6 +683,27 @@ static void check_alias_extent(fz *z, stats *st) {
         assert_int_equal(st_val(lo), vals[0]);
         assert_int_equal(st_val(hi), vals[m - 1]);
     }
+}
+
+/* While every op was a view in PyTorch, the strides and offset PyTorch would report address
+ * exactly the elements of the array. */
+static void check_torch_strides(fz *z, stats *st) {
+    if (!z->torch_view)
+        return;
+    const shape_view *l = last(z);
+    int64_t us[SHAPE_MAX_DIMS], uo = st_val(l->user_offset), idx[SHAPE_MAX_DIMS];
+    for (uint32_t i = 0; i < l->ndim; i++)
+        us[i] = st_val(l->user_strides[i]);
+    for (int64_t k = 0; k < z->a.n; k++) {
+        unravel(z->a.shape, z->a.ndim, k, idx);
+        int64_t a = uo;
+        for (uint32_t i = 0; i < l->ndim; i++)
+            a += idx[i] * us[i];
+        if (a != z->a.data[k])
+            fail_msg("user strides address %lld, want %lld at %lld: %s", (long long)a,
+                     (long long)z->a.data[k], (long long)k, z->log);
+    }
+    st->torch_checked++;
 }
 
 static void check_mops(fz *z, stats *st) {
@@ -816,6 +842,7 @@ static void run_chain(fz *z, stats *st, bool symbolic) {
     check_index(z);
     check_alias_extent(z, st);
     check_mops(z, st);
+    check_torch_strides(z, st);
     st->chains++;
     st->sym += symbolic;
 }
@@ -834,11 +861,12 @@ static void test_shape_fuzz_chains_match_explicit_arrays(void **state) {
         rng_state = seed * 1000003u + (uint64_t)i;
         run_chain(z, &st, i % 3 == 2);
     }
-    print_message("chains %ld (symbolic %ld), points %ld, multi-view %ld (one view would do: %ld), "
-                  "alias yes/none/maybe "
-                  "%ld/%ld/%ld (decided from strides alone %ld), rebuilt %ld\n",
-                  st.chains, st.sym, st.points, st.multiview, st.missed_merge, st.alias_yes,
-                  st.alias_none, st.alias_maybe, st.alias_exact, st.mops);
+    print_message(
+        "chains %ld (symbolic %ld), points %ld, multi-view %ld (one view would do: %ld), "
+        "alias yes/none/maybe "
+        "%ld/%ld/%ld (decided from strides alone %ld), rebuilt %ld, torch strides checked %ld\n",
+        st.chains, st.sym, st.points, st.multiview, st.missed_merge, st.alias_yes, st.alias_none,
+        st.alias_maybe, st.alias_exact, st.mops, st.torch_checked);
     assert_true(st.chains >= 10000);
     free(z);
 }
