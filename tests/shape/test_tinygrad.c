@@ -857,6 +857,41 @@ static void test_shape_tinygrad_variable_reshape(void **state) {
     assert_int_equal(shape_view_reshape(C, &c, 1, &free_i, &r, &ok), KILN_ERROR_INVALID_ARGUMENT);
 }
 
+static void test_shape_tinygrad_add_variable(void **state) {
+    ST_ENV(state);
+    /* TestShapeTrackerAddVariable.test_self_add(_reshape): x = (10,10).reshape((10, j)), j
+     * bound to 10; x under x, and x.reshape((5,2,j)) under x, are x */
+    const sym_node *j = sym_bind(S, sym_var(S, "j", 0, 20), 10);
+    shape_view a = ST_CONTIG(10, 10), x, x3, m;
+    const sym_node *d2[2] = {sym_const(S, 10), j}, *d3[3] = {sym_const(S, 5), sym_const(S, 2), j};
+    bool ok;
+    assert_int_equal(shape_view_reshape(C, &a, 2, d2, &x, &ok), KILN_OK);
+    assert_true(ok);
+    assert_int_equal(shape_view_merge(C, &x, &x, &m, &ok), KILN_OK);
+    assert_true(ok && shape_view_equal(&m, &x));
+    assert_int_equal(shape_view_reshape(C, &x, 3, d3, &x3, &ok), KILN_OK);
+    assert_true(ok);
+    assert_int_equal(shape_view_merge(C, &x3, &x, &m, &ok), KILN_OK);
+    assert_true(ok && shape_view_equal(&m, &x));
+    /* test_merge_symbolic_views_2: (i,j) strides (0,0) under a contiguous (i,j), reshaped to
+     * (i,j,1) before or after the merge: the same view */
+    const sym_node *vi = sym_var(S, "i", 1, 10), *vj = sym_var(S, "jj", 1, 10);
+    const sym_node *ij[2] = {vi, vj}, *ij1[3] = {vi, vj, sym_const(S, 1)};
+    shape_view b, c, c1, r1, r2;
+    assert_int_equal(shape_view_make(C, 2, ij, ST_A(0, 0, 0), sym_const(S, 0), NULL, NULL, &b),
+                     KILN_OK);
+    assert_int_equal(shape_view_contiguous(C, 2, ij, &c), KILN_OK);
+    assert_int_equal(shape_view_merge(C, &b, &c, &m, &ok), KILN_OK);
+    assert_true(ok);
+    assert_int_equal(shape_view_reshape(C, &m, 3, ij1, &r1, &ok), KILN_OK);
+    assert_true(ok);
+    assert_int_equal(shape_view_reshape(C, &c, 3, ij1, &c1, &ok), KILN_OK);
+    assert_int_equal(shape_view_merge(C, &b, &c1, &r2, &ok), KILN_OK);
+    assert_true(ok);
+    assert_true(shape_view_equal(&r1, &r2));
+    st_assert_ints(r1.strides, 3, ST_N(0, 0, 0), "strides");
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, st_setup, st_teardown)
     const struct CMUnitTest tests[] = {
@@ -877,6 +912,7 @@ int main(void) {
         T(test_shape_tinygrad_symbolic_pad_reshape),
         T(test_shape_tinygrad_render),
         T(test_shape_tinygrad_variable_reshape),
+        T(test_shape_tinygrad_add_variable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
