@@ -39,7 +39,7 @@ const char *shape_ctx_message(const shape_ctx *ctx) {
     return ctx ? base_error_message(&ctx->err) : "no shape context";
 }
 
-kiln_status sh_fail(shape_ctx *ctx, kiln_status status, const char *fmt, ...) {
+kiln_status shape_fail(shape_ctx *ctx, kiln_status status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     base_error_clear(&ctx->err);
@@ -48,9 +48,9 @@ kiln_status sh_fail(shape_ctx *ctx, kiln_status status, const char *fmt, ...) {
     return status;
 }
 
-kiln_status sh_null(shape_ctx *ctx, const char *fmt, ...) {
+kiln_status shape_null(shape_ctx *ctx, const char *fmt, ...) {
     if (sym_ctx_status(ctx->sym) != KILN_OK)
-        return sh_sym_status(ctx);
+        return shape_sym_status(ctx);
     va_list ap;
     va_start(ap, fmt);
     base_error_clear(&ctx->err);
@@ -59,25 +59,25 @@ kiln_status sh_null(shape_ctx *ctx, const char *fmt, ...) {
     return KILN_ERROR_INVALID_ARGUMENT;
 }
 
-kiln_status sh_sym_status(shape_ctx *ctx) {
+kiln_status shape_sym_status(shape_ctx *ctx) {
     kiln_status s = sym_ctx_status(ctx->sym);
     if (s == KILN_OK)
         return KILN_OK;
-    sh_fail(ctx, s, "symbolic: %s", sym_ctx_message(ctx->sym));
+    shape_fail(ctx, s, "symbolic: %s", sym_ctx_message(ctx->sym));
     sym_ctx_clear_error(ctx->sym); /* reported here; the next operation starts clean */
     return s;
 }
 
-const sym_node *sh_c(shape_ctx *ctx, int64_t v) {
+const sym_node *shape_k(shape_ctx *ctx, int64_t v) {
     return sym_const(ctx->sym, v);
 }
 
-bool sh_is(const sym_node *n, int64_t v) {
+bool shape_is(const sym_node *n, int64_t v) {
     int64_t x;
     return n && sym_is_const(n, &x) && x == v;
 }
 
-bool sh_value(const sym_node *n, int64_t *v) {
+bool shape_value(const sym_node *n, int64_t *v) {
     if (!n)
         return false;
     if (sym_is_const(n, v))
@@ -87,7 +87,7 @@ bool sh_value(const sym_node *n, int64_t *v) {
     return sym_eval(n, NULL, v, &err) == KILN_OK;
 }
 
-bool sh_prove_le(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
+bool shape_prove_le(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
     if (!a || !b)
         return false;
     if (a == b || sym_vmax(a) <= sym_vmin(b))
@@ -96,48 +96,48 @@ bool sh_prove_le(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
     return d && sym_vmin(d) >= 0;
 }
 
-bool sh_prove_lt(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
-    return sh_prove_le(ctx, sym_add_c(ctx->sym, a, 1), b);
+bool shape_prove_lt(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
+    return shape_prove_le(ctx, sym_add_c(ctx->sym, a, 1), b);
 }
 
-bool sh_refute_le(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
+bool shape_refute_le(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
     if (!a || !b)
         return false;
-    if (sh_prove_lt(ctx, b, a))
+    if (shape_prove_lt(ctx, b, a))
         return true;
     int64_t x, y;
-    return sh_value(a, &x) && sh_value(b, &y) && x > y;
+    return shape_value(a, &x) && shape_value(b, &y) && x > y;
 }
 
-kiln_status sh_axis(shape_ctx *ctx, int32_t dim, uint32_t ndim, uint32_t *out) {
+kiln_status shape_axis(shape_ctx *ctx, int32_t dim, uint32_t ndim, uint32_t *out) {
     int64_t d = dim;
     if (d < 0)
         d += (int64_t)ndim;
     if (d < 0 || d >= (int64_t)ndim)
-        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                       "dimension %d out of range for a view of %u dimensions", (int)dim, ndim);
+        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                          "dimension %d out of range for a view of %u dimensions", (int)dim, ndim);
     *out = (uint32_t)d;
     return KILN_OK;
 }
 
-void sh_contig_strides(shape_ctx *ctx, uint32_t ndim, const sym_node *const *shape, bool torch,
-                       const sym_node **strides) {
-    const sym_node *acc = sh_c(ctx, 1);
+void shape_contig_strides(shape_ctx *ctx, uint32_t ndim, const sym_node *const *shape, bool torch,
+                          const sym_node **strides) {
+    const sym_node *acc = shape_k(ctx, 1);
     for (uint32_t i = ndim; i-- > 0;) {
-        strides[i] = (!torch && sh_is(shape[i], 1)) ? sh_c(ctx, 0) : acc;
+        strides[i] = (!torch && shape_is(shape[i], 1)) ? shape_k(ctx, 0) : acc;
         const sym_node *s = shape[i];
         if (torch && sym_vmin(s) < 1)
-            s = sym_max(ctx->sym, s, sh_c(ctx, 1));
+            s = sym_max(ctx->sym, s, shape_k(ctx, 1));
         acc = sym_mul(ctx->sym, acc, s);
     }
 }
 
-void sh_user_fresh(shape_ctx *ctx, shape_view *v) {
-    sh_contig_strides(ctx, v->ndim, v->shape, true, v->user_strides);
-    v->user_offset = sh_c(ctx, 0);
+void shape_user_fresh(shape_ctx *ctx, shape_view *v) {
+    shape_contig_strides(ctx, v->ndim, v->shape, true, v->user_strides);
+    v->user_offset = shape_k(ctx, 0);
 }
 
-bool sh_all_const(const shape_view *v) {
+bool shape_all_const(const shape_view *v) {
     if (!sym_is_const(v->offset, NULL))
         return false;
     for (uint32_t i = 0; i < v->ndim; i++) {
@@ -154,20 +154,20 @@ bool sh_all_const(const shape_view *v) {
 
 static void canon_zero_all(shape_ctx *ctx, shape_view *v) {
     for (uint32_t i = 0; i < v->ndim; i++)
-        v->strides[i] = sh_c(ctx, 0);
-    v->offset = sh_c(ctx, 0);
+        v->strides[i] = shape_k(ctx, 0);
+    v->offset = shape_k(ctx, 0);
 }
 
 /* A mask that admits nothing in some dimension admits nothing at all: (0,0) everywhere. */
 static bool canon_empty_mask(shape_ctx *ctx, shape_view *v) {
     bool empty = false;
     for (uint32_t i = 0; i < v->ndim && !empty; i++)
-        empty = sh_prove_le(ctx, v->mask_end[i], v->mask_begin[i]);
+        empty = shape_prove_le(ctx, v->mask_end[i], v->mask_begin[i]);
     if (!empty)
         return false;
     canon_zero_all(ctx, v);
     for (uint32_t i = 0; i < v->ndim; i++)
-        v->mask_begin[i] = v->mask_end[i] = sh_c(ctx, 0);
+        v->mask_begin[i] = v->mask_end[i] = shape_k(ctx, 0);
     return true;
 }
 
@@ -177,18 +177,18 @@ static void canon_mask(shape_ctx *ctx, shape_view *v) {
     bool full = true;
     for (uint32_t i = 0; i < v->ndim; i++) {
         /* clamp the mask into [0, size] */
-        if (!sh_prove_le(ctx, sh_c(ctx, 0), v->mask_begin[i]))
-            v->mask_begin[i] = sym_max(ctx->sym, v->mask_begin[i], sh_c(ctx, 0));
-        if (!sh_prove_le(ctx, v->mask_end[i], v->shape[i]))
+        if (!shape_prove_le(ctx, shape_k(ctx, 0), v->mask_begin[i]))
+            v->mask_begin[i] = sym_max(ctx->sym, v->mask_begin[i], shape_k(ctx, 0));
+        if (!shape_prove_le(ctx, v->mask_end[i], v->shape[i]))
             v->mask_end[i] = sym_min(ctx->sym, v->mask_end[i], v->shape[i]);
-        bool dim_full = sh_is(v->mask_begin[i], 0) && v->mask_end[i] == v->shape[i];
+        bool dim_full = shape_is(v->mask_begin[i], 0) && v->mask_end[i] == v->shape[i];
         full = full && dim_full;
         /* exactly one valid index b: the stride moves into the offset */
         const sym_node *len = sym_sub(ctx->sym, v->mask_end[i], v->mask_begin[i]);
-        if (!dim_full && sh_is(len, 1) && !sh_is(v->strides[i], 0)) {
+        if (!dim_full && shape_is(len, 1) && !shape_is(v->strides[i], 0)) {
             v->offset =
                 sym_add(ctx->sym, v->offset, sym_mul(ctx->sym, v->strides[i], v->mask_begin[i]));
-            v->strides[i] = sh_c(ctx, 0);
+            v->strides[i] = shape_k(ctx, 0);
         }
     }
     if (full) {
@@ -199,19 +199,19 @@ static void canon_mask(shape_ctx *ctx, shape_view *v) {
 }
 
 static bool canon_is_contiguous(shape_ctx *ctx, const shape_view *v) {
-    if (v->masked || !sh_is(v->offset, 0))
+    if (v->masked || !shape_is(v->offset, 0))
         return false;
     const sym_node *want[SHAPE_MAX_DIMS];
-    sh_contig_strides(ctx, v->ndim, v->shape, false, want);
+    shape_contig_strides(ctx, v->ndim, v->shape, false, want);
     for (uint32_t i = 0; i < v->ndim; i++)
         if (want[i] != v->strides[i])
             return false;
     return true;
 }
 
-void sh_canon(shape_ctx *ctx, shape_view *v) {
+void shape_canon(shape_ctx *ctx, shape_view *v) {
     for (uint32_t i = 0; i < v->ndim; i++) {
-        if (sh_is(v->shape[i], 0)) {
+        if (shape_is(v->shape[i], 0)) {
             canon_zero_all(ctx, v);
             v->masked = false;
             memset(v->mask_begin, 0, sizeof(v->mask_begin));
@@ -221,14 +221,14 @@ void sh_canon(shape_ctx *ctx, shape_view *v) {
         }
     }
     for (uint32_t i = 0; i < v->ndim; i++)
-        if (sh_is(v->shape[i], 1))
-            v->strides[i] = sh_c(ctx, 0);
+        if (shape_is(v->shape[i], 1))
+            v->strides[i] = shape_k(ctx, 0);
     if (v->masked)
         canon_mask(ctx, v);
     v->contiguous = canon_is_contiguous(ctx, v);
 }
 
-kiln_status sh_finish(shape_ctx *ctx, const shape_view *v, shape_view *out) {
+kiln_status shape_finish(shape_ctx *ctx, const shape_view *v, shape_view *out) {
     bool ok = v->offset && v->user_offset;
     for (uint32_t i = 0; i < v->ndim && ok; i++) {
         ok = v->shape[i] && v->strides[i] && v->user_strides[i];
@@ -236,8 +236,9 @@ kiln_status sh_finish(shape_ctx *ctx, const shape_view *v, shape_view *out) {
             ok = ok && v->mask_begin[i] && v->mask_end[i];
     }
     if (!ok) {
-        kiln_status s = sh_sym_status(ctx);
-        return s != KILN_OK ? s : sh_fail(ctx, KILN_ERROR_INTERNAL, "a view field was not built");
+        kiln_status s = shape_sym_status(ctx);
+        return s != KILN_OK ? s
+                            : shape_fail(ctx, KILN_ERROR_INTERNAL, "a view field was not built");
     }
     *out = *v;
     return KILN_OK;
@@ -256,7 +257,7 @@ bool shape_view_equal(const shape_view *a, const shape_view *b) {
 }
 
 const sym_node *shape_view_numel(shape_ctx *ctx, const shape_view *v) {
-    const sym_node *n = sh_c(ctx, 1);
+    const sym_node *n = shape_k(ctx, 1);
     for (uint32_t i = 0; i < v->ndim; i++)
         n = sym_mul(ctx->sym, n, v->shape[i]);
     return n;

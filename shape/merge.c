@@ -177,7 +177,7 @@ static kiln_status merge_general(shape_ctx *ctx, const shape_view *vm2, const sh
         bool same = p.ngroups == p.n2;
         const sym_node *gs[SHAPE_MAX_DIMS];
         for (uint32_t g = 0; g < p.ngroups; g++) {
-            gs[g] = sh_c(ctx, p.gsize[p.ngroups - 1 - g]);
+            gs[g] = shape_k(ctx, p.gsize[p.ngroups - 1 - g]);
             same = same && gs[g] == vm2->shape[g];
         }
         if (!same) {
@@ -196,7 +196,7 @@ static kiln_status merge_general(shape_ctx *ctx, const shape_view *vm2, const sh
         if (!mask_is_full(&p, nb, ne)) {
             const sym_node *b[SHAPE_MAX_DIMS], *e[SHAPE_MAX_DIMS];
             for (uint32_t d = 0; d < p.n1; d++)
-                b[d] = sh_c(ctx, nb[d]), e[d] = sh_c(ctx, ne[d]);
+                b[d] = shape_k(ctx, nb[d]), e[d] = shape_k(ctx, ne[d]);
             shape_view m;
             kiln_status s =
                 shape_view_make(ctx, p.n1, vm1->shape, vm1->strides, vm1->offset, b, e, &m);
@@ -208,7 +208,7 @@ static kiln_status merge_general(shape_ctx *ctx, const shape_view *vm2, const sh
     sym_ctx *sc = ctx->sym;
     const sym_node *st[SHAPE_MAX_DIMS], *off = vm2->offset;
     for (uint32_t d1 = 0; d1 < p.n1; d1++) {
-        st[d1] = sh_c(ctx, 0);
+        st[d1] = shape_k(ctx, 0);
         for (uint32_t k = 0; k < p.n2; k++)
             st[d1] = sym_add(sc, st[d1], sym_mul_c(sc, vm2->strides[k], p.delta[k][d1]));
     }
@@ -223,15 +223,15 @@ static kiln_status merge_general(shape_ctx *ctx, const shape_view *vm2, const sh
  * the result reads the inner view at (0, ..., 0), whatever the inner shape (symbolic too). */
 static kiln_status merge_broadcast_first(shape_ctx *ctx, const shape_view *vm2,
                                          const shape_view *vm1, shape_view *out, bool *ok) {
-    if (!sh_is(vm1->offset, 0) || vm1->masked)
+    if (!shape_is(vm1->offset, 0) || vm1->masked)
         return KILN_OK;
     for (uint32_t i = 0; i < vm1->ndim; i++)
-        if (!sh_is(vm1->strides[i], 0))
+        if (!shape_is(vm1->strides[i], 0))
             return KILN_OK;
     bool inside = true;
     for (uint32_t i = 0; vm2->masked && i < vm2->ndim; i++)
-        inside = inside && sh_is(vm2->mask_begin[i], 0) &&
-                 sh_prove_le(ctx, sh_c(ctx, 1), vm2->mask_end[i]);
+        inside = inside && shape_is(vm2->mask_begin[i], 0) &&
+                 shape_prove_le(ctx, shape_k(ctx, 1), vm2->mask_end[i]);
     if (!inside)
         return KILN_OK;
     kiln_status s =
@@ -265,7 +265,7 @@ static kiln_status merge_rec(shape_ctx *ctx, const shape_view *vm2, const shape_
     if (depth > MERGE_DEPTH)
         return KILN_OK;
     for (uint32_t i = 0; i < vm1->ndim; i++) {
-        if (sh_is(vm1->shape[i], 0)) {
+        if (shape_is(vm1->shape[i], 0)) {
             *out = *vm1;
             *ok = true;
             return KILN_OK;
@@ -352,14 +352,14 @@ kiln_status shape_tracker_reshape(shape_ctx *ctx, const shape_tracker *in, uint3
         return s;
     if (!ok) {
         if (t.nviews >= SHAPE_MAX_VIEWS)
-            return sh_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED, "reshape: more than %d views",
-                           (int)SHAPE_MAX_VIEWS);
+            return shape_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED, "reshape: more than %d views",
+                              (int)SHAPE_MAX_VIEWS);
         shape_view *nv = &t.views[t.nviews];
         s = shape_view_contiguous(ctx, ndim, sizes, nv);
         if (s != KILN_OK)
             return s;
-        sh_reshape_user(ctx, last, ndim, sizes, nv); /* what torch reports for the reshape */
-        s = sh_finish(ctx, nv, nv);
+        shape_reshape_user(ctx, last, ndim, sizes, nv); /* what torch reports for the reshape */
+        s = shape_finish(ctx, nv, nv);
         if (s != KILN_OK)
             return s;
         t.nviews++;
