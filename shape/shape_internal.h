@@ -1,5 +1,5 @@
-/* shape/ internals (hidden; same prefix as the module): the context, proofs over symbolic values,
- * and the canonicalisation every operation ends with. Hidden from other modules. */
+/* shape/ internals: the context, proofs over symbolic values, and the canonicalisation every
+ * operation ends with. Same prefix as the module, hidden from other modules. */
 #ifndef KILN_SHAPE_INTERNAL_H
 #define KILN_SHAPE_INTERNAL_H
 
