@@ -173,7 +173,9 @@ kiln_status shape_view_reshape(shape_ctx *ctx, const shape_view *in, uint32_t nd
  * succeed, with the strides torch would report in strides_out (may be NULL). */
 bool shape_view_torch_can_view(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
                                const sym_node *const *sizes, const sym_node **strides_out);
-/* Merge two stacked views (inner nearest the storage) into one; *ok false when not exact. */
+/* Merge two stacked views (inner nearest the storage) into one; *ok false when not exact.
+ * Contiguous views, masked outer views and broadcasts of one element merge with symbolic
+ * values; the general projection needs constant outer views and constant inner sizes. */
 kiln_status shape_view_merge(shape_ctx *ctx, const shape_view *inner, const shape_view *outer,
                              shape_view *out, bool *ok);
 
@@ -183,8 +185,10 @@ kiln_status shape_view_merge(shape_ctx *ctx, const shape_view *inner, const shap
  * logical index idx[0..ndim-1] (any expressions, typically Variables in [0, size-1]). */
 kiln_status shape_view_index(shape_ctx *ctx, const shape_view *v, const sym_node *const *idx,
                              const sym_node **index, const sym_node **valid);
-/* Lowest and highest storage element any valid logical index addresses. *empty true (and
- * lo/hi NULL) when the view addresses nothing (numel 0 or everything masked). */
+/* Lowest and highest storage element any valid logical index addresses: offset plus, per
+ * dim, the first or last valid index times the stride, whichever is lower (higher). *empty
+ * true (and lo/hi NULL) when the view addresses nothing (a size or a mask range of 0, bound
+ * Variables read at their values). */
 kiln_status shape_view_extent(shape_ctx *ctx, const shape_view *v, const sym_node **lo,
                               const sym_node **hi, bool *empty);
 /* KILN_OK when every addressed element lies in [0, storage_size) (an empty view always). */
@@ -219,6 +223,7 @@ kiln_status shape_tracker_real_strides(shape_ctx *ctx, const shape_tracker *t,
 
 /* ---- the tracker ---------------------------------------------------------------------------- */
 
+/* A tracker reports the user strides of its last view. */
 kiln_status shape_tracker_from_view(const shape_view *v, shape_tracker *out);
 const shape_view *shape_tracker_last(const shape_tracker *t);
 /* The tracker with its last view replaced by last (the result of a view op on
@@ -230,6 +235,9 @@ kiln_status shape_tracker_reshape(shape_ctx *ctx, const shape_tracker *in, uint3
                                   const sym_node *const *sizes, shape_tracker *out);
 /* Merges adjacent views wherever exact. */
 kiln_status shape_tracker_simplify(shape_ctx *ctx, const shape_tracker *in, shape_tracker *out);
+/* Index and validity of logical index idx (one entry per dim of the last view): the last
+ * view's index is unravelled into each earlier view in turn; the predicates are and-ed. The
+ * expressions are as simplified as symbolic/ makes them (e.g. (i*3)+j, i<2). */
 kiln_status shape_tracker_index(shape_ctx *ctx, const shape_tracker *t, const sym_node *const *idx,
                                 const sym_node **index, const sym_node **valid);
 /* True when the tracker is one contiguous view (offset 0): the identity over storage. */
