@@ -74,6 +74,11 @@ static void terms_add_one(sym_terms *t, const sym_node *n, int64_t scale) {
     const sym_node *base;
     int64_t coeff;
     sym_term_split(n, &base, &coeff);
+    if (base && base->vmin == base->vmax) { /* a Variable of range [k, k] is k */
+        if (!base_mul_i64(coeff, base->vmin, &coeff))
+            return terms_overflow(t);
+        base = NULL;
+    }
     if (!base_mul_i64(coeff, scale, &coeff))
         return terms_overflow(t);
     if (!base)
@@ -113,6 +118,33 @@ static void terms_combine(sym_terms *t) {
     t->len = out;
 }
 
+static bool is_by_const(const sym_node *n, sym_kind kind) {
+    return n->kind == kind && n->src[1]->kind == SYM_CONST;
+}
+
+/* m*(x % c) + m*c*(x // c) is m*x: finds such a pair, rewrites the first into x, drops the
+ * second. Each fold removes a term, so the pass ends. */
+static bool terms_fold_divmod(sym_terms *t) {
+    for (size_t i = 0; i < t->len; i++) {
+        const sym_node *m = t->data[i].base;
+        if (!is_by_const(m, SYM_MOD))
+            continue;
+        for (size_t j = 0; j < t->len; j++) {
+            const sym_node *d = t->data[j].base;
+            int64_t want;
+            if (j == i || !is_by_const(d, SYM_DIV) || d->src[0] != m->src[0] ||
+                d->src[1] != m->src[1] ||
+                !base_mul_i64(t->data[i].coeff, m->src[1]->value, &want) ||
+                want != t->data[j].coeff)
+                continue;
+            t->data[i].base = m->src[0];
+            t->data[j] = t->data[--t->len];
+            return true;
+        }
+    }
+    return false;
+}
+
 static const sym_node *term_node(sym_ctx *ctx, sym_term term) {
     if (term.coeff == 1)
         return term.base;
@@ -123,6 +155,8 @@ const sym_node *sym_terms_build(sym_terms *t) {
     if (!t->ok)
         return NULL;
     terms_combine(t);
+    while (t->ok && terms_fold_divmod(t))
+        terms_combine(t);
     if (!t->ok)
         return NULL;
     sym_ctx *ctx = t->ctx;
@@ -246,6 +280,10 @@ static const sym_node *mul_nonconst(sym_ctx *ctx, const sym_node *a, const sym_n
 
 static const sym_node *mul_impl(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
     int64_t x, y, r;
+    if (a->vmin == a->vmax) /* a Variable of range [k, k] multiplies as k */
+        a = sym_make_const(ctx, a->vmin);
+    if (b->vmin == b->vmax)
+        b = sym_make_const(ctx, b->vmin);
     if (sym_is_const(a, &x) && sym_is_const(b, &y))
         return base_mul_i64(x, y, &r)
                    ? sym_make_const(ctx, r)

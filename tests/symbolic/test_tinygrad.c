@@ -119,12 +119,12 @@ static void test_symbolic_tinygrad_sum_div(void **state) {
     sym_ctx *ctx = *state;
     const sym_node *a = VAR("a", 0, 7), *b = VAR("b", 0, 3);
     CHECK(sym_floordiv_c(ctx, sym_add(ctx, a, b), 2), 0, 5, "((a+b)//2)");
-    CHECK(sym_floordiv_c(ctx, sym_add(ctx, sym_mul_c(ctx, a, 4), sym_mul_c(ctx, b, 4)), 2), 0,
-          20, "((a*2)+(b*2))");
-    CHECK(sym_floordiv_c(ctx, sym_add(ctx, sym_mul_c(ctx, a, 5), sym_mul_c(ctx, b, 4)), 2), 0,
-          23, "((b*2)+((a*5)//2))");
-    CHECK(sym_floordiv_c(ctx, sym_add(ctx, sym_mul_c(ctx, a, 5), sym_mul_c(ctx, b, 5)), 2), 0,
-          25, "(((a*5)+(b*5))//2)");
+    CHECK(sym_floordiv_c(ctx, sym_add(ctx, sym_mul_c(ctx, a, 4), sym_mul_c(ctx, b, 4)), 2), 0, 20,
+          "((a*2)+(b*2))");
+    CHECK(sym_floordiv_c(ctx, sym_add(ctx, sym_mul_c(ctx, a, 5), sym_mul_c(ctx, b, 4)), 2), 0, 23,
+          "((b*2)+((a*5)//2))");
+    CHECK(sym_floordiv_c(ctx, sym_add(ctx, sym_mul_c(ctx, a, 5), sym_mul_c(ctx, b, 5)), 2), 0, 25,
+          "(((a*5)+(b*5))//2)");
 }
 
 static void test_symbolic_tinygrad_sum_div_some_partial_factor(void **state) {
@@ -139,8 +139,8 @@ static void test_symbolic_tinygrad_mod_factor(void **state) {
     sym_ctx *ctx = *state;
     const sym_node *a = VAR("a", 0, 7), *b = VAR("b", 0, 3);
     /* tinygrad keeps ((b*50)%100) in [0, 99]; the common factor 50 gives exact bounds. */
-    CHECK(sym_floormod_c(ctx, sym_add(ctx, sym_mul_c(ctx, a, 100), sym_mul_c(ctx, b, 50)), 100),
-          0, 50, "((b%2)*50)");
+    CHECK(sym_floormod_c(ctx, sym_add(ctx, sym_mul_c(ctx, a, 100), sym_mul_c(ctx, b, 50)), 100), 0,
+          50, "((b%2)*50)");
 }
 
 static void test_symbolic_tinygrad_mod_to_sub(void **state) {
@@ -237,8 +237,7 @@ static void test_symbolic_tinygrad_mod_factor_negative(void **state) {
     sym_ctx *ctx = *state;
     const sym_node *a = VAR("a", 0, 10), *a2 = VAR("a2", 0, 100), *b = VAR("b", 0, 10);
     const sym_node *b28 = sym_mul_c(ctx, b, 28);
-    CHECK(sym_floormod_c(ctx, sym_add(ctx, sym_add_c(ctx, a, -29), b28), 28), 0, 27,
-          "((a+27)%28)");
+    CHECK(sym_floormod_c(ctx, sym_add(ctx, sym_add_c(ctx, a, -29), b28), 28), 0, 27, "((a+27)%28)");
     CHECK(sym_floormod_c(ctx, sym_add(ctx, sym_add_c(ctx, a2, -29), b28), 28), 0, 27,
           "((a2+27)%28)");
 }
@@ -248,8 +247,7 @@ static void test_symbolic_tinygrad_sum_combine_num(void **state) {
     const sym_node *a = VAR("a", 0, 10);
     CHECK(sym_add(ctx, sym_add(ctx, K(29), a), K(-23)), 6, 16, "(a+6)");
     const sym_node *x = VAR("x", 0, 1);
-    CHECK(sym_add(ctx, sym_add_c(ctx, sym_mul_c(ctx, x, -4), 1), sym_mul_c(ctx, x, 4)), 1, 1,
-          "1");
+    CHECK(sym_add(ctx, sym_add_c(ctx, sym_mul_c(ctx, x, -4), 1), sym_mul_c(ctx, x, 4)), 1, 1, "1");
 }
 
 static void test_symbolic_tinygrad_div_factor(void **state) {
@@ -275,8 +273,7 @@ static void test_symbolic_tinygrad_div_remove(void **state) {
 
 static void test_symbolic_tinygrad_div_numerator_negative(void **state) {
     sym_ctx *ctx = *state;
-    CHECK(sym_floordiv_c(ctx, sym_mul_c(ctx, VAR("idx", 0, 9), -10), 11), -9, 0,
-          "((idx*-10)//11)");
+    CHECK(sym_floordiv_c(ctx, sym_mul_c(ctx, VAR("idx", 0, 9), -10), 11), -9, 0, "((idx*-10)//11)");
 }
 
 static void test_symbolic_tinygrad_div_into_mod(void **state) {
@@ -442,8 +439,7 @@ static void test_symbolic_tinygrad_sumnode_divmod_sumnode(void **state) {
     const sym_node *ip1 = sym_add_c(ctx, i, 1), *i4 = sym_mul_c(ctx, ip1, 4);
     const sym_node *i128 = sym_mul_c(ctx, ip1, 128);
     const sym_node *s = sym_add(ctx, sym_mul(ctx, idx0, i4), sym_mul(ctx, idx1, ip1));
-    assert_ptr_equal(sym_floordiv(ctx, s, ip1),
-                     sym_add(ctx, sym_mul_c(ctx, idx0, 4), idx1));
+    assert_ptr_equal(sym_floordiv(ctx, s, ip1), sym_add(ctx, sym_mul_c(ctx, idx0, 4), idx1));
     CHECK(sym_floormod(ctx, s, ip1), 0, 0, "0");
     CHECK(sym_floordiv(ctx, ip1, i128), 0, 0, "0");
     assert_ptr_equal(sym_floormod(ctx, ip1, i128), ip1);
