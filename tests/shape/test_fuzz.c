@@ -594,9 +594,9 @@ static int64_t check_index(fz *z) {
     for (uint32_t i = 0; i < n; i++) {
         char name[32];
         snprintf(name, sizeof(name), "i%u_%lld", i, (long long)z->a.shape[i]);
-        /* a size-1 (or 0) dim is indexed by the constant 0 (symbolic/ at 5149adf returns
-         * NULL without an error for Var[0,0] * (expr * c); reported, not worked around there) */
-        vars[i] = z->a.shape[i] > 1 ? sym_var(z->s, name, 0, z->a.shape[i] - 1) : K(z, 0);
+        /* a Variable per dim, [0, size-1] (a size-1 dim gets a single-valued Variable); a
+         * size-0 dim has no element to evaluate */
+        vars[i] = z->a.shape[i] > 0 ? sym_var(z->s, name, 0, z->a.shape[i] - 1) : K(z, 0);
     }
     if (shape_tracker_index(z->c, &z->t, vars, &ix, &ok) != KILN_OK)
         fail_msg("index: %s / %s (%s) n=%u var0=%p shape0=%lld nviews=%u", shape_ctx_message(z->c),
@@ -607,14 +607,14 @@ static int64_t check_index(fz *z) {
     int64_t avals[SHAPE_MAX_DIMS];
     uint32_t na = 0;
     for (uint32_t i = 0; i < n; i++)
-        if (z->a.shape[i] > 1)
+        if (z->a.shape[i] > 0)
             avars[na++] = vars[i];
     sym_assignment as = {avars, avals, na};
     int64_t valid_count = 0;
     for (int64_t k = 0; k < z->a.n; k++) {
         unravel(z->a.shape, n, k, vals);
         for (uint32_t i = 0, j = 0; i < n; i++)
-            if (z->a.shape[i] > 1)
+            if (z->a.shape[i] > 0)
                 avals[j++] = vals[i];
         int64_t gi = 0, gv = 0;
         base_error err;
@@ -908,8 +908,8 @@ static void eval_tracker_all(fz *z, const shape_tracker *t, int64_t *out, int64_
         char name[32];
         shape[i] = st_val(l->shape[i]);
         snprintf(name, sizeof(name), "i%u_%lld", i, (long long)shape[i]);
-        vars[i] = shape[i] > 1 ? sym_var(z->s, name, 0, shape[i] - 1) : K(z, 0);
-        if (shape[i] > 1)
+        vars[i] = shape[i] > 0 ? sym_var(z->s, name, 0, shape[i] - 1) : K(z, 0);
+        if (shape[i] > 0)
             avars[na++] = vars[i];
     }
     assert_int_equal(shape_tracker_index(z->c, t, vars, &ix, &ok), KILN_OK);
@@ -918,7 +918,7 @@ static void eval_tracker_all(fz *z, const shape_tracker *t, int64_t *out, int64_
     for (int64_t k = 0; k < *n; k++) {
         unravel(shape, l->ndim, k, vals);
         for (uint32_t i = 0, j = 0; i < l->ndim; i++)
-            if (shape[i] > 1)
+            if (shape[i] > 0)
                 avals[j++] = vals[i];
         int64_t gv, gi = -1;
         base_error err;

@@ -199,21 +199,21 @@ static void ck_same(ck *z) {
     for (uint32_t i = 0; i < z->ndim; i++) {
         char name[32];
         snprintf(name, sizeof(name), "t%u_%lld", i, (long long)z->shape[i]);
-        /* size-1 dims use the constant 0 (see test_fuzz.c on the symbolic/ bug) */
-        vars[i] = z->shape[i] > 1 ? sym_var(z->s, name, 0, z->shape[i] - 1) : sym_const(z->s, 0);
+        /* a Variable per dim, single-valued for size 1 */
+        vars[i] = z->shape[i] > 0 ? sym_var(z->s, name, 0, z->shape[i] - 1) : sym_const(z->s, 0);
     }
     assert_int_equal(shape_tracker_index(z->c, &z->t, vars, &ix, &ok), KILN_OK);
     const sym_node *av[SHAPE_MAX_DIMS];
     int64_t aval[SHAPE_MAX_DIMS];
     uint32_t na = 0;
     for (uint32_t i = 0; i < z->ndim; i++)
-        if (z->shape[i] > 1)
+        if (z->shape[i] > 0)
             av[na++] = vars[i];
     sym_assignment as = {av, aval, na};
     for (int64_t k = 0; k < z->n; k++) {
         unravel(z->shape, z->ndim, k, vals);
         for (uint32_t i = 0, j = 0; i < z->ndim; i++)
-            if (z->shape[i] > 1)
+            if (z->shape[i] > 0)
                 aval[j++] = vals[i];
         int64_t gi = -1, gv;
         base_error err;
@@ -587,7 +587,7 @@ static void eval_all(st_env *env, const shape_tracker *t, int64_t *out, int64_t 
         char name[32];
         shape[i] = st_val(l->shape[i]);
         snprintf(name, sizeof(name), "e%u_%lld", i, (long long)shape[i]);
-        vars[i] = shape[i] > 1 ? sym_var(env->sym, name, 0, shape[i] - 1) : sym_const(env->sym, 0);
+        vars[i] = shape[i] > 0 ? sym_var(env->sym, name, 0, shape[i] - 1) : sym_const(env->sym, 0);
     }
     assert_int_equal(shape_tracker_index(env->ctx, t, vars, &ix, &ok), KILN_OK);
     *count = prod(shape, l->ndim);
@@ -595,13 +595,13 @@ static void eval_all(st_env *env, const shape_tracker *t, int64_t *out, int64_t 
     int64_t aval[SHAPE_MAX_DIMS];
     uint32_t na = 0;
     for (uint32_t i = 0; i < l->ndim; i++)
-        if (shape[i] > 1)
+        if (shape[i] > 0)
             av[na++] = vars[i];
     sym_assignment as = {av, aval, na};
     for (int64_t k = 0; k < *count; k++) {
         unravel(shape, l->ndim, k, vals);
         for (uint32_t i = 0, j = 0; i < l->ndim; i++)
-            if (shape[i] > 1)
+            if (shape[i] > 0)
                 aval[j++] = vals[i];
         int64_t v, x = -1;
         base_error err;
