@@ -46,7 +46,9 @@ typedef bool (*sim_map)(const int64_t *nidx, int64_t *oidx, const void *arg);
 
 static inline void sim_remap(sim *s, uint32_t nd, const int64_t *nshape, sim_map f,
                              const void *arg) {
-    sim o;
+    static sim o; /* 33 KB: not on the stack */
+    if (nd > SHAPE_MAX_DIMS)
+        return;
     o.ndim = nd;
     memcpy(o.shape, nshape, nd * sizeof(int64_t));
     o.n = numel(nshape, nd);
