@@ -317,19 +317,29 @@ bool shape_tracker_contiguous(const shape_tracker *t) {
     return t->nviews == 1 && t->views[0].contiguous;
 }
 
+/* Merges views[k] and views[k+1] of t into one when exact; *merged says whether it did. */
+static kiln_status merge_pair(shape_ctx *ctx, shape_tracker *t, uint32_t k, bool *merged) {
+    shape_view m;
+    kiln_status s = shape_view_merge(ctx, &t->views[k], &t->views[k + 1], &m, merged);
+    if (s != KILN_OK || !*merged)
+        return s;
+    t->views[k] = m;
+    for (uint32_t j = k + 1; j + 1 < t->nviews; j++)
+        t->views[j] = t->views[j + 1];
+    t->nviews--;
+    return KILN_OK;
+}
+
 kiln_status shape_tracker_simplify(shape_ctx *ctx, const shape_tracker *in, shape_tracker *out) {
     shape_tracker t = *in;
-    while (t.nviews >= 2) {
-        shape_view m;
-        bool ok;
-        kiln_status s =
-            shape_view_merge(ctx, &t.views[t.nviews - 2], &t.views[t.nviews - 1], &m, &ok);
-        if (s != KILN_OK)
-            return s;
-        if (!ok)
-            break;
-        t.nviews--;
-        t.views[t.nviews - 1] = m;
+    bool merged = true;
+    while (merged && t.nviews >= 2) { /* any adjacent pair, the outermost first */
+        merged = false;
+        for (uint32_t k = t.nviews - 1; k-- > 0 && !merged;) {
+            kiln_status s = merge_pair(ctx, &t, k, &merged);
+            if (s != KILN_OK)
+                return s;
+        }
     }
     *out = t;
     return KILN_OK;
