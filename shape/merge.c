@@ -289,7 +289,14 @@ static kiln_status merge_rec(shape_ctx *ctx, const shape_view *vm2, const shape_
 kiln_status shape_view_merge(shape_ctx *ctx, const shape_view *inner, const shape_view *outer,
                              shape_view *out, bool *ok) {
     shape_view m;
+    base_error saved = ctx->err;
     kiln_status s = merge_rec(ctx, inner, outer, &m, ok, 0);
+    if (s == KILN_ERROR_INVALID_ARGUMENT || s == KILN_ERROR_UNSUPPORTED ||
+        s == KILN_ERROR_LIMIT_EXCEEDED) {
+        /* a step inside declined (a mask empty only for the bound value, ...): no merge */
+        ctx->err = saved;
+        s = KILN_OK, *ok = false;
+    }
     if (s != KILN_OK || !*ok) {
         *ok = false;
         return s;
