@@ -150,6 +150,85 @@ bool shape_all_const(const shape_view *v) {
     return true;
 }
 
+/* ---- equality by exhaustion ---------------------------------------------------------------- */
+
+enum { EQ_MAX_VARS = 2, EQ_MAX_POINTS = 1024, EQ_MAX_NODES = 128 };
+
+/* The free Variables of n (at most EQ_MAX_VARS); false when there are more or n is large. */
+static bool collect_vars(const sym_node *n, const sym_node **vars, size_t *nv) {
+    const sym_node *stack[EQ_MAX_NODES], *seen[EQ_MAX_NODES];
+    size_t sp = 0, ns = 0;
+    stack[sp++] = n;
+    while (sp > 0) {
+        const sym_node *x = stack[--sp];
+        bool dup = false;
+        for (size_t i = 0; i < ns && !dup; i++)
+            dup = seen[i] == x;
+        if (dup)
+            continue;
+        if (ns == EQ_MAX_NODES)
+            return false;
+        seen[ns++] = x;
+        if (sym_node_kind(x) == SYM_VAR) {
+            if (*nv == EQ_MAX_VARS)
+                return false;
+            vars[(*nv)++] = x;
+        }
+        for (uint32_t i = 0; i < sym_node_arity(x); i++) {
+            if (sp == EQ_MAX_NODES)
+                return false;
+            stack[sp++] = sym_node_src(x, i);
+        }
+    }
+    return true;
+}
+
+/* d == 0 at every point of the Variables' ranges (at most EQ_MAX_POINTS of them). */
+static bool zero_everywhere(const sym_node *d, const sym_node *const *vars, size_t nv) {
+    int64_t lo[EQ_MAX_VARS], hi[EQ_MAX_VARS], val[EQ_MAX_VARS];
+    uint64_t points = 1;
+    for (size_t i = 0; i < nv; i++) {
+        sym_var_info(vars[i], NULL, &lo[i], &hi[i]);
+        if (hi[i] - lo[i] >= EQ_MAX_POINTS ||
+            (points *= (uint64_t)(hi[i] - lo[i] + 1)) > EQ_MAX_POINTS)
+            return false;
+        val[i] = lo[i];
+    }
+    sym_assignment as = {vars, val, nv};
+    for (uint64_t p = 0; p < points; p++) {
+        uint64_t r = p;
+        for (size_t i = 0; i < nv; i++) {
+            uint64_t span = (uint64_t)(hi[i] - lo[i] + 1);
+            val[i] = lo[i] + (int64_t)(r % span);
+            r /= span;
+        }
+        int64_t x;
+        base_error err;
+        base_error_clear(&err);
+        if (sym_eval(d, &as, &x, &err) != KILN_OK || x != 0)
+            return false;
+    }
+    return true;
+}
+
+bool shape_prove_eq(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
+    if (!a || !b)
+        return false;
+    if (a == b)
+        return true;
+    const sym_node *d = sym_sub(ctx->sym, a, b);
+    if (!d)
+        return false;
+    if (sym_vmin(d) == 0 && sym_vmax(d) == 0)
+        return true;
+    /* bound Variables count as Variables: the answer must hold for every binding */
+    size_t found = 0;
+    d = sym_unbind_all(ctx->sym, d, NULL, NULL, 0, &found);
+    const sym_node *vars[EQ_MAX_VARS];
+    size_t nv = 0;
+    return d && collect_vars(d, vars, &nv) && zero_everywhere(d, vars, nv);
+}
+
 /* ---- canonical form ---------------------------------------------------------------------- */
 
 static void canon_zero_all(shape_ctx *ctx, shape_view *v) {

@@ -50,7 +50,7 @@ static bool contract(shape_ctx *ctx, const chunk *ch, uint32_t nch, uint32_t ndi
     uint32_t j = ndim;
     for (uint32_t c = nch; c-- > 0;) {
         const sym_node *acc = shape_k(ctx, 1), *st = ch[c].stride;
-        while (acc != ch[c].size) {
+        while (acc != ch[c].size && !shape_prove_eq(ctx, acc, ch[c].size)) {
             if (j == 0 || shape_prove_lt(ctx, ch[c].size, acc))
                 return false;
             j--;
@@ -234,7 +234,7 @@ static kiln_status check_numel(shape_ctx *ctx, const shape_view *in, uint32_t nd
     if (!a || !b)
         return shape_sym_status(ctx);
     int64_t x, y;
-    if (a == b || (shape_value(a, &x) && shape_value(b, &y) && x == y))
+    if (shape_prove_eq(ctx, a, b) || (shape_value(a, &x) && shape_value(b, &y) && x == y))
         return KILN_OK;
     return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
                       "reshape: the number of elements differs (or cannot be proved equal)");

@@ -29,6 +29,10 @@ BASE_HIDDEN bool shape_value(const sym_node *n, int64_t *v);
 /* a <= b (a < b) for every value of the Variables (false: not proved). */
 BASE_HIDDEN bool shape_prove_le(shape_ctx *ctx, const sym_node *a, const sym_node *b);
 BASE_HIDDEN bool shape_prove_lt(shape_ctx *ctx, const sym_node *a, const sym_node *b);
+/* a == b for every value of the Variables (bound ones included): structurally, by bounds, or
+ * by evaluation at every point when at most two Variables with small ranges are involved
+ * (symbolic/ does not normalise every product of sums). */
+BASE_HIDDEN bool shape_prove_eq(shape_ctx *ctx, const sym_node *a, const sym_node *b);
 /* a <= b is known to be false: for every value, or for the bound values. */
 BASE_HIDDEN bool shape_refute_le(shape_ctx *ctx, const sym_node *a, const sym_node *b);
 /* Normalises a possibly negative dim against ndim (torch's maybe_wrap_dim). */

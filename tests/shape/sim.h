@@ -52,6 +52,10 @@ static inline void sim_remap(sim *s, uint32_t nd, const int64_t *nshape, sim_map
     o.ndim = nd;
     memcpy(o.shape, nshape, nd * sizeof(int64_t));
     o.n = numel(nshape, nd);
+    if (o.n > (int64_t)BASE_COUNTOF(o.data)) { /* too big to simulate: the caller skips it */
+        s->n = INT64_MAX;
+        return;
+    }
     for (int64_t k = 0; k < o.n; k++) {
         int64_t ni[SHAPE_MAX_DIMS], oi[SHAPE_MAX_DIMS];
         unravel(nshape, nd, k, ni);
