@@ -230,6 +230,16 @@ static void test_shape_torch_symbolic_reshape(void **state) {
     assert_int_equal(shape_view_reshape(C, &s, 3, d3, &f, &ok), KILN_OK);
     assert_true(ok);
     assert_ptr_equal(f.strides[0], sym_const(S, 4));
+    /* (m, m+4, 2) -> (m, 2m+8): symbolic/ writes the sizes' products differently
+     * ((m*(m+4))*2 against m*((m*2)+8)); equal at every m in [1, 64], so proved */
+    const sym_node *m = sym_var(S, "m", 1, 64);
+    const sym_node *d3m[3] = {m, sym_add_c(S, m, 4), sym_const(S, 2)};
+    const sym_node *d2m[2] = {m, sym_mul_c(S, sym_add_c(S, m, 4), 2)};
+    shape_view w;
+    assert_int_equal(shape_view_contiguous(C, 3, d3m, &w), KILN_OK);
+    assert_int_equal(shape_view_reshape(C, &w, 2, d2m, &f, &ok), KILN_OK);
+    assert_true(ok);
+    assert_true(f.contiguous);
     /* a size mismatch is an error */
     const sym_node *bad = sym_mul_c(S, n, 3);
     assert_int_equal(shape_view_reshape(C, &v, 1, &bad, &f, &ok), KILN_ERROR_INVALID_ARGUMENT);
