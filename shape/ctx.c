@@ -323,6 +323,25 @@ kiln_status shape_finish(shape_ctx *ctx, const shape_view *v, shape_view *out) {
     return KILN_OK;
 }
 
+kiln_status shape_check_view(shape_ctx *ctx, const shape_view *v) {
+    bool ok = v && v->ndim <= SHAPE_MAX_DIMS && v->offset && v->user_offset;
+    for (uint32_t i = 0; ok && i < v->ndim; i++) {
+        ok = v->shape[i] && v->strides[i] && v->user_strides[i];
+        ok = ok && (!v->masked || (v->mask_begin[i] && v->mask_end[i]));
+    }
+    return ok ? KILN_OK
+              : shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                           "not a view made by shape/ (NULL, rank or field missing)");
+}
+
+kiln_status shape_check_tracker(shape_ctx *ctx, const shape_tracker *t) {
+    if (!t || t->nviews < 1 || t->nviews > SHAPE_MAX_VIEWS)
+        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "not a tracker (view count)");
+    for (uint32_t k = 0; k < t->nviews; k++)
+        SHAPE_CHECK(shape_check_view(ctx, &t->views[k]));
+    return KILN_OK;
+}
+
 bool shape_view_equal(const shape_view *a, const shape_view *b) {
     if (a->ndim != b->ndim || a->masked != b->masked || a->offset != b->offset)
         return false;

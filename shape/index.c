@@ -3,6 +3,7 @@
 
 kiln_status shape_view_index(shape_ctx *ctx, const shape_view *v, const sym_node *const *idx,
                              const sym_node **index, const sym_node **valid) {
+    SHAPE_CHECK(shape_check_view(ctx, v));
     sym_ctx *sc = ctx->sym;
     const sym_node *ix = v->offset, *ok = shape_k(ctx, 1);
     for (uint32_t i = 0; i < v->ndim; i++) {
@@ -34,6 +35,7 @@ static bool has_zero_dim(const shape_view *v) {
 
 kiln_status shape_tracker_index(shape_ctx *ctx, const shape_tracker *t, const sym_node *const *idx,
                                 const sym_node **index, const sym_node **valid) {
+    SHAPE_CHECK(shape_check_tracker(ctx, t));
     sym_ctx *sc = ctx->sym;
     const sym_node *ix, *ok;
     kiln_status s = shape_view_index(ctx, shape_tracker_last(t), idx, &ix, &ok);
@@ -63,6 +65,7 @@ kiln_status shape_tracker_index(shape_ctx *ctx, const shape_tracker *t, const sy
 
 kiln_status shape_view_extent(shape_ctx *ctx, const shape_view *v, const sym_node **lo,
                               const sym_node **hi, bool *empty) {
+    SHAPE_CHECK(shape_check_view(ctx, v));
     sym_ctx *sc = ctx->sym;
     *lo = *hi = NULL;
     *empty = false;
@@ -101,6 +104,7 @@ kiln_status shape_view_extent(shape_ctx *ctx, const shape_view *v, const sym_nod
 
 kiln_status shape_view_check_storage(shape_ctx *ctx, const shape_view *v,
                                      const sym_node *storage_size) {
+    SHAPE_CHECK(shape_check_view(ctx, v));
     const sym_node *lo, *hi;
     bool empty;
     kiln_status s = shape_view_extent(ctx, v, &lo, &hi, &empty);

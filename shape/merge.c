@@ -288,6 +288,8 @@ static kiln_status merge_rec(shape_ctx *ctx, const shape_view *vm2, const shape_
 
 kiln_status shape_view_merge(shape_ctx *ctx, const shape_view *inner, const shape_view *outer,
                              shape_view *out, bool *ok) {
+    SHAPE_CHECK(shape_check_view(ctx, outer));
+    SHAPE_CHECK(shape_check_view(ctx, inner));
     shape_view m;
     base_error saved = ctx->err;
     kiln_status s = merge_rec(ctx, inner, outer, &m, ok, 0);
@@ -317,11 +319,11 @@ kiln_status shape_tracker_from_view(const shape_view *v, shape_tracker *out) {
 }
 
 const shape_view *shape_tracker_last(const shape_tracker *t) {
-    return &t->views[t->nviews - 1];
+    return t && t->nviews >= 1 && t->nviews <= SHAPE_MAX_VIEWS ? &t->views[t->nviews - 1] : NULL;
 }
 
 bool shape_tracker_contiguous(const shape_tracker *t) {
-    return t->nviews == 1 && t->views[0].contiguous;
+    return t && t->nviews == 1 && t->views[0].contiguous;
 }
 
 /* Merges views[k] and views[k+1] of t into one when exact; *merged says whether it did. */
@@ -338,6 +340,7 @@ static kiln_status merge_pair(shape_ctx *ctx, shape_tracker *t, uint32_t k, bool
 }
 
 kiln_status shape_tracker_simplify(shape_ctx *ctx, const shape_tracker *in, shape_tracker *out) {
+    SHAPE_CHECK(shape_check_tracker(ctx, in));
     shape_tracker t = *in;
     bool merged = true;
     while (merged && t.nviews >= 2) { /* any adjacent pair, the outermost first */
@@ -354,6 +357,8 @@ kiln_status shape_tracker_simplify(shape_ctx *ctx, const shape_tracker *in, shap
 
 kiln_status shape_tracker_replace_last(shape_ctx *ctx, const shape_tracker *in,
                                        const shape_view *last, shape_tracker *out) {
+    SHAPE_CHECK(shape_check_view(ctx, last));
+    SHAPE_CHECK(shape_check_tracker(ctx, in));
     shape_tracker t = *in;
     t.views[t.nviews - 1] = *last;
     return shape_tracker_simplify(ctx, &t, out);
@@ -361,6 +366,7 @@ kiln_status shape_tracker_replace_last(shape_ctx *ctx, const shape_tracker *in,
 
 kiln_status shape_tracker_reshape(shape_ctx *ctx, const shape_tracker *in, uint32_t ndim,
                                   const sym_node *const *sizes, shape_tracker *out) {
+    SHAPE_CHECK(shape_check_tracker(ctx, in));
     shape_tracker t = *in;
     shape_view *last = &t.views[t.nviews - 1];
     bool ok;

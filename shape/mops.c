@@ -46,6 +46,7 @@ static kiln_status apply_view_op(shape_ctx *ctx, const shape_view *in, const sha
 
 kiln_status shape_tracker_apply(shape_ctx *ctx, const shape_tracker *in, const shape_op *op,
                                 shape_tracker *out) {
+    SHAPE_CHECK(shape_check_tracker(ctx, in));
     if (op->kind == SHAPE_OP_RESHAPE)
         return shape_tracker_reshape(ctx, in, op->ndim, op->a, out);
     shape_view v;
@@ -246,6 +247,7 @@ static kiln_status verify(shape_ctx *ctx, const shape_view *v, const shape_op *o
 
 kiln_status shape_view_to_movement_ops(shape_ctx *ctx, const shape_view *v, shape_op *ops,
                                        uint32_t cap, uint32_t *count, int64_t *base_size) {
+    SHAPE_CHECK(shape_check_view(ctx, v));
     layout l;
     if (!read_layout(v, &l))
         return shape_fail(ctx, KILN_ERROR_UNSUPPORTED, "to_movement_ops: symbolic view");

@@ -30,6 +30,7 @@ bool shape_view_is_dense(const shape_view *v) {
 }
 
 kiln_status shape_view_dense_permutation(shape_ctx *ctx, const shape_view *v, int32_t *perm) {
+    SHAPE_CHECK(shape_check_view(ctx, v));
     int32_t p[SHAPE_MAX_DIMS];
     int64_t key[SHAPE_MAX_DIMS];
     for (uint32_t i = 0; i < v->ndim; i++) {
@@ -216,6 +217,8 @@ static shape_alias span_bitset(shape_ctx *ctx, const dimset *d) {
 
 shape_alias shape_view_self_alias(shape_ctx *ctx, const shape_view *v) {
     dimset d;
+    if (shape_check_view(ctx, v) != KILN_OK)
+        return SHAPE_ALIAS_MAYBE;
     if (!effective_dims(v, &d))
         return SHAPE_ALIAS_MAYBE;
     if (pair_witness(&d))
@@ -273,6 +276,8 @@ static bool eval_tracker(const shape_tracker *t, int64_t k, int64_t *addr, bool 
 }
 
 shape_alias shape_tracker_self_alias(shape_ctx *ctx, const shape_tracker *t) {
+    if (shape_check_tracker(ctx, t) != KILN_OK)
+        return SHAPE_ALIAS_MAYBE;
     if (t->nviews == 1)
         return shape_view_self_alias(ctx, &t->views[0]);
     bool all_none = true;
@@ -308,6 +313,7 @@ shape_alias shape_tracker_self_alias(shape_ctx *ctx, const shape_tracker *t) {
 
 kiln_status shape_tracker_real_strides(shape_ctx *ctx, const shape_tracker *t,
                                        const sym_node **out) {
+    SHAPE_CHECK(shape_check_tracker(ctx, t));
     shape_tracker s;
     kiln_status st = shape_tracker_simplify(ctx, t, &s);
     if (st != KILN_OK)

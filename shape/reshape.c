@@ -359,6 +359,7 @@ void shape_reshape_user(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
 
 kiln_status shape_view_reshape(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
                                const sym_node *const *sizes, shape_view *out, bool *ok) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     *ok = false;
     if (ndim > SHAPE_MAX_DIMS)
         return shape_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED, "reshape: %u dimensions", ndim);

@@ -225,7 +225,7 @@ kiln_status shape_tracker_real_strides(shape_ctx *ctx, const shape_tracker *t,
 
 /* A tracker reports the user strides of its last view. */
 kiln_status shape_tracker_from_view(const shape_view *v, shape_tracker *out);
-const shape_view *shape_tracker_last(const shape_tracker *t);
+const shape_view *shape_tracker_last(const shape_tracker *t); /* NULL for a malformed t */
 /* The tracker with its last view replaced by last (the result of a view op on
  * shape_tracker_last(in): slice, select, diagonal, ...), merged wherever exact. */
 kiln_status shape_tracker_replace_last(shape_ctx *ctx, const shape_tracker *in,

@@ -12,6 +12,18 @@ struct shape_ctx {
     uint64_t alias_enum_limit; /* exact self-alias enumeration up to this many elements */
 };
 
+/* Returns from the calling function when expr is not KILN_OK. */
+#define SHAPE_CHECK(expr)                                                                          \
+    do {                                                                                           \
+        kiln_status check_ = (expr);                                                               \
+        if (check_ != KILN_OK)                                                                     \
+            return check_;                                                                         \
+    } while (0)
+
+/* A view or tracker argument is well formed (not NULL, ranks in range, fields built). */
+BASE_HIDDEN kiln_status shape_check_view(shape_ctx *ctx, const shape_view *v);
+BASE_HIDDEN kiln_status shape_check_tracker(shape_ctx *ctx, const shape_tracker *t);
+
 /* Records a failure message (overwriting the previous one) and returns status. */
 BASE_HIDDEN kiln_status shape_fail(shape_ctx *ctx, kiln_status status, const char *fmt, ...)
     BASE_PRINTF(3, 4);

@@ -126,6 +126,7 @@ kiln_status shape_view_empty_strided(shape_ctx *ctx, uint32_t ndim, const sym_no
 
 kiln_status shape_view_permute(shape_ctx *ctx, const shape_view *in, const int32_t *perm,
                                shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     bool seen[SHAPE_MAX_DIMS] = {0};
     uint32_t ax[SHAPE_MAX_DIMS];
     for (uint32_t i = 0; i < in->ndim; i++) {
@@ -153,6 +154,7 @@ kiln_status shape_view_permute(shape_ctx *ctx, const shape_view *in, const int32
 
 kiln_status shape_view_expand(shape_ctx *ctx, const shape_view *in, const sym_node *const *sizes,
                               shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     kiln_status s = check_sizes(ctx, in->ndim, sizes);
     if (s != KILN_OK)
         return s;
@@ -187,6 +189,7 @@ static void ensure_mask(shape_ctx *ctx, shape_view *v) {
 
 kiln_status shape_view_pad(shape_ctx *ctx, const shape_view *in, const sym_node *const *before,
                            const sym_node *const *after, shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     for (uint32_t i = 0; i < in->ndim; i++) {
         if (!before[i] || !after[i])
             return shape_null(ctx, "pad: amount %u is NULL", i);
@@ -215,6 +218,7 @@ static const sym_node *clamp0(shape_ctx *ctx, const sym_node *x, const sym_node 
 
 kiln_status shape_view_shrink(shape_ctx *ctx, const shape_view *in, const sym_node *const *begin,
                               const sym_node *const *end, shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     for (uint32_t i = 0; i < in->ndim; i++) {
         if (!begin[i] || !end[i])
             return shape_null(ctx, "shrink: bound %u is NULL", i);
@@ -240,6 +244,7 @@ kiln_status shape_view_shrink(shape_ctx *ctx, const shape_view *in, const sym_no
 }
 
 kiln_status shape_view_flip(shape_ctx *ctx, const shape_view *in, int32_t dim, shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     uint32_t d;
     kiln_status s = shape_axis(ctx, dim, in->ndim, &d);
     if (s != KILN_OK)
@@ -305,6 +310,7 @@ static void slice_mask(shape_ctx *ctx, shape_view *v, uint32_t d, int64_t first,
 
 kiln_status shape_view_slice(shape_ctx *ctx, const shape_view *in, int32_t dim,
                              const shape_slice *sl, shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     uint32_t d;
     kiln_status s = shape_axis(ctx, dim, in->ndim, &d);
     if (s != KILN_OK)
@@ -361,6 +367,7 @@ static void insert_dim(shape_view *v, uint32_t d) {
 
 kiln_status shape_view_unsqueeze(shape_ctx *ctx, const shape_view *in, int32_t dim,
                                  shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     uint32_t d;
     kiln_status s = check_ndim(ctx, in->ndim + 1);
     if (s == KILN_OK)
@@ -396,6 +403,7 @@ static kiln_status drop_unit_dim(shape_ctx *ctx, shape_view *v, uint32_t d) {
 }
 
 kiln_status shape_view_squeeze(shape_ctx *ctx, const shape_view *in, int32_t dim, shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     uint32_t d;
     kiln_status s = shape_axis(ctx, dim, in->ndim, &d);
     if (s != KILN_OK)
@@ -433,6 +441,7 @@ static const sym_node *wrap_index(shape_ctx *ctx, const sym_node *i, const sym_n
 
 kiln_status shape_view_narrow(shape_ctx *ctx, const shape_view *in, int32_t dim,
                               const sym_node *start, const sym_node *length, shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     uint32_t d;
     kiln_status s = shape_axis(ctx, dim, in->ndim, &d);
     if (s != KILN_OK)
@@ -445,6 +454,7 @@ kiln_status shape_view_narrow(shape_ctx *ctx, const shape_view *in, int32_t dim,
 
 kiln_status shape_view_select(shape_ctx *ctx, const shape_view *in, int32_t dim,
                               const sym_node *index, shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     uint32_t d;
     kiln_status s = shape_axis(ctx, dim, in->ndim, &d);
     if (s != KILN_OK)
@@ -470,6 +480,7 @@ kiln_status shape_view_select(shape_ctx *ctx, const shape_view *in, int32_t dim,
 
 kiln_status shape_view_diagonal(shape_ctx *ctx, const shape_view *in, int64_t offset, int32_t dim1,
                                 int32_t dim2, shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     uint32_t a, b;
     kiln_status s = shape_axis(ctx, dim1, in->ndim, &a);
     if (s == KILN_OK)
@@ -519,6 +530,7 @@ kiln_status shape_view_diagonal(shape_ctx *ctx, const shape_view *in, int64_t of
 
 kiln_status shape_view_unfold(shape_ctx *ctx, const shape_view *in, int32_t dim,
                               const sym_node *size, const sym_node *step, shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     uint32_t d;
     kiln_status s = check_ndim(ctx, in->ndim + 1);
     if (s == KILN_OK)

@@ -434,6 +434,26 @@ static void test_shape_view_overflow_is_an_error(void **state) {
     assert_untouched(&out);
 }
 
+static void test_shape_view_rejects_malformed_arguments(void **state) {
+    ST_ENV(state);
+    (void)S;
+    shape_view zero, out = poisoned();
+    memset(&zero, 0, sizeof(zero)); /* offset NULL: not made by shape/ */
+    assert_int_equal(shape_view_permute(C, &zero, NULL, &out), KILN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(shape_ctx_message(C), "not a view"));
+    assert_int_equal(shape_view_flip(C, NULL, 0, &out), KILN_ERROR_INVALID_ARGUMENT);
+    assert_untouched(&out);
+    shape_tracker t;
+    memset(&t, 0, sizeof(t));
+    shape_tracker r;
+    assert_int_equal(shape_tracker_simplify(C, &t, &r), KILN_ERROR_INVALID_ARGUMENT);
+    assert_null(shape_tracker_last(&t));
+    assert_int_equal(shape_tracker_self_alias(C, &t), SHAPE_ALIAS_MAYBE);
+    shape_view big = ST_CONTIG(2);
+    big.ndim = SHAPE_MAX_DIMS + 1;
+    assert_int_equal(shape_view_flip(C, &big, 0, &out), KILN_ERROR_INVALID_ARGUMENT);
+}
+
 static void test_shape_ctx_create_fails_cleanly(void **state) {
     (void)state;
     test_alloc ta = {0};
@@ -557,6 +577,7 @@ int main(void) {
         T(test_shape_view_self_alias_cases),
         T(test_shape_view_symbolic_shape),
         T(test_shape_view_overflow_is_an_error),
+        T(test_shape_view_rejects_malformed_arguments),
         cmocka_unit_test(test_shape_ctx_create_fails_cleanly),
         cmocka_unit_test(test_shape_view_fail_each_allocation),
     };
