@@ -118,3 +118,64 @@ kiln_status shape_view_check_storage(shape_ctx *ctx, const shape_view *v,
                           "the view addresses an element past the end of its storage");
     return shape_sym_status(ctx);
 }
+
+/* ---- unbinding ---------------------------------------------------------------------------------
+ */
+
+typedef struct unbind_acc {
+    const sym_node **vars;
+    int64_t *values;
+    size_t cap, found;
+} unbind_acc;
+
+/* n with its bound Variables replaced; new (Variable, value) pairs added to acc. */
+static const sym_node *unbind_node(shape_ctx *ctx, const sym_node *n, unbind_acc *acc) {
+    const sym_node *v[SHAPE_MAX_DIMS];
+    int64_t x[SHAPE_MAX_DIMS];
+    size_t f = 0;
+    const sym_node *r = sym_unbind_all(ctx->sym, n, v, x, SHAPE_MAX_DIMS, &f);
+    for (size_t i = 0; r && i < f && i < SHAPE_MAX_DIMS; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < acc->found && j < acc->cap && !seen; j++)
+            seen = acc->vars[j] == v[i];
+        if (seen)
+            continue;
+        if (acc->found < acc->cap)
+            acc->vars[acc->found] = v[i], acc->values[acc->found] = x[i];
+        acc->found++;
+    }
+    return r;
+}
+
+static void unbind_view(shape_ctx *ctx, shape_view *v, unbind_acc *acc) {
+    v->offset = unbind_node(ctx, v->offset, acc);
+    v->user_offset = unbind_node(ctx, v->user_offset, acc);
+    for (uint32_t i = 0; i < v->ndim; i++) {
+        v->shape[i] = unbind_node(ctx, v->shape[i], acc);
+        v->strides[i] = unbind_node(ctx, v->strides[i], acc);
+        v->user_strides[i] = unbind_node(ctx, v->user_strides[i], acc);
+        if (v->masked) {
+            v->mask_begin[i] = unbind_node(ctx, v->mask_begin[i], acc);
+            v->mask_end[i] = unbind_node(ctx, v->mask_end[i], acc);
+        }
+    }
+    shape_canon(ctx, v);
+}
+
+kiln_status shape_tracker_unbind(shape_ctx *ctx, const shape_tracker *in, shape_tracker *out,
+                                 const sym_node **vars, int64_t *values, size_t cap,
+                                 size_t *found) {
+    SHAPE_CHECK(shape_check_tracker(ctx, in));
+    if (cap && (!vars || !values))
+        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "unbind: vars/values missing");
+    unbind_acc acc = {vars, values, cap, 0};
+    shape_tracker t = *in;
+    for (uint32_t k = 0; k < t.nviews; k++) {
+        unbind_view(ctx, &t.views[k], &acc);
+        SHAPE_CHECK(shape_finish(ctx, &t.views[k], &t.views[k]));
+    }
+    *out = t;
+    if (found)
+        *found = acc.found;
+    return KILN_OK;
+}

@@ -240,6 +240,11 @@ kiln_status shape_tracker_simplify(shape_ctx *ctx, const shape_tracker *in, shap
  * expressions are as simplified as symbolic/ makes them (e.g. (i*3)+j, i<2). */
 kiln_status shape_tracker_index(shape_ctx *ctx, const shape_tracker *t, const sym_node *const *idx,
                                 const sym_node **index, const sym_node **valid);
+/* t with every bound Variable replaced by its Variable (the form a kernel-cache key needs);
+ * the bound values are appended to (vars, values) in order of first appearance, each Variable
+ * once (capacity cap; *found is the number of Variables, which may exceed cap). */
+kiln_status shape_tracker_unbind(shape_ctx *ctx, const shape_tracker *in, shape_tracker *out,
+                                 const sym_node **vars, int64_t *values, size_t cap, size_t *found);
 /* True when the tracker is one contiguous view (offset 0): the identity over storage. */
 bool shape_tracker_contiguous(const shape_tracker *t);
 

@@ -892,6 +892,44 @@ static void test_shape_tinygrad_add_variable(void **state) {
     st_assert_ints(r1.strides, 3, ST_N(0, 0, 0), "strides");
 }
 
+static void test_shape_tinygrad_unbind(void **state) {
+    ST_ENV(state);
+    /* TestShapeTrackerUnbind.test_view_unbind: (bv, 4) unbinds to (v, 4), {v: 3} */
+    const sym_node *v = sym_var(S, "v", 1, 100), *bv = sym_bind(S, v, 3);
+    const sym_node *d[2] = {bv, sym_const(S, 4)}, *dv[2] = {v, sym_const(S, 4)};
+    shape_view a, want;
+    shape_tracker t, u;
+    const sym_node *vars[4];
+    int64_t vals[4];
+    size_t found;
+    assert_int_equal(shape_view_contiguous(C, 2, d, &a), KILN_OK);
+    shape_tracker_from_view(&a, &t);
+    assert_int_equal(shape_tracker_unbind(C, &t, &u, vars, vals, 4, &found), KILN_OK);
+    assert_int_equal(shape_view_contiguous(C, 2, dv, &want), KILN_OK);
+    assert_true(shape_view_equal(&u.views[0], &want));
+    assert_int_equal(found, 1);
+    assert_ptr_equal(vars[0], v);
+    assert_int_equal(vals[0], 3);
+    /* test_shrink_unbind: (3,4) shrunk to rows [bv, bv+1) with bv = 2: (1,4) at offset 4*v */
+    const sym_node *b2 = sym_bind(S, v, 2);
+    shape_view c = ST_CONTIG(3, 4), s;
+    const sym_node *lo[2] = {b2, sym_const(S, 0)}, *hi[2] = {sym_add_c(S, b2, 1), sym_const(S, 4)};
+    assert_int_equal(shape_view_shrink(C, &c, lo, hi, &s), KILN_OK);
+    shape_tracker_from_view(&s, &t);
+    assert_int_equal(shape_tracker_unbind(C, &t, &u, vars, vals, 4, &found), KILN_OK);
+    st_assert_ints(u.views[0].shape, 2, ST_N(1, 4), "shape");
+    assert_ptr_equal(u.views[0].offset, sym_mul_c(S, v, 4));
+    assert_int_equal(found, 1);
+    assert_int_equal(vals[0], 2);
+    /* rows [0, bv): shape (v, 4) */
+    const sym_node *lo2[2] = {sym_const(S, 0), sym_const(S, 0)}, *hi2[2] = {b2, sym_const(S, 4)};
+    assert_int_equal(shape_view_shrink(C, &c, lo2, hi2, &s), KILN_OK);
+    shape_tracker_from_view(&s, &t);
+    assert_int_equal(shape_tracker_unbind(C, &t, &u, vars, vals, 4, &found), KILN_OK);
+    assert_ptr_equal(u.views[0].shape[0], v);
+    assert_int_equal(st_val(u.views[0].strides[0]), 4);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, st_setup, st_teardown)
     const struct CMUnitTest tests[] = {
@@ -913,6 +951,7 @@ int main(void) {
         T(test_shape_tinygrad_render),
         T(test_shape_tinygrad_variable_reshape),
         T(test_shape_tinygrad_add_variable),
+        T(test_shape_tinygrad_unbind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
