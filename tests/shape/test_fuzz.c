@@ -459,13 +459,22 @@ static int64_t check_index(fz *z) {
                  sym_ctx_message(z->s), z->log, n, (const void *)vars[0], (long long)z->a.shape[0],
                  z->t.nviews);
     int64_t vals[SHAPE_MAX_DIMS];
-    const sym_node *avars[SHAPE_MAX_DIMS];
-    int64_t avals[SHAPE_MAX_DIMS];
+    const sym_node *avars[SHAPE_MAX_DIMS + 4], *uix, *uok;
+    int64_t avals[SHAPE_MAX_DIMS + 4];
     uint32_t na = 0;
     for (uint32_t i = 0; i < n; i++)
         if (z->a.shape[i] > 0)
             avars[na++] = vars[i];
     sym_assignment as = {avars, avals, na};
+    /* the unbound tracker (a kernel's view) with the Variables assigned their bound values must
+     * give the same elements */
+    shape_tracker u;
+    size_t nu = 0;
+    assert_int_equal(shape_tracker_unbind(z->c, &z->t, &u, &avars[na], &avals[na], 4, &nu),
+                     KILN_OK);
+    assert_true(nu <= 4);
+    assert_int_equal(shape_tracker_index(z->c, &u, vars, &uix, &uok), KILN_OK);
+    sym_assignment asu = {avars, avals, na + nu};
     int64_t valid_count = 0;
     for (int64_t k = 0; k < z->a.n; k++) {
         unravel(z->a.shape, n, k, vals);
@@ -478,6 +487,12 @@ static int64_t check_index(fz *z) {
         assert_int_equal(sym_eval(ok, &as, &gv, &err), KILN_OK);
         if (gv)
             assert_int_equal(sym_eval(ix, &as, &gi, &err), KILN_OK);
+        int64_t ui = 0, uv = 0;
+        assert_int_equal(sym_eval(uok, &asu, &uv, &err), KILN_OK);
+        if (uv)
+            assert_int_equal(sym_eval(uix, &asu, &ui, &err), KILN_OK);
+        if (uv != gv || ui != gi)
+            fail_msg("unbound tracker differs at %lld: %s", (long long)k, z->log);
         int64_t want = z->a.data[k];
         if ((want >= 0) != (gv != 0) || (gv && gi != want)) {
             char b1[512], b2[512];
