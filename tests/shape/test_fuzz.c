@@ -176,85 +176,113 @@ static void op_slice(fz *z) {
 }
 
 /* reshape: the array keeps its row-major data. */
-static void op_reshape(fz *z) {
-    uint32_t n = z->a.ndim;
-    const shape_view *l = last(z);
+/* New sizes for a reshape, in ns (expressions) and nv (values); the count, or -1 to skip. */
+typedef struct newsizes {
     const sym_node *ns[SHAPE_MAX_DIMS];
     int64_t nv[SHAPE_MAX_DIMS];
-    uint32_t m = 0;
-    uint32_t kind = rnd(4);
-    if (kind == 0 && n >= 2) { /* merge two adjacent dims */
-        uint32_t d = rnd(n - 1);
-        for (uint32_t i = 0; i < n; i++) {
-            if (i == d) {
-                ns[m] = sym_mul(z->s, l->shape[i], l->shape[i + 1]);
-                nv[m++] = z->a.shape[i] * z->a.shape[i + 1];
-                i++;
-            } else {
-                ns[m] = l->shape[i], nv[m++] = z->a.shape[i];
-            }
+    uint32_t m;
+} newsizes;
+
+static void push_size(newsizes *o, const sym_node *n, int64_t v) {
+    o->ns[o->m] = n, o->nv[o->m++] = v;
+}
+
+static bool sizes_merge(fz *z, newsizes *o) { /* two adjacent dims into one */
+    uint32_t n = z->a.ndim, d = rnd(n > 1 ? n - 1 : 1);
+    const shape_view *l = last(z);
+    if (n < 2)
+        return false;
+    for (uint32_t i = 0; i < n; i++) {
+        if (i == d) {
+            push_size(o, sym_mul(z->s, l->shape[i], l->shape[i + 1]),
+                      z->a.shape[i] * z->a.shape[i + 1]);
+            i++;
+        } else {
+            push_size(o, l->shape[i], z->a.shape[i]);
         }
-    } else if (kind == 1 && n < SHAPE_MAX_DIMS - 1) { /* split a constant dim */
-        uint32_t d = rnd(n ? n : 1);
-        int64_t s = n ? z->a.shape[d] : 1, f = 1;
-        if (n == 0 || !sym_is_const(l->shape[d], NULL))
-            return;
-        for (int64_t c = 2; c <= s; c++)
-            if (s % c == 0 && rnd(2)) {
+    }
+    return true;
+}
+
+static bool sizes_split(fz *z, newsizes *o) { /* a constant dim into two factors */
+    uint32_t n = z->a.ndim, d = rnd(n ? n : 1);
+    const shape_view *l = last(z);
+    if (n == 0 || n >= SHAPE_MAX_DIMS - 1 || !sym_is_const(l->shape[d], NULL))
+        return false;
+    int64_t s = z->a.shape[d], f = 1;
+    for (int64_t c = 2; c <= s; c++)
+        if (s % c == 0 && rnd(2)) {
+            f = c;
+            break;
+        }
+    for (uint32_t i = 0; i < n; i++) {
+        if (i == d) {
+            push_size(o, K(z, f), f);
+            push_size(o, K(z, s / f), s / f);
+        } else {
+            push_size(o, l->shape[i], z->a.shape[i]);
+        }
+    }
+    return true;
+}
+
+static bool sizes_ones(fz *z, newsizes *o) { /* insert or drop size-1 dims */
+    const shape_view *l = last(z);
+    if (z->a.ndim >= SHAPE_MAX_DIMS - 1)
+        return false;
+    for (uint32_t i = 0; i < z->a.ndim; i++) {
+        if (rnd(4) == 0 && o->m < SHAPE_MAX_DIMS - 2)
+            push_size(o, K(z, 1), 1);
+        if (z->a.shape[i] == 1 && rnd(2) && sym_is_const(l->shape[i], NULL))
+            continue;
+        push_size(o, l->shape[i], z->a.shape[i]);
+    }
+    return true;
+}
+
+static bool sizes_factor(fz *z, newsizes *o) { /* any factorisation (constants only) */
+    for (uint32_t i = 0; i < z->a.ndim; i++)
+        if (!sym_is_const(last(z)->shape[i], NULL))
+            return false;
+    int64_t t = z->a.n;
+    if (t == 0) {
+        int64_t r = rrange(1, 3);
+        push_size(o, K(z, 0), 0);
+        push_size(o, K(z, r), r);
+        return true;
+    }
+    while (t > 1 && o->m < 5) {
+        int64_t f = t;
+        for (int64_t c = 2; c < t; c++)
+            if (t % c == 0 && rnd(3) == 0) {
                 f = c;
                 break;
             }
-        for (uint32_t i = 0; i < n; i++) {
-            if (i == d) {
-                ns[m] = K(z, f), nv[m++] = f;
-                ns[m] = K(z, s / f), nv[m++] = s / f;
-            } else {
-                ns[m] = l->shape[i], nv[m++] = z->a.shape[i];
-            }
-        }
-    } else if (kind == 2 && n < SHAPE_MAX_DIMS - 1) { /* insert or drop ones */
-        for (uint32_t i = 0; i < n; i++) {
-            if (rnd(4) == 0 && m < SHAPE_MAX_DIMS - 2)
-                ns[m] = K(z, 1), nv[m++] = 1;
-            if (z->a.shape[i] == 1 && rnd(2) && sym_is_const(l->shape[i], NULL))
-                continue;
-            ns[m] = l->shape[i], nv[m++] = z->a.shape[i];
-        }
-    } else { /* a random factorisation of the whole size (constants only) */
-        for (uint32_t i = 0; i < n; i++)
-            if (!sym_is_const(l->shape[i], NULL))
-                return;
-        int64_t t = z->a.n;
-        if (t == 0) {
-            ns[m] = K(z, 0), nv[m++] = 0;
-            ns[m] = K(z, rrange(1, 3)), nv[m] = st_val(ns[m]), m++;
-        } else {
-            while (t > 1 && m < 5) {
-                int64_t f = t;
-                for (int64_t c = 2; c < t; c++)
-                    if (t % c == 0 && rnd(3) == 0) {
-                        f = c;
-                        break;
-                    }
-                ns[m] = K(z, f), nv[m++] = f;
-                t /= f;
-            }
-            if (t > 1)
-                ns[m] = K(z, t), nv[m++] = t;
-        }
+        push_size(o, K(z, f), f);
+        t /= f;
     }
+    if (t > 1)
+        push_size(o, K(z, t), t);
+    return true;
+}
+
+static void op_reshape(fz *z) {
+    newsizes o = {.m = 0};
+    bool (*const pick[4])(fz *, newsizes *) = {sizes_merge, sizes_split, sizes_ones, sizes_factor};
+    if (!pick[rnd(4)](z, &o))
+        return;
     shape_tracker t;
-    bool view = z->t.nviews == 1 && shape_view_torch_can_view(z->c, last(z), m, ns, NULL);
-    kiln_status s = shape_tracker_reshape(z->c, &z->t, m, ns, &t);
+    bool view = z->t.nviews == 1 && shape_view_torch_can_view(z->c, last(z), o.m, o.ns, NULL);
+    kiln_status s = shape_tracker_reshape(z->c, &z->t, o.m, o.ns, &t);
     if (s == KILN_ERROR_LIMIT_EXCEEDED)
         return;
     z->torch_view = z->torch_view && view; /* else torch.reshape copies */
     if (s != KILN_OK)
         fail_msg("reshape failed: %s (%s)", shape_ctx_message(z->c), z->log);
     z->t = t;
-    z->a.ndim = m;
-    memcpy(z->a.shape, nv, m * sizeof(int64_t));
-    logf_(z, "reshape to %u dims; ", m);
+    z->a.ndim = o.m;
+    memcpy(z->a.shape, o.nv, o.m * sizeof(int64_t));
+    logf_(z, "reshape to %u dims; ", o.m);
 }
 
 static void op_expand(fz *z) {

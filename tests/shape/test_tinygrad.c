@@ -292,7 +292,10 @@ static void test_shape_tinygrad_tracker_ops(void **state) {
     PAD(z, 1, 4, 1, 3);
     STRIDE(z, -1, 1);
     ck_same(z);
-    z = CK(7, 4); /* expand after reshape_with_1, then reshape */
+}
+
+static void test_shape_tinygrad_tracker_ops_expand_and_stride(void **state) {
+    ck *z = CK(7, 4); /* expand after reshape_with_1, then reshape */
     RESHAPE(z, 7, 1, 4);
     EXPAND(z, 7, 2, 4);
     RESHAPE(z, 4, 2, 7);
@@ -935,6 +938,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         T(test_shape_tinygrad_single_tracker),
         T(test_shape_tinygrad_tracker_ops),
+        T(test_shape_tinygrad_tracker_ops_expand_and_stride),
         T(test_shape_tinygrad_complex_contiguity),
         T(test_shape_tinygrad_work),
         T(test_shape_tinygrad_masked_reshapes_stay_one_view),
