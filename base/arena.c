@@ -1,14 +1,26 @@
 /* Bump allocation in chunks; everything is freed at once by base_arena_finish. */
 #include "base.h"
 
+#include <stdint.h>
 #include <string.h>
 
+/* The allocator promises max_align_t alignment only, so data[] is aligned that far and
+ * larger alignments are reached by aligning the address, not the offset. */
 struct base_arena_chunk {
     base_arena_chunk *prev;
     size_t size; /* bytes of data[] */
     size_t used;
-    _Alignas(64) unsigned char data[];
+    _Alignas(max_align_t) unsigned char data[];
 };
+
+/* The offset in c->data at or after from whose address is a multiple of align. */
+static bool arena_align(const base_arena_chunk *c, size_t from, size_t align, size_t *out) {
+    size_t addr = (size_t)(uintptr_t)c->data, aligned;
+    if (!base_add_size(addr, from, &aligned) || !base_align_up_size(aligned, align, &aligned))
+        return false;
+    *out = aligned - addr;
+    return true;
+}
 
 void base_arena_init(base_arena *arena, const base_allocator *alloc, size_t chunk_size) {
     arena->alloc = *alloc;
@@ -39,14 +51,13 @@ void *base_arena_alloc(base_arena *arena, size_t size, size_t align) {
         size = 1;
     base_arena_chunk *c = arena->head;
     size_t start = 0, end = 0;
-    bool fits = c && base_align_up_size(c->used, align, &start) &&
-                base_add_size(start, size, &end) && end <= c->size;
+    bool fits = c && arena_align(c, c->used, align, &start) && base_add_size(start, size, &end) &&
+                end <= c->size;
     if (!fits) {
         size_t need;
-        if (!base_add_size(size, align, &need) || !(c = arena_new_chunk(arena, need)))
+        if (!base_add_size(size, align, &need) || !(c = arena_new_chunk(arena, need)) ||
+            !arena_align(c, 0, align, &start) || !base_add_size(start, size, &end))
             return NULL;
-        start = 0; /* data[] is 64-byte aligned */
-        end = size;
     }
     c->used = end;
     arena->bytes_used += size;

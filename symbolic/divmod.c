@@ -6,9 +6,13 @@
  *   - sums (and terms coeff*base): terms divisible by c leave the division, the constant is
  *     split into c*q + r; a common factor g of what remains and c cancels; a remainder whose
  *     bounds allow vanishes: (a*c + b) // c = a when 0 <= b < c;
- *   - modulo reduces every coefficient and the constant modulo c;
+ *   - modulo makes the same split as division (multiples of c drop out, the constant goes into
+ *     [0, c)), so that x % c + c*(x // c) folds back into x in sum.c; a common factor comes
+ *     out, (d*S + r) % c = d*(S % (c/d)) + r when 0 <= r < d, and a sum whose coefficients
+ *     reduced modulo c stay inside [0, c) is the remainder itself;
  *   - by an expression b > 0: terms that are structural multiples of b (x*(4*i+4) over i+1)
- *     leave the division; bounds decide the rest. */
+ *     leave the division; bounds decide the rest.
+ * Rewrites that fail (overflow) fall back to the plain node. */
 #include "sym_internal.h"
 
 static const sym_node *make_div(sym_ctx *ctx, const sym_node *a, int64_t c) {
@@ -17,6 +21,14 @@ static const sym_node *make_div(sym_ctx *ctx, const sym_node *a, int64_t c) {
 
 static const sym_node *make_mod(sym_ctx *ctx, const sym_node *a, int64_t c) {
     return sym_make(ctx, SYM_MOD, a, sym_make_const(ctx, c), NULL, 0);
+}
+
+/* *q = a / b when b divides a exactly (false for b == 0 and for INT64_MIN / -1). */
+static bool exact_quot(int64_t a, int64_t b, int64_t *q) {
+    if (b == 0 || (b == -1 && a == INT64_MIN) || a % b != 0)
+        return false;
+    *q = a / b;
+    return true;
 }
 
 static bool is_mul_const(const sym_node *n) {
@@ -132,31 +144,75 @@ static const sym_node *div_const(sym_ctx *ctx, const sym_node *a, int64_t c) {
     return make_div(ctx, a, c);
 }
 
-/* a % c for a sum or a term: coefficients and constant reduced modulo c, a common factor g
- * taken out: (g*x) % (g*c') = g * (x % c'). */
+/* Whether every value of n lies in [0, c). */
+static bool in_mod_range(const sym_node *n, int64_t c) {
+    return n && n->vmin >= 0 && n->vmax < c;
+}
+
+/* (d*S + r) % c = d*(S % (c/d)) + r when d divides c and 0 <= r < d, for d one of the
+ * coefficients: ((x*3 + y) % 6 = (x % 2)*3 + y when 0 <= y < 3). NULL when no d applies. */
+static const sym_node *mod_split(sym_ctx *ctx, const sym_terms *p, int64_t c) {
+    const sym_node *out = NULL;
+    for (size_t i = 0; i < p->len && !out; i++) {
+        int64_t d = p->data[i].coeff;
+        if (d <= 1 || c % d != 0)
+            continue;
+        sym_terms s, r;
+        sym_terms_init(&s, ctx);
+        sym_terms_init(&r, ctx);
+        r.konst = p->konst;
+        for (size_t j = 0; j < p->len; j++) {
+            sym_term t = p->data[j];
+            if (t.coeff % d == 0)
+                sym_terms_push(&s, t.base, t.coeff / d);
+            else
+                sym_terms_push(&r, t.base, t.coeff);
+        }
+        const sym_node *rn = sym_terms_build(&r);
+        if (in_mod_range(rn, d))
+            out = sym_add(ctx, sym_mul_c(ctx, sym_floormod_c(ctx, sym_terms_build(&s), c / d), d),
+                          rn);
+        sym_terms_finish(&s);
+        sym_terms_finish(&r);
+    }
+    return out;
+}
+
+/* a % c for a sum or a term. Terms that are multiples of c drop out and the constant is
+ * reduced into [0, c) (the same split the division makes, so x % c and x // c keep the same
+ * x and x%c + c*(x//c) folds back into x); a common factor g comes out: (g*x) % (g*c') is
+ * g * (x % c'); and when every coefficient reduced modulo c gives a sum inside [0, c), that
+ * sum is the answer ((a*10) % 9 = a for 0 <= a < 9). */
 static const sym_node *mod_terms(sym_ctx *ctx, const sym_node *a, int64_t c) {
-    sym_terms r;
-    sym_terms_init(&r, ctx);
-    sym_terms_add(&r, a, 1);
+    sym_terms p;
+    sym_terms_init(&p, ctx);
+    sym_terms_add(&p, a, 1);
     int64_t g = c;
-    for (size_t i = 0; i < r.len; i++) {
-        base_floormod_i64(r.data[i].coeff, c, &r.data[i].coeff);
-        g = gcd64(g, r.data[i].coeff);
+    size_t kept = 0;
+    for (size_t i = 0; i < p.len; i++) {
+        if (p.data[i].coeff % c != 0) {
+            p.data[kept++] = p.data[i];
+            g = gcd64(g, p.data[i].coeff);
+        }
     }
-    base_floormod_i64(r.konst, c, &r.konst);
-    g = gcd64(g, r.konst);
-    const sym_node *rest = sym_terms_build(&r), *out;
-    if (!rest) {
-        out = NULL;
-    } else if (g > 1) {
-        terms_divide(&r, g);
-        out = sym_mul_c(ctx, sym_floormod_c(ctx, sym_terms_build(&r), c / g), g);
-    } else if (rest != a) {
-        out = sym_floormod_c(ctx, rest, c);
-    } else {
-        out = make_mod(ctx, a, c);
+    p.len = kept;
+    base_floormod_i64(p.konst, c, &p.konst);
+    g = gcd64(g, p.konst);
+    const sym_node *rest = sym_terms_build(&p), *out = NULL;
+    if (rest && g > 1) {
+        terms_divide(&p, g);
+        out = sym_mul_c(ctx, sym_floormod_c(ctx, sym_terms_build(&p), c / g), g);
+    } else if (rest && (out = mod_split(ctx, &p, c)) != NULL) {
+        /* done */
+    } else if (rest) {
+        for (size_t i = 0; i < p.len; i++)
+            base_floormod_i64(p.data[i].coeff, c, &p.data[i].coeff);
+        const sym_node *reduced = sym_terms_build(&p);
+        out = in_mod_range(reduced, c) ? reduced
+              : rest != a              ? sym_floormod_c(ctx, rest, c)
+                                       : make_mod(ctx, a, c);
     }
-    sym_terms_finish(&r);
+    sym_terms_finish(&p);
     return out;
 }
 
@@ -186,9 +242,8 @@ static int64_t proportional(sym_ctx *ctx, const sym_node *t, const sym_node *b) 
     sym_terms_add(&x, t, 1);
     sym_terms_add(&y, b, 1);
     int64_t k = 0, p;
-    bool ok = x.ok && y.ok && x.len == y.len && x.len > 0 && x.data[0].coeff % y.data[0].coeff == 0;
-    if (ok)
-        k = x.data[0].coeff / y.data[0].coeff;
+    bool ok = x.ok && y.ok && x.len == y.len && x.len > 0 &&
+              exact_quot(x.data[0].coeff, y.data[0].coeff, &k);
     for (size_t i = 0; ok && i < x.len; i++)
         ok = x.data[i].base == y.data[i].base && base_mul_i64(k, y.data[i].coeff, &p) &&
              p == x.data[i].coeff;
@@ -243,13 +298,15 @@ static const sym_node *divide_exact(sym_ctx *ctx, const sym_node *t, const sym_n
     int64_t tc, bc;
     sym_term_split(t, &tb, &tc);
     sym_term_split(b, &bb, &bc);
-    if (tb == bb && tc % bc == 0)
-        return sym_make_const(ctx, tc / bc);
+    int64_t k = 0;
+    bool whole = exact_quot(tc, bc, &k);
+    if (tb == bb && whole)
+        return sym_make_const(ctx, k);
     if (tb->kind != SYM_MUL || is_mul_const(tb))
         return NULL;
-    if (tc % bc == 0 && bc != 1) { /* (x*B*tc) / (B*bc) */
+    if (whole && bc != 1) { /* (x*B*tc) / (B*bc) */
         const sym_node *q = divide_product(ctx, tb, bb);
-        return q ? sym_mul_c(ctx, q, tc / bc) : NULL;
+        return q ? sym_mul_c(ctx, q, k) : NULL;
     }
     const sym_node *q = divide_product(ctx, tb, b);
     return q ? sym_mul_c(ctx, q, tc) : NULL;
@@ -347,13 +404,13 @@ const sym_node *sym_mod_impl(sym_ctx *ctx, const sym_node *a, const sym_node *b)
 }
 
 const sym_node *sym_floordiv(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, sym_div_impl(ctx, a, b));
 }
 
 const sym_node *sym_floormod(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, sym_mod_impl(ctx, a, b));
 }

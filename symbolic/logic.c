@@ -1,7 +1,9 @@
 /* Comparisons, logic, select, min and max. Bounds decide whatever they can; comparisons with a
  * constant keep the constant on the right, move a sum's constant across, and cancel a common
- * factor of the coefficients: x*4 + y < 512 -> x < 128 when 0 <= y < 4. Logic treats any
- * non-zero value as true and produces 0 or 1. */
+ * factor of the coefficients: x*4 + y < 512 -> x < 128 when 0 <= y < 4; x // k < c becomes
+ * x < c*k. Two non-constant operands of <, min or max are also compared through the bounds
+ * of their difference, where shared terms cancel. Logic treats any non-zero value as true and
+ * produces 0 or 1. */
 #include "sym_internal.h"
 
 /* 1: always true, 0: always false, -1: unknown (from the bounds). */
@@ -29,6 +31,18 @@ static const sym_node *make_comm(sym_ctx *ctx, sym_kind kind, const sym_node *a,
                                  const sym_node *b) {
     bool swap = a->kind == SYM_CONST || (b->kind != SYM_CONST && a->id > b->id);
     return swap ? sym_make(ctx, kind, b, a, NULL, 0) : sym_make(ctx, kind, a, b, NULL, 0);
+}
+
+/* The bounds of a - b, in which shared terms cancel (x + 1 - x is 1); false when the
+ * difference cannot be built (an overflow there only loses the decision). */
+static bool difference_bounds(sym_ctx *ctx, const sym_node *a, const sym_node *b, int64_t *lo,
+                              int64_t *hi) {
+    const sym_node *d = sym_sub(ctx, a, b);
+    if (!d)
+        return false;
+    *lo = d->vmin;
+    *hi = d->vmax;
+    return true;
 }
 
 /* ---- less than -------------------------------------------------------------------------- */
@@ -69,6 +83,9 @@ static const sym_node *lt_gcd(sym_ctx *ctx, const sym_node *a, int64_t c) {
 static const sym_node *lt_const(sym_ctx *ctx, const sym_node *a, int64_t c) {
     int64_t d;
     const sym_node *r;
+    if (a->kind == SYM_DIV && a->src[1]->kind == SYM_CONST && a->src[1]->value > 0 &&
+        base_mul_i64(c, a->src[1]->value, &d)) /* x // k < c: x < c*k */
+        return sym_lt_c(ctx, a->src[0], d);
     if (a->kind == SYM_ADD && a->src[1]->kind == SYM_CONST && /* x + k < c: x < c - k */
         base_sub_i64(c, a->src[1]->value, &d))
         return sym_lt_c(ctx, a->src[0], d);
@@ -88,11 +105,14 @@ static const sym_node *lt_impl(sym_ctx *ctx, const sym_node *a, const sym_node *
         return lt_const(ctx, a, y);
     if (sym_is_const(a, &x) && base_neg_i64(x, &x)) /* c < b: -b < -c */
         return sym_lt(ctx, sym_neg(ctx, b), sym_make_const(ctx, x));
+    int64_t lo, hi; /* both operands non-constant here */
+    if (difference_bounds(ctx, a, b, &lo, &hi) && (hi < 0 || lo >= 0))
+        return sym_make_const(ctx, hi < 0);
     return sym_make(ctx, SYM_LT, a, b, NULL, 0);
 }
 
 const sym_node *sym_lt(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, lt_impl(ctx, a, b));
 }
@@ -157,7 +177,7 @@ static const sym_node *eq_impl(sym_ctx *ctx, const sym_node *a, const sym_node *
 }
 
 const sym_node *sym_eq(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, eq_impl(ctx, a, b));
 }
@@ -174,7 +194,7 @@ static const sym_node *ne_from_eq(sym_ctx *ctx, const sym_node *e) {
 }
 
 const sym_node *sym_ne(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, ne_from_eq(ctx, eq_impl(ctx, a, b)));
 }
@@ -203,7 +223,7 @@ static const sym_node *not_impl(sym_ctx *ctx, const sym_node *a) {
 }
 
 const sym_node *sym_not(sym_ctx *ctx, const sym_node *a) {
-    if (!sym_enter(ctx, a, a, a))
+    if (!sym_enter(ctx, &a, NULL, NULL))
         return NULL;
     return sym_leave(ctx, not_impl(ctx, a));
 }
@@ -220,7 +240,7 @@ static const sym_node *and_impl(sym_ctx *ctx, const sym_node *a, const sym_node 
 }
 
 const sym_node *sym_and(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, and_impl(ctx, a, b));
 }
@@ -237,7 +257,7 @@ static const sym_node *or_impl(sym_ctx *ctx, const sym_node *a, const sym_node *
 }
 
 const sym_node *sym_or(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, or_impl(ctx, a, b));
 }
@@ -262,7 +282,7 @@ static const sym_node *where_impl(sym_ctx *ctx, const sym_node *c, const sym_nod
 
 const sym_node *sym_where(sym_ctx *ctx, const sym_node *cond, const sym_node *a,
                           const sym_node *b) {
-    if (!sym_enter(ctx, cond, a, b))
+    if (!sym_enter(ctx, &cond, &a, &b))
         return NULL;
     return sym_leave(ctx, where_impl(ctx, cond, a, b));
 }
@@ -276,17 +296,24 @@ static const sym_node *minmax_impl(sym_ctx *ctx, sym_kind kind, const sym_node *
         return is_min ? a : b;
     if (b->vmax <= a->vmin)
         return is_min ? b : a;
+    int64_t lo, hi; /* min(x, x + 1) is x */
+    if (a->kind != SYM_CONST && b->kind != SYM_CONST && difference_bounds(ctx, a, b, &lo, &hi)) {
+        if (lo == 0 && hi == 0) /* equal values: the lower id, whatever the operand order */
+            return a->id < b->id ? a : b;
+        if (hi <= 0 || lo >= 0)
+            return (hi <= 0) == is_min ? a : b;
+    }
     return make_comm(ctx, kind, a, b);
 }
 
 const sym_node *sym_min(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, minmax_impl(ctx, SYM_MIN, a, b));
 }
 
 const sym_node *sym_max(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, minmax_impl(ctx, SYM_MAX, a, b));
 }

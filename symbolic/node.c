@@ -2,6 +2,7 @@
  * found again through a per-context hash table, so structurally equal nodes are one pointer. */
 #include "sym_internal.h"
 
+#include <assert.h>
 #include <string.h>
 
 enum {
@@ -88,23 +89,39 @@ const sym_node *sym_fail(sym_ctx *ctx, kiln_status status, const char *fmt, ...)
     return NULL;
 }
 
-bool sym_enter(sym_ctx *ctx, const sym_node *a, const sym_node *b, const sym_node *c) {
-    if (!ctx || !a || !b || !c)
+/* A Variable or bound node of range [k, k] enters an operation as the constant k, so that
+ * every rule (and hash-consing) sees one form. False when the constant cannot be made. */
+static bool enter_operand(sym_ctx *ctx, const sym_node **n) {
+    if (n && (*n)->vmin == (*n)->vmax && (*n)->kind != SYM_CONST)
+        *n = sym_make_const(ctx, (*n)->vmin);
+    return !n || *n;
+}
+
+bool sym_enter(sym_ctx *ctx, const sym_node **a, const sym_node **b, const sym_node **c) {
+    if (!ctx || !*a || (b && !*b) || (c && !*c))
         return false;
-    if (ctx->depth == 0)
+    if (ctx->depth == 0) {
         ctx->steps = 0; /* a top-level call gets the whole budget */
+        ctx->entry_status = ctx->err.status;
+    }
     if (++ctx->steps > ctx->budget || ctx->depth >= SYM_MAX_DEPTH) {
         sym_fail(ctx, KILN_ERROR_BUDGET_EXCEEDED,
                  "symbolic simplification exceeded its budget (%llu steps, depth %u)",
                  (unsigned long long)ctx->budget, (unsigned)ctx->depth);
         return false;
     }
+    if (!enter_operand(ctx, a) || !enter_operand(ctx, b) || !enter_operand(ctx, c))
+        return false;
     ctx->depth++;
     return true;
 }
 
+/* A rewrite that overflows is abandoned for another form, so a top-level call that still
+ * produced its node forgets an overflow its attempts recorded (other errors stay). */
 const sym_node *sym_leave(sym_ctx *ctx, const sym_node *r) {
-    ctx->depth--;
+    if (--ctx->depth == 0 && r && ctx->entry_status == KILN_OK &&
+        ctx->err.status == KILN_ERROR_OVERFLOW)
+        base_error_clear(&ctx->err);
     return r;
 }
 
@@ -138,6 +155,35 @@ static sym_node *node_intern(sym_ctx *ctx, const sym_node *key) {
     return n;
 }
 
+#ifndef NDEBUG
+/* The id that orders a term in a sum: its base's. */
+static uint64_t term_id(const sym_node *t) {
+    return t->kind == SYM_MUL && t->src[1]->kind == SYM_CONST ? t->src[0]->id : t->id;
+}
+
+/* Debug builds check the canonical forms of sym_internal.h on every new node. */
+static void check_canonical(const sym_node *n) {
+    const sym_node *a = n->src[0], *b = n->src[1];
+    if (n->kind != SYM_CONST && n->kind != SYM_VAR && n->kind != SYM_BIND)
+        assert(n->vmin < n->vmax);
+    if (n->kind == SYM_ADD) {
+        assert(a->kind != SYM_CONST && b->kind != SYM_ADD);
+        const sym_node *last = a->kind == SYM_ADD ? a->src[1] : a;
+        assert(last->kind != SYM_CONST); /* the constant only at the end */
+        assert(b->kind == SYM_CONST || term_id(last) < term_id(b));
+    } else if (n->kind == SYM_MUL && b->kind == SYM_CONST) {
+        assert(b->value != 0 && b->value != 1);
+        assert(a->kind != SYM_CONST && a->kind != SYM_ADD);
+        assert(!(a->kind == SYM_MUL && a->src[1]->kind == SYM_CONST));
+    } else if (n->kind == SYM_MUL) {
+        assert(a->kind != SYM_CONST && b->kind != SYM_MUL);
+        assert((a->kind == SYM_MUL ? a->src[1] : a)->id <= b->id);
+    } else if ((n->kind == SYM_DIV || n->kind == SYM_MOD) && b->kind == SYM_CONST) {
+        assert(b->value > 1 || b->value == INT64_MIN);
+    }
+}
+#endif
+
 const sym_node *sym_make(sym_ctx *ctx, sym_kind kind, const sym_node *a, const sym_node *b,
                          const sym_node *c, int64_t value) {
     sym_node key = {0};
@@ -162,6 +208,9 @@ const sym_node *sym_make(sym_ctx *ctx, sym_kind kind, const sym_node *a, const s
     /* A node that can take one value only is that constant (Variables stay Variables). */
     if (kind != SYM_CONST && kind != SYM_BIND && key.vmin == key.vmax)
         return sym_make_const(ctx, key.vmin);
+#ifndef NDEBUG
+    check_canonical(&key);
+#endif
     const sym_node *n = node_intern(ctx, &key);
     if (!n)
         return sym_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "out of memory building a %s node",

@@ -30,25 +30,25 @@ static void put_int(writer *w, int64_t v) {
 
 static void render_rec(writer *w, const sym_node *n);
 
-/* A sum renders flat: (t1+t2+t3-5); a negative constant term is written with '-'. */
+/* A sum renders flat: (t1+t2+t3-5); a negative constant term is written with '-'. The chain
+ * is left-deep, so the part before the last term is rendered first and its ')' taken back. */
 static void render_sum(writer *w, const sym_node *n) {
-    const sym_node *terms[2];
+    const sym_node *last = n->src[1];
     if (n->src[0]->kind == SYM_ADD) {
         render_sum(w, n->src[0]);
-        w->len -= 1; /* reopen: drop the ')' just written */
+        w->len -= 1; /* reopen: drop the ')' just counted (and written, if it fit) */
         if (w->len < w->cap)
             w->buf[w->len] = '\0';
     } else {
         put(w, "(");
         render_rec(w, n->src[0]);
     }
-    terms[1] = n->src[1];
-    if (terms[1]->kind == SYM_CONST && terms[1]->value < 0 && terms[1]->value != INT64_MIN) {
+    if (last->kind == SYM_CONST && last->value < 0 && last->value != INT64_MIN) {
         put(w, "-");
-        put_int(w, -terms[1]->value);
+        put_int(w, -last->value);
     } else {
         put(w, "+");
-        render_rec(w, terms[1]);
+        render_rec(w, last);
     }
     put(w, ")");
 }

@@ -2,6 +2,9 @@
  * constructors, each distinct node once (a memo keyed by node), leaves mapped by a callback. */
 #include "sym_internal.h"
 
+/* Maps a Variable or bound node to its replacement. */
+typedef const sym_node *(*sym_leaf_fn)(sym_ctx *ctx, const sym_node *leaf, void *user);
+
 typedef struct memo_entry {
     const sym_node *key;
     const sym_node *value;
@@ -24,7 +27,8 @@ static uint64_t memo_hash(const sym_node *n) {
     return base_hash_u64(0, n->id);
 }
 
-const sym_node *sym_rebuild(sym_ctx *ctx, const sym_node *n, const sym_node *const *s) {
+/* A node of n's kind over new operands, through the simplifying constructors. */
+static const sym_node *sym_rebuild(sym_ctx *ctx, const sym_node *n, const sym_node *const *s) {
     switch ((sym_kind)n->kind) {
     case SYM_ADD:
         return sym_add(ctx, s[0], s[1]);

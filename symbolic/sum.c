@@ -122,23 +122,42 @@ static bool is_by_const(const sym_node *n, sym_kind kind) {
     return n->kind == kind && n->src[1]->kind == SYM_CONST;
 }
 
-/* m*(x % c) + m*c*(x // c) is m*x: finds such a pair, rewrites the first into x, drops the
+/* Whether the term t (j != i) is (x // b) * b times the coefficient of the term m*(x % b). */
+static bool is_div_partner(const sym_term *mod, const sym_term *t) {
+    const sym_node *m = mod->base, *d = t->base, *b = m->src[1];
+    int64_t want;
+    if (b->kind == SYM_CONST) { /* m*c*(x // c); with x = y // k, x // c is y // (k*c) */
+        const sym_node *x = m->src[0];
+        int64_t kc;
+        if (!is_by_const(d, SYM_DIV) || !base_mul_i64(mod->coeff, b->value, &want) ||
+            want != t->coeff)
+            return false;
+        if (d->src[0] == x && d->src[1] == b)
+            return true;
+        return is_by_const(x, SYM_DIV) && d->src[0] == x->src[0] &&
+               base_mul_i64(x->src[1]->value, b->value, &kc) && d->src[1]->value == kc;
+    }
+    /* m*((x // b) * b) for an expression b: a product of two factors in id order */
+    if (d->kind != SYM_MUL || t->coeff != mod->coeff)
+        return false;
+    const sym_node *q = d->src[0] == b ? d->src[1] : d->src[1] == b ? d->src[0] : NULL;
+    return q && q->kind == SYM_DIV && q->src[0] == m->src[0] && q->src[1] == b;
+}
+
+/* m*(x % b) + m*(x // b)*b is m*x: finds such a pair, rewrites the first into x, drops the
  * second. Each fold removes a term, so the pass ends. */
 static bool terms_fold_divmod(sym_terms *t) {
     for (size_t i = 0; i < t->len; i++) {
-        const sym_node *m = t->data[i].base;
-        if (!is_by_const(m, SYM_MOD))
+        if (t->data[i].base->kind != SYM_MOD)
             continue;
         for (size_t j = 0; j < t->len; j++) {
-            const sym_node *d = t->data[j].base;
-            int64_t want;
-            if (j == i || !is_by_const(d, SYM_DIV) || d->src[0] != m->src[0] ||
-                d->src[1] != m->src[1] ||
-                !base_mul_i64(t->data[i].coeff, m->src[1]->value, &want) ||
-                want != t->data[j].coeff)
+            if (j == i || !is_div_partner(&t->data[i], &t->data[j]))
                 continue;
-            t->data[i].base = m->src[0];
-            t->data[j] = t->data[--t->len];
+            sym_term mod = t->data[i];
+            size_t hi = i > j ? i : j, lo = i > j ? j : i;
+            t->data[hi] = t->data[--t->len]; /* remove both, the later one first */
+            t->data[lo] = t->data[--t->len];
+            sym_terms_add(t, mod.base->src[0], mod.coeff); /* x may itself be a sum */
             return true;
         }
     }
@@ -193,7 +212,7 @@ static const sym_node *add_impl(sym_ctx *ctx, const sym_node *a, const sym_node 
 }
 
 const sym_node *sym_add(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, add_impl(ctx, a, b));
 }
@@ -297,7 +316,7 @@ static const sym_node *mul_impl(sym_ctx *ctx, const sym_node *a, const sym_node 
 }
 
 const sym_node *sym_mul(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
-    if (!sym_enter(ctx, a, b, a))
+    if (!sym_enter(ctx, &a, &b, NULL))
         return NULL;
     return sym_leave(ctx, mul_impl(ctx, a, b));
 }

@@ -18,7 +18,28 @@
  *     if (sym_ctx_status(c) != KILN_OK) puts(sym_ctx_message(c));
  *     sym_ctx_destroy(c);
  *
- * A context is not thread-safe.
+ * A context is not thread-safe. All host memory comes from the context's allocator; nodes live
+ * until sym_ctx_destroy and belong to their context (never pass them to another).
+ *
+ * Statuses recorded by constructors: KILN_ERROR_INVALID_ARGUMENT (division or modulo by a
+ * constant 0, a bad Variable declaration or binding), KILN_ERROR_OVERFLOW (a constant or a
+ * bound that does not fit int64), KILN_ERROR_BUDGET_EXCEEDED (the step budget, default 200000
+ * steps per top-level call, or the nesting limit of constructor calls), and
+ * KILN_ERROR_OUT_OF_HOST_MEMORY.
+ *
+ * Canonical forms (what the renderings show): a sum is flat with its terms in creation order of
+ * their Variables/subexpressions and its constant last, "(x+(y*4)+3)"; a constant multiplier
+ * is on the right, "(x*4)"; products of non-constants are ordered by creation id, "(n*i)";
+ * comparisons with a constant keep the constant on the right, so x >= 3 reads "((x*-1)<-2)";
+ * a division or modulo by a negative constant moves the sign onto the dividend. A Variable of
+ * range [k, k] stays a Variable node but folds as k inside sums and products.
+ *
+ * Rendering (sym_render), one format everywhere:
+ *   constant  -3            Variable  n              bound node  (n:=4)
+ *   sum       (a+b-3)       product   (a*b)          floor div   (a//b)   floor mod  (a%b)
+ *   min/max   min(a, b)     compare   (a<b) (a==b) (a!=b)
+ *   logic     (a and b) (a or b) (not a)             select      (c ? a : b)
+ * Every compound node is parenthesised.
  */
 #ifndef KILN_SYMBOLIC_SYM_H
 #define KILN_SYMBOLIC_SYM_H
@@ -125,19 +146,25 @@ typedef struct sym_assignment {
 } sym_assignment;
 
 /* Evaluates n: Variables take their value from a (NULL: none), bound nodes their bound value.
- * An unassigned Variable, a value outside its range, division by zero or overflow is an error
- * recorded in err. */
+ * Errors, recorded in err (which may be NULL): an unassigned Variable KILN_ERROR_NOT_FOUND; a
+ * value outside its Variable's range or division by zero KILN_ERROR_INVALID_ARGUMENT; int64
+ * overflow KILN_ERROR_OVERFLOW. Select, and, or evaluate only the operand they need. */
 kiln_status sym_eval(const sym_node *n, const sym_assignment *a, int64_t *out, base_error *err);
-/* n with every from[i] (a Variable or bound node) replaced by to[i], simplified again. */
+/* n with every from[i] (a Variable or bound node) replaced by to[i], simplified again. A
+ * Variable in from also replaces the nodes that bind it. from[i] of another kind is
+ * KILN_ERROR_INVALID_ARGUMENT; a NULL to[i] gives NULL. */
 const sym_node *sym_substitute(sym_ctx *ctx, const sym_node *n, const sym_node *const *from,
                                const sym_node *const *to, size_t count);
 /* n with every bound node replaced by its Variable; the bound values are appended to
  * (vars, values) in order of first appearance, each Variable once (capacity cap; the return is
- * the number found, which may exceed cap). Used for kernel-cache keys. */
+ * the number found, which may exceed cap). Used for kernel-cache keys. One Variable
+ * bound to two different values in n is KILN_ERROR_INVALID_ARGUMENT (NULL). */
 const sym_node *sym_unbind_all(sym_ctx *ctx, const sym_node *n, const sym_node **vars,
                                int64_t *values, size_t cap, size_t *found);
-/* Writes a readable rendering ("((x*4)+y)//8", Python-like, floor semantics) into buf like
- * snprintf: returns the length it needs, always NUL-terminates when cap > 0. */
+/* Writes a readable rendering ("(((x*4)+y)//8)", Python-like, floor semantics; the format is
+ * listed at the top of this header) into buf like snprintf: returns the length it needs,
+ * always NUL-terminates when cap > 0; buf may be NULL when cap is 0. n NULL renders "<null>".
+ * The rendering is a tree: a subexpression shared n times is written n times. */
 size_t sym_render(const sym_node *n, char *buf, size_t cap);
 
 /* ---- guards -------------------------------------------------------------------------------- */
@@ -160,7 +187,8 @@ typedef struct sym_guard {
 /* True when the guard holds under a; false when it fails; an evaluation error is reported
  * through err and counts as failing. */
 bool sym_guard_check(const sym_guard *g, const sym_assignment *a, base_error *err);
-/* Renders "n % 4 == 0" and the like (snprintf contract). */
+/* Renders "8 <= n <= 16", "n == 12", "n % 4 == 0", or the expression itself for
+ * SYM_GUARD_TRUE (snprintf contract). */
 size_t sym_guard_render(const sym_guard *g, char *buf, size_t cap);
 
 #endif

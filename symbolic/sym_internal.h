@@ -17,9 +17,11 @@
  *   - a term is base or MUL(base, CONST coeff) with coeff not 0 or 1; a base is never a
  *     constant, a sum, or a MUL by a constant;
  *   - a product of non-constants is a left-deep chain of MUL ordered by creation id;
- *   - division and modulo by a constant have a positive constant divisor;
+ *   - division and modulo by a constant have a constant divisor > 1;
  *   - commutative operands are ordered by creation id, a constant operand on the right;
- *   - no node other than a Variable or bound node has vmin == vmax: it is a constant. */
+ *   - no node other than a Variable or bound node has vmin == vmax: it is a constant; and a
+ *     single-valued Variable or bound node enters every operation as its constant.
+ * Debug builds check the first four on every new node (check_canonical in node.c). */
 #ifndef KILN_SYMBOLIC_SYM_INTERNAL_H
 #define KILN_SYMBOLIC_SYM_INTERNAL_H
 
@@ -47,7 +49,8 @@ struct sym_ctx {
     uint64_t next_id;
     uint64_t budget; /* steps per top-level constructor call */
     uint64_t steps;
-    uint32_t depth; /* nesting of constructor calls */
+    uint32_t depth;           /* nesting of constructor calls */
+    kiln_status entry_status; /* the error status when the top-level call began */
 };
 
 typedef struct sym_kind_info {
@@ -63,17 +66,18 @@ BASE_HIDDEN extern const sym_kind_info sym_kinds[SYM_KIND_COUNT_];
 /* Records the first error; returns NULL so `return sym_fail(...)` reads naturally. */
 BASE_HIDDEN const sym_node *sym_fail(sym_ctx *ctx, kiln_status status, const char *fmt, ...)
     BASE_PRINTF(3, 4);
-/* Enters a constructor: false (nothing to undo) on a NULL operand or when the step budget or
- * the nesting limit is exhausted (then the error is recorded). sym_leave returns r. */
-BASE_HIDDEN bool sym_enter(sym_ctx *ctx, const sym_node *a, const sym_node *b, const sym_node *c);
+/* Enters a constructor with its operands (b, c NULL when absent): false (nothing to undo) on
+ * a NULL operand or when the step budget or the nesting limit is exhausted (then the error is
+ * recorded). A single-valued Variable or bound operand is replaced by its constant.
+ * sym_leave returns r. */
+BASE_HIDDEN bool sym_enter(sym_ctx *ctx, const sym_node **a, const sym_node **b,
+                           const sym_node **c);
 BASE_HIDDEN const sym_node *sym_leave(sym_ctx *ctx, const sym_node *r);
 /* The hash-consed node of kind over srcs (arity from the kind table) without simplification
  * beyond bounds: a node whose bounds are one value comes back as that constant. */
 BASE_HIDDEN const sym_node *sym_make(sym_ctx *ctx, sym_kind kind, const sym_node *a,
                                      const sym_node *b, const sym_node *c, int64_t value);
 BASE_HIDDEN const sym_node *sym_make_const(sym_ctx *ctx, int64_t value);
-/* Rebuilds a node of kind over new operands through the simplifying constructors. */
-BASE_HIDDEN const sym_node *sym_rebuild(sym_ctx *ctx, const sym_node *n, const sym_node *const *s);
 BASE_HIDDEN bool sym_is_k(const sym_node *n, int64_t value); /* n is the constant value */
 
 /* ---- bounds.c ---- */
@@ -112,8 +116,5 @@ BASE_HIDDEN void sym_term_split(const sym_node *n, const sym_node **base, int64_
 /* ---- divmod.c ---- */
 BASE_HIDDEN const sym_node *sym_div_impl(sym_ctx *ctx, const sym_node *a, const sym_node *b);
 BASE_HIDDEN const sym_node *sym_mod_impl(sym_ctx *ctx, const sym_node *a, const sym_node *b);
-
-/* ---- subst.c ---- */
-typedef const sym_node *(*sym_leaf_fn)(sym_ctx *ctx, const sym_node *leaf, void *user);
 
 #endif

@@ -9,11 +9,12 @@
 
 #include <stdlib.h>
 
-enum { NVARS = 4, POOL = 96, ASSIGNMENTS = 6 };
+enum { NVARS = 4, POOL = 256, ASSIGNMENTS = 6 };
 
 typedef enum op {
     OP_CONST,
     OP_VAR,
+    OP_BIND, /* a bound Variable: evaluates to its value k */
     OP_ADD,
     OP_SUB,
     OP_MUL,
@@ -49,6 +50,9 @@ typedef struct gen {
     int used;
     int64_t lo[NVARS], hi[NVARS];
     bool index_mode; /* non-negative Variables, larger constants: index arithmetic */
+    bool has_bind;   /* the tree holds a bound Variable */
+    bool deep;       /* adversarial: deep nests of div, mod, min, max only */
+    bool extreme;    /* Variables and constants near the ends of int64 */
 } gen;
 
 static uint64_t next_u64(uint64_t *s) { /* splitmix64 */
@@ -58,12 +62,15 @@ static uint64_t next_u64(uint64_t *s) { /* splitmix64 */
     return z ^ (z >> 31);
 }
 
-static int64_t rnd(gen *g, int64_t lo, int64_t hi) { /* inclusive */
-    return lo + (int64_t)(next_u64(&g->rng) % (uint64_t)(hi - lo + 1));
+static int64_t rnd(gen *g, int64_t lo, int64_t hi) { /* inclusive, any int64 range */
+    uint64_t span = (uint64_t)hi - (uint64_t)lo + 1, r = next_u64(&g->rng);
+    return (int64_t)((uint64_t)lo + (span ? r % span : r));
 }
 
 static int64_t nonzero(gen *g) {
-    int64_t k = g->index_mode ? rnd(g, -2, 64) : rnd(g, -9, 16);
+    int64_t k = g->extreme      ? rnd(g, -(INT64_C(1) << 40), INT64_C(1) << 40)
+                : g->index_mode ? rnd(g, -2, 64)
+                                : rnd(g, -9, 16);
     return k == 0 ? 4 : k;
 }
 
@@ -71,15 +78,26 @@ static const rnode *gen_expr(gen *g, int depth) {
     rnode *n = &g->pool[g->used++];
     *n = (rnode){0};
     if (depth == 0 || g->used + 3 >= POOL || rnd(g, 0, 9) < 2) {
-        n->op = rnd(g, 0, 2) == 0 ? OP_CONST : OP_VAR;
-        n->k = g->index_mode ? rnd(g, 0, 64) : rnd(g, -8, 20);
+        int64_t pick = rnd(g, 0, 9);
+        n->op = pick < 3 ? OP_CONST : pick == 3 ? OP_BIND : OP_VAR;
+        n->k = g->extreme      ? rnd(g, INT64_MIN, INT64_MAX)
+               : g->index_mode ? rnd(g, 0, 64)
+                               : rnd(g, -8, 20);
         n->var = (int)rnd(g, 0, NVARS - 1);
+        if (n->op == OP_BIND) {
+            n->k = rnd(g, g->lo[n->var], g->hi[n->var]);
+            g->has_bind = true;
+        }
         return n;
     }
+    static const op deep_ops[] = {OP_ADD, OP_MULC, OP_DIVC, OP_MODC, OP_DIV,  OP_MOD,
+                                  OP_MIN, OP_MAX,  OP_DIVC, OP_MODC, OP_DIVC, OP_MODC};
     n->op = (op)rnd(g, OP_ADD, OP_COUNT - 1);
     /* index arithmetic dominates: add, mul by constants, div and mod by constants */
     if (rnd(g, 0, 2) == 0)
         n->op = (op)(OP_ADD + rnd(g, 0, 5));
+    if (g->deep)
+        n->op = deep_ops[rnd(g, 0, (int64_t)BASE_COUNTOF(deep_ops) - 1)];
     n->k = n->op == OP_MULC ? rnd(g, -6, 12) : nonzero(g);
     n->a = gen_expr(g, depth - 1);
     if (n->op != OP_NOT && n->op != OP_NEG && n->op != OP_MULC && n->op != OP_DIVC &&
@@ -94,7 +112,7 @@ static const rnode *gen_expr(gen *g, int depth) {
  * overflow (the sample is then skipped). */
 static bool ref_eval(const rnode *n, const int64_t *v, int64_t *out) {
     int64_t x = 0, y = 0, z = 0;
-    if (n->op == OP_CONST) {
+    if (n->op == OP_CONST || n->op == OP_BIND) {
         *out = n->k;
         return true;
     }
@@ -159,14 +177,26 @@ static bool ref_eval(const rnode *n, const int64_t *v, int64_t *out) {
     }
 }
 
-static const sym_node *build(sym_ctx *c, const rnode *n, const sym_node *const *vars) {
+/* The tree through the constructors; mirror swaps the operands of every commutative
+ * operation (the result must be the same node). */
+static const sym_node *build_m(sym_ctx *c, const rnode *n, const sym_node *const *vars,
+                               bool mirror) {
     if (n->op == OP_CONST)
         return sym_const(c, n->k);
     if (n->op == OP_VAR)
         return vars[n->var];
-    const sym_node *a = build(c, n->a, vars);
-    const sym_node *b = n->b ? build(c, n->b, vars) : NULL;
-    const sym_node *d = n->c ? build(c, n->c, vars) : NULL;
+    if (n->op == OP_BIND)
+        return sym_bind(c, vars[n->var], n->k);
+    const sym_node *a = build_m(c, n->a, vars, mirror);
+    const sym_node *b = n->b ? build_m(c, n->b, vars, mirror) : NULL;
+    const sym_node *d = n->c ? build_m(c, n->c, vars, mirror) : NULL;
+    bool comm = n->op == OP_ADD || n->op == OP_MUL || n->op == OP_MIN || n->op == OP_MAX ||
+                n->op == OP_EQ || n->op == OP_NE || n->op == OP_AND || n->op == OP_OR;
+    if (mirror && comm) {
+        const sym_node *t = a;
+        a = b;
+        b = t;
+    }
     switch (n->op) {
     case OP_ADD:
         return sym_add(c, a, b);
@@ -211,9 +241,13 @@ static const sym_node *build(sym_ctx *c, const rnode *n, const sym_node *const *
     }
 }
 
+static const sym_node *build(sym_ctx *c, const rnode *n, const sym_node *const *vars) {
+    return build_m(c, n, vars, false);
+}
+
 static const char *const op_names[OP_COUNT] = {
-    "k",   "v", "+",  "-",  "*",  "*",   "//", "%",   "//",    "%",  "min",
-    "max", "<", "<=", "==", "!=", "and", "or", "not", "where", "neg"};
+    "k",   "v",   "bind", "+",  "-",  "*",  "*",   "//", "%",   "//",    "%",
+    "min", "max", "<",    "<=", "==", "!=", "and", "or", "not", "where", "neg"};
 
 static void ref_print(const rnode *n, char *buf, size_t cap) {
     size_t len = strlen(buf);
@@ -223,8 +257,9 @@ static void ref_print(const rnode *n, char *buf, size_t cap) {
         snprintf(buf + len, cap - len, "%lld", (long long)n->k);
         return;
     }
-    if (n->op == OP_VAR) {
-        snprintf(buf + len, cap - len, "v%d", n->var);
+    if (n->op == OP_VAR || n->op == OP_BIND) {
+        snprintf(buf + len, cap - len, n->op == OP_VAR ? "v%d" : "(v%d:=%lld)", n->var,
+                 (long long)n->k);
         return;
     }
     snprintf(buf + len, cap - len, "(%s ", op_names[n->op]);
@@ -284,7 +319,7 @@ static bool check_one(sym_ctx *c, gen *g, const sym_node *const *vars, const rno
             report(seed, iter, r, s, g, v, "value outside bounds");
             return false;
         }
-        if (k == 2) { /* substitution by the values folds to the same constant */
+        if (k == 2 && !g->has_bind) { /* substitution by the values folds to the constant */
             const sym_node *to[NVARS];
             for (int i = 0; i < NVARS; i++)
                 to[i] = sym_const(c, v[i]);
@@ -305,11 +340,26 @@ static uint64_t env_u64(const char *name, uint64_t def) {
     return s && *s ? strtoull(s, NULL, 10) : def;
 }
 
-static void test_symbolic_property_random_expressions_match_reference(void **state) {
-    (void)state;
-    uint64_t seed = env_u64("KILN_SYM_SEED", 20261122);
-    long count = (long)env_u64("KILN_SYM_COUNT", 100000);
-    gen g = {.rng = seed};
+typedef enum mode { MODE_MIXED, MODE_DEEP, MODE_EXTREME } mode;
+
+static void pick_ranges(gen *g, long iter) {
+    g->index_mode = iter % 2 == 1;
+    for (int i = 0; i < NVARS; i++) {
+        if (g->extreme) {
+            g->lo[i] = rnd(g, -(INT64_C(1) << 62), INT64_C(1) << 62);
+            g->hi[i] = g->lo[i] + rnd(g, 0, INT64_C(1) << (i * 20));
+            continue;
+        }
+        g->lo[i] = g->index_mode ? 0 : rnd(g, -12, 12);
+        g->hi[i] = g->lo[i] + rnd(g, 0, i == 0 ? 3 : g->index_mode ? 300 : 40);
+    }
+}
+
+/* count random expressions from seed; deep: adversarial nests of depth 6 to 9; extreme:
+ * values near the ends of int64 (overflow must be an error, never undefined behaviour). */
+static void run_property(uint64_t seed, long count, mode which) {
+    bool deep = which == MODE_DEEP;
+    gen g = {.rng = seed, .deep = deep, .extreme = which == MODE_EXTREME};
     stats st = {0};
     sym_ctx *c = NULL;
     const sym_node *vars[NVARS];
@@ -318,16 +368,15 @@ static void test_symbolic_property_random_expressions_match_reference(void **sta
             sym_ctx_destroy(c);
             assert_int_equal(sym_ctx_create(NULL, &c), KILN_OK);
         }
-        g.index_mode = iter % 2 == 1;
+        pick_ranges(&g, iter);
         for (int i = 0; i < NVARS; i++) {
             char name[32];
-            g.lo[i] = g.index_mode ? 0 : rnd(&g, -12, 12);
-            g.hi[i] = g.lo[i] + rnd(&g, 0, i == 0 ? 3 : g.index_mode ? 300 : 40);
             snprintf(name, sizeof name, "v%d_%ld", i, iter);
             vars[i] = sym_var(c, name, g.lo[i], g.hi[i]);
         }
         g.used = 0;
-        const rnode *r = gen_expr(&g, (int)rnd(&g, 1, 5));
+        g.has_bind = false;
+        const rnode *r = gen_expr(&g, deep ? (int)rnd(&g, 6, 9) : (int)rnd(&g, 1, 5));
         const sym_node *s = build(c, r, vars);
         if (!s) { /* division by a zero constant, or bounds beyond int64 */
             kiln_status why = sym_ctx_status(c);
@@ -340,16 +389,49 @@ static void test_symbolic_property_random_expressions_match_reference(void **sta
         st.built++;
         if (iter % 16 == 0) /* hash-consing: the same tree gives the same node */
             assert_ptr_equal(build(c, r, vars), s);
+        if (iter % 16 == 1) { /* commutative operands in either order: the same node */
+            const sym_node *m = build_m(c, r, vars, true);
+            if (m != s) {
+                int64_t v[NVARS] = {0};
+                report(seed, iter, r, m, &g, v, "mirrored tree gives another node");
+                report(seed, iter, r, s, &g, v, "(the original)");
+                fail_msg("hash-consing is order-dependent");
+            }
+        }
         if (!check_one(c, &g, vars, r, s, seed, iter, &st))
             fail_msg("property failed (seed %llu, expression %ld)", (unsigned long long)seed, iter);
     }
     sym_ctx_destroy(c);
     fprintf(stderr,
-            "property: %ld expressions built, %ld build errors, %ld samples checked, "
+            "property%s: %ld expressions built, %ld build errors, %ld samples checked, "
             "%ld skipped\n",
+            deep        ? " (deep)"
+            : g.extreme ? " (extreme)"
+                        : "",
             st.built, st.build_errors, st.samples, st.skipped);
-    assert_true(st.built >= count * 9 / 10);
-    assert_true(st.samples >= count * 3);
+    assert_true(st.built >= count * (g.extreme ? 2 : 8) / 10);
+    assert_true(st.samples >= count * (g.extreme ? 1 : 3));
+}
+
+static void test_symbolic_property_random_expressions_match_reference(void **state) {
+    (void)state;
+    run_property(env_u64("KILN_SYM_SEED", 20261122), (long)env_u64("KILN_SYM_COUNT", 100000),
+                 MODE_MIXED);
+}
+
+/* Budget errors are not among the allowed build errors: every nest builds within it. */
+static void test_symbolic_property_deep_random_nests_within_budget(void **state) {
+    (void)state;
+    run_property(env_u64("KILN_SYM_SEED", 20261122) + 1,
+                 (long)env_u64("KILN_SYM_COUNT", 100000) / 10, MODE_DEEP);
+}
+
+/* Near the ends of int64 every build either succeeds or reports KILN_ERROR_OVERFLOW (or a
+ * division by a zero constant); run under UBSan this proves no signed overflow happens. */
+static void test_symbolic_property_extreme_values_overflow_cleanly(void **state) {
+    (void)state;
+    run_property(env_u64("KILN_SYM_SEED", 20261122) + 2,
+                 (long)env_u64("KILN_SYM_COUNT", 100000) / 5, MODE_EXTREME);
 }
 
 /* ---- termination ------------------------------------------------------------------------ */
@@ -407,6 +489,8 @@ static void test_symbolic_property_tiny_budget_fails_cleanly(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         T(test_symbolic_property_random_expressions_match_reference),
+        T(test_symbolic_property_deep_random_nests_within_budget),
+        T(test_symbolic_property_extreme_values_overflow_cleanly),
         T(test_symbolic_property_adversarial_nesting_terminates),
         T(test_symbolic_property_deep_sums_of_divisions_terminate),
         T(test_symbolic_property_tiny_budget_fails_cleanly),
