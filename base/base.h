@@ -62,7 +62,8 @@ typedef struct base_error {
  * wins). Returns status, so `return base_error_set(err, ...)` reads naturally. err may be NULL. */
 kiln_status base_error_set(base_error *err, kiln_status status, const char *fmt, ...)
     BASE_PRINTF(3, 4);
-kiln_status base_error_setv(base_error *err, kiln_status status, const char *fmt, va_list ap);
+kiln_status base_error_setv(base_error *err, kiln_status status, const char *fmt, va_list ap)
+    BASE_PRINTF(3, 0);
 /* Overwrites any earlier error (for the last-call message of a handle). */
 kiln_status base_error_reset(base_error *err, kiln_status status, const char *fmt, ...)
     BASE_PRINTF(3, 4);

@@ -39,7 +39,7 @@ const char *shape_ctx_message(const shape_ctx *ctx) {
     return ctx ? base_error_message(&ctx->err) : "no shape context";
 }
 
-kiln_status sh_fail(shape_ctx *ctx, kiln_status status, const char *fmt, ...) {
+kiln_status shape_fail(shape_ctx *ctx, kiln_status status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     base_error_clear(&ctx->err);
@@ -48,23 +48,36 @@ kiln_status sh_fail(shape_ctx *ctx, kiln_status status, const char *fmt, ...) {
     return status;
 }
 
-kiln_status sh_sym_status(shape_ctx *ctx) {
-    kiln_status s = sym_ctx_status(ctx->sym);
-    if (s != KILN_OK)
-        return sh_fail(ctx, s, "symbolic: %s", sym_ctx_message(ctx->sym));
-    return KILN_OK;
+kiln_status shape_null(shape_ctx *ctx, const char *fmt, ...) {
+    if (sym_ctx_status(ctx->sym) != KILN_OK)
+        return shape_sym_status(ctx);
+    va_list ap;
+    va_start(ap, fmt);
+    base_error_clear(&ctx->err);
+    base_error_setv(&ctx->err, KILN_ERROR_INVALID_ARGUMENT, fmt, ap);
+    va_end(ap);
+    return KILN_ERROR_INVALID_ARGUMENT;
 }
 
-const sym_node *sh_c(shape_ctx *ctx, int64_t v) {
+kiln_status shape_sym_status(shape_ctx *ctx) {
+    kiln_status s = sym_ctx_status(ctx->sym);
+    if (s == KILN_OK)
+        return KILN_OK;
+    shape_fail(ctx, s, "symbolic: %s", sym_ctx_message(ctx->sym));
+    sym_ctx_clear_error(ctx->sym); /* reported here; the next operation starts clean */
+    return s;
+}
+
+const sym_node *shape_k(shape_ctx *ctx, int64_t v) {
     return sym_const(ctx->sym, v);
 }
 
-bool sh_is(const sym_node *n, int64_t v) {
+bool shape_is(const sym_node *n, int64_t v) {
     int64_t x;
     return n && sym_is_const(n, &x) && x == v;
 }
 
-bool sh_value(const sym_node *n, int64_t *v) {
+bool shape_value(const sym_node *n, int64_t *v) {
     if (!n)
         return false;
     if (sym_is_const(n, v))
@@ -74,7 +87,7 @@ bool sh_value(const sym_node *n, int64_t *v) {
     return sym_eval(n, NULL, v, &err) == KILN_OK;
 }
 
-bool sh_prove_le(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
+bool shape_prove_le(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
     if (!a || !b)
         return false;
     if (a == b || sym_vmax(a) <= sym_vmin(b))
@@ -83,48 +96,48 @@ bool sh_prove_le(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
     return d && sym_vmin(d) >= 0;
 }
 
-bool sh_prove_lt(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
-    return sh_prove_le(ctx, sym_add_c(ctx->sym, a, 1), b);
+bool shape_prove_lt(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
+    return shape_prove_le(ctx, sym_add_c(ctx->sym, a, 1), b);
 }
 
-bool sh_refute_le(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
+bool shape_refute_le(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
     if (!a || !b)
         return false;
-    if (sh_prove_lt(ctx, b, a))
+    if (shape_prove_lt(ctx, b, a))
         return true;
     int64_t x, y;
-    return sh_value(a, &x) && sh_value(b, &y) && x > y;
+    return shape_value(a, &x) && shape_value(b, &y) && x > y;
 }
 
-kiln_status sh_axis(shape_ctx *ctx, int32_t dim, uint32_t ndim, uint32_t *out) {
+kiln_status shape_axis(shape_ctx *ctx, int32_t dim, uint32_t ndim, uint32_t *out) {
     int64_t d = dim;
     if (d < 0)
         d += (int64_t)ndim;
     if (d < 0 || d >= (int64_t)ndim)
-        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                       "dimension %d out of range for a view of %u dimensions", (int)dim, ndim);
+        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                          "dimension %d out of range for a view of %u dimensions", (int)dim, ndim);
     *out = (uint32_t)d;
     return KILN_OK;
 }
 
-void sh_contig_strides(shape_ctx *ctx, uint32_t ndim, const sym_node *const *shape, bool torch,
-                       const sym_node **strides) {
-    const sym_node *acc = sh_c(ctx, 1);
+void shape_contig_strides(shape_ctx *ctx, uint32_t ndim, const sym_node *const *shape, bool torch,
+                          const sym_node **strides) {
+    const sym_node *acc = shape_k(ctx, 1);
     for (uint32_t i = ndim; i-- > 0;) {
-        strides[i] = (!torch && sh_is(shape[i], 1)) ? sh_c(ctx, 0) : acc;
+        strides[i] = (!torch && shape_is(shape[i], 1)) ? shape_k(ctx, 0) : acc;
         const sym_node *s = shape[i];
         if (torch && sym_vmin(s) < 1)
-            s = sym_max(ctx->sym, s, sh_c(ctx, 1));
+            s = sym_max(ctx->sym, s, shape_k(ctx, 1));
         acc = sym_mul(ctx->sym, acc, s);
     }
 }
 
-void sh_user_fresh(shape_ctx *ctx, shape_view *v) {
-    sh_contig_strides(ctx, v->ndim, v->shape, true, v->user_strides);
-    v->user_offset = sh_c(ctx, 0);
+void shape_user_fresh(shape_ctx *ctx, shape_view *v) {
+    shape_contig_strides(ctx, v->ndim, v->shape, true, v->user_strides);
+    v->user_offset = shape_k(ctx, 0);
 }
 
-bool sh_all_const(const shape_view *v) {
+bool shape_all_const(const shape_view *v) {
     if (!sym_is_const(v->offset, NULL))
         return false;
     for (uint32_t i = 0; i < v->ndim; i++) {
@@ -137,24 +150,103 @@ bool sh_all_const(const shape_view *v) {
     return true;
 }
 
+/* ---- equality by exhaustion ---------------------------------------------------------------- */
+
+enum { EQ_MAX_VARS = 2, EQ_MAX_POINTS = 1024, EQ_MAX_NODES = 128 };
+
+/* The free Variables of n (at most EQ_MAX_VARS); false when there are more or n is large. */
+static bool collect_vars(const sym_node *n, const sym_node **vars, size_t *nv) {
+    const sym_node *stack[EQ_MAX_NODES], *seen[EQ_MAX_NODES];
+    size_t sp = 0, ns = 0;
+    stack[sp++] = n;
+    while (sp > 0) {
+        const sym_node *x = stack[--sp];
+        bool dup = false;
+        for (size_t i = 0; i < ns && !dup; i++)
+            dup = seen[i] == x;
+        if (dup)
+            continue;
+        if (ns == EQ_MAX_NODES)
+            return false;
+        seen[ns++] = x;
+        if (sym_node_kind(x) == SYM_VAR) {
+            if (*nv == EQ_MAX_VARS)
+                return false;
+            vars[(*nv)++] = x;
+        }
+        for (uint32_t i = 0; i < sym_node_arity(x); i++) {
+            if (sp == EQ_MAX_NODES)
+                return false;
+            stack[sp++] = sym_node_src(x, i);
+        }
+    }
+    return true;
+}
+
+/* d == 0 at every point of the Variables' ranges (at most EQ_MAX_POINTS of them). */
+static bool zero_everywhere(const sym_node *d, const sym_node *const *vars, size_t nv) {
+    int64_t lo[EQ_MAX_VARS], hi[EQ_MAX_VARS], val[EQ_MAX_VARS];
+    uint64_t points = 1;
+    for (size_t i = 0; i < nv; i++) {
+        sym_var_info(vars[i], NULL, &lo[i], &hi[i]);
+        if (hi[i] - lo[i] >= EQ_MAX_POINTS ||
+            (points *= (uint64_t)(hi[i] - lo[i] + 1)) > EQ_MAX_POINTS)
+            return false;
+        val[i] = lo[i];
+    }
+    sym_assignment as = {vars, val, nv};
+    for (uint64_t p = 0; p < points; p++) {
+        uint64_t r = p;
+        for (size_t i = 0; i < nv; i++) {
+            uint64_t span = (uint64_t)(hi[i] - lo[i] + 1);
+            val[i] = lo[i] + (int64_t)(r % span);
+            r /= span;
+        }
+        int64_t x;
+        base_error err;
+        base_error_clear(&err);
+        if (sym_eval(d, &as, &x, &err) != KILN_OK || x != 0)
+            return false;
+    }
+    return true;
+}
+
+bool shape_prove_eq(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
+    if (!a || !b)
+        return false;
+    if (a == b)
+        return true;
+    const sym_node *d = sym_sub(ctx->sym, a, b);
+    if (!d)
+        return false;
+    if (sym_vmin(d) == 0 && sym_vmax(d) == 0)
+        return true;
+    /* bound Variables count as Variables: the answer must hold for every binding */
+    size_t found = 0;
+    d = sym_unbind_all(ctx->sym, d, NULL, NULL, 0, &found);
+    const sym_node *vars[EQ_MAX_VARS];
+    size_t nv = 0;
+    return d && collect_vars(d, vars, &nv) && zero_everywhere(d, vars, nv);
+}
+
 /* ---- canonical form ---------------------------------------------------------------------- */
 
 static void canon_zero_all(shape_ctx *ctx, shape_view *v) {
     for (uint32_t i = 0; i < v->ndim; i++)
-        v->strides[i] = sh_c(ctx, 0);
-    v->offset = sh_c(ctx, 0);
+        v->strides[i] = shape_k(ctx, 0);
+    v->offset = shape_k(ctx, 0);
 }
 
 /* A mask that admits nothing in some dimension admits nothing at all: (0,0) everywhere. */
 static bool canon_empty_mask(shape_ctx *ctx, shape_view *v) {
     bool empty = false;
     for (uint32_t i = 0; i < v->ndim && !empty; i++)
-        empty = sh_prove_le(ctx, v->mask_end[i], v->mask_begin[i]);
+        empty = shape_prove_le(ctx, v->mask_end[i], v->mask_begin[i]);
     if (!empty)
         return false;
     canon_zero_all(ctx, v);
     for (uint32_t i = 0; i < v->ndim; i++)
-        v->mask_begin[i] = v->mask_end[i] = sh_c(ctx, 0);
+        v->mask_begin[i] = v->mask_end[i] = shape_k(ctx, 0);
     return true;
 }
 
@@ -164,18 +256,18 @@ static void canon_mask(shape_ctx *ctx, shape_view *v) {
     bool full = true;
     for (uint32_t i = 0; i < v->ndim; i++) {
         /* clamp the mask into [0, size] */
-        if (!sh_prove_le(ctx, sh_c(ctx, 0), v->mask_begin[i]))
-            v->mask_begin[i] = sym_max(ctx->sym, v->mask_begin[i], sh_c(ctx, 0));
-        if (!sh_prove_le(ctx, v->mask_end[i], v->shape[i]))
+        if (!shape_prove_le(ctx, shape_k(ctx, 0), v->mask_begin[i]))
+            v->mask_begin[i] = sym_max(ctx->sym, v->mask_begin[i], shape_k(ctx, 0));
+        if (!shape_prove_le(ctx, v->mask_end[i], v->shape[i]))
             v->mask_end[i] = sym_min(ctx->sym, v->mask_end[i], v->shape[i]);
-        bool dim_full = sh_is(v->mask_begin[i], 0) && v->mask_end[i] == v->shape[i];
+        bool dim_full = shape_is(v->mask_begin[i], 0) && v->mask_end[i] == v->shape[i];
         full = full && dim_full;
         /* exactly one valid index b: the stride moves into the offset */
         const sym_node *len = sym_sub(ctx->sym, v->mask_end[i], v->mask_begin[i]);
-        if (!dim_full && sh_is(len, 1) && !sh_is(v->strides[i], 0)) {
+        if (!dim_full && shape_is(len, 1) && !shape_is(v->strides[i], 0)) {
             v->offset =
                 sym_add(ctx->sym, v->offset, sym_mul(ctx->sym, v->strides[i], v->mask_begin[i]));
-            v->strides[i] = sh_c(ctx, 0);
+            v->strides[i] = shape_k(ctx, 0);
         }
     }
     if (full) {
@@ -186,19 +278,19 @@ static void canon_mask(shape_ctx *ctx, shape_view *v) {
 }
 
 static bool canon_is_contiguous(shape_ctx *ctx, const shape_view *v) {
-    if (v->masked || !sh_is(v->offset, 0))
+    if (v->masked || !shape_is(v->offset, 0))
         return false;
     const sym_node *want[SHAPE_MAX_DIMS];
-    sh_contig_strides(ctx, v->ndim, v->shape, false, want);
+    shape_contig_strides(ctx, v->ndim, v->shape, false, want);
     for (uint32_t i = 0; i < v->ndim; i++)
         if (want[i] != v->strides[i])
             return false;
     return true;
 }
 
-void sh_canon(shape_ctx *ctx, shape_view *v) {
+void shape_canon(shape_ctx *ctx, shape_view *v) {
     for (uint32_t i = 0; i < v->ndim; i++) {
-        if (sh_is(v->shape[i], 0)) {
+        if (shape_is(v->shape[i], 0)) {
             canon_zero_all(ctx, v);
             v->masked = false;
             memset(v->mask_begin, 0, sizeof(v->mask_begin));
@@ -208,14 +300,14 @@ void sh_canon(shape_ctx *ctx, shape_view *v) {
         }
     }
     for (uint32_t i = 0; i < v->ndim; i++)
-        if (sh_is(v->shape[i], 1))
-            v->strides[i] = sh_c(ctx, 0);
+        if (shape_is(v->shape[i], 1))
+            v->strides[i] = shape_k(ctx, 0);
     if (v->masked)
         canon_mask(ctx, v);
     v->contiguous = canon_is_contiguous(ctx, v);
 }
 
-kiln_status sh_finish(shape_ctx *ctx, const shape_view *v, shape_view *out) {
+kiln_status shape_finish(shape_ctx *ctx, const shape_view *v, shape_view *out) {
     bool ok = v->offset && v->user_offset;
     for (uint32_t i = 0; i < v->ndim && ok; i++) {
         ok = v->shape[i] && v->strides[i] && v->user_strides[i];
@@ -223,10 +315,30 @@ kiln_status sh_finish(shape_ctx *ctx, const shape_view *v, shape_view *out) {
             ok = ok && v->mask_begin[i] && v->mask_end[i];
     }
     if (!ok) {
-        kiln_status s = sh_sym_status(ctx);
-        return s != KILN_OK ? s : sh_fail(ctx, KILN_ERROR_INTERNAL, "a view field was not built");
+        kiln_status s = shape_sym_status(ctx);
+        return s != KILN_OK ? s
+                            : shape_fail(ctx, KILN_ERROR_INTERNAL, "a view field was not built");
     }
     *out = *v;
+    return KILN_OK;
+}
+
+kiln_status shape_check_view(shape_ctx *ctx, const shape_view *v) {
+    bool ok = v && v->ndim <= SHAPE_MAX_DIMS && v->offset && v->user_offset;
+    for (uint32_t i = 0; ok && i < v->ndim; i++) {
+        ok = v->shape[i] && v->strides[i] && v->user_strides[i];
+        ok = ok && (!v->masked || (v->mask_begin[i] && v->mask_end[i]));
+    }
+    return ok ? KILN_OK
+              : shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                           "not a view made by shape/ (NULL, rank or field missing)");
+}
+
+kiln_status shape_check_tracker(shape_ctx *ctx, const shape_tracker *t) {
+    if (!t || t->nviews < 1 || t->nviews > SHAPE_MAX_VIEWS)
+        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "not a tracker (view count)");
+    for (uint32_t k = 0; k < t->nviews; k++)
+        SHAPE_CHECK(shape_check_view(ctx, &t->views[k]));
     return KILN_OK;
 }
 
@@ -243,7 +355,7 @@ bool shape_view_equal(const shape_view *a, const shape_view *b) {
 }
 
 const sym_node *shape_view_numel(shape_ctx *ctx, const shape_view *v) {
-    const sym_node *n = sh_c(ctx, 1);
+    const sym_node *n = shape_k(ctx, 1);
     for (uint32_t i = 0; i < v->ndim; i++)
         n = sym_mul(ctx->sym, n, v->shape[i]);
     return n;

@@ -177,7 +177,7 @@ static kiln_status merge_general(shape_ctx *ctx, const shape_view *vm2, const sh
         bool same = p.ngroups == p.n2;
         const sym_node *gs[SHAPE_MAX_DIMS];
         for (uint32_t g = 0; g < p.ngroups; g++) {
-            gs[g] = sh_c(ctx, p.gsize[p.ngroups - 1 - g]);
+            gs[g] = shape_k(ctx, p.gsize[p.ngroups - 1 - g]);
             same = same && gs[g] == vm2->shape[g];
         }
         if (!same) {
@@ -196,7 +196,7 @@ static kiln_status merge_general(shape_ctx *ctx, const shape_view *vm2, const sh
         if (!mask_is_full(&p, nb, ne)) {
             const sym_node *b[SHAPE_MAX_DIMS], *e[SHAPE_MAX_DIMS];
             for (uint32_t d = 0; d < p.n1; d++)
-                b[d] = sh_c(ctx, nb[d]), e[d] = sh_c(ctx, ne[d]);
+                b[d] = shape_k(ctx, nb[d]), e[d] = shape_k(ctx, ne[d]);
             shape_view m;
             kiln_status s =
                 shape_view_make(ctx, p.n1, vm1->shape, vm1->strides, vm1->offset, b, e, &m);
@@ -208,13 +208,34 @@ static kiln_status merge_general(shape_ctx *ctx, const shape_view *vm2, const sh
     sym_ctx *sc = ctx->sym;
     const sym_node *st[SHAPE_MAX_DIMS], *off = vm2->offset;
     for (uint32_t d1 = 0; d1 < p.n1; d1++) {
-        st[d1] = sh_c(ctx, 0);
+        st[d1] = shape_k(ctx, 0);
         for (uint32_t k = 0; k < p.n2; k++)
             st[d1] = sym_add(sc, st[d1], sym_mul_c(sc, vm2->strides[k], p.delta[k][d1]));
     }
     for (uint32_t k = 0; k < p.n2; k++)
         off = sym_add(sc, off, sym_mul_c(sc, vm2->strides[k], p.origin[k]));
     kiln_status s = shape_view_make(ctx, p.n1, vm1->shape, st, off, NULL, NULL, out);
+    *ok = s == KILN_OK;
+    return s;
+}
+
+/* The outer view reads only logical element 0 of the inner one (offset 0, every stride 0):
+ * the result reads the inner view at (0, ..., 0), whatever the inner shape (symbolic too). */
+static kiln_status merge_broadcast_first(shape_ctx *ctx, const shape_view *vm2,
+                                         const shape_view *vm1, shape_view *out, bool *ok) {
+    if (!shape_is(vm1->offset, 0) || vm1->masked)
+        return KILN_OK;
+    for (uint32_t i = 0; i < vm1->ndim; i++)
+        if (!shape_is(vm1->strides[i], 0))
+            return KILN_OK;
+    bool inside = true;
+    for (uint32_t i = 0; vm2->masked && i < vm2->ndim; i++)
+        inside = inside && shape_is(vm2->mask_begin[i], 0) &&
+                 shape_prove_le(ctx, shape_k(ctx, 1), vm2->mask_end[i]);
+    if (!inside)
+        return KILN_OK;
+    kiln_status s =
+        shape_view_make(ctx, vm1->ndim, vm1->shape, vm1->strides, vm2->offset, NULL, NULL, out);
     *ok = s == KILN_OK;
     return s;
 }
@@ -244,7 +265,7 @@ static kiln_status merge_rec(shape_ctx *ctx, const shape_view *vm2, const shape_
     if (depth > MERGE_DEPTH)
         return KILN_OK;
     for (uint32_t i = 0; i < vm1->ndim; i++) {
-        if (sh_is(vm1->shape[i], 0)) {
+        if (shape_is(vm1->shape[i], 0)) {
             *out = *vm1;
             *ok = true;
             return KILN_OK;
@@ -259,13 +280,25 @@ static kiln_status merge_rec(shape_ctx *ctx, const shape_view *vm2, const shape_
         return shape_view_reshape(ctx, vm2, vm1->ndim, vm1->shape, out, ok);
     if (vm1->masked)
         return merge_masked(ctx, vm2, vm1, out, ok, depth);
+    kiln_status s = merge_broadcast_first(ctx, vm2, vm1, out, ok);
+    if (s != KILN_OK || *ok)
+        return s;
     return merge_general(ctx, vm2, vm1, out, ok, depth);
 }
 
 kiln_status shape_view_merge(shape_ctx *ctx, const shape_view *inner, const shape_view *outer,
                              shape_view *out, bool *ok) {
+    SHAPE_CHECK(shape_check_view(ctx, outer));
+    SHAPE_CHECK(shape_check_view(ctx, inner));
     shape_view m;
+    base_error saved = ctx->err;
     kiln_status s = merge_rec(ctx, inner, outer, &m, ok, 0);
+    if (s == KILN_ERROR_INVALID_ARGUMENT || s == KILN_ERROR_UNSUPPORTED ||
+        s == KILN_ERROR_LIMIT_EXCEEDED) {
+        /* a step inside declined (a mask empty only for the bound value, ...): no merge */
+        ctx->err = saved;
+        s = KILN_OK, *ok = false;
+    }
     if (s != KILN_OK || !*ok) {
         *ok = false;
         return s;
@@ -286,33 +319,54 @@ kiln_status shape_tracker_from_view(const shape_view *v, shape_tracker *out) {
 }
 
 const shape_view *shape_tracker_last(const shape_tracker *t) {
-    return &t->views[t->nviews - 1];
+    return t && t->nviews >= 1 && t->nviews <= SHAPE_MAX_VIEWS ? &t->views[t->nviews - 1] : NULL;
 }
 
 bool shape_tracker_contiguous(const shape_tracker *t) {
-    return t->nviews == 1 && t->views[0].contiguous;
+    return t && t->nviews == 1 && t->views[0].contiguous;
+}
+
+/* Merges views[k] and views[k+1] of t into one when exact; *merged says whether it did. */
+static kiln_status merge_pair(shape_ctx *ctx, shape_tracker *t, uint32_t k, bool *merged) {
+    shape_view m;
+    kiln_status s = shape_view_merge(ctx, &t->views[k], &t->views[k + 1], &m, merged);
+    if (s != KILN_OK || !*merged)
+        return s;
+    t->views[k] = m;
+    for (uint32_t j = k + 1; j + 1 < t->nviews; j++)
+        t->views[j] = t->views[j + 1];
+    t->nviews--;
+    return KILN_OK;
 }
 
 kiln_status shape_tracker_simplify(shape_ctx *ctx, const shape_tracker *in, shape_tracker *out) {
+    SHAPE_CHECK(shape_check_tracker(ctx, in));
     shape_tracker t = *in;
-    while (t.nviews >= 2) {
-        shape_view m;
-        bool ok;
-        kiln_status s = shape_view_merge(ctx, &t.views[t.nviews - 2], &t.views[t.nviews - 1], &m,
-                                         &ok);
-        if (s != KILN_OK)
-            return s;
-        if (!ok)
-            break;
-        t.nviews--;
-        t.views[t.nviews - 1] = m;
+    bool merged = true;
+    while (merged && t.nviews >= 2) { /* any adjacent pair, the outermost first */
+        merged = false;
+        for (uint32_t k = t.nviews - 1; k-- > 0 && !merged;) {
+            kiln_status s = merge_pair(ctx, &t, k, &merged);
+            if (s != KILN_OK)
+                return s;
+        }
     }
     *out = t;
     return KILN_OK;
 }
 
+kiln_status shape_tracker_replace_last(shape_ctx *ctx, const shape_tracker *in,
+                                       const shape_view *last, shape_tracker *out) {
+    SHAPE_CHECK(shape_check_view(ctx, last));
+    SHAPE_CHECK(shape_check_tracker(ctx, in));
+    shape_tracker t = *in;
+    t.views[t.nviews - 1] = *last;
+    return shape_tracker_simplify(ctx, &t, out);
+}
+
 kiln_status shape_tracker_reshape(shape_ctx *ctx, const shape_tracker *in, uint32_t ndim,
                                   const sym_node *const *sizes, shape_tracker *out) {
+    SHAPE_CHECK(shape_check_tracker(ctx, in));
     shape_tracker t = *in;
     shape_view *last = &t.views[t.nviews - 1];
     bool ok;
@@ -321,9 +375,14 @@ kiln_status shape_tracker_reshape(shape_ctx *ctx, const shape_tracker *in, uint3
         return s;
     if (!ok) {
         if (t.nviews >= SHAPE_MAX_VIEWS)
-            return sh_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED, "reshape: more than %d views",
-                           (int)SHAPE_MAX_VIEWS);
-        s = shape_view_contiguous(ctx, ndim, sizes, &t.views[t.nviews]);
+            return shape_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED, "reshape: more than %d views",
+                              (int)SHAPE_MAX_VIEWS);
+        shape_view *nv = &t.views[t.nviews];
+        s = shape_view_contiguous(ctx, ndim, sizes, nv);
+        if (s != KILN_OK)
+            return s;
+        shape_reshape_user(ctx, last, ndim, sizes, nv); /* what torch reports for the reshape */
+        s = shape_finish(ctx, nv, nv);
         if (s != KILN_OK)
             return s;
         t.nviews++;

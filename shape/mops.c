@@ -41,18 +41,19 @@ static kiln_status apply_view_op(shape_ctx *ctx, const shape_view *in, const sha
     case SHAPE_OP_RESHAPE:
         break;
     }
-    return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "movement op: wrong kind or rank");
+    return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "movement op: wrong kind or rank");
 }
 
 kiln_status shape_tracker_apply(shape_ctx *ctx, const shape_tracker *in, const shape_op *op,
                                 shape_tracker *out) {
+    SHAPE_CHECK(shape_check_tracker(ctx, in));
     if (op->kind == SHAPE_OP_RESHAPE)
         return shape_tracker_reshape(ctx, in, op->ndim, op->a, out);
-    shape_tracker t = *in;
-    kiln_status s = apply_view_op(ctx, shape_tracker_last(in), op, &t.views[t.nviews - 1]);
+    shape_view v;
+    kiln_status s = apply_view_op(ctx, shape_tracker_last(in), op, &v);
     if (s != KILN_OK)
         return s;
-    return shape_tracker_simplify(ctx, &t, out);
+    return shape_tracker_replace_last(ctx, in, &v, out);
 }
 
 /* ---- building the op list -------------------------------------------------------------------- */
@@ -98,16 +99,21 @@ static bool read_layout(const shape_view *v, layout *l) {
     return true;
 }
 
-/* The lowest element addressed and the span up to the highest. */
-static void layout_span(const layout *l, int64_t *lo, int64_t *span) {
-    int64_t q = l->offset, s = 1;
+/* The lowest element addressed and the span up to the highest; false on overflow. */
+static bool layout_span(const layout *l, int64_t *lo, int64_t *span) {
+    int64_t q = l->offset, s = 1, t;
     for (uint32_t i = 0; i < l->n; i++) {
-        q += l->b[i] * l->stride[i];
-        if (l->stride[i] < 0)
-            q += (l->real[i] - 1) * l->stride[i];
-        s += (l->real[i] - 1) * (l->stride[i] < 0 ? -l->stride[i] : l->stride[i]);
+        int64_t a = l->stride[i], r = l->real[i] - 1;
+        if (__builtin_mul_overflow(l->b[i], a, &t) || __builtin_add_overflow(q, t, &q) ||
+            __builtin_mul_overflow(r, a, &t))
+            return false;
+        if (a < 0 && __builtin_add_overflow(q, t, &q))
+            return false;
+        if (__builtin_add_overflow(s, t < 0 ? -t : t, &s))
+            return false;
     }
     *lo = q, *span = s;
+    return __builtin_add_overflow(q, s, &t) == 0;
 }
 
 static void emit_unfolds(shape_ctx *ctx, opbuf *b, const layout *l, uint32_t *ord, uint32_t k,
@@ -121,8 +127,8 @@ static void emit_unfolds(shape_ctx *ctx, opbuf *b, const layout *l, uint32_t *or
         if (!op)
             return;
         op->axes[0] = (int32_t)j; /* the last axis so far */
-        op->a[0] = sh_c(ctx, rest);
-        op->b[0] = sh_c(ctx, a);
+        op->a[0] = shape_k(ctx, rest);
+        op->b[0] = shape_k(ctx, a);
     }
 }
 
@@ -153,14 +159,14 @@ static void emit_arrange(shape_ctx *ctx, opbuf *b, const layout *l, const uint32
     if (!r)
         return;
     for (uint32_t j = 0; j < k; j++) {
-        r->a[j] = sh_c(ctx, l->real[ord[j]]);
+        r->a[j] = shape_k(ctx, l->real[ord[j]]);
         pos[ord[j]] = (int32_t)j;
         used[ord[j]] = true;
     }
     uint32_t next = k;
     for (uint32_t i = 0; i < l->n; i++) {
         if (!used[i]) {
-            r->a[next] = sh_c(ctx, 1);
+            r->a[next] = shape_k(ctx, 1);
             pos[i] = (int32_t)next++;
         }
     }
@@ -176,7 +182,7 @@ static void emit_finish(shape_ctx *ctx, opbuf *b, const layout *l, const uint32_
         real[ord[j]] = true;
     shape_op *e = push(b, SHAPE_OP_EXPAND, l->n);
     for (uint32_t i = 0; e && i < l->n; i++) {
-        e->a[i] = sh_c(ctx, real[i] ? l->real[i] : (l->real[i] > 1 ? l->real[i] : 1));
+        e->a[i] = shape_k(ctx, real[i] ? l->real[i] : (l->real[i] > 1 ? l->real[i] : 1));
         any_expand = any_expand || (!real[i] && l->real[i] > 1);
     }
     if (e && !any_expand)
@@ -193,8 +199,8 @@ static void emit_finish(shape_ctx *ctx, opbuf *b, const layout *l, const uint32_
         return;
     shape_op *p = push(b, SHAPE_OP_PAD, l->n);
     for (uint32_t i = 0; p && i < l->n; i++) {
-        p->a[i] = sh_c(ctx, l->b[i]);
-        p->b[i] = sh_c(ctx, l->shape[i] - l->e[i]);
+        p->a[i] = shape_k(ctx, l->b[i]);
+        p->b[i] = shape_k(ctx, l->shape[i] - l->e[i]);
     }
 }
 
@@ -202,13 +208,13 @@ static void emit_finish(shape_ctx *ctx, opbuf *b, const layout *l, const uint32_
 static void emit_empty(shape_ctx *ctx, opbuf *b, const layout *l, bool zero_size) {
     shape_op *r = push(b, SHAPE_OP_RESHAPE, l->n);
     for (uint32_t i = 0; r && i < l->n; i++)
-        r->a[i] = sh_c(ctx, zero_size ? l->shape[i] : (i == 0 ? 0 : 1));
+        r->a[i] = shape_k(ctx, zero_size ? l->shape[i] : (i == 0 ? 0 : 1));
     if (zero_size)
         return;
     shape_op *p = push(b, SHAPE_OP_PAD, l->n);
     for (uint32_t i = 0; p && i < l->n; i++) {
-        p->a[i] = sh_c(ctx, 0);
-        p->b[i] = sh_c(ctx, i == 0 ? l->shape[i] : l->shape[i] - 1);
+        p->a[i] = shape_k(ctx, 0);
+        p->b[i] = shape_k(ctx, i == 0 ? l->shape[i] : l->shape[i] - 1);
     }
 }
 
@@ -224,7 +230,7 @@ static bool view_is_empty(const layout *l, bool *zero_size) {
 
 static kiln_status verify(shape_ctx *ctx, const shape_view *v, const shape_op *ops, uint32_t n,
                           int64_t base) {
-    const sym_node *bs = sh_c(ctx, base);
+    const sym_node *bs = shape_k(ctx, base);
     shape_view b;
     shape_tracker t;
     kiln_status s = shape_view_contiguous(ctx, 1, &bs, &b);
@@ -235,37 +241,43 @@ static kiln_status verify(shape_ctx *ctx, const shape_view *v, const shape_op *o
     if (s != KILN_OK)
         return s;
     if (t.nviews != 1 || !shape_view_equal(&t.views[0], v))
-        return sh_fail(ctx, KILN_ERROR_INTERNAL, "to_movement_ops: rebuilt view differs");
+        return shape_fail(ctx, KILN_ERROR_INTERNAL, "to_movement_ops: rebuilt view differs");
     return KILN_OK;
 }
 
 kiln_status shape_view_to_movement_ops(shape_ctx *ctx, const shape_view *v, shape_op *ops,
                                        uint32_t cap, uint32_t *count, int64_t *base_size) {
+    SHAPE_CHECK(shape_check_view(ctx, v));
     layout l;
     if (!read_layout(v, &l))
-        return sh_fail(ctx, KILN_ERROR_UNSUPPORTED, "to_movement_ops: symbolic view");
+        return shape_fail(ctx, KILN_ERROR_UNSUPPORTED, "to_movement_ops: symbolic view");
     opbuf b = {ops, cap, 0, false};
     bool zero_size;
     int64_t lo = 0, span = 0;
     if (view_is_empty(&l, &zero_size)) {
         emit_empty(ctx, &b, &l, zero_size);
     } else {
-        layout_span(&l, &lo, &span);
+        if (!layout_span(&l, &lo, &span))
+            return shape_fail(ctx, KILN_ERROR_OVERFLOW, "to_movement_ops: extent overflows");
         if (lo < 0)
-            return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                           "to_movement_ops: the view addresses a negative element");
+            return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                              "to_movement_ops: the view addresses a negative element");
         shape_op *sh = push(&b, SHAPE_OP_SHRINK, 1);
         if (sh)
-            sh->a[0] = sh_c(ctx, lo), sh->b[0] = sh_c(ctx, lo + span);
+            sh->a[0] = shape_k(ctx, lo), sh->b[0] = shape_k(ctx, lo + span);
         uint32_t ord[SHAPE_MAX_DIMS];
         uint32_t k = real_dims(&l, ord);
+        if (k >= SHAPE_MAX_DIMS) /* the unfold chain carries one extra (window) dimension */
+            return shape_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED,
+                              "to_movement_ops: %u moving dimensions (at most %d)", k,
+                              (int)SHAPE_MAX_DIMS - 1);
         emit_unfolds(ctx, &b, &l, ord, k, span);
         emit_arrange(ctx, &b, &l, ord, k);
         emit_finish(ctx, &b, &l, ord, k);
     }
     if (b.overflow)
-        return sh_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED, "to_movement_ops: more than %u ops", cap);
-    kiln_status s = sh_sym_status(ctx);
+        return shape_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED, "to_movement_ops: more than %u ops", cap);
+    kiln_status s = shape_sym_status(ctx);
     if (s == KILN_OK)
         s = verify(ctx, v, ops, b.n, lo + span);
     if (s != KILN_OK)

@@ -4,20 +4,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ALIAS_ENUM_LIMIT = 1 << 30 }; /* hard cap on enumeration */
+enum { ALIAS_ENUM_LIMIT = 1 << 30 };        /* hard cap on enumeration */
 #define SPAN_LIMIT ((uint64_t)1 << 24)      /* bitset analysis up to this many offsets */
 #define SPAN_WORK_LIMIT ((uint64_t)1 << 26) /* and this many word operations */
 
 bool shape_view_is_dense(const shape_view *v) {
+    if (v->contiguous)
+        return true;
     if (v->masked)
         return false;
     /* canonical strides are row-major iff each equals size*stride of the next non-1 dim */
     int64_t acc = 1;
     for (uint32_t i = v->ndim; i-- > 0;) {
         int64_t s, st;
-        if (sh_is(v->shape[i], 0))
+        if (shape_is(v->shape[i], 0))
             return true;
-        if (sh_is(v->shape[i], 1))
+        if (shape_is(v->shape[i], 1))
             continue;
         if (!sym_is_const(v->shape[i], &s) || !sym_is_const(v->strides[i], &st) || st != acc)
             return false;
@@ -28,13 +30,14 @@ bool shape_view_is_dense(const shape_view *v) {
 }
 
 kiln_status shape_view_dense_permutation(shape_ctx *ctx, const shape_view *v, int32_t *perm) {
+    SHAPE_CHECK(shape_check_view(ctx, v));
     int32_t p[SHAPE_MAX_DIMS];
     int64_t key[SHAPE_MAX_DIMS];
     for (uint32_t i = 0; i < v->ndim; i++) {
         p[i] = (int32_t)i;
         key[i] = INT64_MAX; /* size-1 dims first: any place works */
-        if (!sh_is(v->shape[i], 1) && !sym_is_const(v->strides[i], &key[i]))
-            return sh_fail(ctx, KILN_ERROR_NOT_FOUND, "dense permutation: symbolic stride");
+        if (!shape_is(v->shape[i], 1) && !sym_is_const(v->strides[i], &key[i]))
+            return shape_fail(ctx, KILN_ERROR_NOT_FOUND, "dense permutation: symbolic stride");
     }
     for (uint32_t i = 1; i < v->ndim; i++) { /* stable insertion sort, stride descending */
         for (uint32_t j = i; j > 0 && key[p[j - 1]] < key[p[j]]; j--) {
@@ -48,12 +51,13 @@ kiln_status shape_view_dense_permutation(shape_ctx *ctx, const shape_view *v, in
     if (s != KILN_OK)
         return s;
     if (!shape_view_is_dense(&t))
-        return sh_fail(ctx, KILN_ERROR_NOT_FOUND, "no permutation makes this view dense");
+        return shape_fail(ctx, KILN_ERROR_NOT_FOUND, "no permutation makes this view dense");
     memcpy(perm, p, v->ndim * sizeof(*p));
     return KILN_OK;
 }
 
-/* ---- self-aliasing ---------------------------------------------------------------------------- */
+/* ---- self-aliasing ----------------------------------------------------------------------------
+ */
 
 static int cmp_i64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -79,10 +83,10 @@ static bool effective_dims(const shape_view *v, dimset *d) {
     d->n = 0;
     for (uint32_t i = 0; i < v->ndim; i++) {
         int64_t s, st, b = 0, e;
-        if (!sh_value(v->shape[i], &s) || !sh_value(v->strides[i], &st))
+        if (!shape_value(v->shape[i], &s) || !shape_value(v->strides[i], &st))
             return false;
         e = s;
-        if (v->masked && (!sh_value(v->mask_begin[i], &b) || !sh_value(v->mask_end[i], &e)))
+        if (v->masked && (!shape_value(v->mask_begin[i], &b) || !shape_value(v->mask_end[i], &e)))
             return false;
         if (e - b <= 0)
             return d->n = 0, true; /* nothing valid */
@@ -213,6 +217,8 @@ static shape_alias span_bitset(shape_ctx *ctx, const dimset *d) {
 
 shape_alias shape_view_self_alias(shape_ctx *ctx, const shape_view *v) {
     dimset d;
+    if (shape_check_view(ctx, v) != KILN_OK)
+        return SHAPE_ALIAS_MAYBE;
     if (!effective_dims(v, &d))
         return SHAPE_ALIAS_MAYBE;
     if (pair_witness(&d))
@@ -230,15 +236,15 @@ shape_alias shape_view_self_alias(shape_ctx *ctx, const shape_view *v) {
 
 static bool eval_view(const shape_view *v, const int64_t *idx, int64_t *addr, bool *valid) {
     int64_t a, x, y;
-    if (!sh_value(v->offset, &a))
+    if (!shape_value(v->offset, &a))
         return false;
     *valid = true;
     for (uint32_t i = 0; i < v->ndim; i++) {
-        if (!sh_value(v->strides[i], &x))
+        if (!shape_value(v->strides[i], &x) || __builtin_mul_overflow(x, idx[i], &x) ||
+            __builtin_add_overflow(a, x, &a))
             return false;
-        a += x * idx[i];
         if (v->masked) {
-            if (!sh_value(v->mask_begin[i], &x) || !sh_value(v->mask_end[i], &y))
+            if (!shape_value(v->mask_begin[i], &x) || !shape_value(v->mask_end[i], &y))
                 return false;
             *valid = *valid && x <= idx[i] && idx[i] < y;
         }
@@ -256,7 +262,7 @@ static bool eval_tracker(const shape_tracker *t, int64_t k, int64_t *addr, bool 
         int64_t idx[SHAPE_MAX_DIMS], s, r = flat;
         bool ok;
         for (uint32_t i = v->ndim; i-- > 0;) {
-            if (!sh_value(v->shape[i], &s) || s <= 0)
+            if (!shape_value(v->shape[i], &s) || s <= 0)
                 return false;
             idx[i] = r % s;
             r /= s;
@@ -270,6 +276,8 @@ static bool eval_tracker(const shape_tracker *t, int64_t k, int64_t *addr, bool 
 }
 
 shape_alias shape_tracker_self_alias(shape_ctx *ctx, const shape_tracker *t) {
+    if (shape_check_tracker(ctx, t) != KILN_OK)
+        return SHAPE_ALIAS_MAYBE;
     if (t->nviews == 1)
         return shape_view_self_alias(ctx, &t->views[0]);
     bool all_none = true;
@@ -279,7 +287,7 @@ shape_alias shape_tracker_self_alias(shape_ctx *ctx, const shape_tracker *t) {
         return SHAPE_ALIAS_NONE;
     int64_t n;
     const sym_node *numel = shape_view_numel(ctx, shape_tracker_last(t));
-    if (!numel || !sh_value(numel, &n) || (uint64_t)n > ctx->alias_enum_limit ||
+    if (!numel || !shape_value(numel, &n) || (uint64_t)n > ctx->alias_enum_limit ||
         n > ALIAS_ENUM_LIMIT)
         return SHAPE_ALIAS_MAYBE;
     int64_t *addr = base_malloc(&ctx->alloc, (size_t)(n ? n : 1) * sizeof(*addr));
@@ -299,4 +307,21 @@ shape_alias shape_tracker_self_alias(shape_ctx *ctx, const shape_tracker *t) {
         res = alias_of_list(addr, m);
     base_free(&ctx->alloc, addr, (size_t)(n ? n : 1) * sizeof(*addr));
     return res;
+}
+
+/* ---- real strides ---------------------------------------------------------------------------- */
+
+kiln_status shape_tracker_real_strides(shape_ctx *ctx, const shape_tracker *t,
+                                       const sym_node **out) {
+    SHAPE_CHECK(shape_check_tracker(ctx, t));
+    shape_tracker s;
+    kiln_status st = shape_tracker_simplify(ctx, t, &s);
+    if (st != KILN_OK)
+        return st;
+    const shape_view *v = shape_tracker_last(&s);
+    for (uint32_t i = 0; i < v->ndim; i++) {
+        bool full = !v->masked || (shape_is(v->mask_begin[i], 0) && v->mask_end[i] == v->shape[i]);
+        out[i] = s.nviews == 1 && full ? v->strides[i] : NULL;
+    }
+    return KILN_OK;
 }

@@ -16,7 +16,7 @@ typedef struct chunk {
 } chunk;
 
 static bool mask_len1(shape_ctx *ctx, const shape_view *v, uint32_t i) {
-    return v->masked && sh_is(sym_sub(ctx->sym, v->mask_end[i], v->mask_begin[i]), 1);
+    return v->masked && shape_is(sym_sub(ctx->sym, v->mask_end[i], v->mask_begin[i]), 1);
 }
 
 /* The chunks of v, outermost first; returns their count. */
@@ -26,10 +26,10 @@ static uint32_t merge_chunks(shape_ctx *ctx, const shape_view *v, chunk *ch) {
     bool merging = false;
     for (uint32_t i = 0; i < v->ndim; i++) {
         const sym_node *s = v->shape[i], *st = v->strides[i];
-        if (i > 0 && sh_is(s, 1))
+        if (i > 0 && shape_is(s, 1))
             continue;
         if (n == 0) {
-            ch[n++] = (chunk){s, st, sh_is(st, 0) ? sh_c(ctx, 0) : s};
+            ch[n++] = (chunk){s, st, shape_is(st, 0) ? shape_k(ctx, 0) : s};
         } else if (merging || ch[n - 1].stride == sym_mul(sc, s, st)) {
             chunk *c = &ch[n - 1];
             c->real = merging ? s : sym_mul(sc, c->real, s);
@@ -38,7 +38,7 @@ static uint32_t merge_chunks(shape_ctx *ctx, const shape_view *v, chunk *ch) {
         } else {
             ch[n++] = (chunk){s, st, s};
         }
-        merging = v->masked ? mask_len1(ctx, v, i) : sh_is(s, 1);
+        merging = v->masked ? mask_len1(ctx, v, i) : shape_is(s, 1);
     }
     return n;
 }
@@ -49,28 +49,29 @@ static bool contract(shape_ctx *ctx, const chunk *ch, uint32_t nch, uint32_t ndi
     sym_ctx *sc = ctx->sym;
     uint32_t j = ndim;
     for (uint32_t c = nch; c-- > 0;) {
-        const sym_node *acc = sh_c(ctx, 1), *st = ch[c].stride;
-        while (acc != ch[c].size) {
-            if (j == 0 || sh_prove_lt(ctx, ch[c].size, acc))
+        const sym_node *acc = shape_k(ctx, 1), *st = ch[c].stride;
+        while (acc != ch[c].size && !shape_prove_eq(ctx, acc, ch[c].size)) {
+            if (j == 0 || shape_prove_lt(ctx, ch[c].size, acc))
                 return false;
             j--;
             strides[j] = sym_mul(sc, st, acc);
             acc = sym_mul(sc, acc, sizes[j]);
             if (!acc)
                 return false;
-            if (ch[c].real != ch[c].size && sh_prove_le(ctx, ch[c].real, acc))
-                st = sh_c(ctx, 0);
+            if (ch[c].real != ch[c].size && shape_prove_le(ctx, ch[c].real, acc))
+                st = shape_k(ctx, 0);
         }
     }
     for (; j > 0; j--) {
-        if (!sh_is(sizes[j - 1], 1))
+        if (!shape_is(sizes[j - 1], 1))
             return false;
-        strides[j - 1] = sh_c(ctx, 0);
+        strides[j - 1] = shape_k(ctx, 0);
     }
     return true;
 }
 
-/* ---- the mask of a reshape (constants) -------------------------------------------------------- */
+/* ---- the mask of a reshape (constants) --------------------------------------------------------
+ */
 
 typedef struct rcursor {
     const int64_t *v;
@@ -133,7 +134,7 @@ static bool masked_reshape(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
                            shape_view *v) {
     int64_t os[SHAPE_MAX_DIMS], ob[SHAPE_MAX_DIMS], oe[SHAPE_MAX_DIMS], ns[SHAPE_MAX_DIMS];
     int64_t nb[SHAPE_MAX_DIMS], ne[SHAPE_MAX_DIMS];
-    if (!sh_all_const(in) || !consts(sizes, ndim, ns))
+    if (!shape_all_const(in) || !consts(sizes, ndim, ns))
         return false;
     consts(in->shape, in->ndim, os);
     consts(in->mask_begin, in->ndim, ob);
@@ -146,50 +147,52 @@ static bool masked_reshape(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
         off = sym_add(sc, off, sym_mul(sc, in->mask_begin[i], in->strides[i]));
     v->masked = true;
     for (uint32_t i = 0; i < ndim; i++) {
-        v->mask_begin[i] = sh_c(ctx, nb[i]);
-        v->mask_end[i] = sh_c(ctx, ne[i]);
+        v->mask_begin[i] = shape_k(ctx, nb[i]);
+        v->mask_end[i] = shape_k(ctx, ne[i]);
         off = sym_sub(sc, off, sym_mul_c(sc, strides[i], nb[i]));
     }
     v->offset = off;
     return true;
 }
 
-/* ---- PyTorch's view rule ------------------------------------------------------------------------ */
+/* ---- PyTorch's view rule ------------------------------------------------------------------------
+ */
 
-/* ATen's computeStride over constants: false when torch.view would fail. */
+/* ATen's computeStride over constants: false when torch.view would fail (or on overflow). */
 static bool compute_stride(const int64_t *os, const int64_t *ost, uint32_t on, const int64_t *ns,
                            uint32_t nn, int64_t *nst) {
-    if (on == 0) {
-        for (uint32_t i = 0; i < nn; i++)
-            nst[i] = 1;
-        return true;
-    }
     int64_t numel = 1;
     for (uint32_t i = 0; i < on; i++)
-        numel *= os[i];
-    if (numel == 0) { /* contiguous strides of the new shape, sizes clamped to >= 1 */
+        if (__builtin_mul_overflow(numel, os[i], &numel))
+            return false;
+    if (on == 0 || numel == 0) { /* 0-d: all 1; numel 0: contiguous with sizes clamped to >= 1 */
         int64_t acc = 1;
         for (uint32_t i = nn; i-- > 0;) {
-            nst[i] = acc;
-            acc *= ns[i] > 1 ? ns[i] : 1;
+            nst[i] = on == 0 ? 1 : acc;
+            if (on && __builtin_mul_overflow(acc, ns[i] > 1 ? ns[i] : 1, &acc))
+                return false;
         }
         return true;
     }
-    int64_t view_d = (int64_t)nn - 1, base = ost[on - 1], tnumel = 1, vnumel = 1;
+    int64_t view_d = (int64_t)nn - 1, base = ost[on - 1], tnumel = 1, vnumel = 1, t;
     for (int64_t td = (int64_t)on - 1; td >= 0; td--) {
-        tnumel *= os[td];
-        if (td == 0 || (os[td - 1] != 1 && ost[td - 1] != tnumel * base)) {
-            while (view_d >= 0 && (vnumel < tnumel || ns[view_d] == 1)) {
-                nst[view_d] = vnumel * base;
-                vnumel *= ns[view_d];
-                view_d--;
-            }
-            if (vnumel != tnumel)
+        if (__builtin_mul_overflow(tnumel, os[td], &tnumel))
+            return false;
+        bool cut = td == 0 || (os[td - 1] != 1 &&
+                               (__builtin_mul_overflow(tnumel, base, &t) || ost[td - 1] != t));
+        if (!cut)
+            continue;
+        while (view_d >= 0 && (vnumel < tnumel || ns[view_d] == 1)) {
+            if (__builtin_mul_overflow(vnumel, base, &nst[view_d]) ||
+                __builtin_mul_overflow(vnumel, ns[view_d], &vnumel))
                 return false;
-            if (td > 0) {
-                base = ost[td - 1];
-                tnumel = vnumel = 1;
-            }
+            view_d--;
+        }
+        if (vnumel != tnumel)
+            return false;
+        if (td > 0) {
+            base = ost[td - 1];
+            tnumel = vnumel = 1;
         }
     }
     return view_d == -1;
@@ -197,7 +200,7 @@ static bool compute_stride(const int64_t *os, const int64_t *ost, uint32_t on, c
 
 static bool values(const sym_node *const *in, uint32_t n, int64_t *out) {
     for (uint32_t i = 0; i < n; i++)
-        if (!sh_value(in[i], &out[i]))
+        if (!shape_value(in[i], &out[i]))
             return false;
     return true;
 }
@@ -211,27 +214,30 @@ bool shape_view_torch_can_view(shape_ctx *ctx, const shape_view *in, uint32_t nd
     if (!compute_stride(os, ost, in->ndim, ns, ndim, nst))
         return false;
     for (uint32_t i = 0; strides_out && i < ndim; i++)
-        strides_out[i] = sh_c(ctx, nst[i]);
+        strides_out[i] = shape_k(ctx, nst[i]);
     return true;
 }
 
-/* ---- reshape ---------------------------------------------------------------------------------- */
+/* ---- reshape ----------------------------------------------------------------------------------
+ */
 
 static kiln_status check_numel(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
                                const sym_node *const *sizes) {
-    const sym_node *a = shape_view_numel(ctx, in), *b = sh_c(ctx, 1);
+    const sym_node *a = shape_view_numel(ctx, in), *b = shape_k(ctx, 1);
     for (uint32_t i = 0; i < ndim; i++) {
-        if (!sizes[i] || sh_refute_le(ctx, sh_c(ctx, 0), sizes[i]))
-            return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "reshape: size %u is invalid", i);
+        if (!sizes[i])
+            return shape_null(ctx, "reshape: size %u is NULL", i);
+        if (shape_refute_le(ctx, shape_k(ctx, 0), sizes[i]))
+            return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "reshape: size %u is invalid", i);
         b = sym_mul(ctx->sym, b, sizes[i]);
     }
     if (!a || !b)
-        return sh_sym_status(ctx);
+        return shape_sym_status(ctx);
     int64_t x, y;
-    if (a == b || (sh_value(a, &x) && sh_value(b, &y) && x == y))
+    if (shape_prove_eq(ctx, a, b) || (shape_value(a, &x) && shape_value(b, &y) && x == y))
         return KILN_OK;
-    return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                   "reshape: the number of elements differs (or cannot be proved equal)");
+    return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                      "reshape: the number of elements differs (or cannot be proved equal)");
 }
 
 static bool same_shape(const shape_view *in, uint32_t ndim, const sym_node *const *sizes) {
@@ -245,13 +251,68 @@ static bool same_shape(const shape_view *in, uint32_t ndim, const sym_node *cons
 
 static bool any_zero(const shape_view *v) {
     for (uint32_t i = 0; i < v->ndim; i++)
-        if (sh_is(v->shape[i], 0))
+        if (shape_is(v->shape[i], 0))
             return true;
     return false;
 }
 
 static bool mask_empty(const shape_view *v) {
-    return v->masked && v->ndim > 0 && sh_is(v->mask_end[0], 0);
+    return v->masked && v->ndim > 0 && shape_is(v->mask_end[0], 0);
+}
+
+/* A reshape that only inserts or removes size-1 dims keeps every other dim as it is (works
+ * with symbolic sizes and masks). False when it is not such a reshape. */
+static bool reshape_ones(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
+                         const sym_node *const *sizes, shape_view *v) {
+    uint32_t j = 0;
+    for (uint32_t i = 0; i < ndim; i++) {
+        if (shape_is(sizes[i], 1)) {
+            v->strides[i] = shape_k(ctx, 0);
+            v->mask_begin[i] = shape_k(ctx, 0), v->mask_end[i] = shape_k(ctx, 1);
+            continue;
+        }
+        for (; j < in->ndim && shape_is(in->shape[j], 1); j++)
+            if (in->masked && !(shape_is(in->mask_begin[j], 0) && shape_is(in->mask_end[j], 1)))
+                return false;
+        if (j >= in->ndim || in->shape[j] != sizes[i])
+            return false;
+        v->strides[i] = in->strides[j];
+        v->mask_begin[i] = in->mask_begin[j], v->mask_end[i] = in->mask_end[j];
+        j++;
+    }
+    for (; j < in->ndim; j++)
+        if (!shape_is(in->shape[j], 1) ||
+            (in->masked && !(shape_is(in->mask_begin[j], 0) && shape_is(in->mask_end[j], 1))))
+            return false;
+    v->masked = in->masked;
+    if (!v->masked)
+        memset(v->mask_begin, 0, sizeof(v->mask_begin)),
+            memset(v->mask_end, 0, sizeof(v->mask_end));
+    v->offset = in->offset;
+    return true;
+}
+
+/* Same rank, every size equal to the old one by value (bound Variables at their values): the
+ * new sizes replace the old ones, strides and mask kept (tinygrad's rule for a symbolic
+ * reshape of a view; the binding asserts the equality). */
+static bool reshape_rename(const shape_view *in, uint32_t ndim, const sym_node *const *sizes,
+                           shape_view *v) {
+    if (in->ndim != ndim)
+        return false;
+    for (uint32_t i = 0; i < ndim; i++) {
+        int64_t a, b;
+        if (sizes[i] != in->shape[i] &&
+            !(shape_value(sizes[i], &a) && shape_value(in->shape[i], &b) && a == b))
+            return false;
+    }
+    memcpy(v->strides, in->strides, sizeof(v->strides));
+    v->offset = in->offset;
+    v->masked = in->masked;
+    for (uint32_t i = 0; in->masked && i < ndim; i++) {
+        v->mask_begin[i] = in->mask_begin[i];
+        v->mask_end[i] = in->mask_end[i] == in->shape[i] ? sizes[i] : in->mask_end[i];
+    }
+    return true;
 }
 
 /* The view part of a reshape; false when one view cannot express it. */
@@ -261,8 +322,8 @@ static bool reshape_view(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
     v->ndim = ndim;
     memcpy(v->shape, sizes, ndim * sizeof(*sizes));
     if (any_zero(in) || in->contiguous) {
-        sh_contig_strides(ctx, ndim, v->shape, false, v->strides);
-        v->offset = sh_c(ctx, 0);
+        shape_contig_strides(ctx, ndim, v->shape, false, v->strides);
+        v->offset = shape_k(ctx, 0);
         return true;
     }
     if (mask_empty(in)) { /* all padding: any strides, every mask (0,0) */
@@ -270,11 +331,15 @@ static bool reshape_view(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
             return false;
         v->masked = true;
         for (uint32_t i = 0; i < ndim; i++) {
-            v->strides[i] = v->mask_begin[i] = v->mask_end[i] = sh_c(ctx, 0);
+            v->strides[i] = v->mask_begin[i] = v->mask_end[i] = shape_k(ctx, 0);
         }
-        v->offset = sh_c(ctx, 0);
+        v->offset = shape_k(ctx, 0);
         return true;
     }
+    if (reshape_ones(ctx, in, ndim, sizes, v) || reshape_rename(in, ndim, sizes, v))
+        return true;
+    memset(v->mask_begin, 0, sizeof(v->mask_begin));
+    memset(v->mask_end, 0, sizeof(v->mask_end));
     chunk ch[SHAPE_MAX_DIMS];
     uint32_t nch = merge_chunks(ctx, in, ch);
     if (!contract(ctx, ch, nch, ndim, sizes, v->strides))
@@ -283,20 +348,21 @@ static bool reshape_view(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
     return !in->masked || masked_reshape(ctx, in, ndim, sizes, v->strides, v);
 }
 
-static void reshape_user(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
-                         const sym_node *const *sizes, shape_view *v) {
+void shape_reshape_user(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
+                        const sym_node *const *sizes, shape_view *v) {
     if (shape_view_torch_can_view(ctx, in, ndim, sizes, v->user_strides)) {
         v->user_offset = in->user_offset;
         return;
     }
-    sh_user_fresh(ctx, v); /* torch.reshape copies: a new contiguous tensor */
+    shape_user_fresh(ctx, v); /* torch.reshape copies: a new contiguous tensor */
 }
 
 kiln_status shape_view_reshape(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
                                const sym_node *const *sizes, shape_view *out, bool *ok) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     *ok = false;
     if (ndim > SHAPE_MAX_DIMS)
-        return sh_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED, "reshape: %u dimensions", ndim);
+        return shape_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED, "reshape: %u dimensions", ndim);
     kiln_status s = check_numel(ctx, in, ndim, sizes);
     if (s != KILN_OK)
         return s;
@@ -307,10 +373,10 @@ kiln_status shape_view_reshape(shape_ctx *ctx, const shape_view *in, uint32_t nd
     }
     shape_view v;
     if (!reshape_view(ctx, in, ndim, sizes, &v))
-        return sh_sym_status(ctx);
-    reshape_user(ctx, in, ndim, sizes, &v);
-    sh_canon(ctx, &v);
-    s = sh_finish(ctx, &v, out);
+        return shape_sym_status(ctx);
+    shape_reshape_user(ctx, in, ndim, sizes, &v);
+    shape_canon(ctx, &v);
+    s = shape_finish(ctx, &v, out);
     *ok = s == KILN_OK;
     return s;
 }

@@ -28,7 +28,9 @@
  * copies; every operation reads its input and writes a new value through its out-parameter.
  * On failure the out-parameter is left untouched, the status says what failed and
  * shape_ctx_message() holds the message of the most recent failure. No operation aborts on
- * caller input. A shape_ctx (and its sym_ctx) is not thread-safe.
+ * caller input. An error the sym_ctx records while an operation runs (overflow of a constant,
+ * out of memory) is returned by that operation, its message copied, and cleared from the
+ * sym_ctx. A shape_ctx (and its sym_ctx) is not thread-safe.
  *
  * Canonical form. Every view an operation returns is canonical, so equal views compare equal
  * with shape_view_equal:
@@ -108,7 +110,8 @@ kiln_status shape_view_as_strided(shape_ctx *ctx, uint32_t ndim, const sym_node 
                                   const sym_node *const *strides, const sym_node *offset,
                                   const sym_node *storage_size, shape_view *out);
 /* torch.empty_strided: the view at offset 0 and the storage it needs (highest + 1, 0 when a
- * size is 0). Negative strides are accepted (NumPy); the lowest element must then be >= 0. */
+ * size is 0). A negative stride (which PyTorch refuses) would address an element before the
+ * storage at offset 0 and is rejected like any view leaving its storage. */
 kiln_status shape_view_empty_strided(shape_ctx *ctx, uint32_t ndim, const sym_node *const *sizes,
                                      const sym_node *const *strides, shape_view *out,
                                      const sym_node **storage_size);
@@ -170,7 +173,9 @@ kiln_status shape_view_reshape(shape_ctx *ctx, const shape_view *in, uint32_t nd
  * succeed, with the strides torch would report in strides_out (may be NULL). */
 bool shape_view_torch_can_view(shape_ctx *ctx, const shape_view *in, uint32_t ndim,
                                const sym_node *const *sizes, const sym_node **strides_out);
-/* Merge two stacked views (inner nearest the storage) into one; *ok false when not exact. */
+/* Merge two stacked views (inner nearest the storage) into one; *ok false when not exact.
+ * Contiguous views, masked outer views and broadcasts of one element merge with symbolic
+ * values; the general projection needs constant outer views and constant inner sizes. */
 kiln_status shape_view_merge(shape_ctx *ctx, const shape_view *inner, const shape_view *outer,
                              shape_view *out, bool *ok);
 
@@ -180,8 +185,10 @@ kiln_status shape_view_merge(shape_ctx *ctx, const shape_view *inner, const shap
  * logical index idx[0..ndim-1] (any expressions, typically Variables in [0, size-1]). */
 kiln_status shape_view_index(shape_ctx *ctx, const shape_view *v, const sym_node *const *idx,
                              const sym_node **index, const sym_node **valid);
-/* Lowest and highest storage element any valid logical index addresses. *empty true (and
- * lo/hi NULL) when the view addresses nothing (numel 0 or everything masked). */
+/* Lowest and highest storage element any valid logical index addresses: offset plus, per
+ * dim, the first or last valid index times the stride, whichever is lower (higher). *empty
+ * true (and lo/hi NULL) when the view addresses nothing (a size or a mask range of 0, bound
+ * Variables read at their values). */
 kiln_status shape_view_extent(shape_ctx *ctx, const shape_view *v, const sym_node **lo,
                               const sym_node **hi, bool *empty);
 /* KILN_OK when every addressed element lies in [0, storage_size) (an empty view always). */
@@ -190,7 +197,8 @@ kiln_status shape_view_check_storage(shape_ctx *ctx, const shape_view *v,
 
 /* ---- queries ------------------------------------------------------------------------------ */
 
-/* Dense row-major and unmasked, at any offset (PyTorch's is_contiguous). */
+/* Dense row-major and unmasked, at any offset (PyTorch's is_contiguous). Decided on constant
+ * strides; a symbolic view answers through its contiguous flag (offset 0). */
 bool shape_view_is_dense(const shape_view *v);
 /* A permutation perm with permute(v, perm) dense: KILN_ERROR_NOT_FOUND when none exists
  * (negative or overlapping strides, a mask, a symbolic stride order that cannot be proved). */
@@ -207,17 +215,36 @@ typedef enum shape_alias {
 shape_alias shape_view_self_alias(shape_ctx *ctx, const shape_view *v);
 shape_alias shape_tracker_self_alias(shape_ctx *ctx, const shape_tracker *t);
 
+/* tinygrad's real_strides: out[d] is the stride of dimension d when the storage index moves by
+ * exactly that much per step of d at every valid index, NULL when it does not (a padded dim)
+ * or cannot be told (more than one view after merging). */
+kiln_status shape_tracker_real_strides(shape_ctx *ctx, const shape_tracker *t,
+                                       const sym_node **out);
+
 /* ---- the tracker ---------------------------------------------------------------------------- */
 
+/* A tracker reports the user strides of its last view. */
 kiln_status shape_tracker_from_view(const shape_view *v, shape_tracker *out);
-const shape_view *shape_tracker_last(const shape_tracker *t);
+const shape_view *shape_tracker_last(const shape_tracker *t); /* NULL for a malformed t */
+/* The tracker with its last view replaced by last (the result of a view op on
+ * shape_tracker_last(in): slice, select, diagonal, ...), merged wherever exact. */
+kiln_status shape_tracker_replace_last(shape_ctx *ctx, const shape_tracker *in,
+                                       const shape_view *last, shape_tracker *out);
 /* Reshape: one view when possible, else a second view (then merged back when exact). */
 kiln_status shape_tracker_reshape(shape_ctx *ctx, const shape_tracker *in, uint32_t ndim,
                                   const sym_node *const *sizes, shape_tracker *out);
 /* Merges adjacent views wherever exact. */
 kiln_status shape_tracker_simplify(shape_ctx *ctx, const shape_tracker *in, shape_tracker *out);
+/* Index and validity of logical index idx (one entry per dim of the last view): the last
+ * view's index is unravelled into each earlier view in turn; the predicates are and-ed. The
+ * expressions are as simplified as symbolic/ makes them (e.g. (i*3)+j, i<2). */
 kiln_status shape_tracker_index(shape_ctx *ctx, const shape_tracker *t, const sym_node *const *idx,
                                 const sym_node **index, const sym_node **valid);
+/* t with every bound Variable replaced by its Variable (the form a kernel-cache key needs);
+ * the bound values are appended to (vars, values) in order of first appearance, each Variable
+ * once (capacity cap; *found is the number of Variables, which may exceed cap). */
+kiln_status shape_tracker_unbind(shape_ctx *ctx, const shape_tracker *in, shape_tracker *out,
+                                 const sym_node **vars, int64_t *values, size_t cap, size_t *found);
 /* True when the tracker is one contiguous view (offset 0): the identity over storage. */
 bool shape_tracker_contiguous(const shape_tracker *t);
 
@@ -241,12 +268,16 @@ typedef struct shape_op {
     const sym_node *b[SHAPE_MAX_DIMS];
 } shape_op;
 
-enum { SHAPE_MAX_OPS = 8 * SHAPE_MAX_DIMS + 8 };
+enum { SHAPE_MAX_OPS = 2 * SHAPE_MAX_DIMS + 8 }; /* enough for any to_movement_ops result */
 
 /* Movement ops (never as_strided) that rebuild v from a contiguous 1-D base of *base_size
- * elements (the view's highest element + 1). Written to ops[0..*count-1] (cap entries).
- * Needs constant strides (KILN_ERROR_UNSUPPORTED otherwise). The result is checked: applying
- * the ops gives a view equal to v, else KILN_ERROR_INTERNAL. */
+ * elements (the view's highest element + 1): shrink the base to the span v addresses, one
+ * unfold per dimension that moves (largest |stride| first; overlapping windows included),
+ * reshape in the size-1 dims, permute, expand the stride-0 dims, flip the negative ones, pad
+ * the mask. Written to ops[0..*count-1] (cap entries, SHAPE_MAX_OPS always suffices).
+ * Needs constant values (KILN_ERROR_UNSUPPORTED otherwise) and at most SHAPE_MAX_DIMS - 1
+ * dimensions with a nonzero stride and two or more valid indices (KILN_ERROR_LIMIT_EXCEEDED).
+ * The result is checked: applying the ops gives a view equal to v, else KILN_ERROR_INTERNAL. */
 kiln_status shape_view_to_movement_ops(shape_ctx *ctx, const shape_view *v, shape_op *ops,
                                        uint32_t cap, uint32_t *count, int64_t *base_size);
 /* Applies one op to a tracker (reshape may add a view). */

@@ -1,14 +1,15 @@
 /* Construction of views and the movement ops that keep one view: permute, expand, pad, shrink,
  * flip, slice, unsqueeze, squeeze, narrow, select, diagonal, unfold. Each op works on a copy and
- * ends with sh_canon + sh_finish, so the input is never changed and a failure writes nothing. */
+ * ends with shape_canon + shape_finish, so the input is never changed and a failure writes nothing.
+ */
 #include "shape_internal.h"
 
 #include <string.h>
 
 static kiln_status check_ndim(shape_ctx *ctx, uint32_t ndim) {
     if (ndim > SHAPE_MAX_DIMS)
-        return sh_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED, "%u dimensions (at most %d)", ndim,
-                       (int)SHAPE_MAX_DIMS);
+        return shape_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED, "%u dimensions (at most %d)", ndim,
+                          (int)SHAPE_MAX_DIMS);
     return KILN_OK;
 }
 
@@ -17,12 +18,12 @@ static kiln_status check_sizes(shape_ctx *ctx, uint32_t ndim, const sym_node *co
     if (s != KILN_OK)
         return s;
     if (ndim && !sizes)
-        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "sizes missing");
+        return shape_null(ctx, "sizes missing");
     for (uint32_t i = 0; i < ndim; i++) {
         if (!sizes[i])
-            return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "size %u is NULL", i);
-        if (sh_refute_le(ctx, sh_c(ctx, 0), sizes[i]))
-            return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "size %u is negative", i);
+            return shape_null(ctx, "size %u is NULL", i);
+        if (shape_refute_le(ctx, shape_k(ctx, 0), sizes[i]))
+            return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "size %u is negative", i);
     }
     return KILN_OK;
 }
@@ -40,11 +41,11 @@ kiln_status shape_view_contiguous(shape_ctx *ctx, uint32_t ndim, const sym_node 
     shape_view v;
     view_init(&v, ndim);
     memcpy(v.shape, sizes, ndim * sizeof(*sizes));
-    sh_contig_strides(ctx, ndim, v.shape, false, v.strides);
-    v.offset = sh_c(ctx, 0);
-    sh_user_fresh(ctx, &v);
-    sh_canon(ctx, &v);
-    return sh_finish(ctx, &v, out);
+    shape_contig_strides(ctx, ndim, v.shape, false, v.strides);
+    v.offset = shape_k(ctx, 0);
+    shape_user_fresh(ctx, &v);
+    shape_canon(ctx, &v);
+    return shape_finish(ctx, &v, out);
 }
 
 kiln_status shape_view_make(shape_ctx *ctx, uint32_t ndim, const sym_node *const *sizes,
@@ -55,7 +56,7 @@ kiln_status shape_view_make(shape_ctx *ctx, uint32_t ndim, const sym_node *const
     if (s != KILN_OK)
         return s;
     if (!offset || (ndim && !strides))
-        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "strides or offset missing");
+        return shape_null(ctx, "strides or offset missing");
     shape_view v;
     view_init(&v, ndim);
     memcpy(v.shape, sizes, ndim * sizeof(*sizes));
@@ -66,10 +67,10 @@ kiln_status shape_view_make(shape_ctx *ctx, uint32_t ndim, const sym_node *const
         memcpy(v.mask_begin, mask_begin, ndim * sizeof(*mask_begin));
         memcpy(v.mask_end, mask_end, ndim * sizeof(*mask_end));
     }
-    sh_canon(ctx, &v);
+    shape_canon(ctx, &v);
     memcpy(v.user_strides, v.strides, sizeof(v.strides));
     v.user_offset = v.offset;
-    return sh_finish(ctx, &v, out);
+    return shape_finish(ctx, &v, out);
 }
 
 kiln_status shape_view_as_strided(shape_ctx *ctx, uint32_t ndim, const sym_node *const *sizes,
@@ -79,13 +80,12 @@ kiln_status shape_view_as_strided(shape_ctx *ctx, uint32_t ndim, const sym_node 
     if (s != KILN_OK)
         return s;
     if (!offset || (ndim && !strides))
-        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "as_strided: strides or offset missing");
+        return shape_null(ctx, "as_strided: strides or offset missing");
     for (uint32_t i = 0; i < ndim; i++)
         if (!strides[i])
-            return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "as_strided: stride %u is NULL", i);
-    if (sh_refute_le(ctx, sh_c(ctx, 0), offset))
-        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                       "as_strided: negative storage offset");
+            return shape_null(ctx, "as_strided: stride %u is NULL", i);
+    if (shape_refute_le(ctx, shape_k(ctx, 0), offset))
+        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "as_strided: negative storage offset");
     shape_view v;
     view_init(&v, ndim);
     memcpy(v.shape, sizes, ndim * sizeof(*sizes));
@@ -93,8 +93,8 @@ kiln_status shape_view_as_strided(shape_ctx *ctx, uint32_t ndim, const sym_node 
     v.offset = offset;
     memcpy(v.user_strides, strides, ndim * sizeof(*strides));
     v.user_offset = offset;
-    sh_canon(ctx, &v);
-    s = sh_finish(ctx, &v, &v);
+    shape_canon(ctx, &v);
+    s = shape_finish(ctx, &v, &v);
     if (s == KILN_OK && storage_size)
         s = shape_view_check_storage(ctx, &v, storage_size);
     else if (s == KILN_OK)
@@ -109,7 +109,7 @@ kiln_status shape_view_empty_strided(shape_ctx *ctx, uint32_t ndim, const sym_no
                                      const sym_node *const *strides, shape_view *out,
                                      const sym_node **storage_size) {
     shape_view v;
-    kiln_status s = shape_view_as_strided(ctx, ndim, sizes, strides, sh_c(ctx, 0), NULL, &v);
+    kiln_status s = shape_view_as_strided(ctx, ndim, sizes, strides, shape_k(ctx, 0), NULL, &v);
     if (s != KILN_OK)
         return s;
     const sym_node *lo, *hi;
@@ -118,23 +118,24 @@ kiln_status shape_view_empty_strided(shape_ctx *ctx, uint32_t ndim, const sym_no
     if (s != KILN_OK)
         return s;
     *out = v;
-    *storage_size = empty ? sh_c(ctx, 0) : sym_add_c(ctx->sym, hi, 1);
-    return sh_sym_status(ctx);
+    *storage_size = empty ? shape_k(ctx, 0) : sym_add_c(ctx->sym, hi, 1);
+    return shape_sym_status(ctx);
 }
 
 /* ---- permute, expand, pad, shrink, flip ---------------------------------------------------- */
 
 kiln_status shape_view_permute(shape_ctx *ctx, const shape_view *in, const int32_t *perm,
                                shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     bool seen[SHAPE_MAX_DIMS] = {0};
     uint32_t ax[SHAPE_MAX_DIMS];
     for (uint32_t i = 0; i < in->ndim; i++) {
-        kiln_status s = sh_axis(ctx, perm[i], in->ndim, &ax[i]);
+        kiln_status s = shape_axis(ctx, perm[i], in->ndim, &ax[i]);
         if (s != KILN_OK)
             return s;
         if (seen[ax[i]])
-            return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "permute: dimension %u repeated",
-                           ax[i]);
+            return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "permute: dimension %u repeated",
+                              ax[i]);
         seen[ax[i]] = true;
     }
     shape_view v = *in;
@@ -147,12 +148,13 @@ kiln_status shape_view_permute(shape_ctx *ctx, const shape_view *in, const int32
             v.mask_end[i] = in->mask_end[ax[i]];
         }
     }
-    sh_canon(ctx, &v);
-    return sh_finish(ctx, &v, out);
+    shape_canon(ctx, &v);
+    return shape_finish(ctx, &v, out);
 }
 
 kiln_status shape_view_expand(shape_ctx *ctx, const shape_view *in, const sym_node *const *sizes,
                               shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     kiln_status s = check_sizes(ctx, in->ndim, sizes);
     if (s != KILN_OK)
         return s;
@@ -160,19 +162,19 @@ kiln_status shape_view_expand(shape_ctx *ctx, const shape_view *in, const sym_no
     for (uint32_t i = 0; i < in->ndim; i++) {
         if (sizes[i] == in->shape[i])
             continue;
-        if (!sh_is(in->shape[i], 1))
-            return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                           "expand: dimension %u has size other than 1 and cannot be expanded",
-                           i);
+        if (!shape_is(in->shape[i], 1))
+            return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                              "expand: dimension %u has size other than 1 and cannot be expanded",
+                              i);
         v.shape[i] = sizes[i];
-        v.strides[i] = v.user_strides[i] = sh_c(ctx, 0);
+        v.strides[i] = v.user_strides[i] = shape_k(ctx, 0);
         if (v.masked) { /* b, e are 0 or 1: (0,1) -> (0,n), an empty mask stays empty */
             v.mask_begin[i] = sym_mul(ctx->sym, in->mask_begin[i], sizes[i]);
             v.mask_end[i] = sym_mul(ctx->sym, in->mask_end[i], sizes[i]);
         }
     }
-    sh_canon(ctx, &v);
-    return sh_finish(ctx, &v, out);
+    shape_canon(ctx, &v);
+    return shape_finish(ctx, &v, out);
 }
 
 static void ensure_mask(shape_ctx *ctx, shape_view *v) {
@@ -180,20 +182,21 @@ static void ensure_mask(shape_ctx *ctx, shape_view *v) {
         return;
     v->masked = true;
     for (uint32_t i = 0; i < v->ndim; i++) {
-        v->mask_begin[i] = sh_c(ctx, 0);
+        v->mask_begin[i] = shape_k(ctx, 0);
         v->mask_end[i] = v->shape[i];
     }
 }
 
 kiln_status shape_view_pad(shape_ctx *ctx, const shape_view *in, const sym_node *const *before,
                            const sym_node *const *after, shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     for (uint32_t i = 0; i < in->ndim; i++) {
         if (!before[i] || !after[i])
-            return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "pad: amount %u is NULL", i);
-        if (sh_refute_le(ctx, sh_c(ctx, 0), before[i]) ||
-            sh_refute_le(ctx, sh_c(ctx, 0), after[i]))
-            return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "pad: negative padding in dim %u",
-                           i);
+            return shape_null(ctx, "pad: amount %u is NULL", i);
+        if (shape_refute_le(ctx, shape_k(ctx, 0), before[i]) ||
+            shape_refute_le(ctx, shape_k(ctx, 0), after[i]))
+            return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "pad: negative padding in dim %u",
+                              i);
     }
     shape_view v = *in;
     ensure_mask(ctx, &v);
@@ -203,25 +206,26 @@ kiln_status shape_view_pad(shape_ctx *ctx, const shape_view *in, const sym_node 
         v.mask_begin[i] = sym_add(ctx->sym, v.mask_begin[i], before[i]);
         v.mask_end[i] = sym_add(ctx->sym, v.mask_end[i], before[i]);
     }
-    sh_user_fresh(ctx, &v); /* torch's pad makes a new contiguous tensor */
-    sh_canon(ctx, &v);
-    return sh_finish(ctx, &v, out);
+    shape_user_fresh(ctx, &v); /* torch's pad makes a new contiguous tensor */
+    shape_canon(ctx, &v);
+    return shape_finish(ctx, &v, out);
 }
 
 /* clamp(x, 0, hi) */
 static const sym_node *clamp0(shape_ctx *ctx, const sym_node *x, const sym_node *hi) {
-    return sym_max(ctx->sym, sh_c(ctx, 0), sym_min(ctx->sym, x, hi));
+    return sym_max(ctx->sym, shape_k(ctx, 0), sym_min(ctx->sym, x, hi));
 }
 
 kiln_status shape_view_shrink(shape_ctx *ctx, const shape_view *in, const sym_node *const *begin,
                               const sym_node *const *end, shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     for (uint32_t i = 0; i < in->ndim; i++) {
         if (!begin[i] || !end[i])
-            return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "shrink: bound %u is NULL", i);
-        if (sh_refute_le(ctx, sh_c(ctx, 0), begin[i]) || sh_refute_le(ctx, begin[i], end[i]) ||
-            sh_refute_le(ctx, end[i], in->shape[i]))
-            return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                           "shrink: dimension %u needs 0 <= begin <= end <= size", i);
+            return shape_null(ctx, "shrink: bound %u is NULL", i);
+        if (shape_refute_le(ctx, shape_k(ctx, 0), begin[i]) ||
+            shape_refute_le(ctx, begin[i], end[i]) || shape_refute_le(ctx, end[i], in->shape[i]))
+            return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                              "shrink: dimension %u needs 0 <= begin <= end <= size", i);
     }
     shape_view v = *in;
     for (uint32_t i = 0; i < in->ndim; i++) {
@@ -230,17 +234,19 @@ kiln_status shape_view_shrink(shape_ctx *ctx, const shape_view *in, const sym_no
         v.user_offset =
             sym_add(ctx->sym, v.user_offset, sym_mul(ctx->sym, begin[i], in->user_strides[i]));
         if (in->masked) {
-            v.mask_begin[i] = clamp0(ctx, sym_sub(ctx->sym, in->mask_begin[i], begin[i]), v.shape[i]);
+            v.mask_begin[i] =
+                clamp0(ctx, sym_sub(ctx->sym, in->mask_begin[i], begin[i]), v.shape[i]);
             v.mask_end[i] = clamp0(ctx, sym_sub(ctx->sym, in->mask_end[i], begin[i]), v.shape[i]);
         }
     }
-    sh_canon(ctx, &v);
-    return sh_finish(ctx, &v, out);
+    shape_canon(ctx, &v);
+    return shape_finish(ctx, &v, out);
 }
 
 kiln_status shape_view_flip(shape_ctx *ctx, const shape_view *in, int32_t dim, shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     uint32_t d;
-    kiln_status s = sh_axis(ctx, dim, in->ndim, &d);
+    kiln_status s = shape_axis(ctx, dim, in->ndim, &d);
     if (s != KILN_OK)
         return s;
     shape_view v = *in;
@@ -253,8 +259,8 @@ kiln_status shape_view_flip(shape_ctx *ctx, const shape_view *in, int32_t dim, s
         v.mask_begin[d] = sym_sub(ctx->sym, in->shape[d], in->mask_end[d]);
         v.mask_end[d] = sym_sub(ctx->sym, in->shape[d], in->mask_begin[d]);
     }
-    sh_canon(ctx, &v);
-    return sh_finish(ctx, &v, out);
+    shape_canon(ctx, &v);
+    return shape_finish(ctx, &v, out);
 }
 
 /* ---- slice with any step ------------------------------------------------------------------- */
@@ -294,7 +300,7 @@ static void slice_mask(shape_ctx *ctx, shape_view *v, uint32_t d, int64_t first,
         b = ceildiv(ctx, sym_add_c(ctx->sym, mb, -first), step);
         e = ceildiv(ctx, sym_add_c(ctx->sym, me, -first), step);
     } else {
-        const sym_node *f = sh_c(ctx, first);
+        const sym_node *f = shape_k(ctx, first);
         b = sym_add_c(ctx->sym, sym_floordiv_c(ctx->sym, sym_sub(ctx->sym, f, me), -step), 1);
         e = sym_add_c(ctx->sym, sym_floordiv_c(ctx->sym, sym_sub(ctx->sym, f, mb), -step), 1);
     }
@@ -304,19 +310,21 @@ static void slice_mask(shape_ctx *ctx, shape_view *v, uint32_t d, int64_t first,
 
 kiln_status shape_view_slice(shape_ctx *ctx, const shape_view *in, int32_t dim,
                              const shape_slice *sl, shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     uint32_t d;
-    kiln_status s = sh_axis(ctx, dim, in->ndim, &d);
+    kiln_status s = shape_axis(ctx, dim, in->ndim, &d);
     if (s != KILN_OK)
         return s;
     int64_t n;
     if (sl->step == 0 || sl->step == INT64_MIN)
-        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "slice: step must be nonzero");
-    if (!sh_value(in->shape[d], &n))
-        return sh_fail(ctx, KILN_ERROR_UNSUPPORTED, "slice: dimension %u has a symbolic size", d);
+        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "slice: step must be nonzero");
+    if (!shape_value(in->shape[d], &n))
+        return shape_fail(ctx, KILN_ERROR_UNSUPPORTED, "slice: dimension %u has a symbolic size",
+                          d);
     int64_t first, count;
     slice_indices(sl, n, &first, &count);
     shape_view v = *in;
-    const sym_node *cnt = sh_c(ctx, count);
+    const sym_node *cnt = shape_k(ctx, count);
     if (in->masked)
         slice_mask(ctx, &v, d, first, sl->step, cnt);
     v.shape[d] = cnt;
@@ -327,8 +335,8 @@ kiln_status shape_view_slice(shape_ctx *ctx, const shape_view *in, int32_t dim,
     }
     v.strides[d] = sym_mul_c(ctx->sym, in->strides[d], sl->step);
     v.user_strides[d] = sym_mul_c(ctx->sym, in->user_strides[d], sl->step);
-    sh_canon(ctx, &v);
-    return sh_finish(ctx, &v, out);
+    shape_canon(ctx, &v);
+    return shape_finish(ctx, &v, out);
 }
 
 /* ---- unsqueeze, squeeze, narrow, select ------------------------------------------------------ */
@@ -359,61 +367,63 @@ static void insert_dim(shape_view *v, uint32_t d) {
 
 kiln_status shape_view_unsqueeze(shape_ctx *ctx, const shape_view *in, int32_t dim,
                                  shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     uint32_t d;
     kiln_status s = check_ndim(ctx, in->ndim + 1);
     if (s == KILN_OK)
-        s = sh_axis(ctx, dim, in->ndim + 1, &d);
+        s = shape_axis(ctx, dim, in->ndim + 1, &d);
     if (s != KILN_OK)
         return s;
     shape_view v = *in;
     insert_dim(&v, d);
-    v.shape[d] = sh_c(ctx, 1);
-    v.strides[d] = sh_c(ctx, 0);
+    v.shape[d] = shape_k(ctx, 1);
+    v.strides[d] = shape_k(ctx, 0);
     /* torch: the new stride is size*stride of the dim it lands before, 1 at the end */
-    v.user_strides[d] = d >= in->ndim ? sh_c(ctx, 1)
-                                      : sym_mul(ctx->sym, in->shape[d], in->user_strides[d]);
+    v.user_strides[d] =
+        d >= in->ndim ? shape_k(ctx, 1) : sym_mul(ctx->sym, in->shape[d], in->user_strides[d]);
     if (v.masked) {
-        v.mask_begin[d] = sh_c(ctx, 0);
-        v.mask_end[d] = sh_c(ctx, 1);
+        v.mask_begin[d] = shape_k(ctx, 0);
+        v.mask_end[d] = shape_k(ctx, 1);
     }
-    sh_canon(ctx, &v);
-    return sh_finish(ctx, &v, out);
+    shape_canon(ctx, &v);
+    return shape_finish(ctx, &v, out);
 }
 
 /* Drops dimension d (size 1): its index is 0, and if the mask excludes 0 everything is padding,
  * which a view with no dimension left cannot say. */
 static kiln_status drop_unit_dim(shape_ctx *ctx, shape_view *v, uint32_t d) {
-    bool keeps = !v->masked || (sh_is(v->mask_begin[d], 0) && sh_is(v->mask_end[d], 1));
-    bool all_empty = v->masked && sh_is(v->mask_end[d], 0) && v->ndim > 1; /* canonical (0,0) */
+    bool keeps = !v->masked || (shape_is(v->mask_begin[d], 0) && shape_is(v->mask_end[d], 1));
+    bool all_empty = v->masked && shape_is(v->mask_end[d], 0) && v->ndim > 1; /* canonical (0,0) */
     if (!keeps && !all_empty)
-        return sh_fail(ctx, KILN_ERROR_UNSUPPORTED,
-                       "removing a dimension whose padding cannot be decided or would leave a "
-                       "fully padded scalar");
+        return shape_fail(ctx, KILN_ERROR_UNSUPPORTED,
+                          "removing a dimension whose padding cannot be decided or would leave a "
+                          "fully padded scalar");
     remove_dim(v, d);
     return KILN_OK;
 }
 
 kiln_status shape_view_squeeze(shape_ctx *ctx, const shape_view *in, int32_t dim, shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     uint32_t d;
-    kiln_status s = sh_axis(ctx, dim, in->ndim, &d);
+    kiln_status s = shape_axis(ctx, dim, in->ndim, &d);
     if (s != KILN_OK)
         return s;
-    if (!sh_is(in->shape[d], 1))
-        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "squeeze: dimension %u is not of size 1",
-                       d);
+    if (!shape_is(in->shape[d], 1))
+        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                          "squeeze: dimension %u is not of size 1", d);
     shape_view v = *in;
     s = drop_unit_dim(ctx, &v, d);
     if (s != KILN_OK)
         return s;
-    sh_canon(ctx, &v);
-    return sh_finish(ctx, &v, out);
+    shape_canon(ctx, &v);
+    return shape_finish(ctx, &v, out);
 }
 
-static kiln_status shrink_one(shape_ctx *ctx, const shape_view *in, uint32_t d,
-                              const sym_node *b, const sym_node *e, shape_view *out) {
+static kiln_status shrink_one(shape_ctx *ctx, const shape_view *in, uint32_t d, const sym_node *b,
+                              const sym_node *e, shape_view *out) {
     const sym_node *lo[SHAPE_MAX_DIMS], *hi[SHAPE_MAX_DIMS];
     for (uint32_t i = 0; i < in->ndim; i++) {
-        lo[i] = sh_c(ctx, 0);
+        lo[i] = shape_k(ctx, 0);
         hi[i] = in->shape[i];
     }
     lo[d] = b;
@@ -424,77 +434,85 @@ static kiln_status shrink_one(shape_ctx *ctx, const shape_view *in, uint32_t d,
 /* A negative constant (or bound) start counts from the end. */
 static const sym_node *wrap_index(shape_ctx *ctx, const sym_node *i, const sym_node *size) {
     int64_t x;
-    if (sh_value(i, &x) && x < 0)
+    if (shape_value(i, &x) && x < 0)
         return sym_add(ctx->sym, i, size);
     return i;
 }
 
 kiln_status shape_view_narrow(shape_ctx *ctx, const shape_view *in, int32_t dim,
                               const sym_node *start, const sym_node *length, shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     uint32_t d;
-    kiln_status s = sh_axis(ctx, dim, in->ndim, &d);
+    kiln_status s = shape_axis(ctx, dim, in->ndim, &d);
     if (s != KILN_OK)
         return s;
     if (!start || !length)
-        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "narrow: start or length is NULL");
+        return shape_null(ctx, "narrow: start or length is NULL");
     start = wrap_index(ctx, start, in->shape[d]);
     return shrink_one(ctx, in, d, start, sym_add(ctx->sym, start, length), out);
 }
 
 kiln_status shape_view_select(shape_ctx *ctx, const shape_view *in, int32_t dim,
                               const sym_node *index, shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     uint32_t d;
-    kiln_status s = sh_axis(ctx, dim, in->ndim, &d);
+    kiln_status s = shape_axis(ctx, dim, in->ndim, &d);
     if (s != KILN_OK)
         return s;
     if (!index)
-        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "select: index is NULL");
+        return shape_null(ctx, "select: index is NULL");
     index = wrap_index(ctx, index, in->shape[d]);
-    if (sh_refute_le(ctx, sh_c(ctx, 0), index) ||
-        sh_refute_le(ctx, sym_add_c(ctx->sym, index, 1), in->shape[d]))
-        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "select: index out of range in dim %u",
-                       d);
+    if (shape_refute_le(ctx, shape_k(ctx, 0), index) ||
+        shape_refute_le(ctx, sym_add_c(ctx->sym, index, 1), in->shape[d]))
+        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "select: index out of range in dim %u",
+                          d);
     shape_view v;
     s = shrink_one(ctx, in, d, index, sym_add_c(ctx->sym, index, 1), &v);
     if (s == KILN_OK)
         s = drop_unit_dim(ctx, &v, d);
     if (s != KILN_OK)
         return s;
-    sh_canon(ctx, &v);
-    return sh_finish(ctx, &v, out);
+    shape_canon(ctx, &v);
+    return shape_finish(ctx, &v, out);
 }
 
 /* ---- diagonal and unfold -------------------------------------------------------------------- */
 
 kiln_status shape_view_diagonal(shape_ctx *ctx, const shape_view *in, int64_t offset, int32_t dim1,
                                 int32_t dim2, shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     uint32_t a, b;
-    kiln_status s = sh_axis(ctx, dim1, in->ndim, &a);
+    kiln_status s = shape_axis(ctx, dim1, in->ndim, &a);
     if (s == KILN_OK)
-        s = sh_axis(ctx, dim2, in->ndim, &b);
+        s = shape_axis(ctx, dim2, in->ndim, &b);
     if (s != KILN_OK)
         return s;
     if (a == b)
-        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "diagonal: dimensions must differ");
+        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "diagonal: dimensions must differ");
+    if (offset == INT64_MIN)
+        return shape_fail(ctx, KILN_ERROR_OVERFLOW, "diagonal: offset out of range");
     sym_ctx *sc = ctx->sym;
     int64_t r0 = offset < 0 ? -offset : 0, c0 = offset > 0 ? offset : 0;
-    const sym_node *len = sym_max(sc, sh_c(ctx, 0),
-                                  sym_min(sc, sym_add_c(sc, in->shape[a], -r0),
-                                          sym_add_c(sc, in->shape[b], -c0)));
+    const sym_node *len =
+        sym_max(sc, shape_k(ctx, 0),
+                sym_min(sc, sym_add_c(sc, in->shape[a], -r0), sym_add_c(sc, in->shape[b], -c0)));
     shape_view v = *in;
     const sym_node *st = sym_add(sc, in->strides[a], in->strides[b]);
     const sym_node *ust = sym_add(sc, in->user_strides[a], in->user_strides[b]);
     const sym_node *mb = NULL, *me = NULL;
     if (in->masked) {
-        mb = sym_max(sc, sym_add_c(sc, in->mask_begin[a], -r0), sym_add_c(sc, in->mask_begin[b], -c0));
+        mb = sym_max(sc, sym_add_c(sc, in->mask_begin[a], -r0),
+                     sym_add_c(sc, in->mask_begin[b], -c0));
         me = sym_min(sc, sym_add_c(sc, in->mask_end[a], -r0), sym_add_c(sc, in->mask_end[b], -c0));
     }
     /* torch moves the storage offset only when the diagonal is not empty */
-    v.offset = sym_add(sc, v.offset,
-                       sym_add(sc, sym_mul_c(sc, in->strides[a], r0), sym_mul_c(sc, in->strides[b], c0)));
-    if (!sh_is(len, 0))
-        v.user_offset = sym_add(sc, v.user_offset, sym_add(sc, sym_mul_c(sc, in->user_strides[a], r0),
-                                                           sym_mul_c(sc, in->user_strides[b], c0)));
+    v.offset =
+        sym_add(sc, v.offset,
+                sym_add(sc, sym_mul_c(sc, in->strides[a], r0), sym_mul_c(sc, in->strides[b], c0)));
+    if (!shape_is(len, 0))
+        v.user_offset = sym_add(sc, v.user_offset,
+                                sym_add(sc, sym_mul_c(sc, in->user_strides[a], r0),
+                                        sym_mul_c(sc, in->user_strides[b], c0)));
     remove_dim(&v, a > b ? a : b);
     remove_dim(&v, a > b ? b : a);
     uint32_t n = v.ndim;
@@ -506,24 +524,27 @@ kiln_status shape_view_diagonal(shape_ctx *ctx, const shape_view *in, int64_t of
         v.mask_begin[n] = clamp0(ctx, mb, len);
         v.mask_end[n] = clamp0(ctx, me, len);
     }
-    sh_canon(ctx, &v);
-    return sh_finish(ctx, &v, out);
+    shape_canon(ctx, &v);
+    return shape_finish(ctx, &v, out);
 }
 
 kiln_status shape_view_unfold(shape_ctx *ctx, const shape_view *in, int32_t dim,
                               const sym_node *size, const sym_node *step, shape_view *out) {
+    SHAPE_CHECK(shape_check_view(ctx, in));
     uint32_t d;
     kiln_status s = check_ndim(ctx, in->ndim + 1);
     if (s == KILN_OK)
-        s = sh_axis(ctx, dim, in->ndim, &d);
+        s = shape_axis(ctx, dim, in->ndim, &d);
     if (s != KILN_OK)
         return s;
-    if (!size || !step || sh_refute_le(ctx, size, in->shape[d]) ||
-        sh_refute_le(ctx, sh_c(ctx, 0), size) || sh_refute_le(ctx, sh_c(ctx, 1), step))
-        return sh_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                       "unfold: needs 0 <= size <= size of dim %u and step >= 1", d);
-    if (in->masked && !(sh_is(in->mask_begin[d], 0) && in->mask_end[d] == in->shape[d]))
-        return sh_fail(ctx, KILN_ERROR_UNSUPPORTED, "unfold: dimension %u is padded", d);
+    if (!size || !step)
+        return shape_null(ctx, "unfold: size or step is NULL");
+    if (shape_refute_le(ctx, size, in->shape[d]) || shape_refute_le(ctx, shape_k(ctx, 0), size) ||
+        shape_refute_le(ctx, shape_k(ctx, 1), step))
+        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                          "unfold: needs 0 <= size <= size of dim %u and step >= 1", d);
+    if (in->masked && !(shape_is(in->mask_begin[d], 0) && in->mask_end[d] == in->shape[d]))
+        return shape_fail(ctx, KILN_ERROR_UNSUPPORTED, "unfold: dimension %u is padded", d);
     sym_ctx *sc = ctx->sym;
     shape_view v = *in;
     uint32_t n = v.ndim++;
@@ -534,11 +555,11 @@ kiln_status shape_view_unfold(shape_ctx *ctx, const shape_view *in, int32_t dim,
     v.strides[n] = in->strides[d];
     v.user_strides[n] = in->user_strides[d];
     if (v.masked) {
-        v.mask_begin[d] = sh_c(ctx, 0);
+        v.mask_begin[d] = shape_k(ctx, 0);
         v.mask_end[d] = v.shape[d];
-        v.mask_begin[n] = sh_c(ctx, 0);
+        v.mask_begin[n] = shape_k(ctx, 0);
         v.mask_end[n] = size;
     }
-    sh_canon(ctx, &v);
-    return sh_finish(ctx, &v, out);
+    shape_canon(ctx, &v);
+    return shape_finish(ctx, &v, out);
 }

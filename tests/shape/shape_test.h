@@ -34,7 +34,10 @@ static inline int st_teardown(void **state) {
     return 0;
 }
 
-#define ST_ENV(state) st_env *env = *(state); shape_ctx *C = env->ctx; sym_ctx *S = env->sym
+#define ST_ENV(state)                                                                              \
+    st_env *env = *(state);                                                                        \
+    shape_ctx *C = env->ctx;                                                                       \
+    sym_ctx *S = env->sym
 #define ST_N(...) ((int64_t[]){__VA_ARGS__})
 #define ST_COUNT(...) (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
 

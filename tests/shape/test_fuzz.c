@@ -10,64 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_NUMEL = 256, CHAINS = 10000, MAX_OPS = 6 };
+#include "sim.h"
 
-/* ---- the explicit array ------------------------------------------------------------------- */
-
-typedef struct sim {
-    uint32_t ndim;
-    int64_t shape[SHAPE_MAX_DIMS];
-    int64_t data[MAX_NUMEL * 4];
-    int64_t n;
-} sim;
-
-static int64_t numel(const int64_t *shape, uint32_t nd) {
-    int64_t n = 1;
-    for (uint32_t i = 0; i < nd; i++)
-        n *= shape[i];
-    return n;
-}
-
-static void unravel(const int64_t *shape, uint32_t nd, int64_t k, int64_t *idx) {
-    for (uint32_t i = nd; i-- > 0;) {
-        idx[i] = shape[i] ? k % shape[i] : 0;
-        k = shape[i] ? k / shape[i] : 0;
-    }
-}
-
-static int64_t ravel(const int64_t *shape, uint32_t nd, const int64_t *idx) {
-    int64_t k = 0;
-    for (uint32_t i = 0; i < nd; i++)
-        k = k * shape[i] + idx[i];
-    return k;
-}
-
-/* out[new index] = in[map(new index)] where map gives the old index or -1 (padding). */
-typedef bool (*sim_map)(const int64_t *nidx, int64_t *oidx, const void *arg);
-
-static void sim_remap(sim *s, uint32_t nd, const int64_t *nshape, sim_map f, const void *arg) {
-    sim o;
-    o.ndim = nd;
-    memcpy(o.shape, nshape, nd * sizeof(int64_t));
-    o.n = numel(nshape, nd);
-    for (int64_t k = 0; k < o.n; k++) {
-        int64_t ni[SHAPE_MAX_DIMS], oi[SHAPE_MAX_DIMS];
-        unravel(nshape, nd, k, ni);
-        o.data[k] = f(ni, oi, arg) ? s->data[ravel(s->shape, s->ndim, oi)] : -1;
-    }
-    *s = o;
-}
-
-/* ---- random numbers (reproducible) ---------------------------------------------------------- */
-
-static uint64_t rng_state;
-static uint32_t rnd(uint32_t n) {
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return n ? (uint32_t)((rng_state >> 33) % n) : 0;
-}
-static int64_t rrange(int64_t lo, int64_t hi) { /* inclusive */
-    return lo + (int64_t)rnd((uint32_t)(hi - lo + 1));
-}
+enum { CHAINS = 20000, MAX_OPS = 8 };
 
 /* ---- the state: tracker + array ------------------------------------------------------------- */
 
@@ -77,6 +22,7 @@ typedef struct fz {
     shape_tracker t;
     sim a;
     bool dense_base;
+    bool torch_view; /* every op so far is a view in PyTorch (NumPy for negative steps) */
     char log[2048];
     size_t loglen;
 } fz;
@@ -103,23 +49,12 @@ static bool commit_view(fz *z, kiln_status s, const shape_view *v) {
     if (s != KILN_OK)
         return false;
     shape_tracker t = z->t;
-    t.views[t.nviews - 1] = *v;
-    if (shape_tracker_simplify(z->c, &t, &z->t) != KILN_OK)
+    if (shape_tracker_replace_last(z->c, &t, v, &z->t) != KILN_OK)
         fail_msg("simplify: %s (%s)", shape_ctx_message(z->c), z->log);
     return true;
 }
 
 /* ---- ops: each builds the tracker op and the array remap ----------------------------------- */
-
-typedef struct perm_arg {
-    int32_t p[SHAPE_MAX_DIMS];
-} perm_arg;
-static bool map_perm(const int64_t *ni, int64_t *oi, const void *arg) {
-    const perm_arg *p = arg;
-    for (uint32_t i = 0; i < SHAPE_MAX_DIMS && p->p[i] >= 0; i++)
-        oi[p->p[i]] = ni[i];
-    return true;
-}
 
 static void op_permute(fz *z) {
     uint32_t n = z->a.ndim;
@@ -146,17 +81,6 @@ static void op_permute(fz *z) {
     logf_(z, "permute; ");
 }
 
-typedef struct flip_arg {
-    uint32_t d;
-    int64_t n, ndim;
-} flip_arg;
-static bool map_flip(const int64_t *ni, int64_t *oi, const void *arg) {
-    const flip_arg *f = arg;
-    memcpy(oi, ni, (size_t)f->ndim * sizeof(int64_t));
-    oi[f->d] = f->n - 1 - ni[f->d];
-    return true;
-}
-
 static void op_flip(fz *z) {
     if (z->a.ndim == 0)
         return;
@@ -167,26 +91,6 @@ static void op_flip(fz *z) {
         fail_msg("flip failed: %s", shape_ctx_message(z->c));
     sim_remap(&z->a, z->a.ndim, z->a.shape, map_flip, &f);
     logf_(z, "flip %u; ", f.d);
-}
-
-typedef struct box_arg {
-    int64_t b[SHAPE_MAX_DIMS], e[SHAPE_MAX_DIMS], old[SHAPE_MAX_DIMS];
-    int64_t ndim;
-} box_arg;
-static bool map_pad(const int64_t *ni, int64_t *oi, const void *arg) {
-    const box_arg *p = arg;
-    for (int64_t i = 0; i < p->ndim; i++) {
-        oi[i] = ni[i] - p->b[i];
-        if (oi[i] < 0 || oi[i] >= p->old[i])
-            return false;
-    }
-    return true;
-}
-static bool map_shrink(const int64_t *ni, int64_t *oi, const void *arg) {
-    const box_arg *p = arg;
-    for (int64_t i = 0; i < p->ndim; i++)
-        oi[i] = ni[i] + p->b[i];
-    return true;
 }
 
 static void op_pad(fz *z) {
@@ -207,6 +111,7 @@ static void op_pad(fz *z) {
     if (!commit_view(z, shape_view_pad(z->c, last(z), b, e, &v), &v))
         fail_msg("pad failed: %s", shape_ctx_message(z->c));
     sim_remap(&z->a, n, ns, map_pad, &p);
+    z->torch_view = false; /* torch's pad copies */
     logf_(z, "pad; ");
 }
 
@@ -236,17 +141,6 @@ static void op_shrink(fz *z) {
         fail_msg("shrink failed: %s", shape_ctx_message(z->c));
     sim_remap(&z->a, n, ns, map_shrink, &p);
     logf_(z, "shrink; ");
-}
-
-typedef struct slice_arg {
-    uint32_t d, ndim;
-    int64_t first, step;
-} slice_arg;
-static bool map_slice(const int64_t *ni, int64_t *oi, const void *arg) {
-    const slice_arg *s = arg;
-    memcpy(oi, ni, s->ndim * sizeof(int64_t));
-    oi[s->d] = s->first + ni[s->d] * s->step;
-    return true;
 }
 
 static void op_slice(fz *z) {
@@ -282,83 +176,113 @@ static void op_slice(fz *z) {
 }
 
 /* reshape: the array keeps its row-major data. */
-static void op_reshape(fz *z) {
-    uint32_t n = z->a.ndim;
-    const shape_view *l = last(z);
+/* New sizes for a reshape, in ns (expressions) and nv (values); the count, or -1 to skip. */
+typedef struct newsizes {
     const sym_node *ns[SHAPE_MAX_DIMS];
     int64_t nv[SHAPE_MAX_DIMS];
-    uint32_t m = 0;
-    uint32_t kind = rnd(4);
-    if (kind == 0 && n >= 2) { /* merge two adjacent dims */
-        uint32_t d = rnd(n - 1);
-        for (uint32_t i = 0; i < n; i++) {
-            if (i == d) {
-                ns[m] = sym_mul(z->s, l->shape[i], l->shape[i + 1]);
-                nv[m++] = z->a.shape[i] * z->a.shape[i + 1];
-                i++;
-            } else {
-                ns[m] = l->shape[i], nv[m++] = z->a.shape[i];
-            }
+    uint32_t m;
+} newsizes;
+
+static void push_size(newsizes *o, const sym_node *n, int64_t v) {
+    o->ns[o->m] = n, o->nv[o->m++] = v;
+}
+
+static bool sizes_merge(fz *z, newsizes *o) { /* two adjacent dims into one */
+    uint32_t n = z->a.ndim, d = rnd(n > 1 ? n - 1 : 1);
+    const shape_view *l = last(z);
+    if (n < 2)
+        return false;
+    for (uint32_t i = 0; i < n; i++) {
+        if (i == d) {
+            push_size(o, sym_mul(z->s, l->shape[i], l->shape[i + 1]),
+                      z->a.shape[i] * z->a.shape[i + 1]);
+            i++;
+        } else {
+            push_size(o, l->shape[i], z->a.shape[i]);
         }
-    } else if (kind == 1 && n < SHAPE_MAX_DIMS - 1) { /* split a constant dim */
-        uint32_t d = rnd(n ? n : 1);
-        int64_t s = n ? z->a.shape[d] : 1, f = 1;
-        if (n == 0 || !sym_is_const(l->shape[d], NULL))
-            return;
-        for (int64_t c = 2; c <= s; c++)
-            if (s % c == 0 && rnd(2)) {
+    }
+    return true;
+}
+
+static bool sizes_split(fz *z, newsizes *o) { /* a constant dim into two factors */
+    uint32_t n = z->a.ndim, d = rnd(n ? n : 1);
+    const shape_view *l = last(z);
+    if (n == 0 || n >= SHAPE_MAX_DIMS - 1 || !sym_is_const(l->shape[d], NULL))
+        return false;
+    int64_t s = z->a.shape[d], f = 1;
+    for (int64_t c = 2; c <= s; c++)
+        if (s % c == 0 && rnd(2)) {
+            f = c;
+            break;
+        }
+    for (uint32_t i = 0; i < n; i++) {
+        if (i == d) {
+            push_size(o, K(z, f), f);
+            push_size(o, K(z, s / f), s / f);
+        } else {
+            push_size(o, l->shape[i], z->a.shape[i]);
+        }
+    }
+    return true;
+}
+
+static bool sizes_ones(fz *z, newsizes *o) { /* insert or drop size-1 dims */
+    const shape_view *l = last(z);
+    if (z->a.ndim >= SHAPE_MAX_DIMS - 1)
+        return false;
+    for (uint32_t i = 0; i < z->a.ndim; i++) {
+        if (rnd(4) == 0 && o->m < SHAPE_MAX_DIMS - 2)
+            push_size(o, K(z, 1), 1);
+        if (z->a.shape[i] == 1 && rnd(2) && sym_is_const(l->shape[i], NULL))
+            continue;
+        push_size(o, l->shape[i], z->a.shape[i]);
+    }
+    return true;
+}
+
+static bool sizes_factor(fz *z, newsizes *o) { /* any factorisation (constants only) */
+    for (uint32_t i = 0; i < z->a.ndim; i++)
+        if (!sym_is_const(last(z)->shape[i], NULL))
+            return false;
+    int64_t t = z->a.n;
+    if (t == 0) {
+        int64_t r = rrange(1, 3);
+        push_size(o, K(z, 0), 0);
+        push_size(o, K(z, r), r);
+        return true;
+    }
+    while (t > 1 && o->m < 5) {
+        int64_t f = t;
+        for (int64_t c = 2; c < t; c++)
+            if (t % c == 0 && rnd(3) == 0) {
                 f = c;
                 break;
             }
-        for (uint32_t i = 0; i < n; i++) {
-            if (i == d) {
-                ns[m] = K(z, f), nv[m++] = f;
-                ns[m] = K(z, s / f), nv[m++] = s / f;
-            } else {
-                ns[m] = l->shape[i], nv[m++] = z->a.shape[i];
-            }
-        }
-    } else if (kind == 2 && n < SHAPE_MAX_DIMS - 1) { /* insert or drop ones */
-        for (uint32_t i = 0; i < n; i++) {
-            if (rnd(4) == 0 && m < SHAPE_MAX_DIMS - 2)
-                ns[m] = K(z, 1), nv[m++] = 1;
-            if (z->a.shape[i] == 1 && rnd(2) && sym_is_const(l->shape[i], NULL))
-                continue;
-            ns[m] = l->shape[i], nv[m++] = z->a.shape[i];
-        }
-    } else { /* a random factorisation of the whole size (constants only) */
-        for (uint32_t i = 0; i < n; i++)
-            if (!sym_is_const(l->shape[i], NULL))
-                return;
-        int64_t t = z->a.n;
-        if (t == 0) {
-            ns[m] = K(z, 0), nv[m++] = 0;
-            ns[m] = K(z, rrange(1, 3)), nv[m] = st_val(ns[m]), m++;
-        } else {
-            while (t > 1 && m < 5) {
-                int64_t f = t;
-                for (int64_t c = 2; c < t; c++)
-                    if (t % c == 0 && rnd(3) == 0) {
-                        f = c;
-                        break;
-                    }
-                ns[m] = K(z, f), nv[m++] = f;
-                t /= f;
-            }
-            if (t > 1)
-                ns[m] = K(z, t), nv[m++] = t;
-        }
+        push_size(o, K(z, f), f);
+        t /= f;
     }
+    if (t > 1)
+        push_size(o, K(z, t), t);
+    return true;
+}
+
+static void op_reshape(fz *z) {
+    newsizes o = {.m = 0};
+    bool (*const pick[4])(fz *, newsizes *) = {sizes_merge, sizes_split, sizes_ones, sizes_factor};
+    if (!pick[rnd(4)](z, &o))
+        return;
     shape_tracker t;
-    kiln_status s = shape_tracker_reshape(z->c, &z->t, m, ns, &t);
+    bool view = z->t.nviews == 1 && shape_view_torch_can_view(z->c, last(z), o.m, o.ns, NULL);
+    kiln_status s = shape_tracker_reshape(z->c, &z->t, o.m, o.ns, &t);
     if (s == KILN_ERROR_LIMIT_EXCEEDED)
         return;
+    z->torch_view = z->torch_view && view; /* else torch.reshape copies */
     if (s != KILN_OK)
         fail_msg("reshape failed: %s (%s)", shape_ctx_message(z->c), z->log);
     z->t = t;
-    z->a.ndim = m;
-    memcpy(z->a.shape, nv, m * sizeof(int64_t));
-    logf_(z, "reshape to %u dims; ", m);
+    z->a.ndim = o.m;
+    memcpy(z->a.shape, o.nv, o.m * sizeof(int64_t));
+    logf_(z, "reshape to %u dims; ", o.m);
 }
 
 static void op_expand(fz *z) {
@@ -423,17 +347,6 @@ static void op_unsqueeze_squeeze(fz *z) {
     }
 }
 
-typedef struct sel_arg {
-    uint32_t d, ndim;
-    int64_t index;
-} sel_arg;
-static bool map_select(const int64_t *ni, int64_t *oi, const void *arg) {
-    const sel_arg *s = arg;
-    for (uint32_t i = 0, j = 0; i < s->ndim; i++)
-        oi[i] = i == s->d ? s->index : ni[j++];
-    return true;
-}
-
 static void op_select(fz *z) {
     uint32_t n = z->a.ndim;
     if (n == 0)
@@ -457,21 +370,6 @@ static void op_select(fz *z) {
     logf_(z, "select d%u %lld; ", d, (long long)idx);
 }
 
-typedef struct diag_arg {
-    uint32_t a, b, ndim;
-    int64_t r0, c0;
-} diag_arg;
-static bool map_diag(const int64_t *ni, int64_t *oi, const void *arg) {
-    const diag_arg *g = arg;
-    int64_t j = ni[g->ndim - 2];
-    for (uint32_t i = 0, k = 0; i < g->ndim; i++)
-        if (i != g->a && i != g->b)
-            oi[i] = ni[k++];
-    oi[g->a] = j + g->r0;
-    oi[g->b] = j + g->c0;
-    return true;
-}
-
 static void op_diagonal(fz *z) {
     uint32_t n = z->a.ndim;
     if (n < 2)
@@ -493,17 +391,6 @@ static void op_diagonal(fz *z) {
     ns[k] = len < 0 ? 0 : len;
     sim_remap(&z->a, n - 1, ns, map_diag, &g);
     logf_(z, "diagonal %u %u %lld; ", a, b, (long long)off);
-}
-
-typedef struct unfold_arg {
-    uint32_t d, ndim;
-    int64_t step;
-} unfold_arg;
-static bool map_unfold(const int64_t *ni, int64_t *oi, const void *arg) {
-    const unfold_arg *u = arg;
-    memcpy(oi, ni, u->ndim * sizeof(int64_t));
-    oi[u->d] = ni[u->d] * u->step + ni[u->ndim];
-    return true;
 }
 
 static void op_unfold(fz *z) {
@@ -533,11 +420,11 @@ static void op_unfold(fz *z) {
 
 /* A contiguous or as_strided base; one dim may be a bound Variable. */
 static void make_base(fz *z, bool symbolic) {
-    uint32_t n = 1 + rnd(3);
+    uint32_t n = 1 + rnd(4);
     int64_t shape[SHAPE_MAX_DIMS], st[SHAPE_MAX_DIMS];
     const sym_node *sz[SHAPE_MAX_DIMS];
     for (uint32_t i = 0; i < n; i++) {
-        shape[i] = rrange(1, 4);
+        shape[i] = rrange(1, n <= 2 ? 6 : 4);
         sz[i] = K(z, shape[i]);
     }
     if (symbolic) {
@@ -555,9 +442,8 @@ static void make_base(fz *z, bool symbolic) {
             lo += st[i] < 0 ? st[i] * (shape[i] - 1) : 0;
         }
         int64_t off = -lo + rrange(0, 3);
-        assert_int_equal(shape_view_as_strided(z->c, n, sz, st_c(z->s, 0, n, st), K(z, off), NULL,
-                                               &v),
-                         KILN_OK);
+        assert_int_equal(
+            shape_view_as_strided(z->c, n, sz, st_c(z->s, 0, n, st), K(z, off), NULL, &v), KILN_OK);
         z->a.n = numel(shape, n);
         for (int64_t k = 0; k < z->a.n; k++) {
             int64_t idx[SHAPE_MAX_DIMS], a = off;
@@ -574,6 +460,7 @@ static void make_base(fz *z, bool symbolic) {
     }
     z->a.ndim = n;
     z->dense_base = !strided;
+    z->torch_view = true;
     memcpy(z->a.shape, shape, n * sizeof(int64_t));
     shape_tracker_from_view(&v, &z->t);
     logf_(z, "base %s%s n=%u; ", strided ? "strided" : "contig", symbolic ? " sym" : "", n);
@@ -591,27 +478,36 @@ static int64_t check_index(fz *z) {
     for (uint32_t i = 0; i < n; i++) {
         char name[32];
         snprintf(name, sizeof(name), "i%u_%lld", i, (long long)z->a.shape[i]);
-        /* a size-1 (or 0) dim is indexed by the constant 0 (symbolic/ at 5149adf returns
-         * NULL without an error for Var[0,0] * (expr * c); reported, not worked around there) */
-        vars[i] = z->a.shape[i] > 1 ? sym_var(z->s, name, 0, z->a.shape[i] - 1) : K(z, 0);
+        /* a Variable per dim, [0, size-1] (a size-1 dim gets a single-valued Variable); a
+         * size-0 dim has no element to evaluate */
+        vars[i] = z->a.shape[i] > 0 ? sym_var(z->s, name, 0, z->a.shape[i] - 1) : K(z, 0);
     }
     if (shape_tracker_index(z->c, &z->t, vars, &ix, &ok) != KILN_OK)
         fail_msg("index: %s / %s (%s) n=%u var0=%p shape0=%lld nviews=%u", shape_ctx_message(z->c),
-                 sym_ctx_message(z->s), z->log, n, (const void *)vars[0],
-                 (long long)z->a.shape[0], z->t.nviews);
+                 sym_ctx_message(z->s), z->log, n, (const void *)vars[0], (long long)z->a.shape[0],
+                 z->t.nviews);
     int64_t vals[SHAPE_MAX_DIMS];
-    const sym_node *avars[SHAPE_MAX_DIMS];
-    int64_t avals[SHAPE_MAX_DIMS];
+    const sym_node *avars[SHAPE_MAX_DIMS + 4], *uix, *uok;
+    int64_t avals[SHAPE_MAX_DIMS + 4];
     uint32_t na = 0;
     for (uint32_t i = 0; i < n; i++)
-        if (z->a.shape[i] > 1)
+        if (z->a.shape[i] > 0)
             avars[na++] = vars[i];
     sym_assignment as = {avars, avals, na};
+    /* the unbound tracker (a kernel's view) with the Variables assigned their bound values must
+     * give the same elements */
+    shape_tracker u;
+    size_t nu = 0;
+    assert_int_equal(shape_tracker_unbind(z->c, &z->t, &u, &avars[na], &avals[na], 4, &nu),
+                     KILN_OK);
+    assert_true(nu <= 4);
+    assert_int_equal(shape_tracker_index(z->c, &u, vars, &uix, &uok), KILN_OK);
+    sym_assignment asu = {avars, avals, na + nu};
     int64_t valid_count = 0;
     for (int64_t k = 0; k < z->a.n; k++) {
         unravel(z->a.shape, n, k, vals);
         for (uint32_t i = 0, j = 0; i < n; i++)
-            if (z->a.shape[i] > 1)
+            if (z->a.shape[i] > 0)
                 avals[j++] = vals[i];
         int64_t gi = 0, gv = 0;
         base_error err;
@@ -619,6 +515,12 @@ static int64_t check_index(fz *z) {
         assert_int_equal(sym_eval(ok, &as, &gv, &err), KILN_OK);
         if (gv)
             assert_int_equal(sym_eval(ix, &as, &gi, &err), KILN_OK);
+        int64_t ui = 0, uv = 0;
+        assert_int_equal(sym_eval(uok, &asu, &uv, &err), KILN_OK);
+        if (uv)
+            assert_int_equal(sym_eval(uix, &asu, &ui, &err), KILN_OK);
+        if (uv != gv || ui != gi)
+            fail_msg("unbound tracker differs at %lld: %s", (long long)k, z->log);
         int64_t want = z->a.data[k];
         if ((want >= 0) != (gv != 0) || (gv && gi != want)) {
             char b1[512], b2[512];
@@ -639,7 +541,8 @@ static int cmp64(const void *a, const void *b) {
 }
 
 typedef struct stats {
-    long chains, points, multiview, alias_yes, alias_none, alias_maybe, alias_exact, mops, sym;
+    long chains, points, multiview, missed_merge, torch_checked, alias_yes, alias_none, alias_maybe,
+        alias_exact, mops, sym;
 } stats;
 
 static void check_alias_extent(fz *z, stats *st) {
@@ -681,6 +584,27 @@ static void check_alias_extent(fz *z, stats *st) {
     }
 }
 
+/* While every op was a view in PyTorch, the strides and offset PyTorch would report address
+ * exactly the elements of the array. */
+static void check_torch_strides(fz *z, stats *st) {
+    if (!z->torch_view)
+        return;
+    const shape_view *l = last(z);
+    int64_t us[SHAPE_MAX_DIMS], uo = st_val(l->user_offset), idx[SHAPE_MAX_DIMS];
+    for (uint32_t i = 0; i < l->ndim; i++)
+        us[i] = st_val(l->user_strides[i]);
+    for (int64_t k = 0; k < z->a.n; k++) {
+        unravel(z->a.shape, z->a.ndim, k, idx);
+        int64_t a = uo;
+        for (uint32_t i = 0; i < l->ndim; i++)
+            a += idx[i] * us[i];
+        if (a != z->a.data[k])
+            fail_msg("user strides address %lld, want %lld at %lld: %s", (long long)a,
+                     (long long)z->a.data[k], (long long)k, z->log);
+    }
+    st->torch_checked++;
+}
+
 static void check_mops(fz *z, stats *st) {
     if (z->t.nviews != 1)
         return;
@@ -695,6 +619,75 @@ static void check_mops(fz *z, stats *st) {
     st->mops++;
 }
 
+/* Whether some single view gives the same elements as the array (valid set a box, addresses
+ * affine in it): how often a second view was kept although one would do. */
+static bool one_view_exists(const sim *a) {
+    int64_t lo[SHAPE_MAX_DIMS], hi[SHAPE_MAX_DIMS], idx[SHAPE_MAX_DIMS], cnt = 0;
+    for (uint32_t i = 0; i < a->ndim; i++)
+        lo[i] = INT64_MAX, hi[i] = -1;
+    for (int64_t k = 0; k < a->n; k++) {
+        if (a->data[k] < 0)
+            continue;
+        cnt++;
+        unravel(a->shape, a->ndim, k, idx);
+        for (uint32_t i = 0; i < a->ndim; i++)
+            lo[i] = idx[i] < lo[i] ? idx[i] : lo[i], hi[i] = idx[i] > hi[i] ? idx[i] : hi[i];
+    }
+    if (cnt == 0)
+        return a->ndim > 0; /* all padding: masks (0,0), but not for a scalar */
+    int64_t box = 1, st[SHAPE_MAX_DIMS];
+    for (uint32_t i = 0; i < a->ndim; i++)
+        box *= hi[i] - lo[i] + 1;
+    if (box != cnt)
+        return false;
+    int64_t base = a->data[ravel(a->shape, a->ndim, lo)];
+    for (uint32_t i = 0; i < a->ndim; i++) {
+        memcpy(idx, lo, sizeof(idx));
+        idx[i] += hi[i] > lo[i];
+        st[i] = a->data[ravel(a->shape, a->ndim, idx)] - base;
+    }
+    for (int64_t k = 0; k < a->n; k++) {
+        if (a->data[k] < 0)
+            continue;
+        unravel(a->shape, a->ndim, k, idx);
+        int64_t want = base;
+        for (uint32_t i = 0; i < a->ndim; i++)
+            want += (idx[i] - lo[i]) * st[i];
+        if (want != a->data[k])
+            return false;
+    }
+    return true;
+}
+
+static void dump_tracker(const shape_tracker *t) {
+    for (uint32_t k = 0; k < t->nviews; k++) {
+        const shape_view *v = &t->views[k];
+        char line[1024];
+        size_t n = 0;
+        n += (size_t)snprintf(line + n, sizeof(line) - n, "  view %u: shape (", k);
+        for (uint32_t i = 0; i < v->ndim; i++)
+            n += sym_render(v->shape[i], line + n, sizeof(line) - n),
+                n += (size_t)snprintf(line + n, sizeof(line) - n, ",");
+        n += (size_t)snprintf(line + n, sizeof(line) - n, ") strides (");
+        for (uint32_t i = 0; i < v->ndim; i++)
+            n += sym_render(v->strides[i], line + n, sizeof(line) - n),
+                n += (size_t)snprintf(line + n, sizeof(line) - n, ",");
+        n += (size_t)snprintf(line + n, sizeof(line) - n, ") offset ");
+        n += sym_render(v->offset, line + n, sizeof(line) - n);
+        if (v->masked) {
+            n += (size_t)snprintf(line + n, sizeof(line) - n, " mask ");
+            for (uint32_t i = 0; i < v->ndim && n < sizeof(line) - 64; i++) {
+                n += (size_t)snprintf(line + n, sizeof(line) - n, "(");
+                n += sym_render(v->mask_begin[i], line + n, sizeof(line) - n);
+                n += (size_t)snprintf(line + n, sizeof(line) - n, ",");
+                n += sym_render(v->mask_end[i], line + n, sizeof(line) - n);
+                n += (size_t)snprintf(line + n, sizeof(line) - n, ")");
+            }
+        }
+        print_message("%s\n", line);
+    }
+}
+
 static void run_chain(fz *z, stats *st, bool symbolic) {
     z->loglen = 0;
     z->log[0] = 0;
@@ -702,24 +695,53 @@ static void run_chain(fz *z, stats *st, bool symbolic) {
     uint32_t nops = 1 + rnd(MAX_OPS);
     for (uint32_t k = 0; k < nops; k++) {
         switch (rnd(12)) {
-        case 0: op_permute(z); break;
-        case 1: op_flip(z); break;
-        case 2: op_pad(z); break;
-        case 3: op_shrink(z); break;
-        case 4: op_slice(z); break;
-        case 5: case 6: op_reshape(z); break;
-        case 7: op_expand(z); break;
-        case 8: op_unsqueeze_squeeze(z); break;
-        case 9: op_select(z); break;
-        case 10: op_diagonal(z); break;
-        default: op_unfold(z); break;
+        case 0:
+            op_permute(z);
+            break;
+        case 1:
+            op_flip(z);
+            break;
+        case 2:
+            op_pad(z);
+            break;
+        case 3:
+            op_shrink(z);
+            break;
+        case 4:
+            op_slice(z);
+            break;
+        case 5:
+        case 6:
+            op_reshape(z);
+            break;
+        case 7:
+            op_expand(z);
+            break;
+        case 8:
+            op_unsqueeze_squeeze(z);
+            break;
+        case 9:
+            op_select(z);
+            break;
+        case 10:
+            op_diagonal(z);
+            break;
+        default:
+            op_unfold(z);
+            break;
         }
     }
     st->points += z->a.n;
     st->multiview += z->t.nviews > 1;
+    if (z->t.nviews > 1 && one_view_exists(&z->a)) {
+        st->missed_merge++;
+        if (getenv("KILN_SHAPE_FUZZ_VERBOSE"))
+            print_message("one view would do: %s\n", z->log), dump_tracker(&z->t);
+    }
     check_index(z);
     check_alias_extent(z, st);
     check_mops(z, st);
+    check_torch_strides(z, st);
     st->chains++;
     st->sym += symbolic;
 }
@@ -738,17 +760,110 @@ static void test_shape_fuzz_chains_match_explicit_arrays(void **state) {
         rng_state = seed * 1000003u + (uint64_t)i;
         run_chain(z, &st, i % 3 == 2);
     }
-    print_message("chains %ld (symbolic %ld), points %ld, multi-view %ld, alias yes/none/maybe "
-                  "%ld/%ld/%ld (decided from strides alone %ld), rebuilt %ld\n",
-                  st.chains, st.sym, st.points, st.multiview, st.alias_yes, st.alias_none,
-                  st.alias_maybe, st.alias_exact, st.mops);
+    print_message(
+        "chains %ld (symbolic %ld), points %ld, multi-view %ld (one view would do: %ld), "
+        "alias yes/none/maybe "
+        "%ld/%ld/%ld (decided from strides alone %ld), rebuilt %ld, torch strides checked %ld\n",
+        st.chains, st.sym, st.points, st.multiview, st.missed_merge, st.alias_yes, st.alias_none,
+        st.alias_maybe, st.alias_exact, st.mops, st.torch_checked);
     assert_true(st.chains >= 10000);
+    free(z);
+}
+
+/* ---- merges: random two-view trackers, simplified, give the same elements ---------------------
+ */
+
+static bool random_view(fz *z, int64_t storage, shape_view *v, bool pad) {
+    uint32_t n = 1 + rnd(3);
+    int64_t shape[SHAPE_MAX_DIMS], st[SHAPE_MAX_DIMS], lo = 0, hi = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        shape[i] = rrange(1, 4);
+        st[i] = rrange(-4, 4);
+        lo += st[i] < 0 ? st[i] * (shape[i] - 1) : 0;
+        hi += st[i] > 0 ? st[i] * (shape[i] - 1) : 0;
+    }
+    if (storage >= 0 && hi - lo >= storage)
+        return false;
+    int64_t off = -lo + (storage >= 0 ? rrange(0, storage - 1 - (hi - lo)) : rrange(0, 2));
+    if (shape_view_as_strided(z->c, n, st_c(z->s, 0, n, shape), st_c(z->s, 1, n, st), K(z, off),
+                              storage >= 0 ? K(z, storage) : NULL, v) != KILN_OK)
+        return false;
+    if (pad && rnd(2)) {
+        const sym_node *b[SHAPE_MAX_DIMS], *e[SHAPE_MAX_DIMS];
+        for (uint32_t i = 0; i < n; i++)
+            b[i] = K(z, rnd(3) == 0 ? rrange(0, 2) : 0),
+            e[i] = K(z, rnd(3) == 0 ? rrange(0, 2) : 0);
+        assert_int_equal(shape_view_pad(z->c, v, b, e, v), KILN_OK);
+    }
+    return true;
+}
+
+static void eval_tracker_all(fz *z, const shape_tracker *t, int64_t *out, int64_t *n) {
+    const shape_view *l = shape_tracker_last(t);
+    int64_t shape[SHAPE_MAX_DIMS], vals[SHAPE_MAX_DIMS], avals[SHAPE_MAX_DIMS];
+    const sym_node *vars[SHAPE_MAX_DIMS], *avars[SHAPE_MAX_DIMS], *ix, *ok;
+    uint32_t na = 0;
+    for (uint32_t i = 0; i < l->ndim; i++) {
+        char name[32];
+        shape[i] = st_val(l->shape[i]);
+        snprintf(name, sizeof(name), "i%u_%lld", i, (long long)shape[i]);
+        vars[i] = shape[i] > 0 ? sym_var(z->s, name, 0, shape[i] - 1) : K(z, 0);
+        if (shape[i] > 0)
+            avars[na++] = vars[i];
+    }
+    assert_int_equal(shape_tracker_index(z->c, t, vars, &ix, &ok), KILN_OK);
+    *n = numel(shape, l->ndim);
+    sym_assignment as = {avars, avals, na};
+    for (int64_t k = 0; k < *n; k++) {
+        unravel(shape, l->ndim, k, vals);
+        for (uint32_t i = 0, j = 0; i < l->ndim; i++)
+            if (shape[i] > 0)
+                avals[j++] = vals[i];
+        int64_t gv, gi = -1;
+        base_error err;
+        base_error_clear(&err);
+        assert_int_equal(sym_eval(ok, &as, &gv, &err), KILN_OK);
+        if (gv)
+            assert_int_equal(sym_eval(ix, &as, &gi, &err), KILN_OK);
+        out[k] = gi;
+    }
+}
+
+static void test_shape_fuzz_merges_preserve_elements(void **state) {
+    ST_ENV(state);
+    fz *z = calloc(1, sizeof(*z));
+    assert_non_null(z);
+    z->c = C, z->s = S;
+    long tried = 0, merged = 0;
+    static int64_t a[MAX_NUMEL], b[MAX_NUMEL];
+    for (int i = 0; tried < 10000; i++) {
+        rng_state = 777u * 1000003u + (uint64_t)i;
+        shape_tracker t = {.nviews = 2}, s;
+        if (!random_view(z, -1, &t.views[0], true))
+            continue;
+        const sym_node *n0 = shape_view_numel(C, &t.views[0]);
+        if (!random_view(z, st_val(n0), &t.views[1], true))
+            continue;
+        tried++;
+        assert_int_equal(shape_tracker_simplify(C, &t, &s), KILN_OK);
+        merged += s.nviews == 1;
+        int64_t na, nb;
+        eval_tracker_all(z, &t, a, &na);
+        eval_tracker_all(z, &s, b, &nb);
+        assert_int_equal(na, nb);
+        if (memcmp(a, b, (size_t)na * sizeof(int64_t)) != 0)
+            fail_msg("merge changed the elements (pair %d)", i);
+    }
+    print_message("pairs %ld, merged into one view %ld\n", tried, merged);
+    assert_true(merged > tried / 4);
     free(z);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_shape_fuzz_chains_match_explicit_arrays, st_setup,
+                                        st_teardown),
+        cmocka_unit_test_setup_teardown(test_shape_fuzz_merges_preserve_elements, st_setup,
                                         st_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -345,11 +345,8 @@ static void test_subgroup(selftest *t) {
     }
     enum { N = 256 };
     static uint32_t in[N], out[N];
-    uint32_t total = 0;
-    for (uint32_t i = 0; i < N; i++) {
+    for (uint32_t i = 0; i < N; i++)
         in[i] = 1;
-        total += in[i];
-    }
     vkd_pipeline *pipe = make(t, &p);
     if (!pipe)
         return;
