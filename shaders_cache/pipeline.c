@@ -95,14 +95,20 @@ static kiln_status merge_from_disk(pcache *pc, vkd_device *dev, base_error *err)
     pcache_stats before = pc->stats;
     kiln_status st = read_blob(pc, &disk, &disk_size, err);
     pc->stats.misses = before.misses; /* a look at the file, not a lookup */
-    if (st == KILN_ERROR_NOT_FOUND)
+    if (st == KILN_ERROR_NOT_FOUND) {
+        pc->pipeline_known = false; /* nothing usable on disk: the next save writes */
         return KILN_OK;
+    }
     if (st != KILN_OK)
         return st;
     uint64_t hash = base_hash_bytes(disk, disk_size, 0);
     if (!pc->pipeline_known || pc->pipeline_hash != hash)
         st = vkd_pipeline_cache_merge(dev, disk, disk_size, err);
     pcache_free(pc, disk, disk_size);
+    if (st == KILN_OK) { /* the file holds these bytes now */
+        pc->pipeline_known = true;
+        pc->pipeline_hash = hash;
+    }
     return st;
 }
 
