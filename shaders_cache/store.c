@@ -33,9 +33,10 @@ void pcache_degrade(pcache *pc, pcache_mode mode, const char *what, const char *
     if (pc->warned)
         return;
     pc->warned = true;
-    base_log(BASE_LOG_WARN, "shaders_cache",
-             "%s %s failed (%s): continuing without %s the kernel cache", what, path ? path : "",
-             strerror(error), mode == PCACHE_MODE_OFF ? "" : "writing to");
+    base_log(BASE_LOG_WARN, "shaders_cache", "%s%s%s failed (%s): continuing %s", what,
+             path ? " " : "", path ? path : "", strerror(error),
+             mode == PCACHE_MODE_OFF ? "without the kernel cache"
+                                     : "without saving compiled kernels to the cache");
 }
 
 const char *pcache_path(pcache *pc, const char *name) {
