@@ -17,6 +17,7 @@
 #include <time.h>
 
 enum { TEMP_MAX_AGE_SEC = 600 };
+static const uint64_t LIST_READ_MAX = 1ull << 30;
 
 typedef struct scan_file {
     char name[PCACHE_NAME_CAP];
@@ -39,8 +40,7 @@ static kiln_status scan(pcache *pc, scan_files *files, base_error *err) {
     while (st == KILN_OK && (ent = readdir(d)) != NULL) {
         bool entry = pcache_is_entry_name(ent->d_name), temp = pcache_is_temp_name(ent->d_name);
         struct stat s;
-        if ((!entry && !temp) || strlen(ent->d_name) >= PCACHE_NAME_CAP ||
-            stat(pcache_path(pc, ent->d_name), &s) != 0 || !S_ISREG(s.st_mode))
+        if ((!entry && !temp) || stat(pcache_path(pc, ent->d_name), &s) != 0 || !S_ISREG(s.st_mode))
             continue;
         if (temp) {
             if (now - s.st_mtime > TEMP_MAX_AGE_SEC)
@@ -170,7 +170,9 @@ static kiln_status list_one(pcache *pc, const scan_file *f, pcache_entry_fn fn, 
                             bool *go_on, base_error *err) {
     unsigned char *data = NULL;
     size_t size = 0;
-    int e = pcache_read_file(pc, pcache_path(pc, f->name), UINT64_MAX, &data, &size, NULL, NULL);
+    /* Larger than any cap a handle would use: not read (reported as corrupt). */
+    uint64_t max = pc->max_bytes > LIST_READ_MAX ? pc->max_bytes : LIST_READ_MAX;
+    int e = pcache_read_file(pc, pcache_path(pc, f->name), max, &data, &size, NULL, NULL);
     if (e == ENOENT)
         return KILN_OK; /* evicted or replaced since the scan */
     if (e == ENOMEM)

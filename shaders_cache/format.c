@@ -189,6 +189,7 @@ bool pcache_is_entry_name(const char *name) {
 }
 
 bool pcache_is_temp_name(const char *name) {
-    return strlen(name) > PCACHE_NAME_LEN && all_hex(name, 32) &&
+    size_t n = strlen(name);
+    return n > PCACHE_NAME_LEN && n < PCACHE_TEMP_NAME_MAX && all_hex(name, 32) &&
            strncmp(name + 32, ".kc.tmp.", 8) == 0;
 }

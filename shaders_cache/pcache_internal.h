@@ -11,8 +11,9 @@ enum {
     PCACHE_FORMAT_VERSION = 1,
     PCACHE_HEADER_SIZE = 72, /* fixed fields, then the key, the payload, the checksum */
     PCACHE_CHECKSUM_SIZE = 8,
-    PCACHE_NAME_LEN = 35, /* 32 hex digits + ".kc" */
-    PCACHE_NAME_CAP = 64, /* room for a temporary file's name too */
+    PCACHE_NAME_LEN = 35,      /* 32 hex digits + ".kc" */
+    PCACHE_NAME_CAP = 64,      /* an entry name and its terminator, with room to spare */
+    PCACHE_TEMP_NAME_MAX = 96, /* longer names are not ours: <entry>.tmp.<pid>.<sequence> */
 };
 
 /* The fixed fields of a file header, decoded. */

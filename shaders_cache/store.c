@@ -96,7 +96,7 @@ static kiln_status setup_directory(pcache *pc, const pcache_options *o, base_err
         pcache_degrade(pc, PCACHE_MODE_OFF, "finding a cache directory (no HOME)", NULL, ENOENT);
         return KILN_OK;
     }
-    pc->path_size = strlen(pc->dir) + 2 + PCACHE_NAME_CAP + 48;
+    pc->path_size = strlen(pc->dir) + 2 + PCACHE_TEMP_NAME_MAX;
     pc->path = base_malloc(&pc->alloc, pc->path_size);
     if (!pc->path)
         return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for the cache path");
