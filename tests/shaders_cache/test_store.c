@@ -281,6 +281,28 @@ static void test_shaders_cache_store_rejects_bad_arguments(void **state) {
     helper_rmtree(dir);
 }
 
+static bool count_entry(void *user, const pcache_entry *e) {
+    *(int *)user += e->state == PCACHE_ENTRY_OK;
+    return true;
+}
+
+/* A pipeline blob (a header for id and a body) saved and loaded back. */
+static kiln_status blob_round_trip(pcache *pc, const pcache_identity *id) {
+    unsigned char blob[64] = {32, 0, 0, 0, VK_PIPELINE_CACHE_HEADER_VERSION_ONE};
+    memcpy(blob + 8, &id->vendor_id, 4);
+    memcpy(blob + 12, &id->device_id, 4);
+    memcpy(blob + 16, id->pipeline_cache_uuid, VK_UUID_SIZE);
+    kiln_status st = pcache_pipeline_save(pc, blob, sizeof blob, NULL);
+    void *back = NULL;
+    size_t n = 0;
+    if (st == KILN_OK)
+        st = pcache_pipeline_load(pc, &back, &n, NULL);
+    if (st == KILN_OK && (n != sizeof blob || memcmp(back, blob, n) != 0))
+        st = KILN_ERROR_INTERNAL;
+    pcache_free(pc, back, n);
+    return st;
+}
+
 /* Everything a run does, under an allocator that fails the Nth allocation. */
 static kiln_status one_run(const base_allocator *a, const char *dir, const pcache_identity *id) {
     pcache *pc = NULL;
@@ -299,6 +321,13 @@ static kiln_status one_run(const base_allocator *a, const char *dir, const pcach
         uint64_t bytes;
         st = pcache_trim(pc, &bytes, NULL);
     }
+    if (st == KILN_OK)
+        st = blob_round_trip(pc, id);
+    int listed = 0;
+    if (st == KILN_OK)
+        st = pcache_list(pc, count_entry, &listed, NULL);
+    if (st == KILN_OK && listed != 2)
+        st = KILN_ERROR_INTERNAL;
     if (st == KILN_OK)
         st = pcache_clear(pc, NULL, NULL);
     pcache_close(pc);
