@@ -31,18 +31,29 @@
  * A handle is used from one thread at a time; several handles and processes may share one
  * directory. Every allocation goes through options.alloc.
  *
- * Typical use (engine/):
+ * Typical use (engine/): the identity is known before the device exists, so the saved
+ * VkPipelineCache blob becomes the device's initial data.
  *     pcache_identity id = pcache_identity_of(vkd_instance_device(inst, index));
  *     pcache *pc;
  *     pcache_open(&(pcache_options){.identity = &id, .payload_version = 3}, &pc, &err);
- *     void *blob; size_t blob_size;               // the device's VkPipelineCache, if saved
- *     if (pcache_pipeline_load(pc, &blob, &blob_size, &err) == KILN_OK) { ...initial data...;
- *         pcache_free(pc, blob, blob_size); }
- *     void *p; size_t n;
- *     if (pcache_get(pc, key, key_size, &p, &n, &err) == KILN_OK) { deserialize; pcache_free(..) }
- *     else { compile; pcache_put(pc, key, key_size, payload, payload_size, &err); }
+ *     vkd_device_options dopt = {0};
+ *     void *blob = NULL; size_t blob_size = 0;
+ *     if (pcache_pipeline_load(pc, &blob, &blob_size, &err) == KILN_OK) {
+ *         dopt.pipeline_cache_data = blob; dopt.pipeline_cache_size = blob_size; }
+ *     vkd_device_create(inst, index, &dopt, &dev, &err);
+ *     pcache_free(pc, blob, blob_size);
+ *     ...
+ *     void *p; size_t n;                       // per kernel, after the in-memory cache missed
+ *     if (pcache_get(pc, key, key_size, &p, &n, &err) == KILN_OK) {
+ *         deserialize p; pcache_free(pc, p, n);
+ *     } else {
+ *         lower, emit; serialize; pcache_put(pc, key, key_size, payload, payload_size, &err);
+ *     }
  *     pcache_pipeline_save_device(pc, dev, &err); // after the first burst and at teardown
  *     pcache_close(pc);
+ * A failing disk never stops the engine: a get misses, and the put that failed returns
+ * KILN_ERROR_IO after the one warning was logged, so the engine may ignore every status of
+ * get, put and the pipeline calls except KILN_ERROR_OUT_OF_HOST_MEMORY.
  */
 #ifndef KILN_SHADERS_CACHE_PCACHE_H
 #define KILN_SHADERS_CACHE_PCACHE_H

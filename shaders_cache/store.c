@@ -179,9 +179,9 @@ static bool lookup_check(void *user, const unsigned char *file, size_t size) {
     lookup *l = user;
     pcache_header h;
     l->verdict = pcache_verify(l->pc, file, size, &l->pc->identity, &h);
-    l->key_matches = l->verdict == PCACHE_VERDICT_OK && h.kind == l->kind &&
-                     h.key_size == l->key_size &&
-                     memcmp(file + PCACHE_HEADER_SIZE, l->key, l->key_size) == 0;
+    l->key_matches =
+        l->verdict == PCACHE_VERDICT_OK && h.kind == l->kind && h.key_size == l->key_size &&
+        (l->key_size == 0 || memcmp(file + PCACHE_HEADER_SIZE, l->key, l->key_size) == 0);
     return l->key_matches;
 }
 
