@@ -40,7 +40,8 @@ static kiln_status scan(pcache *pc, scan_files *files, base_error *err) {
     while (st == KILN_OK && (ent = readdir(d)) != NULL) {
         bool entry = pcache_is_entry_name(ent->d_name), temp = pcache_is_temp_name(ent->d_name);
         struct stat s;
-        if ((!entry && !temp) || stat(pcache_path(pc, ent->d_name), &s) != 0 || !S_ISREG(s.st_mode))
+        if ((!entry && !temp) || lstat(pcache_path(pc, ent->d_name), &s) != 0 ||
+            !S_ISREG(s.st_mode))
             continue;
         if (temp) {
             if (now - s.st_mtime > TEMP_MAX_AGE_SEC)
