@@ -1,8 +1,9 @@
 /* shaders_cache/: processes filling one cache at the same moment. N children are released
  * together through a pipe and each runs ROUNDS rounds of puts (keys shared by all, keys of
- * its own) and gets; every hit must be a payload some child wrote, whole. Afterwards every
- * file parses and checksums, no temporary file is left, and a trim brings the directory
- * under its cap. Run with a roomy cap and with a cap small enough to evict constantly. */
+ * its own, the device's pipeline blob) and gets; every hit must be a payload some child wrote,
+ * whole. Afterwards every file parses and checksums, no temporary file is left, and a trim brings
+ * the directory under its cap. Run with a roomy cap and with a cap small enough to evict
+ * constantly. */
 #include "cache_helpers.h"
 
 #include <setjmp.h>
@@ -44,6 +45,16 @@ static bool payload_whole(const unsigned char *p, size_t n) {
     return true;
 }
 
+/* A pipeline-cache blob for id: its Vulkan header, then a body that proves itself. */
+static size_t make_blob(const pcache_identity *id, unsigned char *p, unsigned child,
+                        unsigned round) {
+    size_t n = make_payload(p + 32, child, round) + 32;
+    uint32_t words[4] = {32, VK_PIPELINE_CACHE_HEADER_VERSION_ONE, id->vendor_id, id->device_id};
+    memcpy(p, words, sizeof words);
+    memcpy(p + 16, id->pipeline_cache_uuid, VK_UUID_SIZE);
+    return n;
+}
+
 /* The child's whole life; returns its exit status. */
 static int child_main(const char *dir, unsigned child, uint64_t cap, int start_fd) {
     char go;
@@ -54,7 +65,7 @@ static int child_main(const char *dir, unsigned child, uint64_t cap, int start_f
     pcache_options o = {.directory = dir, .identity = &id, .max_bytes = cap};
     if (pcache_open(&o, &pc, NULL) != KILN_OK)
         return 3;
-    static unsigned char buf[MAX_PAYLOAD];
+    static unsigned char buf[MAX_PAYLOAD + 32];
     int bad = 0;
     for (unsigned r = 0; r < ROUNDS && !bad; r++) {
         char shared[16], own[24];
@@ -63,6 +74,7 @@ static int child_main(const char *dir, unsigned child, uint64_t cap, int start_f
         size_t n = make_payload(buf, child, r);
         bad |= pcache_put(pc, shared, strlen(shared), buf, n, NULL) != KILN_OK;
         bad |= pcache_put(pc, own, strlen(own), buf, n, NULL) != KILN_OK;
+        bad |= pcache_pipeline_save(pc, buf, make_blob(&id, buf, child, r), NULL) != KILN_OK;
         const char *look[2] = {shared, own};
         for (int i = 0; i < 2; i++) {
             void *p = NULL;
@@ -83,7 +95,7 @@ static int child_main(const char *dir, unsigned child, uint64_t cap, int start_f
 }
 
 typedef struct verify {
-    int ok, bad, entries;
+    int ok, bad, entries, blobs;
 } verify;
 
 static bool verify_fn(void *user, const pcache_entry *e) {
@@ -91,6 +103,8 @@ static bool verify_fn(void *user, const pcache_entry *e) {
     v->entries++;
     if (e->state == PCACHE_ENTRY_OK && e->kind == PCACHE_KIND_ENTRY)
         v->ok++;
+    else if (e->state == PCACHE_ENTRY_OK && e->kind == PCACHE_KIND_PIPELINE)
+        v->blobs++;
     else
         v->bad++;
     return true;
@@ -124,7 +138,18 @@ static void run_children(uint64_t cap) {
     assert_int_equal(v.bad, 0);
     assert_true(v.ok >= 1);
     assert_true(v.ok <= 3 + CHILDREN * 4);
+    assert_true(v.blobs <= 1);
+    if (cap > (1u << 20)) /* nothing evicted: the blob is there */
+        assert_int_equal(v.blobs, 1);
     assert_int_equal(helper_count_files(dir, NULL, NULL), v.entries); /* no temporary files */
+    /* The blob that won the race is whole. */
+    void *blob = NULL;
+    size_t blob_size = 0;
+    if (v.blobs == 1) {
+        assert_int_equal(pcache_pipeline_load(pc, &blob, &blob_size, NULL), KILN_OK);
+        assert_true(payload_whole((unsigned char *)blob + 32, blob_size - 32));
+        pcache_free(pc, blob, blob_size);
+    }
     uint64_t bytes = 0;
     assert_int_equal(pcache_trim(pc, &bytes, NULL), KILN_OK);
     assert_true(bytes <= cap);
