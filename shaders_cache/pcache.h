@@ -168,8 +168,9 @@ kiln_status pcache_pipeline_load(pcache *pc, void **data, size_t *size, base_err
 kiln_status pcache_pipeline_save(pcache *pc, const void *data, size_t size, base_error *err);
 /* Saves the device's VkPipelineCache: when the file on disk changed since this handle last
  * loaded or saved it (another process saved), its blob is merged into the device's cache
- * first (vkd_pipeline_cache_merge), then the merged data is saved. Call it after the first
- * burst of compiles and at teardown. Vulkan failures come back as vk/'s statuses. */
+ * first (vkd_pipeline_cache_merge; a blob the driver refuses to merge is simply replaced), then
+ * the merged data is saved. Call it after the first burst of compiles and at teardown. A
+ * failing vkGetPipelineCacheData comes back as vk/'s status. */
 kiln_status pcache_pipeline_save_device(pcache *pc, vkd_device *dev, base_error *err);
 
 /* ---- statistics and management -------------------------------------------------------- */

@@ -102,14 +102,20 @@ static kiln_status merge_from_disk(pcache *pc, vkd_device *dev, base_error *err)
     if (st != KILN_OK)
         return st;
     uint64_t hash = base_hash_bytes(disk, disk_size, 0);
+    base_error merge_err = {0};
     if (!pc->pipeline_known || pc->pipeline_hash != hash)
-        st = vkd_pipeline_cache_merge(dev, disk, disk_size, err);
+        st = vkd_pipeline_cache_merge(dev, disk, disk_size, &merge_err);
     pcache_free(pc, disk, disk_size);
-    if (st == KILN_OK) { /* the file holds these bytes now */
-        pc->pipeline_known = true;
-        pc->pipeline_hash = hash;
+    if (st == KILN_ERROR_OUT_OF_HOST_MEMORY)
+        return base_error_set(err, st, "%s", base_error_message(&merge_err));
+    if (st != KILN_OK) { /* the driver refused the other blob: ours replaces it */
+        base_log(BASE_LOG_DEBUG, "shaders_cache", "not merged: %s", base_error_message(&merge_err));
+        pc->pipeline_known = false;
+        return KILN_OK;
     }
-    return st;
+    pc->pipeline_known = true; /* the file holds these bytes now */
+    pc->pipeline_hash = hash;
+    return KILN_OK;
 }
 
 kiln_status pcache_pipeline_save_device(pcache *pc, vkd_device *dev, base_error *err) {
