@@ -146,10 +146,7 @@ static void choose_memory(vkd_device *dev) {
 
 static kiln_status create_objects(vkd_device *dev, base_error *err) {
     const struct VolkDeviceTable *vk = &dev->vk;
-    VkPipelineCacheCreateInfo cache_info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-    kiln_status st =
-        vkd_check(vk->vkCreatePipelineCache(dev->handle, &cache_info, NULL, &dev->pipeline_cache),
-                  "vkCreatePipelineCache", err);
+    kiln_status st = vkd_pipeline_cache_create(dev, err);
     if (st != KILN_OK)
         return st;
     VkCommandPoolCreateInfo pool_info = {

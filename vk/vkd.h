@@ -5,7 +5,8 @@
  *   device    vkd_device: one logical device with a compute queue, the features code generation
  *             may use (vkd_caps: only what was enabled), a VkPipelineCache, a command pool
  *   buffer    vkd_buffer: storage buffers; mapped directly on UMA devices, staged otherwise
- *   pipeline  vkd_pipeline: every compute pipeline comes from one table (vkd_pipeline_desc)
+ *   pipeline  vkd_pipeline: every compute pipeline comes from one table (vkd_pipeline_desc);
+ *             the device's VkPipelineCache is created from saved data, merged and read back
  *   batch     vkd_batch: many dispatches in one command buffer, barriers between them,
  *             push constants per dispatch, grid splitting, timestamps, a fence
  *
@@ -158,6 +159,11 @@ typedef struct vkd_device_options {
     uint64_t max_storage_range;   /* nonzero: report a smaller storage-buffer range */
     uint32_t max_workgroup_count; /* nonzero: split grids as if this were the limit */
     uint64_t fence_timeout_ns;    /* 0: 60 seconds */
+    /* Initial data of the device's VkPipelineCache (vkGetPipelineCacheData bytes saved
+     * earlier), or NULL. The driver validates its header; shaders_cache/ has checked it too.
+     * Only read during vkd_device_create. */
+    const void *pipeline_cache_data;
+    size_t pipeline_cache_size;
 } vkd_device_options;
 
 kiln_status vkd_device_create(const vkd_instance *inst, uint32_t index,
@@ -182,6 +188,16 @@ const vkd_device_info *vkd_device_info_of(const vkd_device *dev);
 VkDevice vkd_device_handle(const vkd_device *dev);
 const struct VolkDeviceTable *vkd_device_table(const vkd_device *dev);
 VkPipelineCache vkd_device_pipeline_cache(const vkd_device *dev);
+
+/* The device's VkPipelineCache (pipeline_cache.c). merge creates a temporary cache from data
+ * (vkd_device_options.pipeline_cache_data's format) and merges it into the device's.
+ * data: with data NULL, *size becomes the byte count of the cache's data; otherwise at most
+ * *size bytes are written and *size becomes the count written (KILN_ERROR_LIMIT_EXCEEDED when
+ * *size was too small). */
+kiln_status vkd_pipeline_cache_merge(vkd_device *dev, const void *data, size_t size,
+                                     base_error *err);
+kiln_status vkd_pipeline_cache_data(const vkd_device *dev, void *data, size_t *size,
+                                    base_error *err);
 
 /* Statistics of what the device layer did. */
 typedef struct vkd_stats {

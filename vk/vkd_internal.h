@@ -59,6 +59,9 @@ struct vkd_pipeline {
     uint32_t push_constant_size;
 };
 
+/* Creates dev->pipeline_cache from dev->options.pipeline_cache_data (pipeline_cache.c). */
+kiln_status vkd_pipeline_cache_create(vkd_device *dev, base_error *err);
+
 /* Records into the device's transfer command buffer, submits and waits: used by buffer
  * transfers. begin returns the command buffer ready for recording. */
 kiln_status vkd_transfer_begin(vkd_device *dev, VkCommandBuffer *cmd, base_error *err);

@@ -1,11 +1,14 @@
 /* kilninfo: what a Vulkan device can do, for a compute user.
  *
  *   kilninfo [--json] [--device N] [--selftest]
+ *   kilninfo --cache [--json] | --cache-clear
  *
  * Text by default; --json prints one JSON object whose keys are documented in
  * tools/kilninfo/README.md. --selftest builds, validates and runs a few kernels on the chosen
- * device (--device N, else the default) instead (selftest.c). Exit status: 0 on success, 1 when
+ * device (--device N, else the default) instead (selftest.c). --cache lists the kernel cache
+ * and --cache-clear empties it (cache.c); neither needs a device. Exit status: 0 on success, 1 when
  * Vulkan or the device is missing or a selftest kernel failed, 2 on bad usage. */
+#include "cache.h"
 #include "report.h"
 #include "selftest.h"
 #include "vkd.h"
@@ -228,22 +231,29 @@ static int usage(const char *msg) {
     fprintf(stderr,
             "kilninfo: %s\n"
             "usage: kilninfo [--json] [--device N] [--selftest]\n"
+            "       kilninfo --cache [--json] | --cache-clear\n"
             "  --json       print one JSON object (keys: tools/kilninfo/README.md)\n"
             "  --device N   report only device N (KILN_DEVICE does not filter the report)\n"
             "  --selftest   build, validate and run test kernels on the device (--device N or\n"
-            "               the default); report pass/fail, latency, bandwidth, FMA throughput\n",
+            "               the default); report pass/fail, latency, bandwidth, FMA throughput\n"
+            "  --cache      list the kernel cache: key, size, last use (no device needed)\n"
+            "  --cache-clear  remove every file of the kernel cache\n",
             msg);
     return 2;
 }
 
 int main(int argc, char **argv) {
-    bool json = false, selftest = false;
+    bool json = false, selftest = false, cache = false, cache_clear = false;
     long only = -1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = true;
         } else if (strcmp(argv[i], "--selftest") == 0) {
             selftest = true;
+        } else if (strcmp(argv[i], "--cache") == 0) {
+            cache = true;
+        } else if (strcmp(argv[i], "--cache-clear") == 0) {
+            cache_clear = true;
         } else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
             char *end;
             only = strtol(argv[++i], &end, 10);
@@ -256,6 +266,12 @@ int main(int argc, char **argv) {
             return usage("unknown argument");
         }
     }
+    if (cache && cache_clear)
+        return usage("--cache and --cache-clear cannot be combined");
+    if (cache)
+        return kilninfo_cache_list(stdout, json);
+    if (cache_clear)
+        return kilninfo_cache_clear(stdout);
     base_error err = {0};
     vkd_instance *inst = NULL;
     if (vkd_instance_create(NULL, &inst, &err) != KILN_OK) {
