@@ -15,6 +15,7 @@
 #include "base.h"
 #include "ir.h"
 #include "kiln/kiln.h"
+#include "pcache.h"
 #include "shape.h"
 #include "sym.h"
 #include "vkd.h"
@@ -155,6 +156,11 @@ typedef struct eng_program {
     struct eng_program *variant;
     bool params_in_buffer; /* parameters exceed the push-constant limit: a small buffer */
     uint32_t workgroup_size;
+    /* The dispatch interface (from the IR, or from the disk cache when there is no IR). */
+    ir_type index_type;
+    uint32_t param_count;
+    uint32_t binding_count;
+    uint32_t push_constant_size;
     struct eng_program *next;
 } eng_program;
 
@@ -179,6 +185,10 @@ struct kiln_context {
     vkd_instance *inst;
     vkd_device *dev;
     vkd_batch *batch; /* the command buffer every realize records into (reset each time) */
+    pcache *pcache;   /* the disk cache (NULL with the interpreter) */
+    void *blob;       /* the VkPipelineCache data loaded from it */
+    size_t blob_size;
+    bool blob_saved; /* saved after the first burst of compiles */
     char device_name[256];
     kiln_stats stats;
 };
@@ -216,6 +226,18 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, bool unchec
 
 /* runtime.c */
 kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt);
+
+/* cache.c: compiled kernels on disk. */
+kiln_status eng_cache_open(kiln_context *ctx, const kiln_context_options *opt,
+                           const vkd_device_info *info, vkd_device_options *dopt);
+void eng_cache_close(kiln_context *ctx);
+void eng_cache_save_pipelines(kiln_context *ctx);
+/* KILN_OK: words (allocated with the context's allocator) and p's interface from disk;
+ * KILN_ERROR_NOT_FOUND: a miss. */
+kiln_status eng_cache_load(kiln_context *ctx, const eng_kernel *k, eng_program *p, uint32_t **words,
+                           size_t *word_count);
+void eng_cache_store(kiln_context *ctx, const eng_kernel *k, const eng_program *p,
+                     const uint32_t *words, size_t word_count);
 
 /* interop.c: a context on the application's Vulkan objects. */
 typedef struct eng_external {

@@ -132,8 +132,13 @@ kiln_status eng_realize(kiln_context *ctx, uint32_t count, eng_node *const *node
     kiln_status st = KILN_OK;
     for (uint32_t i = 0; st == KILN_OK && i < count; i++)
         st = schedule_node(&s, nodes[i], 0);
+    uint64_t pipelines = ctx->stats.pipelines_created;
     if (st == KILN_OK)
         st = run_schedule(&s);
+    if (st == KILN_OK && !ctx->blob_saved && ctx->stats.pipelines_created > pipelines) {
+        eng_cache_save_pipelines(ctx); /* after the program's first burst of compiles */
+        ctx->blob_saved = true;
+    }
     if (st != KILN_OK)
         unassign(&s);
     ctx->stats.realizes++;

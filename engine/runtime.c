@@ -42,13 +42,18 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
         snprintf(ctx->device_name, sizeof ctx->device_name, "interpreter");
         return KILN_OK;
     }
+    vkd_device_options dopt = {.max_push_constants = opt->test_max_push_constants};
     if (st == KILN_OK)
-        st = vkd_device_create(
-            ctx->inst, index,
-            &(vkd_device_options){.max_push_constants = opt->test_max_push_constants}, &ctx->dev,
-            &err);
+        st = eng_cache_open(ctx, opt, vkd_instance_device(ctx->inst, index), &dopt);
+    if (st == KILN_OK)
+        st = vkd_device_create(ctx->inst, index, &dopt, &ctx->dev, &err);
+    if (ctx->blob) { /* the device's pipeline cache holds it now */
+        pcache_free(ctx->pcache, ctx->blob, ctx->blob_size);
+        ctx->blob = NULL;
+    }
     if (st != KILN_OK)
-        return base_error_set(&ctx->err, st, "%s", base_error_message(&err));
+        return ctx->err.status ? ctx->err.status
+                               : base_error_set(&ctx->err, st, "%s", base_error_message(&err));
     const vkd_device_info *info = vkd_instance_device(ctx->inst, index);
     snprintf(ctx->device_name, sizeof ctx->device_name, "%s", info->props.deviceName);
     if (info->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU)
@@ -72,6 +77,8 @@ void eng_runtime_finish(kiln_context *ctx) {
         s = next;
     }
     ctx->storage_list = NULL;
+    eng_cache_save_pipelines(ctx); /* mobile programs may never get here: realize saves too */
+    eng_cache_close(ctx);
     vkd_batch_destroy(ctx->batch);
     ctx->batch = NULL;
     vkd_device_destroy(ctx->dev);
@@ -201,7 +208,34 @@ static kiln_status check_types(kiln_context *ctx, const ir_kernel *ir) {
     return KILN_OK;
 }
 
-static kiln_status create_pipeline(kiln_context *ctx, eng_program *p) {
+/* The pipeline of p from its SPIR-V words (emitted now or read from the disk cache). */
+static kiln_status pipeline_from_words(kiln_context *ctx, eng_program *p, const uint32_t *words,
+                                       size_t word_count) {
+    uint32_t wg[3] = {p->workgroup_size, 1, 1};
+    VkSpecializationMapEntry entries[3];
+    for (uint32_t i = 0; i < 3; i++)
+        entries[i] = (VkSpecializationMapEntry){.constantID = i, .offset = 4 * i, .size = 4};
+    vkd_pipeline_desc desc = {
+        .code = words,
+        .word_count = word_count,
+        .binding_count = p->binding_count,
+        .push_constant_size = p->push_constant_size,
+        .spec_entries = entries,
+        .spec_entry_count = 3,
+        .spec_data = wg,
+        .spec_data_size = sizeof wg,
+        .debug_name = "kiln kernel",
+    };
+    base_error err = {0};
+    kiln_status st = vkd_pipeline_create(ctx->dev, &desc, &p->pipeline, &err);
+    if (st != KILN_OK)
+        return base_error_set(&ctx->err, st, "%s", base_error_message(&err));
+    ctx->stats.pipelines_created++;
+    return KILN_OK;
+}
+
+/* Emits p's IR as SPIR-V, keeps the words on disk, and creates the pipeline. */
+static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_program *p) {
     const vkd_caps *caps = vkd_device_caps(ctx->dev);
     kiln_status tst = check_types(ctx, &p->ir);
     if (tst != KILN_OK)
@@ -218,27 +252,12 @@ static kiln_status create_pipeline(kiln_context *ctx, eng_program *p) {
     if (st != KILN_OK)
         return base_error_set(&ctx->err, st, "SPIR-V emission: %s", base_error_message(&err));
     spv_debug_dump(r.words, r.word_count, "kernel");
-    uint32_t wg[3] = {p->workgroup_size, 1, 1};
-    VkSpecializationMapEntry entries[3];
-    for (uint32_t i = 0; i < 3; i++)
-        entries[i] = (VkSpecializationMapEntry){.constantID = i, .offset = 4 * i, .size = 4};
-    vkd_pipeline_desc desc = {
-        .code = r.words,
-        .word_count = r.word_count,
-        .binding_count = r.binding_count,
-        .push_constant_size = r.push_constant_size,
-        .spec_entries = entries,
-        .spec_entry_count = 3,
-        .spec_data = wg,
-        .spec_data_size = sizeof wg,
-        .debug_name = "kiln kernel",
-    };
-    st = vkd_pipeline_create(ctx->dev, &desc, &p->pipeline, &err);
+    p->binding_count = r.binding_count;
+    p->push_constant_size = r.push_constant_size;
+    eng_cache_store(ctx, k, p, r.words, r.word_count);
+    st = pipeline_from_words(ctx, p, r.words, r.word_count);
     emit_result_free(&p->ir.alloc, &r);
-    if (st != KILN_OK)
-        return base_error_set(&ctx->err, st, "%s", base_error_message(&err));
-    ctx->stats.pipelines_created++;
-    return KILN_OK;
+    return st;
 }
 
 /* The parameter values of k as an assignment of its Variables. */
@@ -294,14 +313,31 @@ static eng_program *find_variant(kiln_context *ctx, const eng_kernel *k) {
     return NULL;
 }
 
+/* A kernel found on disk skips lowering and emission (its pipeline is made from the stored
+ * words); otherwise it is lowered, verified and (on a device) emitted and stored. */
 static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_program *p) {
     choose_variant(ctx, k, p);
-    kiln_status st = eng_kernel_lower(ctx, k, p->unchecked, &p->ir);
+    uint32_t *words = NULL;
+    size_t count = 0;
+    kiln_status st =
+        ctx->interpreter ? KILN_ERROR_NOT_FOUND : eng_cache_load(ctx, k, p, &words, &count);
+    if (st == KILN_OK) {
+        st = pipeline_from_words(ctx, p, words, count);
+        base_free(&ctx->alloc, words, count * sizeof *words);
+        return st;
+    }
+    if (st != KILN_ERROR_NOT_FOUND)
+        return st;
+    st = eng_kernel_lower(ctx, k, p->unchecked, &p->ir);
     if (st == KILN_OK)
         st = ir_verify(&p->ir, &ctx->err);
-    if (st == KILN_OK && !ctx->interpreter)
-        st = create_pipeline(ctx, p);
-    return st;
+    if (st != KILN_OK)
+        return st;
+    ctx->stats.kernels_compiled++; /* code generated in this process */
+    p->index_type = p->ir.index_type;
+    p->param_count = p->ir.param_count;
+    p->binding_count = p->ir.buffer_count;
+    return ctx->interpreter ? KILN_OK : create_pipeline(ctx, k, p);
 }
 
 kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program **out) {
@@ -333,7 +369,6 @@ kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program 
     debug_dump(p);
     p->next = ctx->program_list;
     ctx->program_list = p;
-    ctx->stats.kernels_compiled++;
     *out = p;
     return KILN_OK;
 }
@@ -403,7 +438,7 @@ static kiln_status run_device(kiln_context *ctx, eng_batch *b, const eng_program
         int32_t i32[ENG_MAX_PARAMS];
         int64_t i64[ENG_MAX_PARAMS];
     } push;
-    bool wide = p->ir.index_type == IR_I64;
+    bool wide = p->index_type == IR_I64;
     for (uint32_t i = 0; i < k->param_count; i++) {
         if (wide)
             push.i64[i] = k->param_values[i];

@@ -75,6 +75,9 @@ typedef struct kiln_context_options {
      * interpreter is used (kiln_context_device_name says so). */
     const char *device;
     bool validation;     /* the Khronos validation layer (also $KILN_VALIDATION=1) */
+    /* Where compiled kernels persist across runs: NULL uses $KILN_CACHE_DIR, else
+     * $XDG_CACHE_HOME/kiln, else ~/.cache/kiln. KILN_CACHE=0 turns the disk cache off. */
+    const char *cache_dir;
     kiln_alloc_fn alloc; /* NULL: malloc/realloc/free */
     void *alloc_user;
     /* Test-only overrides that drive, on any device, paths other devices take: a smaller
@@ -99,6 +102,8 @@ typedef struct kiln_stats {
     uint64_t realizes;
     uint64_t kernels_compiled; /* code generated in this process */
     uint64_t kernels_cached;   /* found in the memory cache */
+    uint64_t disk_hits;        /* found in the disk cache (no code generated) */
+    uint64_t disk_misses;      /* looked up on disk, then generated */
     uint64_t guard_failures;   /* cached variants skipped because their guard failed */
     uint64_t pipelines_created;
     uint64_t dispatches; /* kernels run (device or interpreter) */

@@ -1,0 +1,165 @@
+/* engine/ + shaders_cache/: compiled kernels persist across runs. A second process running the
+ * same program compiles nothing (every kernel is a disk hit) and computes the identical
+ * result; corrupt entries are misses and are replaced; a symbolic kernel found on disk serves
+ * a new bound value. The test runs itself as the second process. */
+#include "vk_fixture.h"
+
+#include <kiln/kiln.h>
+
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static char cache_dir[64];
+
+/* The program both processes run: a small attention-shaped computation over a symbolic row
+ * count. Returns its statistics and writes 4 * 8 results. */
+static kiln_stats program(int64_t rows, float *out) {
+    kiln_context *ctx = NULL;
+    assert_int_equal(kiln_context_create(&(kiln_context_options){.cache_dir = cache_dir}, &ctx),
+                     KILN_OK);
+    const kiln_expr *n = kiln_variable(ctx, "rows", 1, 64);
+    const kiln_expr *b = kiln_bind(ctx, n, rows);
+    kiln_tensor *q =
+        kiln_randn_sym(ctx, KILN_F32, 2, (const kiln_expr *[]){b, kiln_int(ctx, 8)}, 1);
+    kiln_tensor *k = kiln_randn(ctx, KILN_F32, 2, (int64_t[]){8, 8}, 2);
+    kiln_tensor *y = kiln_softmax(kiln_matmul(q, kiln_transpose(k, 0, 1)), -1);
+    assert_int_equal(kiln_read(y, out, sizeof(float) * 8 * (size_t)rows), KILN_OK);
+    kiln_stats s = kiln_context_stats(ctx);
+    kiln_context_destroy(ctx);
+    return s;
+}
+
+/* The second process: the same program must compile nothing and match the first's results. */
+static int child(const char *dir, int64_t rows, const char *expected_path) {
+    snprintf(cache_dir, sizeof cache_dir, "%s", dir);
+    float got[64 * 8], want[64 * 8];
+    kiln_stats s = program(rows, got);
+    FILE *f = fopen(expected_path, "rb");
+    size_t n = f ? fread(want, sizeof(float), 8 * (size_t)rows, f) : 0;
+    if (f)
+        fclose(f);
+    if (n != 8 * (size_t)rows || memcmp(got, want, n * sizeof(float)) != 0) {
+        fprintf(stderr, "child: results differ from the first process\n");
+        return 2;
+    }
+    if (s.kernels_compiled != 0 || s.disk_misses != 0 || s.disk_hits == 0) {
+        fprintf(stderr, "child: compiled %llu, disk hits %llu, misses %llu\n",
+                (unsigned long long)s.kernels_compiled, (unsigned long long)s.disk_hits,
+                (unsigned long long)s.disk_misses);
+        return 3;
+    }
+    return 0;
+}
+
+static int run_child(int64_t rows, const char *expected_path) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "/proc/%d/exe --child %s %lld %s", (int)getpid(), cache_dir,
+             (long long)rows, expected_path);
+    int status = system(cmd);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void write_floats(const char *path, const float *v, size_t n) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(v, sizeof(float), n, f), n);
+    fclose(f);
+}
+
+static void test_engine_cache_second_process_compiles_nothing(void **state) {
+    (void)state;
+    float first[64 * 8];
+    kiln_stats s = program(4, first);
+    assert_true(s.kernels_compiled > 0);
+    assert_int_equal(s.disk_hits, 0);
+    assert_int_equal(s.disk_misses, s.kernels_compiled);
+    char expected[128];
+    snprintf(expected, sizeof expected, "%s/expected-4.bin", cache_dir);
+    write_floats(expected, first, 4 * 8);
+    assert_int_equal(run_child(4, expected), 0);
+    /* A new bound value: the kernels are the same (the key abstracts bound values). */
+    float wider[64 * 8];
+    kiln_stats w = program(9, wider);
+    assert_int_equal(w.kernels_compiled, 0);
+    assert_int_equal(w.disk_hits, s.kernels_compiled);
+}
+
+/* Flips one byte in the middle of every cache entry. */
+static int corrupt_entries(void) {
+    DIR *d = opendir(cache_dir);
+    assert_non_null(d);
+    int count = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 3 || strcmp(e->d_name + len - 3, ".kc") != 0)
+            continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", cache_dir, e->d_name);
+        FILE *f = fopen(path, "r+b");
+        assert_non_null(f);
+        fseek(f, 0, SEEK_END);
+        long size = ftell(f);
+        fseek(f, size / 2, SEEK_SET);
+        int c = fgetc(f);
+        fseek(f, size / 2, SEEK_SET);
+        fputc(c ^ 0x5a, f);
+        fclose(f);
+        count++;
+    }
+    closedir(d);
+    return count;
+}
+
+static void test_engine_cache_corrupt_entries_are_misses_and_replaced(void **state) {
+    (void)state;
+    float a[64 * 8], b[64 * 8], c[64 * 8];
+    kiln_stats s = program(5, a);
+    assert_true(corrupt_entries() > 0);
+    kiln_stats again = program(5, b);
+    assert_int_equal(again.disk_hits, 0); /* every entry is corrupt: never handed to Vulkan */
+    assert_int_equal(again.kernels_compiled, s.kernels_compiled + s.disk_hits);
+    assert_memory_equal(a, b, sizeof(float) * 5 * 8);
+    kiln_stats third = program(5, c); /* the entries were replaced */
+    assert_int_equal(third.kernels_compiled, 0);
+    assert_memory_equal(a, c, sizeof(float) * 5 * 8);
+}
+
+static int setup(void **state) {
+    (void)state;
+    vk_fixture_keep_drivers_loaded();
+    snprintf(cache_dir, sizeof cache_dir, "/tmp/kiln-cache-test-XXXXXX");
+    if (!mkdtemp(cache_dir))
+        return -1;
+    setenv("KILN_CACHE", "1", 1); /* the suite turns the disk cache off elsewhere */
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 5 && strcmp(argv[1], "--child") == 0) {
+        vk_fixture_keep_drivers_loaded();
+        setenv("KILN_CACHE", "1", 1);
+        return child(argv[2], strtoll(argv[3], NULL, 10), argv[4]);
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_engine_cache_second_process_compiles_nothing),
+        cmocka_unit_test(test_engine_cache_corrupt_entries_are_misses_and_replaced),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
