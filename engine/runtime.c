@@ -463,11 +463,13 @@ static kiln_status run_device(kiln_context *ctx, eng_batch *b, const eng_program
         bindings[binding_count++] = (vkd_binding){.buffer = pb};
         push_size = 0;
     }
-    /* Workgroups on a 2-D grid when one row cannot hold them (the kernel linearises x, y). */
+    /* Workgroups on a 2-D grid when one row cannot hold them (the kernel linearises x, y):
+     * as few rows as needed, the groups spread evenly over them so that at most rows - 1
+     * workgroups idle (a full row of max_x would idle up to a whole row). */
     uint64_t groups = (n + p->workgroup_size - 1) / p->workgroup_size;
-    uint32_t max_x = vkd_device_caps(ctx->dev)->max_workgroup_count[0];
-    uint32_t grid[3] = {(uint32_t)(groups < max_x ? groups : max_x), 1, 1};
-    grid[1] = (uint32_t)((groups + grid[0] - 1) / grid[0]);
+    uint64_t max_x = vkd_device_caps(ctx->dev)->max_workgroup_count[0];
+    uint64_t rows = (groups + max_x - 1) / max_x;
+    uint32_t grid[3] = {(uint32_t)((groups + rows - 1) / rows), (uint32_t)rows, 1};
     kiln_status st = vkd_batch_dispatch(b->batch, p->pipeline, bindings, binding_count,
                                         push_size ? &push : NULL, push_size, grid, &err);
     if (st != KILN_OK)

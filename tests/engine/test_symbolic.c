@@ -386,6 +386,25 @@ static void test_engine_symbolic_edges_and_softmax(void **state) {
     expect_near(std1, sqrt(60.0 / 8), 1e-5);
 }
 
+/* More elements than one row of workgroups covers (65535 x 64 on lavapipe): a 2-D grid whose
+ * rows share the groups evenly; every element is computed exactly once. */
+static void test_engine_symbolic_large_grid_covers_every_element(void **state) {
+    fixture *f = *state;
+    kiln_context *ctx = f->dev;
+    enum { N = 4 * 1024 * 1024 + 4099 };
+    kiln_tensor *x = kiln_add_scalar(kiln_mul_scalar(kiln_arange(ctx, KILN_F32, 0, N, 1), 2), 1);
+    float *out = malloc(sizeof(float) * N);
+    assert_non_null(out);
+    assert_int_equal(kiln_read(x, out, sizeof(float) * N), KILN_OK);
+    int64_t bad = -1;
+    for (int64_t i = 0; i < N && bad < 0; i++) {
+        if (out[i] != (float)(2 * i + 1))
+            bad = i;
+    }
+    free(out);
+    assert_int_equal(bad, -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_engine_symbolic_sum_and_mean_compile_once),
@@ -395,6 +414,7 @@ int main(void) {
         cmocka_unit_test(test_engine_symbolic_binding_outside_range_is_rejected),
         cmocka_unit_test(test_engine_symbolic_edges_and_softmax),
         cmocka_unit_test(test_engine_symbolic_mlp_batch_sizes),
+        cmocka_unit_test(test_engine_symbolic_large_grid_covers_every_element),
         cmocka_unit_test(test_engine_symbolic_push_constant_overflow_uses_a_buffer),
         cmocka_unit_test(test_engine_symbolic_guard_controls_reuse),
     };
