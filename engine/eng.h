@@ -220,6 +220,9 @@ eng_storage *eng_storage_new(kiln_context *ctx, ir_type type, uint64_t elements)
 kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, eng_node **needs,
                              uint32_t cap, uint32_t *need_count);
 
+/* A readable rendering of the kernel AST (KILN_DEBUG=3); snprintf contract. */
+size_t eng_kernel_dump(const eng_kernel *k, char *buf, size_t cap);
+
 /* lower.c */
 /* unchecked: omit the bounds check (the dispatch covers exactly numel invocations). */
 kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, bool unchecked, ir_kernel *ir);

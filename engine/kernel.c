@@ -503,3 +503,108 @@ kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, e
         finish_kernel(&b);
     return b.status;
 }
+
+/* ---- debug rendering (KILN_DEBUG=3) ------------------------------------------------------------
+ */
+
+typedef struct text {
+    char *buf;
+    size_t cap, len;
+} text;
+
+static void put(text *t, const char *fmt, ...) BASE_PRINTF(2, 3);
+static void put(text *t, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(t->buf ? t->buf + (t->len < t->cap ? t->len : t->cap) : NULL,
+                      t->len < t->cap ? t->cap - t->len : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        t->len += (size_t)n;
+}
+
+static void put_sym(text *t, const sym_node *s) {
+    char small[256];
+    size_t n = sym_render(s, small, sizeof small);
+    put(t, "%s%s", small, n >= sizeof small ? "..." : "");
+}
+
+static void put_kast(text *t, const kast *a) {
+    if (!a) {
+        put(t, "?");
+        return;
+    }
+    switch (a->kind) {
+    case KAST_LOAD:
+        put(t, "load(b%u[", a->buffer);
+        put_sym(t, a->index);
+        if (a->valid && !(sym_is_const(a->valid, NULL) && sym_vmin(a->valid) == 1)) {
+            put(t, "] if ");
+            put_sym(t, a->valid);
+            put(t, ")");
+        } else {
+            put(t, "])");
+        }
+        return;
+    case KAST_CONST:
+        put(t, "%.9g", a->value);
+        return;
+    case KAST_INDEX:
+        put(t, "%s(", ir_type_name(a->type));
+        put_sym(t, a->index);
+        put(t, ")");
+        return;
+    case KAST_RAND:
+        put(t, "rand(%llu, ", (unsigned long long)a->seed);
+        put_sym(t, a->index);
+        put(t, ")");
+        return;
+    case KAST_REDUCE:
+        put(t, "reduction%u", a->reduction);
+        return;
+    case KAST_ALU:
+        put(t, "%s.%s(", ir_op_name(a->op), ir_type_name(a->type));
+        for (uint32_t i = 0; i < a->nsrc; i++) {
+            if (i)
+                put(t, ", ");
+            put_kast(t, a->src[i]);
+        }
+        put(t, ")");
+        return;
+    }
+}
+
+size_t eng_kernel_dump(const eng_kernel *k, char *buf, size_t cap) {
+    text t = {buf, cap, 0};
+    if (buf && cap)
+        buf[0] = '\0';
+    put(&t, "kernel %016llx: for ", (unsigned long long)k->hash);
+    put_sym(&t, k->gidx);
+    put(&t, " < ");
+    put_sym(&t, k->numel);
+    for (uint32_t i = 0; i < k->param_count; i++) {
+        put(&t, i ? ", " : " (parameters ");
+        put_sym(&t, k->params[i]);
+        put(&t, i + 1 == k->param_count ? ")" : "");
+    }
+    put(&t, "\n");
+    for (uint32_t i = 0; i < k->reduction_count; i++) {
+        const eng_reduction *r = &k->reductions[i];
+        put(&t, "  reduction%u = %s%s over ", i, r->arg ? "arg" : "", ir_op_name(r->op));
+        put_sym(&t, k->ridx);
+        put(&t, " < ");
+        put_sym(&t, k->reduce_count);
+        put(&t, " of ");
+        put_kast(&t, r->value);
+        put(&t, "\n");
+    }
+    put(&t, "  b0[");
+    if (k->out_index)
+        put_sym(&t, k->out_index);
+    else
+        put_sym(&t, k->gidx);
+    put(&t, "] = ");
+    put_kast(&t, k->value);
+    put(&t, "\n");
+    return t.len;
+}

@@ -165,16 +165,18 @@ static bool program_eq(const void *stored, const void *key, void *user) {
     return ((const eng_program *)stored)->hash == *(const uint64_t *)key;
 }
 
-/* Debug output of a freshly compiled kernel (KILN_DEBUG=3: IR). */
-static void debug_dump(const eng_program *p) {
+/* Debug output of a freshly compiled kernel (KILN_DEBUG=3: its AST and IR). Debug text is
+ * allocated with malloc: it never touches the context's allocator or its accounting. */
+static void debug_dump(const eng_kernel *k, const eng_program *p) {
     if (base_log_verbosity() < 3)
         return;
-    size_t n = ir_dump(&p->ir, NULL, 0);
-    char *text = malloc(n + 1);
+    size_t a = eng_kernel_dump(k, NULL, 0), n = ir_dump(&p->ir, NULL, 0);
+    char *text = malloc(a + n + 2);
     if (!text)
         return;
-    ir_dump(&p->ir, text, n + 1);
-    base_log(BASE_LOG_INFO, "engine", "kernel %016llx IR:\n%s", (unsigned long long)p->hash, text);
+    eng_kernel_dump(k, text, a + 1);
+    ir_dump(&p->ir, text + a, n + 1);
+    base_log(BASE_LOG_INFO, "engine", "%s", text);
     free(text);
 }
 
@@ -366,7 +368,7 @@ kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program 
         p->variant = head->variant;
         head->variant = p;
     }
-    debug_dump(p);
+    debug_dump(k, p);
     p->next = ctx->program_list;
     ctx->program_list = p;
     *out = p;

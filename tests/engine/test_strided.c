@@ -257,6 +257,26 @@ static void test_engine_strided_no_copy_where_none_is_needed(void **state) {
     expect_layout(kiln_flip(m, 1), 2, (int64_t[]){4, -1}, 3);
 }
 
+/* copy_ between two strided layouts is one kernel that reads the source through its view and
+ * writes the destination through its view: one dispatch, no bytes moved to or from the host. */
+static void test_engine_strided_copy_is_one_kernel(void **state) {
+    kiln_context *ctx = *state;
+    kiln_tensor *dst = kiln_reshape(iota(ctx, 12), 2, (int64_t[]){3, 4});
+    kiln_tensor *src = kiln_reshape(iota(ctx, 12), 2, (int64_t[]){4, 3});
+    assert_int_equal(kiln_realize(dst), KILN_OK);
+    assert_int_equal(kiln_realize(src), KILN_OK);
+    kiln_stats before = kiln_context_stats(ctx);
+    /* dst[:, ::-1] (3, 4), strides (4, -1) = src.T (3, 4), strides (1, 3) */
+    assert_int_equal(kiln_copy_(kiln_flip(dst, 1), kiln_transpose(src, 0, 1)), KILN_OK);
+    assert_int_equal(kiln_realize(dst), KILN_OK);
+    kiln_stats after = kiln_context_stats(ctx);
+    assert_int_equal(after.dispatches - before.dispatches, 1);
+    assert_int_equal(after.bytes_uploaded - before.bytes_uploaded, 0);
+    assert_int_equal(after.bytes_downloaded - before.bytes_downloaded, 0);
+    /* dst[i][3 - j] = src[j][i] = 3j + i */
+    expect_values(dst, (const float[]){9, 6, 3, 0, 10, 7, 4, 1, 11, 8, 5, 2}, 12);
+}
+
 #define BOTH(name) cmocka_unit_test(name)
 
 int main(void) {
@@ -270,6 +290,7 @@ int main(void) {
         BOTH(test_engine_strided_program_order),
         BOTH(test_engine_strided_aliasing_destination_rejected),
         BOTH(test_engine_strided_no_copy_where_none_is_needed),
+        BOTH(test_engine_strided_copy_is_one_kernel),
     };
     int failed = cmocka_run_group_tests_name("device", tests, setup_device, teardown);
     failed += cmocka_run_group_tests_name("interpreter", tests, setup_interp, teardown);
