@@ -65,6 +65,7 @@ static int per_call(double *median_ms) {
     static double times[CALLS];
     for (int i = 0; i < CALLS; i++) {
         double t0 = now_ms();
+        kiln_scope_begin(ctx); /* each call's tensors and storage are given back */
         const kiln_expr *b = kiln_bind(ctx, n, 1 + (i * 37) % 4096);
         float s;
         if (kiln_read(kiln_sum(kiln_narrow_sym(big, 0, kiln_int(ctx, 0), b), 0, NULL, false), &s,
@@ -72,6 +73,7 @@ static int per_call(double *median_ms) {
             fprintf(stderr, "per-call: %s\n", kiln_context_message(ctx));
             return 1;
         }
+        kiln_scope_end(ctx, 0, NULL);
         times[i] = now_ms() - t0;
     }
     qsort(times, CALLS, sizeof times[0], cmp_double);

@@ -38,6 +38,7 @@ typedef struct eng_storage {
     vkd_buffer *buffer;       /* on a device */
     void *host;               /* with the interpreter */
     struct eng_storage *next; /* the context's list of storages */
+    uint64_t mark;            /* scratch for the collector */
 } eng_storage;
 
 struct eng_node;
@@ -70,6 +71,7 @@ typedef struct eng_node {
     struct eng_reader *readers;    /* nodes that read this one directly */
     uint64_t id;                   /* creation order */
     uint64_t mark;                 /* scratch for graph walks (a stamp per walk) */
+    bool released;                 /* collected: unreachable, never used again */
     uint64_t hash;
 } eng_node;
 
@@ -85,6 +87,7 @@ struct kiln_tensor {
      * allocated): copy it into a whole shape_tracker before passing it to a shape/ call that
      * takes the tracker by value. */
     const shape_tracker *st;
+    bool dead; /* its scope ended: no longer a root of the collector */
 };
 
 /* ---- kernels ------------------------------------------------------------------------------- */
@@ -177,6 +180,8 @@ struct kiln_context {
     base_map programs; /* memory cache of compiled kernels */
     eng_program *program_list;
     eng_storage *storage_list;
+    BASE_VEC(kiln_tensor *) handles; /* every live tensor handle, in creation order */
+    BASE_VEC(size_t) scopes;         /* where each open scope's handles begin */
     uint64_t next_id;
     uint64_t next_mark;
     bool interpreter;
@@ -205,6 +210,8 @@ void *eng_fail_from_shape(kiln_context *ctx, kiln_status status);
 eng_node *eng_node_new(kiln_context *ctx, eng_kind kind, ir_op op, ir_type type, uint32_t ndim,
                        const sym_node *const *shape);
 eng_node *eng_node_intern(kiln_context *ctx, eng_node *candidate);
+/* The hash-consing equality of two nodes (base_map_eq_fn). */
+bool eng_node_same(const void *stored, const void *key, void *user);
 kiln_tensor *eng_tensor_new(kiln_context *ctx, eng_node *base, const shape_tracker *st);
 /* The node t reads now: writes made since t was created forward its base (program order). */
 eng_node *eng_resolve(kiln_tensor *t);

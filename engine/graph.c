@@ -108,7 +108,7 @@ static uint64_t node_hash(const eng_node *n) {
     return base_hash_u64(h, n->reduce_mask);
 }
 
-static bool node_eq(const void *stored, const void *key, void *user) {
+bool eng_node_same(const void *stored, const void *key, void *user) {
     (void)user;
     const eng_node *a = stored, *b = key;
     if (a->kind != b->kind || a->op != b->op || a->type != b->type || a->ndim != b->ndim ||
@@ -132,7 +132,7 @@ eng_node *eng_node_intern(kiln_context *ctx, eng_node *candidate) {
     if (!candidate || candidate->kind == ENG_BUFFER)
         return candidate;
     candidate->hash = node_hash(candidate);
-    eng_node *found = base_map_find(&ctx->nodes, candidate->hash, candidate, node_eq, NULL);
+    eng_node *found = base_map_find(&ctx->nodes, candidate->hash, candidate, eng_node_same, NULL);
     if (found)
         return found; /* the candidate stays in the arena, unused */
     if (base_map_insert(&ctx->nodes, candidate->hash, candidate) != KILN_OK)
@@ -143,6 +143,9 @@ eng_node *eng_node_intern(kiln_context *ctx, eng_node *candidate) {
 }
 
 eng_node *eng_resolve(kiln_tensor *t) {
+    if (t->dead && !t->ctx->sticky)
+        eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
+                 "a tensor was used after the scope it belongs to ended (kiln_scope_end)");
     while (t->base->written_by)
         t->base = t->base->written_by;
     return t->base;
@@ -170,6 +173,8 @@ kiln_tensor *eng_tensor_new(kiln_context *ctx, eng_node *base, const shape_track
     t->ctx = ctx;
     t->base = base;
     t->st = st;
+    if (BASE_VEC_PUSH(&ctx->alloc, &ctx->handles, t) != KILN_OK)
+        return eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a tensor");
     return t;
 }
 

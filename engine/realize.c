@@ -57,7 +57,7 @@ static kiln_status schedule_earlier_readers(schedule *s, eng_node *w, uint32_t d
     eng_node *target = w->src[0].node;
     for (eng_reader *r = target->readers; r; r = r->next) {
         eng_node *reader = r->node;
-        if (reader == w || reader->storage || reader->mark == stamp)
+        if (reader == w || reader->storage || reader->released || reader->mark == stamp)
             continue;
         kiln_status st = schedule_node(s, reader, depth + 1);
         if (st != KILN_OK)

@@ -77,6 +77,8 @@ void eng_runtime_finish(kiln_context *ctx) {
         s = next;
     }
     ctx->storage_list = NULL;
+    BASE_VEC_FREE(&ctx->alloc, &ctx->handles);
+    BASE_VEC_FREE(&ctx->alloc, &ctx->scopes);
     eng_cache_save_pipelines(ctx); /* mobile programs may never get here: realize saves too */
     eng_cache_close(ctx);
     vkd_batch_destroy(ctx->batch);

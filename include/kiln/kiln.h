@@ -109,6 +109,7 @@ typedef struct kiln_stats {
     uint64_t dispatches; /* kernels run (device or interpreter) */
     uint64_t bytes_uploaded;
     uint64_t bytes_downloaded;
+    uint64_t storages_freed;     /* storages given back by kiln_scope_end */
     uint64_t device_time_ns; /* sum of the dispatches' device time (when timed) */
 } kiln_stats;
 kiln_stats kiln_context_stats(const kiln_context *ctx);
@@ -306,6 +307,22 @@ kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b);
 /* A 2-d convolution (no bias, one group): x (N, C, H, W), w (O, C, KH, KW) -> (N, O, OH, OW)
  * with OH = (H + 2 padding - KH) / stride + 1, built from movement ops and one reduction. */
 kiln_tensor *kiln_conv2d(kiln_tensor *x, kiln_tensor *w, int64_t stride, int64_t padding);
+
+/* Scopes: memory for loops. Every tensor belongs to the innermost scope open when it was
+ * made. kiln_scope_end ends the innermost scope: its tensors may no longer be used, except the
+ * keep_count tensors listed (they join the enclosing scope), and every storage that no usable
+ * tensor can reach any more (directly, through views, or through computations not yet run) is
+ * freed. Tensors made outside any scope live until the context is destroyed.
+ *
+ *     for (int step = 0; step < steps; step++) {
+ *         kiln_scope_begin(ctx);
+ *         kiln_tensor *next = kiln_add(state, kiln_mul_scalar(grad(state), -lr));
+ *         kiln_realize(next);
+ *         kiln_scope_end(ctx, 1, &next);   // state's storage is freed once nothing needs it
+ *         state = next;
+ *     } */
+void kiln_scope_begin(kiln_context *ctx);
+kiln_status kiln_scope_end(kiln_context *ctx, uint32_t keep_count, kiln_tensor *const *keep);
 
 /* Realization and read-back. */
 kiln_status kiln_realize(kiln_tensor *t);

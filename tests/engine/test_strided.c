@@ -277,6 +277,45 @@ static void test_engine_strided_copy_is_one_kernel(void **state) {
     expect_values(dst, (const float[]){9, 6, 3, 0, 10, 7, 4, 1, 11, 8, 5, 2}, 12);
 }
 
+/* Scopes give storage back: a loop that makes and reads new tensors every step, and an update
+ * loop that keeps one tensor per step, stay bounded, and the kept values stay right. */
+static void test_engine_scope_loops_free_storage(void **state) {
+    kiln_context *ctx = *state;
+    kiln_stats before = kiln_context_stats(ctx);
+    for (int step = 0; step < 50; step++) {
+        kiln_scope_begin(ctx);
+        kiln_tensor *x = iota(ctx, 16);
+        float out[64];
+        assert_int_equal(kiln_read(kiln_add_scalar(kiln_mul_scalar(x, 2), step), out, sizeof out),
+                         KILN_OK);
+        assert_true(out[3] == 6.0f + (float)step);
+        assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    }
+    kiln_stats after = kiln_context_stats(ctx);
+    assert_true(after.storages_freed - before.storages_freed >= 100); /* x and the result */
+    /* state = state + 1, keeping only the newest state */
+    kiln_tensor *state_t = iota(ctx, 4);
+    for (int step = 0; step < 20; step++) {
+        kiln_scope_begin(ctx);
+        kiln_tensor *next = kiln_add_scalar(state_t, 1);
+        assert_int_equal(kiln_realize(next), KILN_OK);
+        assert_int_equal(kiln_scope_end(ctx, 1, &next), KILN_OK);
+        state_t = next;
+    }
+    expect_values(state_t, (const float[]){20, 21, 22, 23}, 4);
+    /* a tensor of an ended scope cannot be used */
+    kiln_scope_begin(ctx);
+    kiln_tensor *gone = iota(ctx, 4);
+    assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    kiln_tensor *late = kiln_add(gone, gone);
+    assert_int_equal(kiln_context_status(ctx), KILN_ERROR_INVALID_ARGUMENT);
+    float v[4];
+    assert_int_equal(kiln_read(late, v, sizeof v), KILN_ERROR_INVALID_ARGUMENT); /* sticky */
+    kiln_context_clear_error(ctx);
+    assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_ERROR_INVALID_ARGUMENT); /* unbalanced */
+    expect_values(state_t, (const float[]){20, 21, 22, 23}, 4);
+}
+
 #define BOTH(name) cmocka_unit_test(name)
 
 int main(void) {
@@ -291,6 +330,7 @@ int main(void) {
         BOTH(test_engine_strided_aliasing_destination_rejected),
         BOTH(test_engine_strided_no_copy_where_none_is_needed),
         BOTH(test_engine_strided_copy_is_one_kernel),
+        BOTH(test_engine_scope_loops_free_storage),
     };
     int failed = cmocka_run_group_tests_name("device", tests, setup_device, teardown);
     failed += cmocka_run_group_tests_name("interpreter", tests, setup_interp, teardown);
