@@ -16,8 +16,8 @@ static kiln_status attention(kiln_context *ctx, float *out) {
     /* V is every other row of a (2T, D) tensor, read backwards: a view with stride -2 D. */
     kiln_tensor *v_all = kiln_randn(ctx, KILN_F32, 2, (int64_t[]){2 * T, D}, 3);
     kiln_tensor *v = kiln_slice(v_all, 0, INT64_MAX, INT64_MIN, -2);
-    kiln_tensor *scores = kiln_mul_scalar(kiln_matmul(q, kiln_transpose(k, 0, 1)),
-                                          1.0 / sqrt((double)D));
+    kiln_tensor *scores =
+        kiln_mul_scalar(kiln_matmul(q, kiln_transpose(k, 0, 1)), 1.0 / sqrt((double)D));
     kiln_tensor *o = kiln_matmul(kiln_softmax(scores, -1), v);
     return kiln_read(o, out, sizeof(float) * T * D);
 }

@@ -74,7 +74,7 @@ typedef struct kiln_context_options {
      * device; "interp" selects the reference interpreter. Without any Vulkan device the
      * interpreter is used (kiln_context_device_name says so). */
     const char *device;
-    bool validation;     /* the Khronos validation layer (also $KILN_VALIDATION=1) */
+    bool validation; /* the Khronos validation layer (also $KILN_VALIDATION=1) */
     /* Where compiled kernels persist across runs: NULL uses $KILN_CACHE_DIR, else
      * $XDG_CACHE_HOME/kiln, else ~/.cache/kiln. KILN_CACHE=0 turns the disk cache off. */
     const char *cache_dir;
@@ -109,7 +109,7 @@ typedef struct kiln_stats {
     uint64_t dispatches; /* kernels run (device or interpreter) */
     uint64_t bytes_uploaded;
     uint64_t bytes_downloaded;
-    uint64_t storages_freed;     /* storages given back by kiln_scope_end */
+    uint64_t storages_freed; /* storages given back by kiln_scope_end */
     uint64_t device_time_ns; /* sum of the dispatches' device time (when timed) */
 } kiln_stats;
 kiln_stats kiln_context_stats(const kiln_context *ctx);
