@@ -153,9 +153,13 @@ static kiln_tensor *replay(kiln_context *ctx, const vo_case *c, kiln_dtype *base
         const vo_op *op = &vo_ops[c->op + i];
         const int32_t *a = &vo_args[op->arg];
         if (op->kind == VO_BASE) {
-            *base_dtype = dtype_of(a[0]);
-            base = arange_tensor(ctx, a[0], op->nargs - 1u, a + 1, 0);
-            assert_int_equal(kiln_realize(base), KILN_OK);
+            /* a buffer, realized; or (code | 8) the same values computed lazily */
+            *base_dtype = dtype_of(a[0] & 7);
+            base = arange_tensor(ctx, a[0] & 7, op->nargs - 1u, a + 1, 0);
+            if (a[0] & 8)
+                base = kiln_add_scalar(base, 0);
+            else
+                assert_int_equal(kiln_realize(base), KILN_OK);
             stack[(sp = 1) - 1] = base;
         } else if (op->kind == VO_EMPTY_STRIDED) {
             int64_t dims[2 * KILN_MAX_DIMS];
@@ -232,6 +236,7 @@ static void expect_values(const vo_case *c, kiln_tensor *t, kiln_dtype dtype) {
 /* Every read-only case: values, layout, and the cost of the read. */
 static void test_engine_view_oracle_reads_match_torch(void **state) {
     kiln_context *ctx = *state;
+    kiln_context_clear_error(ctx); /* a failed test before this one leaves no sticky error */
     size_t n = 0;
     for (size_t k = 0; k < sizeof vo_cases / sizeof vo_cases[0]; k++) {
         const vo_case *c = &vo_cases[k];
@@ -243,7 +248,7 @@ static void test_engine_view_oracle_reads_match_torch(void **state) {
         kiln_stats before = kiln_context_stats(ctx);
         expect_values(c, t, dtype);
         kiln_stats after = kiln_context_stats(ctx);
-        if (after.dispatches - before.dispatches != c->kernels)
+        if (c->kernels != 255 && after.dispatches - before.dispatches != c->kernels)
             fail_msg("case \"%s\": reading took %llu kernels, expected %u", c->name,
                      (unsigned long long)(after.dispatches - before.dispatches), c->kernels);
         if (after.bytes_downloaded - before.bytes_downloaded != c->nval * kiln_dtype_size(dtype))
@@ -261,6 +266,7 @@ static void test_engine_view_oracle_reads_match_torch(void **state) {
  * layout of what is read. */
 static void test_engine_view_oracle_writes_match_numpy(void **state) {
     kiln_context *ctx = *state;
+    kiln_context_clear_error(ctx); /* a failed test before this one leaves no sticky error */
     size_t n = 0;
     for (size_t k = 0; k < sizeof vo_cases / sizeof vo_cases[0]; k++) {
         const vo_case *c = &vo_cases[k];
