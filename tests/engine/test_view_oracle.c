@@ -262,8 +262,8 @@ static void test_engine_view_oracle_reads_match_torch(void **state) {
     assert_true(n > 200);
 }
 
-/* Every case that writes through a view: the values read back after the writes, and the
- * layout of what is read. */
+/* Every case that writes through a view: the values read back after the writes, the layout of
+ * what is read, and the kernels the whole case costs. */
 static void test_engine_view_oracle_writes_match_numpy(void **state) {
     kiln_context *ctx = *state;
     kiln_context_clear_error(ctx); /* a failed test before this one leaves no sticky error */
@@ -273,9 +273,16 @@ static void test_engine_view_oracle_writes_match_numpy(void **state) {
         if (!c->wrote)
             continue;
         kiln_dtype dtype = KILN_F32;
+        kiln_stats before = kiln_context_stats(ctx);
         kiln_tensor *t = replay(ctx, c, &dtype);
         expect_layout(c, t);
         expect_values(c, t, dtype);
+        kiln_stats after = kiln_context_stats(ctx);
+        /* one kernel per write (no temporary unless the source reads the destination's storage
+         * other than element for element), and the read's */
+        if (c->kernels != 255 && after.dispatches - before.dispatches != c->kernels)
+            fail_msg("case \"%s\": the writes and the read took %llu kernels, expected %u", c->name,
+                     (unsigned long long)(after.dispatches - before.dispatches), c->kernels);
         assert_int_equal(kiln_context_status(ctx), KILN_OK);
         n++;
     }
