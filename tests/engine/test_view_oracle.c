@@ -234,7 +234,7 @@ static void expect_values(const vo_case *c, kiln_tensor *t, kiln_dtype dtype) {
 }
 
 /* Every read-only case: values, layout, and the cost of the read. */
-static void test_engine_view_oracle_reads_match_torch(void **state) {
+static void test_engine_view_oracle_reads_match_and_cost_one_kernel(void **state) {
     kiln_context *ctx = *state;
     kiln_context_clear_error(ctx); /* a failed test before this one leaves no sticky error */
     size_t n = 0;
@@ -283,6 +283,8 @@ static void test_engine_view_oracle_writes_match_numpy(void **state) {
         if (c->kernels != 255 && after.dispatches - before.dispatches != c->kernels)
             fail_msg("case \"%s\": the writes and the read took %llu kernels, expected %u", c->name,
                      (unsigned long long)(after.dispatches - before.dispatches), c->kernels);
+        assert_int_equal(after.bytes_downloaded - before.bytes_downloaded,
+                         c->nval * kiln_dtype_size(dtype));
         assert_int_equal(kiln_context_status(ctx), KILN_OK);
         n++;
     }
@@ -291,7 +293,7 @@ static void test_engine_view_oracle_writes_match_numpy(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_engine_view_oracle_reads_match_torch),
+        cmocka_unit_test(test_engine_view_oracle_reads_match_and_cost_one_kernel),
         cmocka_unit_test(test_engine_view_oracle_writes_match_numpy),
     };
     int failed = cmocka_run_group_tests_name("device", tests, setup_device, teardown);
