@@ -10,6 +10,7 @@
 
 #include <kiln/kiln.h>
 
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -44,8 +45,15 @@ static int teardown(void **state) {
 }
 
 static kiln_dtype dtype_of(int32_t code) {
-    static const kiln_dtype dtypes[] = {KILN_F32, KILN_I32, KILN_U8};
+    static const kiln_dtype dtypes[] = {KILN_F32, KILN_I32, KILN_U8, KILN_I8, KILN_F16};
     return dtypes[code];
+}
+
+/* An IEEE half (finite) as a float. */
+static float half_value(uint16_t h) {
+    int exp = (h >> 10) & 31, man = h & 1023;
+    float v = exp == 0 ? ldexpf((float)man, -24) : ldexpf((float)(man | 1024), exp - 25);
+    return h >> 15 ? -v : v;
 }
 
 /* Element i of a buffer of dtype, as an integer (every oracle value is one). */
@@ -53,33 +61,43 @@ static int64_t element(kiln_dtype dtype, const void *buf, int64_t i) {
     switch (dtype) {
     case KILN_F32:
         return (int64_t)((const float *)buf)[i];
+    case KILN_F16:
+        return (int64_t)half_value(((const uint16_t *)buf)[i]);
     case KILN_I32:
         return ((const int32_t *)buf)[i];
+    case KILN_I8:
+        return ((const int8_t *)buf)[i];
     default:
         return ((const uint8_t *)buf)[i];
     }
 }
 
-/* start + arange(numel) in dtype (u8 wraps), shaped dims. */
+/* start + arange(numel) in dtype (bytes wrap), shaped dims; f16 is cast from f32 (a computed
+ * tensor). */
 static kiln_tensor *arange_tensor(kiln_context *ctx, int32_t code, uint32_t ndim,
                                   const int32_t *dims, int64_t start) {
     static union {
         float f[MAX_VALUES];
         int32_t i[MAX_VALUES];
         uint8_t u[MAX_VALUES];
+        int8_t s[MAX_VALUES];
     } buf;
     int64_t shape[KILN_MAX_DIMS], n = 1;
     for (uint32_t d = 0; d < ndim; d++)
         n *= shape[d] = dims[d];
     assert_true(n <= MAX_VALUES);
     for (int64_t i = 0; i < n; i++) {
-        if (code == 0)
+        if (code == 0 || code == 4)
             buf.f[i] = (float)(start + i);
         else if (code == 1)
             buf.i[i] = (int32_t)(start + i);
-        else
+        else if (code == 2)
             buf.u[i] = (uint8_t)((start + i) % 256);
+        else
+            buf.s[i] = (int8_t)((start + i + 128) % 256 - 128);
     }
+    if (code == 4)
+        return kiln_cast(kiln_from_data(ctx, KILN_F32, ndim, shape, &buf), KILN_F16);
     return kiln_from_data(ctx, dtype_of(code), ndim, shape, &buf);
 }
 
@@ -145,8 +163,10 @@ static kiln_status write_op(uint8_t kind, kiln_tensor *dst, kiln_tensor *src, co
 }
 
 /* Replays case c in ctx: the tensor on top of the stack at the end. The base is realized as
- * soon as it is made, so that reading a view of it costs only the view's kernel. */
-static kiln_tensor *replay(kiln_context *ctx, const vo_case *c, kiln_dtype *base_dtype) {
+ * soon as it is made, so that reading a view of it costs only the view's kernel; *made holds
+ * the statistics just after. */
+static kiln_tensor *replay(kiln_context *ctx, const vo_case *c, kiln_dtype *base_dtype,
+                           kiln_stats *made) {
     kiln_tensor *stack[MAX_STACK] = {0}, *base = NULL;
     int sp = 0;
     for (uint32_t i = 0; i < c->nops; i++) {
@@ -161,6 +181,7 @@ static kiln_tensor *replay(kiln_context *ctx, const vo_case *c, kiln_dtype *base
             else
                 assert_int_equal(kiln_realize(base), KILN_OK);
             stack[(sp = 1) - 1] = base;
+            *made = kiln_context_stats(ctx);
         } else if (op->kind == VO_EMPTY_STRIDED) {
             int64_t dims[2 * KILN_MAX_DIMS];
             uint32_t nd = (uint32_t)a[1];
@@ -169,6 +190,7 @@ static kiln_tensor *replay(kiln_context *ctx, const vo_case *c, kiln_dtype *base
             *base_dtype = dtype_of(a[0]);
             base = kiln_empty_strided(ctx, *base_dtype, nd, dims, dims + nd);
             stack[(sp = 1) - 1] = base;
+            *made = kiln_context_stats(ctx);
         } else if (op->kind == VO_SOURCE || op->kind == VO_PUSH_BASE) {
             assert_true(sp < MAX_STACK);
             stack[sp++] = op->kind == VO_PUSH_BASE
@@ -243,7 +265,8 @@ static void test_engine_view_oracle_reads_match_and_cost_one_kernel(void **state
         if (c->wrote)
             continue;
         kiln_dtype dtype = KILN_F32;
-        kiln_tensor *t = replay(ctx, c, &dtype);
+        kiln_stats made;
+        kiln_tensor *t = replay(ctx, c, &dtype, &made);
         expect_layout(c, t);
         kiln_stats before = kiln_context_stats(ctx);
         expect_values(c, t, dtype);
@@ -273,8 +296,8 @@ static void test_engine_view_oracle_writes_match_numpy(void **state) {
         if (!c->wrote)
             continue;
         kiln_dtype dtype = KILN_F32;
-        kiln_stats before = kiln_context_stats(ctx);
-        kiln_tensor *t = replay(ctx, c, &dtype);
+        kiln_stats before;
+        kiln_tensor *t = replay(ctx, c, &dtype, &before);
         expect_layout(c, t);
         expect_values(c, t, dtype);
         kiln_stats after = kiln_context_stats(ctx);
