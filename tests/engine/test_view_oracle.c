@@ -196,13 +196,19 @@ static kiln_tensor *replay(kiln_context *ctx, const vo_case *c, kiln_dtype *base
             stack[sp++] = op->kind == VO_PUSH_BASE
                               ? base
                               : arange_tensor(ctx, a[0], op->nargs - 1u, a + 1, 100);
-        } else if (op->kind >= VO_COPY) {
+        } else if (op->kind >= VO_COPY && op->kind <= VO_FILL) {
             kiln_tensor *src = op->kind == VO_FILL ? NULL : stack[--sp];
             kiln_tensor *dst = stack[--sp];
             kiln_status st = write_op(op->kind, dst, src, a);
             if (st != KILN_OK)
                 fail_msg("case \"%s\": write %u: %s", c->name, i, kiln_context_message(ctx));
-            stack[(sp = 1) - 1] = base;
+            stack[sp++] = base;
+        } else if (op->kind == VO_SNAP) {
+            stack[sp - 1] = kiln_add_scalar(stack[sp - 1], 0); /* computed: old values */
+        } else if (op->kind == VO_SWAP) {
+            kiln_tensor *top = stack[sp - 1];
+            stack[sp - 1] = stack[sp - 2];
+            stack[sp - 2] = top;
         } else {
             stack[sp - 1] = movement(stack[sp - 1], op->kind, op->nargs, a);
         }
