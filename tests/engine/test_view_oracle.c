@@ -3,7 +3,8 @@
  * device and on the interpreter: the values must be identical, and the shape, strides, storage
  * offset and storage size those of PyTorch (NumPy's for negative strides). Reading a view of a
  * realized tensor must cost one kernel (none for the whole storage in order) and download only
- * the view's bytes. */
+ * the view's bytes; a write one kernel, plus a copy of its source only when the source reads the
+ * destination's storage other than element for element. */
 #include "vk_fixture.h"
 
 #include "fixtures/views.h"
