@@ -604,7 +604,13 @@ kiln_tensor *kiln_conv2d(kiln_tensor *x, kiln_tensor *w, int64_t stride, int64_t
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
                         "kiln_conv2d: kernel sizes must be constant");
     int64_t pad[8] = {0, 0, 0, 0, padding, padding, padding, padding};
-    kiln_tensor *p = padding ? kiln_pad(x, pad) : x;
+    kiln_tensor *p = x;
+    if (padding) {
+        /* shape/ cannot unfold a padded dim: the padded input becomes an identity node (read
+         * lazily, like a non-view reshape) whose own unmasked view unfold can take. */
+        p = kiln_pad(x, pad);
+        p = p ? eng_elementwise(ctx, IR_CAST, type_of(p), 1, &p) : NULL;
+    }
     /* (N, C, OH, OW, KH, KW) windows, then (N, 1, C, OH, OW, KH, KW). */
     kiln_tensor *win = kiln_unfold(kiln_unfold(p, 2, kh, stride), 3, kw, stride);
     win = kiln_unsqueeze(win, 1);
