@@ -367,7 +367,11 @@ kiln_status shape_view_reshape(shape_ctx *ctx, const shape_view *in, uint32_t nd
     if (s != KILN_OK)
         return s;
     if (same_shape(in, ndim, sizes)) {
-        *out = *in;
+        /* The view is unchanged, but PyTorch recomputes the strides it reports (computeStride
+         * gives a size-1 dim the stride its neighbours imply). */
+        shape_view v = *in;
+        shape_reshape_user(ctx, in, ndim, sizes, &v);
+        *out = v;
         *ok = true;
         return KILN_OK;
     }

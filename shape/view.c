@@ -328,11 +328,12 @@ kiln_status shape_view_slice(shape_ctx *ctx, const shape_view *in, int32_t dim,
     if (in->masked)
         slice_mask(ctx, &v, d, first, sl->step, cnt);
     v.shape[d] = cnt;
-    if (count > 0) {
+    if (count > 0)
         v.offset = sym_add(ctx->sym, v.offset, sym_mul_c(ctx->sym, in->strides[d], first));
-        v.user_offset =
-            sym_add(ctx->sym, v.user_offset, sym_mul_c(ctx->sym, in->user_strides[d], first));
-    }
+    /* PyTorch (and NumPy) move the reported offset to the first index even when the slice is
+     * empty (x[5:2] has storage offset 5); the canonical offset of an empty view stays 0. */
+    v.user_offset =
+        sym_add(ctx->sym, v.user_offset, sym_mul_c(ctx->sym, in->user_strides[d], first));
     v.strides[d] = sym_mul_c(ctx->sym, in->strides[d], sl->step);
     v.user_strides[d] = sym_mul_c(ctx->sym, in->user_strides[d], sl->step);
     shape_canon(ctx, &v);
