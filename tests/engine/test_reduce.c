@@ -1,0 +1,2 @@
+#include "engine_fixture.h"
+int main(void) { return 0; }
