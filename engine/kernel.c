@@ -98,6 +98,15 @@ static kast *masked(kbuild *b, const sym_node *valid, kast *value) {
 /* Row-major indices of flat in shape (the first one without the modulo: flat < numel). */
 static void unravel(kbuild *b, const sym_node *flat, uint32_t ndim, const sym_node *const *shape,
                     const sym_node **idx) {
+    /* An empty shape has no elements to index (and a modulo by its zero size is an error). */
+    for (uint32_t d = 0; d < ndim; d++) {
+        int64_t size;
+        if (sym_is_const(shape[d], &size) && size == 0) {
+            for (uint32_t e = 0; e < ndim; e++)
+                idx[e] = sym_const(b->sym, 0);
+            return;
+        }
+    }
     const sym_node *stride = sym_const(b->sym, 1);
     for (uint32_t d = ndim; d-- > 0;) {
         const sym_node *q = sym_floordiv(b->sym, flat, stride);
