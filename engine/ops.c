@@ -519,6 +519,10 @@ kiln_tensor *kiln_conv2d(kiln_tensor *x, kiln_tensor *w, int64_t stride, int64_t
                         "kiln_conv2d: kernel sizes must be constant");
     int64_t pad[8] = {0, 0, 0, 0, padding, padding, padding, padding};
     kiln_tensor *p = padding ? kiln_pad(x, pad) : x;
+    /* shape/ cannot unfold a padded (masked) view: unfold the padded values as a new node
+     * instead (an elementwise copy, which the kernel inlines: no extra kernel). */
+    if (p && padding)
+        p = eng_elementwise(ctx, IR_CAST, type_of(p), 1, &p);
     /* (N, C, OH, OW, KH, KW) windows, then (N, 1, C, OH, OW, KH, KW). */
     kiln_tensor *win = kiln_unfold(kiln_unfold(p, 2, kh, stride), 3, kw, stride);
     win = kiln_unsqueeze(win, 1);
