@@ -393,6 +393,23 @@ static kiln_tensor *count_tensor(kiln_tensor *t, uint32_t mask, ir_type type) {
     return c ? eng_full(t->ctx, type, 0, NULL, 0.0, c) : NULL;
 }
 
+/* x / 0 as IEEE division gives it (NaN for x = 0, +inf for x > 0; x >= 0 here), written as a
+ * select: a device may fold a division by a constant 0 to anything (the emitted SPIR-V does not
+ * declare SignedZeroInfNanPreserve; lavapipe folds it to 0). */
+static kiln_tensor *div_by_zero(kiln_tensor *x) {
+    kiln_context *ctx = x->ctx;
+    kiln_tensor *zero = eng_full(ctx, IR_F32, 0, NULL, 0.0, NULL);
+    return kiln_where(kiln_gt(x, zero), eng_full(ctx, IR_F32, 0, NULL, INFINITY, NULL),
+                      eng_full(ctx, IR_F32, 0, NULL, NAN, NULL));
+}
+
+/* The reduced element count is a constant at most limit (a divisor known to be 0). */
+static bool count_at_most(kiln_tensor *t, uint32_t mask, double limit) {
+    int64_t n;
+    const sym_node *c = reduced_count(t, mask);
+    return c && sym_is_const(c, &n) && (double)n <= limit;
+}
+
 kiln_tensor *kiln_mean(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
     uint32_t mask;
     if (!t || !axes_mask(t, "kiln_mean", naxes, axes, &mask))
@@ -402,6 +419,8 @@ kiln_tensor *kiln_mean(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool
                         "kiln_mean: the input must be a float tensor (as PyTorch)");
     ir_type type = type_of(t);
     kiln_tensor *s = reduce("kiln_mean", IR_ADD, cast_to(t, IR_F32), naxes, axes, keepdim);
+    if (s && count_at_most(t, mask, 0)) /* 0 / 0 */
+        return cast_to(div_by_zero(s), type);
     return cast_to(kiln_div(s, count_tensor(t, mask, IR_F32)), type);
 }
 
@@ -417,6 +436,8 @@ kiln_tensor *kiln_var(kiln_tensor *t, uint32_t naxes, const int32_t *axes, doubl
     kiln_tensor *x = cast_to(t, IR_F32);
     kiln_tensor *dev = kiln_sub(x, kiln_mean(x, naxes, axes, true));
     kiln_tensor *ss = kiln_sum(kiln_mul(dev, dev), naxes, axes, keepdim);
+    if (ss && count_at_most(t, mask, correction)) /* N - correction <= 0 */
+        return cast_to(div_by_zero(ss), type);
     /* max(0, N - correction), computed in the kernel from N. */
     kiln_tensor *divisor =
         kiln_maximum(kiln_sub(count_tensor(t, mask, IR_F32),
