@@ -158,9 +158,7 @@ void fx_check_f32(kiln_tensor *t, const float *want, size_t n, double atol, doub
     fx_read(t, KILN_F32, got, n);
     for (size_t i = 0; i < n; i++) {
         double g = got[i], w = want[i];
-        bool ok = isnan(w)   ? isnan(g)
-                  : isinf(w) ? g == w
-                             : fabs(g - w) <= atol + rtol * fabs(w);
+        bool ok = isnan(w) ? isnan(g) : isinf(w) ? g == w : fabs(g - w) <= atol + rtol * fabs(w);
         if (!ok) {
             free(got);
             fail_msg("element %zu: got %.9g, want %.9g (atol %g, rtol %g)", i, g, w, atol, rtol);

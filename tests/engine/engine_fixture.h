@@ -32,9 +32,9 @@ void eng_fixture_assert_no_messages(kiln_context *ctx);
 
 /* Runs tests on the device and on the interpreter; returns the number of failures. */
 #define ENG_RUN_BOTH(tests)                                                                        \
-    (cmocka_run_group_tests_name("device", tests, eng_fixture_setup_device,                       \
+    (cmocka_run_group_tests_name("device", tests, eng_fixture_setup_device,                        \
                                  eng_fixture_teardown) +                                           \
-     cmocka_run_group_tests_name("interpreter", tests, eng_fixture_setup_interp,                  \
+     cmocka_run_group_tests_name("interpreter", tests, eng_fixture_setup_interp,                   \
                                  eng_fixture_teardown))
 #define ENG_TEST(f) cmocka_unit_test_teardown(f, eng_fixture_check)
 

@@ -93,10 +93,10 @@ static void test_engine_compare_integers_signedness(void **state) {
     fx_check_u8(kiln_lt(x, y), KILN_BOOL, (const uint8_t[]){1, 0, 1}, 3);
     fx_check_u8(kiln_eq(x, y), KILN_BOOL, (const uint8_t[]){0, 1, 0}, 3);
     /* Bools compare as 0 < 1. */
-    kiln_tensor *p = kiln_from_data(ctx, KILN_BOOL, 1, (const int64_t[]){4},
-                                    (const uint8_t[]){0, 0, 1, 1});
-    kiln_tensor *q = kiln_from_data(ctx, KILN_BOOL, 1, (const int64_t[]){4},
-                                    (const uint8_t[]){0, 1, 0, 1});
+    kiln_tensor *p =
+        kiln_from_data(ctx, KILN_BOOL, 1, (const int64_t[]){4}, (const uint8_t[]){0, 0, 1, 1});
+    kiln_tensor *q =
+        kiln_from_data(ctx, KILN_BOOL, 1, (const int64_t[]){4}, (const uint8_t[]){0, 1, 0, 1});
     fx_check_u8(kiln_lt(p, q), KILN_BOOL, (const uint8_t[]){0, 1, 0, 0}, 4);
     fx_check_u8(kiln_le(p, q), KILN_BOOL, (const uint8_t[]){1, 1, 0, 1}, 4);
     fx_check_u8(kiln_ne(p, q), KILN_BOOL, (const uint8_t[]){0, 1, 1, 0}, 4);
@@ -104,8 +104,8 @@ static void test_engine_compare_integers_signedness(void **state) {
 
 static void test_engine_where_selects_and_broadcasts(void **state) {
     kiln_context *ctx = fx_ctx(state);
-    kiln_tensor *c = kiln_from_data(ctx, KILN_BOOL, 1, (const int64_t[]){4},
-                                    (const uint8_t[]){1, 0, 1, 0});
+    kiln_tensor *c =
+        kiln_from_data(ctx, KILN_BOOL, 1, (const int64_t[]){4}, (const uint8_t[]){1, 0, 1, 0});
     kiln_tensor *a = fx_f32(ctx, 1, (const int64_t[]){4}, (const float[]){1, 2, 3, 4});
     kiln_tensor *nine = kiln_scalar(ctx, KILN_F32, 9);
     fx_check_f32(kiln_where(c, a, nine), (const float[]){1, 9, 3, 9}, 4, 0, 0);
@@ -113,8 +113,8 @@ static void test_engine_where_selects_and_broadcasts(void **state) {
     kiln_tensor *fc = fx_f32(ctx, 1, (const int64_t[]){4}, (const float[]){0.5f, 0, -1, 0});
     fx_check_f32(kiln_where(fc, a, nine), (const float[]){1, 9, 3, 9}, 4, 0, 0);
     /* cond (2, 1), a (1, 3), b 0-d -> (2, 3): row 0 takes a, row 1 takes b. */
-    kiln_tensor *c2 = kiln_from_data(ctx, KILN_BOOL, 2, (const int64_t[]){2, 1},
-                                     (const uint8_t[]){1, 0});
+    kiln_tensor *c2 =
+        kiln_from_data(ctx, KILN_BOOL, 2, (const int64_t[]){2, 1}, (const uint8_t[]){1, 0});
     kiln_tensor *a2 = fx_f32(ctx, 2, (const int64_t[]){1, 3}, (const float[]){5, 6, 7});
     kiln_tensor *w = kiln_where(c2, a2, kiln_scalar(ctx, KILN_F32, -1));
     fx_assert_shape(w, 2, (const int64_t[]){2, 3});
@@ -176,8 +176,8 @@ static void test_engine_cast_float_to_int_truncates(void **state) {
 
 static void test_engine_cast_narrowing_integers_wrap(void **state) {
     kiln_context *ctx = fx_ctx(state);
-    kiln_tensor *i = fx_i32(ctx, 1, (const int64_t[]){6},
-                            (const int32_t[]){127, 128, 255, 256, -129, 300});
+    kiln_tensor *i =
+        fx_i32(ctx, 1, (const int64_t[]){6}, (const int32_t[]){127, 128, 255, 256, -129, 300});
     /* Modulo 256, then two's complement: 128 -> -128, 255 -> -1, 256 -> 0, -129 -> 127,
      * 300 -> 44. */
     int8_t want_i8[6] = {127, -128, -1, 0, 127, 44};
@@ -190,9 +190,11 @@ static void test_engine_cast_narrowing_integers_wrap(void **state) {
     fx_read(kiln_cast(m, KILN_U32), KILN_U32, &u, 1);
     assert_int_equal(u, 4294967295u);
     /* u8 -> i32 zero-extends, i8 -> i32 sign-extends. */
-    kiln_tensor *b = kiln_from_data(ctx, KILN_U8, 1, (const int64_t[]){2}, (const uint8_t[]){200, 7});
+    kiln_tensor *b =
+        kiln_from_data(ctx, KILN_U8, 1, (const int64_t[]){2}, (const uint8_t[]){200, 7});
     fx_check_i32(kiln_cast(b, KILN_I32), (const int32_t[]){200, 7}, 2);
-    kiln_tensor *c = kiln_from_data(ctx, KILN_I8, 1, (const int64_t[]){2}, (const int8_t[]){-56, 7});
+    kiln_tensor *c =
+        kiln_from_data(ctx, KILN_I8, 1, (const int64_t[]){2}, (const int8_t[]){-56, 7});
     fx_check_i32(kiln_cast(c, KILN_I32), (const int32_t[]){-56, 7}, 2);
 }
 
@@ -204,7 +206,8 @@ static void test_engine_cast_bool(void **state) {
     kiln_tensor *i = fx_i32(ctx, 1, (const int64_t[]){3}, (const int32_t[]){0, 256, -1});
     fx_check_u8(kiln_cast(i, KILN_BOOL), KILN_BOOL, (const uint8_t[]){0, 1, 1}, 3);
     /* From bool: 1 and 0. */
-    kiln_tensor *b = kiln_from_data(ctx, KILN_BOOL, 1, (const int64_t[]){2}, (const uint8_t[]){1, 0});
+    kiln_tensor *b =
+        kiln_from_data(ctx, KILN_BOOL, 1, (const int64_t[]){2}, (const uint8_t[]){1, 0});
     fx_check_f32(kiln_cast(b, KILN_F32), (const float[]){1, 0}, 2, 0, 0);
     fx_check_i32(kiln_cast(b, KILN_I32), (const int32_t[]){1, 0}, 2);
     /* i32 -> f32 rounds to nearest even: 16777217 -> 16777216. */
@@ -265,8 +268,8 @@ static void test_engine_broadcast_corners(void **state) {
     fx_check_f32(r, want, 24, 0, 0);
     /* (1, 3, 1) * (2, 1, 4) -> (2, 3, 4): out[i][j][k] = (j + 1) * (10 i + k). */
     kiln_tensor *p = fx_f32(ctx, 3, (const int64_t[]){1, 3, 1}, (const float[]){1, 2, 3});
-    kiln_tensor *q = fx_f32(ctx, 3, (const int64_t[]){2, 1, 4},
-                            (const float[]){0, 1, 2, 3, 10, 11, 12, 13});
+    kiln_tensor *q =
+        fx_f32(ctx, 3, (const int64_t[]){2, 1, 4}, (const float[]){0, 1, 2, 3, 10, 11, 12, 13});
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 3; j++)
             for (int k = 0; k < 4; k++)
@@ -320,7 +323,8 @@ static void test_engine_f16_promotes_to_f32(void **state) {
     kiln_context *ctx = fx_ctx(state);
     /* IEEE half bits: 1.0 = 0x3C00, 2.0 = 0x4000, -0.5 = 0xB800, 3.0 = 0x4200, 4.0 = 0x4400. */
     const int64_t s[] = {3};
-    kiln_tensor *h = kiln_from_data(ctx, KILN_F16, 1, s, (const uint16_t[]){0x3C00, 0x4000, 0xB800});
+    kiln_tensor *h =
+        kiln_from_data(ctx, KILN_F16, 1, s, (const uint16_t[]){0x3C00, 0x4000, 0xB800});
     kiln_tensor *f = fx_f32(ctx, 1, s, (const float[]){0.5f, 0.5f, 0.5f});
     kiln_tensor *r = kiln_add(h, f);
     assert_int_equal(kiln_tensor_dtype(r), KILN_F32);
