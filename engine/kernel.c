@@ -30,6 +30,8 @@ static kiln_status build_fail(kbuild *b, kiln_status st, const char *what) {
     if (b->status == KILN_OK) {
         b->status = st;
         if (sym_ctx_status(b->sym) != KILN_OK) {
+            /* The symbolic failure (out of memory, overflow) is the status returned too. */
+            st = b->status = sym_ctx_status(b->sym);
             eng_fail(b->ctx, sym_ctx_status(b->sym), "%s: %s", what, sym_ctx_message(b->sym));
             sym_ctx_clear_error(b->sym);
         } else if (st != KILN_ERROR_NOT_FOUND) {
@@ -279,8 +281,11 @@ static kast *reduction_input(kbuild *b, eng_node *r, const sym_node *const *out_
         k->reduce_count = eng_numel(b->ctx, nr, dims);
         k->ridx = k->reduce_count ? index_var(b, "ridx", k->reduce_count) : NULL;
         const sym_node *rid[SHAPE_MAX_DIMS], *idx[SHAPE_MAX_DIMS];
-        if (k->ridx)
-            unravel(b, k->ridx, nr, dims, rid);
+        if (!k->ridx) {
+            build_fail(b, KILN_ERROR_OUT_OF_HOST_MEMORY, "the reduction index");
+            return NULL;
+        }
+        unravel(b, k->ridx, nr, dims, rid);
         for (uint32_t d = 0, j = 0; d < in->ndim; d++)
             idx[d] = r->reduce_mask & (1u << d) ? rid[j++] : out_idx[d];
         b->reduce_node = r;
@@ -394,8 +399,9 @@ kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, e
     k->buffer_count = 1;
     k->buffer_types[0] = node->type;
     const sym_node *idx[SHAPE_MAX_DIMS];
-    if (k->gidx)
-        unravel(&b, k->gidx, node->ndim, node->shape, idx);
+    if (!k->gidx)
+        return build_fail(&b, KILN_ERROR_OUT_OF_HOST_MEMORY, "the kernel's index");
+    unravel(&b, k->gidx, node->ndim, node->shape, idx);
     if (node->kind == ENG_REDUCE) {
         k->value = reduction_input(&b, node, idx);
     } else {
