@@ -68,7 +68,8 @@ static ir_value sym_var_value(lowering *l, const sym_node *s) {
         if (k->params[p] == s)
             return ir_param(l->ir, p);
     }
-    l->ir->status = KILN_ERROR_INTERNAL; /* a Variable the kernel does not know */
+    if (l->ir->status == KILN_OK)            /* else: ridx is IR_NONE after an earlier failure */
+        l->ir->status = KILN_ERROR_INTERNAL; /* a Variable the kernel does not know */
     return IR_NONE;
 }
 
@@ -124,7 +125,8 @@ static ir_value lower_sym_uncached(lowering *l, const sym_node *s) {
         return ir_alu(ir, ops[kind], boolean ? IR_BOOL : t, a, b, IR_NONE);
     }
     default: /* bound nodes were unbound before lowering */
-        ir->status = KILN_ERROR_INTERNAL;
+        if (ir->status == KILN_OK)
+            ir->status = KILN_ERROR_INTERNAL;
         return IR_NONE;
     }
 }
