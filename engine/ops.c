@@ -316,9 +316,78 @@ static kiln_tensor *finish_keepdim(kiln_tensor *r, uint32_t mask, bool keepdim) 
     return kiln_reshape_sym(r, n, shape);
 }
 
+/* The number of elements combined per output, as an expression. */
+static const sym_node *reduced_count(kiln_tensor *t, uint32_t mask) {
+    const shape_view *v = view_of(t);
+    const sym_node *dims[SHAPE_MAX_DIMS];
+    uint32_t n = 0;
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        if (mask & (1u << d))
+            dims[n++] = v->shape[d];
+    }
+    return eng_numel(t->ctx, n, dims);
+}
+
+/* The most elements one kernel combines per output: lavapipe ends every loop of an invocation
+ * after 65535 iterations in all (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS), silently. */
+enum { REDUCE_MAX_COUNT = 65535 };
+
+static kiln_tensor *reduce_node(kiln_tensor *t, ir_op op, uint32_t mask);
+
+/* A reduction over count > REDUCE_MAX_COUNT elements in two stages: the reduced dims moved
+ * last and flattened, filled up to outer * inner (count <= inner, outer <= REDUCE_MAX_COUNT)
+ * with values that change nothing (0 for sums, 1 for products, the first element for max and
+ * min), reduced over inner, then over outer. The result is shaped as reduce_node's. */
+static kiln_tensor *reduce_split(kiln_tensor *t, ir_op op, uint32_t mask, int64_t count) {
+    kiln_context *ctx = t->ctx;
+    const shape_view *v = view_of(t);
+    int64_t outer = (count + REDUCE_MAX_COUNT - 1) / REDUCE_MAX_COUNT;
+    int64_t inner = (count + outer - 1) / outer;
+    int32_t perm[SHAPE_MAX_DIMS];
+    const kiln_expr *shape[SHAPE_MAX_DIMS + 1], *keep[SHAPE_MAX_DIMS];
+    uint32_t nk = 0;
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        keep[d] = (const kiln_expr *)(mask & (1u << d) ? sym_const(ctx->sym, 1) : v->shape[d]);
+        if (!(mask & (1u << d))) {
+            shape[nk] = (const kiln_expr *)v->shape[d];
+            perm[nk++] = (int32_t)d;
+        }
+    }
+    for (uint32_t d = 0, r = nk; d < v->ndim; d++) {
+        if (mask & (1u << d))
+            perm[r++] = (int32_t)d;
+    }
+    shape[nk] = kiln_int(ctx, count);
+    kiln_tensor *flat = kiln_reshape_sym(kiln_permute(t, perm), nk + 1, shape);
+    int64_t pad[2 * (SHAPE_MAX_DIMS + 1)] = {0};
+    pad[2 * nk + 1] = outer * inner - count;
+    kiln_tensor *x = kiln_pad(flat, pad);
+    if (x && op != IR_ADD) { /* where the padding is: 1 or the row's first element */
+        kiln_tensor *in = kiln_pad(kiln_ones(ctx, KILN_BOOL, 1, &count), pad + 2 * nk);
+        kiln_tensor *fill = op == IR_MUL ? eng_full(ctx, type_of(t), 0, NULL, 1.0, NULL)
+                                         : kiln_narrow(flat, (int32_t)nk, 0, 1);
+        x = kiln_where(in, x, fill);
+    } else if (x) { /* a node of its own, so the reshape below is a plain view */
+        x = eng_elementwise(ctx, IR_CAST, type_of(x), 1, &x);
+    }
+    shape[nk] = kiln_int(ctx, outer);
+    shape[nk + 1] = kiln_int(ctx, inner);
+    x = kiln_reshape_sym(x, nk + 2, shape);
+    if (!x)
+        return NULL;
+    kiln_tensor *r = reduce_node(reduce_node(x, op, 1u << (nk + 1)), op, 1u << nk);
+    return kiln_reshape_sym(r, v->ndim, keep);
+}
+
 /* The combining node over the axes in mask, reduced dims kept as size 1. */
 static kiln_tensor *reduce_node(kiln_tensor *t, ir_op op, uint32_t mask) {
+    if (!t)
+        return NULL;
     kiln_context *ctx = t->ctx;
+    int64_t count;
+    const sym_node *c = reduced_count(t, mask);
+    if (c && sym_is_const(c, &count) && count > REDUCE_MAX_COUNT)
+        return reduce_split(t, op, mask, count);
     const shape_view *v = view_of(t);
     const sym_node *shape[SHAPE_MAX_DIMS];
     for (uint32_t d = 0; d < v->ndim; d++)
@@ -331,18 +400,6 @@ static kiln_tensor *reduce_node(kiln_tensor *t, ir_op op, uint32_t mask) {
     n->reduce_mask = mask;
     n = eng_node_intern(ctx, n);
     return n ? eng_tensor_new(ctx, n, eng_tracker_contiguous(ctx, n->ndim, n->shape)) : NULL;
-}
-
-/* The number of elements combined per output, as an expression. */
-static const sym_node *reduced_count(kiln_tensor *t, uint32_t mask) {
-    const shape_view *v = view_of(t);
-    const sym_node *dims[SHAPE_MAX_DIMS];
-    uint32_t n = 0;
-    for (uint32_t d = 0; d < v->ndim; d++) {
-        if (mask & (1u << d))
-            dims[n++] = v->shape[d];
-    }
-    return eng_numel(t->ctx, n, dims);
 }
 
 static kiln_tensor *reduce(const char *name, ir_op op, kiln_tensor *t, uint32_t naxes,
