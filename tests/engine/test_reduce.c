@@ -225,13 +225,50 @@ static void test_engine_reduce_empty(void **state) {
     fx_expect_error(ctx, KILN_ERROR_INVALID_ARGUMENT);
 }
 
+static void test_engine_reduce_more_than_65535_elements(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    /* Past lavapipe's 65535 loop iterations per invocation: the engine splits the reduction.
+     * Every expected value is an exact small integer in f32. */
+    enum { L = 70001 };
+    kiln_tensor *r = kiln_arange(ctx, KILN_F32, 0, L, 1); /* 0 .. 70000 */
+    fx_check_f32(kiln_max(r, 0, NULL, false), (const float[]){70000}, 1, 0, 0);
+    fx_check_f32(kiln_min(kiln_flip(r, 0), 0, NULL, false), (const float[]){0}, 1, 0, 0);
+    fx_check_f32(kiln_min(kiln_add_scalar(r, -35000), 0, NULL, false), (const float[]){-35000}, 1,
+                 0, 0);
+    fx_check_i32(kiln_argmax(kiln_flip(r, 0), 0, false), (const int32_t[]){0}, 1);
+    fx_check_i32(kiln_argmax(r, 0, true), (const int32_t[]){70000}, 1);
+    /* prod: ones except 2 at index 69999 and -3 at index 7 = -6. */
+    kiln_tensor *i = kiln_arange(ctx, KILN_I32, 0, L, 1);
+    kiln_tensor *one = kiln_scalar(ctx, KILN_F32, 1);
+    kiln_tensor *x = kiln_mul(
+        kiln_where(kiln_eq(i, kiln_scalar(ctx, KILN_I32, 69999)), kiln_scalar(ctx, KILN_F32, 2),
+                   one),
+        kiln_where(kiln_eq(i, kiln_scalar(ctx, KILN_I32, 7)), kiln_scalar(ctx, KILN_F32, -3), one));
+    fx_check_f32(kiln_prod(x, 0, NULL, false), (const float[]){-6}, 1, 0, 0);
+    /* Over dims (0, 2) of (2, 3, 40000) = 80000 elements per output, keepdim: row j holds j + 1,
+     * so the sums are 80000 (j + 1); the mean is j + 1. */
+    kiln_tensor *w = kiln_mul(kiln_ones(ctx, KILN_F32, 3, (const int64_t[]){2, 3, 40000}),
+                              fx_f32(ctx, 2, (const int64_t[]){3, 1}, (const float[]){1, 2, 3}));
+    kiln_tensor *s = kiln_sum(w, 2, (const int32_t[]){0, 2}, true);
+    fx_assert_shape(s, 3, (const int64_t[]){1, 3, 1});
+    fx_check_f32(s, (const float[]){80000, 160000, 240000}, 3, 0, 0);
+    fx_check_f32(kiln_mean(w, 2, (const int32_t[]){2, 0}, false), (const float[]){1, 2, 3}, 3, 0,
+                 1e-6);
+    fx_check_f32(kiln_max(w, 2, (const int32_t[]){0, 2}, false), (const float[]){1, 2, 3}, 3, 0, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        ENG_TEST(test_engine_sum_axis_sets),      ENG_TEST(test_engine_sum_of_views),
-        ENG_TEST(test_engine_prod_max_min),       ENG_TEST(test_engine_mean_var_std),
-        ENG_TEST(test_engine_argmax_first_index), ENG_TEST(test_engine_softmax_and_log_softmax),
-        ENG_TEST(test_engine_matmul_shapes),      ENG_TEST(test_engine_conv2d_stride_padding),
+        ENG_TEST(test_engine_sum_axis_sets),
+        ENG_TEST(test_engine_sum_of_views),
+        ENG_TEST(test_engine_prod_max_min),
+        ENG_TEST(test_engine_mean_var_std),
+        ENG_TEST(test_engine_argmax_first_index),
+        ENG_TEST(test_engine_softmax_and_log_softmax),
+        ENG_TEST(test_engine_matmul_shapes),
+        ENG_TEST(test_engine_conv2d_stride_padding),
         ENG_TEST(test_engine_reduce_empty),
+        ENG_TEST(test_engine_reduce_more_than_65535_elements),
     };
     return ENG_RUN_BOTH(tests);
 }
