@@ -161,8 +161,10 @@ kiln_tensor *kiln_reshape_sym(kiln_tensor *t, uint32_t ndim, const kiln_expr *co
     const sym_node *dims[SHAPE_MAX_DIMS];
     if (!eng_shape_from_exprs(ctx, "kiln_reshape", ndim, shape, dims))
         return NULL;
-    shape_tracker out;
-    kiln_status st = shape_tracker_reshape(ctx->shape, t->st, ndim, dims, &out);
+    /* shape_tracker_reshape copies a whole tracker; the arena holds only t's views. */
+    shape_tracker in, out;
+    memcpy(&in, t->st, offsetof(shape_tracker, views) + t->st->nviews * sizeof(shape_view));
+    kiln_status st = shape_tracker_reshape(ctx->shape, &in, ndim, dims, &out);
     if (st != KILN_OK)
         return eng_fail_from_shape(ctx, st);
     return eng_tensor_new(ctx, t->base, eng_tracker_keep(ctx, &out));
