@@ -575,7 +575,10 @@ kiln_tensor *kiln_argmax(kiln_tensor *t, int32_t dim, bool keepdim) {
         index = kiln_unsqueeze(index, -1);
     kiln_tensor *m = kiln_max(t, 1, &dim, true);
     kiln_tensor *big = eng_full(ctx, IR_I32, 0, NULL, (double)INT32_MAX, NULL);
-    kiln_tensor *cand = kiln_where(kiln_eq(t, m), index, big);
+    /* A NaN is the maximum (as torch.argmax): the maximum is NaN then, equal to nothing, and
+     * the NaNs (t != t) are the candidates. bool + bool is or. */
+    kiln_tensor *at_max = kiln_add(kiln_eq(t, m), kiln_ne(t, t));
+    kiln_tensor *cand = kiln_where(at_max, index, big);
     return kiln_min(cand, 1, &dim, keepdim);
 }
 
