@@ -132,6 +132,12 @@ static void test_engine_argmax_first_index(void **state) {
     /* Integers, ties and a negative maximum: {-3, -1, -1, -7} -> 1. */
     kiln_tensor *i = fx_i32(ctx, 1, (const int64_t[]){4}, (const int32_t[]){-3, -1, -1, -7});
     fx_check_i32(kiln_argmax(i, 0, false), (const int32_t[]){1}, 1);
+    /* A NaN is the maximum, the first NaN wins (torch.argmax): {1, NaN, 0, NaN} -> 1; and max
+     * propagates it. */
+    kiln_tensor *n =
+        fx_f32(ctx, 2, (const int64_t[]){2, 4}, (const float[]){1, NAN, 0, NAN, 3, 5, 4, -1});
+    fx_check_i32(kiln_argmax(n, 1, false), (const int32_t[]){1, 1}, 2);
+    fx_check_f32(kiln_max(n, 1, (const int32_t[]){1}, false), (const float[]){NAN, 5}, 2, 0, 0);
 }
 
 static void test_engine_softmax_and_log_softmax(void **state) {
