@@ -23,6 +23,8 @@ typedef struct kbuild {
     bool in_reduce;        /* building the reduction's input */
     const sym_node *valid; /* conjunction of the masks the current value is read through */
     bool at_output;        /* the current logical index is the output element's own */
+    eng_node *inlined_top; /* the outermost unrealized node being inlined (NULL: none) */
+    eng_node *last_top;    /* the last such node (its loads may fill the buffer table) */
     kiln_status status;
 } kbuild;
 
@@ -139,6 +141,8 @@ static const sym_node *index_var(kbuild *b, const char *prefix, const sym_node *
 
 static kast *node_value(kbuild *b, eng_node *n, const sym_node *const *idx);
 
+static void need(kbuild *b, eng_node *n);
+
 static uint32_t buffer_slot(kbuild *b, eng_storage *s) {
     eng_kernel *k = b->k;
     for (uint32_t i = 0; i < k->buffer_count; i++) {
@@ -146,7 +150,12 @@ static uint32_t buffer_slot(kbuild *b, eng_storage *s) {
             return i;
     }
     if (k->buffer_count == ENG_MAX_BUFFERS) {
-        build_fail(b, KILN_ERROR_LIMIT_EXCEEDED, "a kernel reads more than 15 buffers");
+        /* Too many inputs for one kernel: an earlier kernel realizes the outermost inlined node
+         * (one buffer afterwards), then this kernel is built again. */
+        if (b->inlined_top || b->last_top)
+            need(b, b->inlined_top ? b->inlined_top : b->last_top);
+        else
+            build_fail(b, KILN_ERROR_LIMIT_EXCEEDED, "a kernel reads more than 15 buffers");
         return 0;
     }
     k->buffers[k->buffer_count] = s;
@@ -223,9 +232,14 @@ static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx) 
         const sym_node *const *at = identity ? idx : own;
         bool outer_at_output = b->at_output;
         b->at_output = same_element;
-        if (n->kind != ENG_REDUCE)
+        if (n->kind != ENG_REDUCE) {
+            bool top = !b->inlined_top;
+            if (top)
+                b->inlined_top = b->last_top = n;
             value = node_value(b, n, at);
-        else if (same_element && !b->in_reduce && (!b->reduce_node || b->reduce_node == n))
+            if (top)
+                b->inlined_top = NULL;
+        } else if (same_element && !b->in_reduce && (!b->reduce_node || b->reduce_node == n))
             value = reduction_input(b, n, at);
         else
             need(b, n);
