@@ -154,6 +154,23 @@ static void test_engine_compose_scalar_ops_values(void **state) {
                  (const float[]){1, -1, -1}, 3, 0, 0);
 }
 
+static void test_engine_compose_more_inputs_than_a_kernel_binds(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    /* 20 and 40 distinct stored inputs added up (a kernel binds at most 15): element 0 sums
+     * 0 .. n-1 = n (n - 1) / 2, element 1 counts the inputs. A sum of the 40 is reduced too. */
+    kiln_tensor *acc = NULL, *acc20 = NULL;
+    for (int i = 0; i < 40; i++) {
+        kiln_tensor *t = fx_f32(ctx, 1, (const int64_t[]){2}, (const float[]){(float)i, 1});
+        acc = acc ? kiln_add(acc, t) : t;
+        if (i == 19)
+            acc20 = acc;
+    }
+    fx_check_f32(acc20, (const float[]){190, 20}, 2, 0, 0);
+    fx_check_f32(acc, (const float[]){780, 40}, 2, 0, 0);
+    fx_check_f32(kiln_sum(kiln_mul(acc, acc), 0, NULL, false), (const float[]){780 * 780 + 1600}, 1,
+                 0, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_compose_integer_wraparound),
@@ -163,6 +180,7 @@ int main(void) {
         ENG_TEST(test_engine_compose_realize_many_and_views_of_results),
         ENG_TEST(test_engine_compose_f16_compute),
         ENG_TEST(test_engine_compose_scalar_ops_values),
+        ENG_TEST(test_engine_compose_more_inputs_than_a_kernel_binds),
     };
     return ENG_RUN_BOTH(tests);
 }
