@@ -263,6 +263,25 @@ static void test_engine_reduce_more_than_65535_elements(void **state) {
     fx_check_f32(kiln_max(w, 2, (const int32_t[]){0, 2}, false), (const float[]){1, 2, 3}, 3, 0, 0);
 }
 
+static void test_engine_reduce_symbolic_size(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    const kiln_expr *n = kiln_variable(ctx, "n", 1, 1000000);
+    /* A sum over a symbolic size bound to 1000: exact. */
+    const kiln_expr *small = kiln_bind(ctx, n, 1000);
+    fx_check_f32(kiln_sum(kiln_full_sym(ctx, KILN_F32, 1, &small, 1.0), 0, NULL, false),
+                 (const float[]){1000}, 1, 0, 0);
+    /* Bound to 100000 (past lavapipe's 65535 loop iterations, and not split because the size is
+     * not a constant): the right value, or KILN_ERROR_UNSUPPORTED, never a wrong value. */
+    const kiln_expr *big = kiln_bind(ctx, n, 100000);
+    float got = 0;
+    kiln_status st = kiln_read(kiln_sum(kiln_full_sym(ctx, KILN_F32, 1, &big, 1.0), 0, NULL, false),
+                               &got, sizeof got);
+    if (st == KILN_OK)
+        assert_true(got == 100000.0f);
+    else
+        fx_expect_error(ctx, KILN_ERROR_UNSUPPORTED);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_sum_axis_sets),
@@ -275,6 +294,7 @@ int main(void) {
         ENG_TEST(test_engine_conv2d_stride_padding),
         ENG_TEST(test_engine_reduce_empty),
         ENG_TEST(test_engine_reduce_more_than_65535_elements),
+        ENG_TEST(test_engine_reduce_symbolic_size),
     };
     return ENG_RUN_BOTH(tests);
 }
