@@ -370,6 +370,49 @@ static void test_engine_large_add_and_sum(void **state) {
                  (const float[]){(float)BIG}, 1, 0, 0);
 }
 
+static void test_engine_ieee_specials(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    const int64_t s[] = {2};
+    kiln_tensor *z = fx_f32(ctx, 1, s, (const float[]){0, 0});
+    kiln_tensor *pm = fx_f32(ctx, 1, s, (const float[]){1, -1});
+    kiln_tensor *zc = kiln_zeros(ctx, KILN_F32, 1, s); /* a constant: known when compiling */
+    /* As IEEE 754 and PyTorch: log(0) = -inf, 1 / 0 = inf, -1 / 0 = -inf, 0 / 0 = NaN,
+     * rsqrt(0) = inf, sqrt(-1) = NaN, exp(100) = inf (overflow). */
+    fx_check_f32(kiln_log(z), (const float[]){-INFINITY, -INFINITY}, 2, 0, 0);
+    fx_check_f32(kiln_log(zc), (const float[]){-INFINITY, -INFINITY}, 2, 0, 0);
+    fx_check_f32(kiln_div(pm, z), (const float[]){INFINITY, -INFINITY}, 2, 0, 0);
+    fx_check_f32(kiln_div(z, z), (const float[]){NAN, NAN}, 2, 0, 0);
+    fx_check_f32(kiln_div(kiln_ones(ctx, KILN_F32, 1, s), zc), (const float[]){INFINITY, INFINITY},
+                 2, 0, 0);
+    fx_check_f32(kiln_rsqrt(z), (const float[]){INFINITY, INFINITY}, 2, 0, 0);
+    fx_check_f32(kiln_sqrt(kiln_neg(pm)), (const float[]){NAN, 1}, 2, 0, 0);
+    /* exp(-100) = 3.7e-44 is subnormal: a device may flush it to 0 (Vulkan allows it). */
+    fx_check_f32(kiln_exp(kiln_mul_scalar(pm, 100)), (const float[]){INFINITY, 0}, 2, 1e-43, 0);
+    /* NaN propagates through maximum, minimum and relu (as torch). */
+    kiln_tensor *n = fx_f32(ctx, 1, s, (const float[]){NAN, 1});
+    fx_check_f32(kiln_maximum(n, pm), (const float[]){NAN, 1}, 2, 0, 0);
+    fx_check_f32(kiln_minimum(pm, n), (const float[]){NAN, -1}, 2, 0, 0);
+    fx_check_f32(kiln_relu(n), (const float[]){NAN, 1}, 2, 0, 0);
+}
+
+/* Not yet right on lavapipe: the emitted SPIR-V does not declare SignedZeroInfNanPreserve, so
+ * the driver may optimise as if no inf or NaN occurred (x / constant 0 becomes 0, x - x becomes
+ * 0 for x = inf, pow(0, -1) becomes 0). spirv/ has no call to add that execution mode yet. */
+static void test_engine_ieee_specials_need_float_controls(void **state) {
+    eng_fixture *f = *state;
+    if (f->device)
+        skip();
+    kiln_context *ctx = f->ctx;
+    const int64_t s[] = {2};
+    kiln_tensor *pm = fx_f32(ctx, 1, s, (const float[]){1, -1});
+    kiln_tensor *zc = kiln_zeros(ctx, KILN_F32, 1, s);
+    fx_check_f32(kiln_div(pm, zc), (const float[]){INFINITY, -INFINITY}, 2, 0, 0);
+    kiln_tensor *inf = kiln_exp(kiln_mul_scalar(pm, 1000)); /* {inf, 0} */
+    fx_check_f32(kiln_sub(inf, inf), (const float[]){NAN, 0}, 2, 0, 0);
+    fx_check_f32(kiln_pow(fx_f32(ctx, 1, s, (const float[]){0, 0}), kiln_scalar(ctx, KILN_F32, -1)),
+                 (const float[]){INFINITY, INFINITY}, 2, 0, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_binary_f32_arithmetic),
@@ -389,6 +432,8 @@ int main(void) {
         ENG_TEST(test_engine_f16_promotes_to_f32),
         ENG_TEST(test_engine_odd_sizes),
         ENG_TEST(test_engine_large_add_and_sum),
+        ENG_TEST(test_engine_ieee_specials),
+        ENG_TEST(test_engine_ieee_specials_need_float_controls),
     };
     return ENG_RUN_BOTH(tests);
 }
