@@ -339,9 +339,11 @@ kiln_tensor *kiln_arange(kiln_context *ctx, kiln_dtype dtype, double start, doub
     if (count > 9.0e15)
         return eng_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED, "kiln_arange: too many elements");
     const sym_node *dim = sym_const(ctx->sym, (int64_t)count);
-    /* start + index * step, computed in f32 for float dtypes and in i32 otherwise. */
+    /* start + index * step, computed in f32 for float dtypes and in i32 otherwise (in f32 then
+     * truncated, as torch, when an integer arange has a fractional start or step). */
     ir_type type = eng_ir_type(dtype);
-    ir_type work = ir_type_is_float(type) ? IR_F32 : IR_I32;
+    bool integral = start == floor(start) && step == floor(step);
+    ir_type work = ir_type_is_float(type) || !integral ? IR_F32 : IR_I32;
     kiln_tensor *idx = leaf(ctx, ENG_INDEX, work, 1, &dim, 0);
     kiln_tensor *r = kiln_add(kiln_mul(idx, eng_full(ctx, work, 0, NULL, step, NULL)),
                               eng_full(ctx, work, 0, NULL, start, NULL));
