@@ -83,6 +83,10 @@ static void test_engine_arange_steps(void **state) {
     /* Integers, negative start and step. */
     fx_check_i32(kiln_arange(ctx, KILN_I32, -3, 3, 2), (const int32_t[]){-3, -1, 1}, 3);
     fx_check_i32(kiln_arange(ctx, KILN_I32, 2, -7, -3), (const int32_t[]){2, -1, -4}, 3);
+    /* An integer arange with a fractional step is computed in floating point and truncated
+     * (as torch.arange(0, 5, 1.5, dtype=torch.int32)): 0, 1.5, 3, 4.5 -> {0, 1, 3, 4}. */
+    fx_check_i32(kiln_arange(ctx, KILN_I32, 0, 5, 1.5), (const int32_t[]){0, 1, 3, 4}, 4);
+    fx_check_u8(kiln_arange(ctx, KILN_U8, 0.5, 3, 1), KILN_U8, (const uint8_t[]){0, 1, 2}, 3);
     /* Empty ranges: start == stop, or a step of the wrong sign. */
     a = kiln_arange(ctx, KILN_F32, 3, 3, 1);
     fx_assert_shape(a, 1, (const int64_t[]){0});
