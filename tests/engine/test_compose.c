@@ -171,6 +171,45 @@ static void test_engine_compose_more_inputs_than_a_kernel_binds(void **state) {
                  0, 0);
 }
 
+static void test_engine_compose_small_types(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    const int64_t s[] = {4};
+    kiln_tensor *b = kiln_from_data(ctx, KILN_BOOL, 1, s, (const uint8_t[]){0, 1, 1, 0});
+    kiln_tensor *u = kiln_from_data(ctx, KILN_U8, 1, s, (const uint8_t[]){0, 1, 200, 255});
+    const int8_t iv[4] = {-128, -1, 5, 127};
+    kiln_tensor *i8 = kiln_from_data(ctx, KILN_I8, 1, s, iv);
+    /* Bool reductions: any / all, the first true, a product of bools is an i32 0 or 1. */
+    fx_check_u8(kiln_max(b, 0, NULL, false), KILN_BOOL, (const uint8_t[]){1}, 1);
+    fx_check_u8(kiln_min(b, 0, NULL, false), KILN_BOOL, (const uint8_t[]){0}, 1);
+    fx_check_i32(kiln_argmax(b, 0, false), (const int32_t[]){1}, 1);
+    fx_check_i32(kiln_prod(b, 0, NULL, false), (const int32_t[]){0}, 1);
+    /* Negation wraps: -u8 = 256 - x; abs(-128) = -128 in i8 (as torch). */
+    fx_check_u8(kiln_neg(u), KILN_U8, (const uint8_t[]){0, 255, 56, 1}, 4);
+    const int8_t abs8[4] = {-128, 1, 5, 127};
+    fx_check_u8(kiln_abs(i8), KILN_I8, (const uint8_t *)abs8, 4);
+    /* Reductions of i8: the sum in i32 (-128 - 1 + 5 + 127 = 3), max and argmax in i8 order. */
+    fx_check_i32(kiln_sum(i8, 0, NULL, false), (const int32_t[]){3}, 1);
+    const int8_t max8 = 127;
+    fx_check_u8(kiln_max(i8, 0, NULL, false), KILN_I8, (const uint8_t *)&max8, 1);
+    fx_check_i32(kiln_argmax(i8, 0, false), (const int32_t[]){3}, 1);
+    /* u8 * i8 is i32: {0, -1, 1000, 32385}; their dot product 33384 (an i32 matmul). */
+    fx_check_i32(kiln_mul(u, i8), (const int32_t[]){0, -1, 1000, 32385}, 4);
+    fx_check_i32(kiln_matmul(kiln_cast(u, KILN_I32), kiln_cast(i8, KILN_I32)),
+                 (const int32_t[]){33384}, 1);
+    /* A u8 condition is nonzero-is-true. */
+    kiln_tensor *f = fx_f32(ctx, 1, s, (const float[]){1, 2.5f, -1, 0.5f});
+    fx_check_f32(kiln_where(u, f, kiln_scalar(ctx, KILN_F32, 9)),
+                 (const float[]){9, 2.5f, -1, 0.5f}, 4, 0, 0);
+    /* f16 variance {1, 2, -1, 0.5}: mean 0.625, squared deviations 4.6875, / 3 = 1.5625 (0x3E40,
+     * exact in f16); f16 == f32 compares values. */
+    kiln_tensor *h =
+        kiln_from_data(ctx, KILN_F16, 1, s, (const uint16_t[]){0x3C00, 0x4000, 0xBC00, 0x3800});
+    uint16_t got;
+    fx_read(kiln_var(h, 0, NULL, 1, false), KILN_F16, &got, 1);
+    assert_int_equal(got, 0x3E40);
+    fx_check_u8(kiln_eq(h, f), KILN_BOOL, (const uint8_t[]){1, 0, 1, 1}, 4);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_compose_integer_wraparound),
@@ -181,6 +220,7 @@ int main(void) {
         ENG_TEST(test_engine_compose_f16_compute),
         ENG_TEST(test_engine_compose_scalar_ops_values),
         ENG_TEST(test_engine_compose_more_inputs_than_a_kernel_binds),
+        ENG_TEST(test_engine_compose_small_types),
     };
     return ENG_RUN_BOTH(tests);
 }
