@@ -97,10 +97,45 @@ static void test_engine_kernels_mean_and_matmul_are_one_kernel(void **state) {
     kiln_context_destroy(ctx);
 }
 
+static void test_engine_kernels_cache_tells_graphs_apart(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    /* Graphs of the same shape that differ only in a constant, a view, an op, a dtype or a
+     * reduced axis must not share a compiled kernel: each value below comes from its own. */
+    kiln_tensor *x = fx_f32(ctx, 2, (const int64_t[]){2, 2}, (const float[]){1, 2, 3, 4});
+    fx_check_f32(kiln_add_scalar(x, 1), (const float[]){2, 3, 4, 5}, 4, 0, 0);
+    fx_check_f32(kiln_add_scalar(x, 2), (const float[]){3, 4, 5, 6}, 4, 0, 0);
+    fx_check_f32(kiln_add_scalar(kiln_flip(x, 1), 2), (const float[]){4, 3, 6, 5}, 4, 0, 0);
+    fx_check_f32(kiln_add_scalar(kiln_transpose(x, 0, 1), 2), (const float[]){3, 5, 4, 6}, 4, 0, 0);
+    fx_check_f32(kiln_mul_scalar(x, 2), (const float[]){2, 4, 6, 8}, 4, 0, 0);
+    fx_check_i32(kiln_add_scalar(kiln_cast(x, KILN_I32), 2), (const int32_t[]){3, 4, 5, 6}, 4);
+    fx_check_f32(kiln_sum(x, 1, (const int32_t[]){0}, false), (const float[]){4, 6}, 2, 0, 0);
+    fx_check_f32(kiln_sum(x, 1, (const int32_t[]){1}, false), (const float[]){3, 7}, 2, 0, 0);
+    fx_check_f32(kiln_prod(x, 1, (const int32_t[]){1}, false), (const float[]){2, 12}, 2, 0, 0);
+    fx_check_f32(kiln_max(x, 1, (const int32_t[]){1}, false), (const float[]){2, 4}, 2, 0, 0);
+    kiln_tensor *r1 = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){4}, 1);
+    kiln_tensor *r2 = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){4}, 2);
+    float a[4], b[4];
+    fx_read(r1, KILN_F32, a, 4);
+    fx_read(r2, KILN_F32, b, 4);
+    assert_memory_not_equal(a, b, sizeof a);
+    /* The same computation on another input of the same shape reuses the kernel. */
+    kiln_tensor *y = fx_f32(ctx, 2, (const int64_t[]){2, 2}, (const float[]){5, 6, 7, 8});
+    kiln_stats before = kiln_context_stats(ctx);
+    fx_check_f32(kiln_add_scalar(kiln_flip(y, 1), 2), (const float[]){8, 7, 10, 9}, 4, 0, 0);
+    kiln_stats after = kiln_context_stats(ctx);
+    assert_int_equal(after.kernels_compiled - before.kernels_compiled, 0);
+    assert_int_equal(after.dispatches - before.dispatches, 1);
+    eng_fixture_assert_no_messages(ctx);
+    kiln_context_destroy(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_kernels_fused_reduction_is_one_kernel),
         ENG_TEST(test_engine_kernels_mean_and_matmul_are_one_kernel),
+        ENG_TEST(test_engine_kernels_cache_tells_graphs_apart),
     };
     return ENG_RUN_BOTH(tests);
 }
