@@ -206,6 +206,45 @@ static void test_engine_conv2d_stride_padding(void **state) {
     fx_check_f32(r, CV_S1P0, N(CV_S1P0), 0, 0);
 }
 
+static void test_engine_reduce_odd_sizes(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    /* (1, 1) @ (1, 1); the outer product (3, 1) @ (1, 3): out[i][j] = a[i] b[j]. */
+    kiln_tensor *one = fx_f32(ctx, 2, (const int64_t[]){1, 1}, (const float[]){-3});
+    fx_check_f32(kiln_matmul(one, one), (const float[]){9}, 1, 0, 0);
+    kiln_tensor *a = fx_f32(ctx, 2, (const int64_t[]){3, 1}, (const float[]){1, 2, 3});
+    kiln_tensor *b = fx_f32(ctx, 2, (const int64_t[]){1, 3}, (const float[]){-1, 0, 10});
+    fx_check_f32(kiln_matmul(a, b), (const float[]){-1, 0, 10, -2, 0, 20, -3, 0, 30}, 9, 0, 0);
+    /* (1, 3) @ (3, 1) = 1 * -1 + 2 * 0 + 3 * 10 = 29. */
+    fx_check_f32(kiln_matmul(kiln_transpose(a, 0, 1), kiln_transpose(b, 0, 1)), (const float[]){29},
+                 1, 0, 0);
+    /* Reducing a size-1 dim copies it; keepdim keeps it. */
+    kiln_tensor *r = kiln_sum(a, 1, (const int32_t[]){1}, false);
+    fx_assert_shape(r, 1, (const int64_t[]){3});
+    fx_check_f32(r, (const float[]){1, 2, 3}, 3, 0, 0);
+    fx_check_f32(kiln_max(a, 1, (const int32_t[]){-1}, true), (const float[]){1, 2, 3}, 3, 0, 0);
+    fx_check_f32(kiln_var(a, 1, (const int32_t[]){0}, 0, false), (const float[]){2.0f / 3.0f}, 1, 0,
+                 1e-6);
+    fx_check_f32(kiln_std(a, 1, (const int32_t[]){0}, 1, false), (const float[]){1}, 1, 0, 1e-6);
+    /* A 1x1 convolution of a (1, 1, 3, 3) image by 2 with stride 2: the corners times 2; with
+     * padding 1 and a 3x3 kernel of ones over a 1x1 image, the image itself. */
+    float img[9];
+    for (int i = 0; i < 9; i++)
+        img[i] = (float)i;
+    kiln_tensor *x = fx_f32(ctx, 4, (const int64_t[]){1, 1, 3, 3}, img);
+    kiln_tensor *w = fx_f32(ctx, 4, (const int64_t[]){1, 1, 1, 1}, (const float[]){2});
+    r = kiln_conv2d(x, w, 2, 0);
+    fx_assert_shape(r, 4, (const int64_t[]){1, 1, 2, 2});
+    fx_check_f32(r, (const float[]){0, 4, 12, 16}, 4, 0, 0);
+    kiln_tensor *px = fx_f32(ctx, 4, (const int64_t[]){1, 1, 1, 1}, (const float[]){5});
+    r = kiln_conv2d(px, kiln_ones(ctx, KILN_F32, 4, (const int64_t[]){1, 1, 3, 3}), 1, 1);
+    fx_assert_shape(r, 4, (const int64_t[]){1, 1, 1, 1});
+    fx_check_f32(r, (const float[]){5}, 1, 0, 0);
+    /* Three outputs of three elements: row sums of a (3, 3) flipped both ways. */
+    kiln_tensor *m = kiln_reshape(x, 2, (const int64_t[]){3, 3});
+    fx_check_f32(kiln_sum(kiln_flip(kiln_flip(m, 0), 1), 1, (const int32_t[]){1}, false),
+                 (const float[]){21, 12, 3}, 3, 0, 0);
+}
+
 static void test_engine_reduce_empty(void **state) {
     kiln_context *ctx = fx_ctx(state);
     kiln_tensor *e = kiln_zeros(ctx, KILN_F32, 2, (const int64_t[]){2, 0});
@@ -292,6 +331,7 @@ int main(void) {
         ENG_TEST(test_engine_softmax_and_log_softmax),
         ENG_TEST(test_engine_matmul_shapes),
         ENG_TEST(test_engine_conv2d_stride_padding),
+        ENG_TEST(test_engine_reduce_odd_sizes),
         ENG_TEST(test_engine_reduce_empty),
         ENG_TEST(test_engine_reduce_more_than_65535_elements),
         ENG_TEST(test_engine_reduce_symbolic_size),
