@@ -370,6 +370,26 @@ static void test_engine_large_add_and_sum(void **state) {
                  (const float[]){(float)BIG}, 1, 0, 0);
 }
 
+static void test_engine_large_2d_grid(void **state) {
+    eng_fixture *f = *state;
+    if (!f->device) /* the grid is a device matter; the interpreter has the 1000003 case */
+        skip();
+    /* More workgroups than one grid row holds (65535 of 64 invocations = 4194240 elements):
+     * the dispatch uses a 2-D grid, and every element is still written exactly once. */
+    enum { BIG = 4194240 + 4097 };
+    kiln_tensor *a = kiln_arange(f->ctx, KILN_I32, 0, BIG, 1);
+    int32_t *got = malloc(BIG * sizeof *got);
+    assert_non_null(got);
+    fx_read(kiln_add_scalar(a, 7), KILN_I32, got, BIG);
+    int64_t bad = -1;
+    for (int64_t i = 0; i < BIG && bad < 0; i++) {
+        if (got[i] != (int32_t)(i + 7))
+            bad = i;
+    }
+    free(got);
+    assert_int_equal(bad, -1);
+}
+
 static void test_engine_ieee_specials(void **state) {
     kiln_context *ctx = fx_ctx(state);
     const int64_t s[] = {2};
@@ -432,6 +452,7 @@ int main(void) {
         ENG_TEST(test_engine_f16_promotes_to_f32),
         ENG_TEST(test_engine_odd_sizes),
         ENG_TEST(test_engine_large_add_and_sum),
+        ENG_TEST(test_engine_large_2d_grid),
         ENG_TEST(test_engine_ieee_specials),
         ENG_TEST(test_engine_ieee_specials_need_float_controls),
     };
