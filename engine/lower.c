@@ -176,6 +176,8 @@ static ir_value lower_load(lowering *l, const kast *a) {
     if (a->valid && !(sym_is_const(a->valid, NULL) && sym_vmin(a->valid) == 1)) {
         /* Masked: never touch memory outside the view; read 0 there. */
         ir_value ok = lower_sym(l, a->valid);
+        if (!sym_is_bool(a->valid)) /* a mask simplified to the constant 0 (never valid) */
+            ok = ir_cast(ir, IR_BOOL, ok);
         ir_value safe = ir_alu(ir, IR_WHERE, ir->index_type, ok, index, zero(ir, ir->index_type));
         ir_value v = ir_load(ir, a->buffer, safe);
         return ir_alu(ir, IR_WHERE, a->type, ok, v, zero(ir, a->type));
