@@ -109,6 +109,12 @@ static void test_engine_movement_pad_shrink(void **state) {
     /* Shrinking the padded view back gives the original. */
     s = kiln_shrink(p, (const int64_t[]){1, 0}, (const int64_t[]){3, 3});
     fx_check_f32(s, (const float[]){1, 2, 3, 4, 5, 6}, 6, 0, 0);
+    /* Views that lie wholly in the padding read zeros: a padded row, a shrink to the
+     * padding, and through exp: exp(0) = 1. */
+    fx_check_f32(kiln_select(p, 0, 0), (const float[]){0, 0, 0, 0, 0}, 5, 0, 0);
+    fx_check_f32(kiln_shrink(p, (const int64_t[]){1, 3}, (const int64_t[]){3, 5}),
+                 (const float[]){0, 0, 0, 0}, 4, 0, 0);
+    fx_check_f32(kiln_exp(kiln_select(p, 1, 4)), (const float[]){1, 1, 1}, 3, 0, 0);
     /* A padded view used in arithmetic: the padding reads as 0. */
     fx_check_f32(kiln_add_scalar(p, 1),
                  (const float[]){1, 1, 1, 1, 1, 2, 3, 4, 1, 1, 5, 6, 7, 1, 1}, 15, 0, 0);
