@@ -209,30 +209,62 @@ static void test_engine_errors_null_operands_and_sticky_status(void **state) {
     kiln_context_destroy(other);
 }
 
-/* relu(a * b + 1).sum(1) then softmax over the result, read back; KILN_OK or an error. */
-static kiln_status small_graph(kiln_context *ctx, float *out) {
+/* {a, b} for two 1-element tensors: a padded after and b padded before, added. */
+static kiln_tensor *kiln_cat_like_pair(kiln_tensor *a, kiln_tensor *b) {
+    return kiln_add(kiln_pad(a, (const int64_t[]){0, 1}), kiln_pad(b, (const int64_t[]){1, 0}));
+}
+
+/* relu(a * b + 1).sum(1) then softmax over the result into out[0..1]; with split, also a
+ * reduction split in two stages (70000 elements) and an argmax into out[2..3]. KILN_OK or an
+ * error. */
+static kiln_status graph(kiln_context *ctx, bool split, float *out) {
     const int64_t s[] = {2, 3};
     kiln_tensor *a = kiln_from_data(ctx, KILN_F32, 2, s, (const float[]){1, -2, 3, -4, 5, -6});
     kiln_tensor *b = kiln_full(ctx, KILN_F32, 2, s, 2);
     kiln_tensor *r =
         kiln_sum(kiln_relu(kiln_add_scalar(kiln_mul(a, b), 1)), 1, (const int32_t[]){1}, false);
     kiln_tensor *m = kiln_softmax(kiln_transpose(kiln_unsqueeze(r, 0), 0, 1), 0);
-    return kiln_read(m, out, 2 * sizeof(float));
+    if (!split)
+        return kiln_read(m, out, 2 * sizeof(float));
+    kiln_tensor *big = kiln_arange(ctx, KILN_F32, 0, 70000, 1);
+    kiln_tensor *c = kiln_cat_like_pair(
+        kiln_sum(kiln_ones(ctx, KILN_F32, 1, (const int64_t[]){70000}), 0, NULL, true),
+        kiln_cast(kiln_argmax(big, 0, true), KILN_F32));
+    kiln_tensor *outs[2] = {m, c};
+    kiln_status st = kiln_realize_many(ctx, 2, outs);
+    if (st == KILN_OK)
+        st = kiln_read(m, out, 2 * sizeof(float));
+    if (st == KILN_OK)
+        st = kiln_read(c, out + 2, 2 * sizeof(float));
+    return st;
 }
 
-static void test_engine_errors_allocation_failures(void **state) {
-    (void)state;
-    /* Expected: row sums 10 and 11 (see test_kernels.c), softmax = {1/(1+e), e/(1+e)}. */
-    const float want[2] = {0.268941421f, 0.731058579f};
-    long n;
-    for (n = 1; n < 100000; n++) {
+/* Row sums 10 and 11 (see test_kernels.c), softmax = {1/(1+e), e/(1+e)}; then the split sum
+ * and the argmax. */
+static const float WANT[4] = {0.268941421f, 0.731058579f, 70000, 69999};
+
+static bool right(const float *got, bool split) {
+    for (int i = 0; i < (split ? 4 : 2); i++) {
+        if (!(got[i] >= WANT[i] - 1e-6f && got[i] <= WANT[i] + 1e-6f))
+            return false;
+    }
+    return true;
+}
+
+/* Fails allocation n = 1, 1 + step, 1 + 2 step, ... of a context creation, graph build,
+ * realize, read and destroy, until a run needs fewer allocations than n. Each run: no crash, no
+ * leak (the allocator's counts and ASan), an out-of-memory status; and afterwards the context
+ * recovers: with memory back, the same graph built again gives the right answer. */
+static void allocation_loop(bool split, long step) {
+    long n, runs = 0;
+    for (n = 1; n < 100000; n += step, runs++) {
         test_alloc ta = {.fail_at = n};
         kiln_context_options opt = {.device = "interp", .alloc = test_alloc_fn, .alloc_user = &ta};
         kiln_context *ctx = NULL;
         kiln_status st = kiln_context_create(&opt, &ctx);
-        float out[2] = {0, 0};
+        float out[4] = {0, 0, 0, 0};
         if (st == KILN_OK) {
-            st = small_graph(ctx, out);
+            st = graph(ctx, split, out);
             /* A failure is recorded in the context as what it is. kiln_read itself returns the
              * same status, or KILN_ERROR_INVALID_ARGUMENT when a builder's NULL reached it (a
              * NULL tensor has no context to ask). */
@@ -246,19 +278,16 @@ static void test_engine_errors_allocation_failures(void **state) {
                          kiln_status_string(st), msg);
             }
             if (st != KILN_OK) {
-                /* The context recovers: with memory back, the same graph built again (and the
-                 * half-built one's leftovers in the caches) gives the right answer. */
                 ta.fail_at = 0;
                 kiln_context_clear_error(ctx);
-                float again[2] = {0, 0};
-                kiln_status st2 = small_graph(ctx, again);
-                if (st2 != KILN_OK || !(again[0] > want[0] - 1e-6f && again[0] < want[0] + 1e-6f) ||
-                    !(again[1] > want[1] - 1e-6f && again[1] < want[1] + 1e-6f)) {
+                float again[4] = {0, 0, 0, 0};
+                kiln_status st2 = graph(ctx, split, again);
+                if (st2 != KILN_OK || !right(again, split)) {
                     char msg[256];
                     snprintf(msg, sizeof msg, "%s", kiln_context_message(ctx));
                     kiln_context_destroy(ctx);
-                    fail_msg("after failing allocation %ld: status %d (%s), %g %g", n, (int)st2,
-                             msg, again[0], again[1]);
+                    fail_msg("after failing allocation %ld: status %d (%s), %g %g %g %g", n,
+                             (int)st2, msg, again[0], again[1], again[2], again[3]);
                 }
             }
             kiln_context_destroy(ctx);
@@ -271,18 +300,26 @@ static void test_engine_errors_allocation_failures(void **state) {
         assert_int_equal(ta.size_mismatches, 0);
         if (ta.failures == 0) { /* the whole run needed fewer than n allocations */
             assert_int_equal(st, KILN_OK);
-            for (int i = 0; i < 2; i++)
-                assert_true(out[i] > want[i] - 1e-6f && out[i] < want[i] + 1e-6f);
+            assert_true(right(out, split));
             break;
         }
         /* Whatever failed, the run either reported it or recovered and got the right answer. */
-        if (st == KILN_OK) {
-            for (int i = 0; i < 2; i++)
-                assert_true(out[i] > want[i] - 1e-6f && out[i] < want[i] + 1e-6f);
-        }
+        if (st == KILN_OK)
+            assert_true(right(out, split));
     }
-    print_message("%ld allocation points, each failed once\n", n - 1);
-    assert_true(n > 1 && n < 100000);
+    print_message("%ld runs, allocation points 1..%ld by %ld\n", runs, n - 1, step);
+    assert_true(runs > 1 && n < 100000);
+}
+
+static void test_engine_errors_allocation_failures(void **state) {
+    (void)state;
+    allocation_loop(false, 1);
+}
+
+static void test_engine_errors_allocation_failures_split_reduction(void **state) {
+    (void)state;
+    /* Every 13th allocation point: each run reduces 2 x 70000 elements on the interpreter. */
+    allocation_loop(true, 13);
 }
 
 int main(void) {
@@ -295,6 +332,7 @@ int main(void) {
     };
     const struct CMUnitTest interp_only[] = {
         cmocka_unit_test(test_engine_errors_allocation_failures),
+        cmocka_unit_test(test_engine_errors_allocation_failures_split_reduction),
     };
     return ENG_RUN_BOTH(tests) + cmocka_run_group_tests_name("allocation", interp_only, NULL, NULL);
 }
