@@ -256,7 +256,9 @@ kiln_tensor *kiln_tanh(kiln_tensor *t) {
 
 /* A 0-d constant of t's type (broadcasts against t). */
 static kiln_tensor *scalar_like(kiln_tensor *t, double value) {
-    return t ? eng_full(t->ctx, type_of(t), 0, NULL, value, NULL) : NULL;
+    if (!t || !eng_value_fits(t->ctx, "scalar operand", type_of(t), value))
+        return NULL;
+    return eng_full(t->ctx, type_of(t), 0, NULL, value, NULL);
 }
 
 kiln_tensor *kiln_add_scalar(kiln_tensor *t, double value) {
@@ -289,6 +291,9 @@ static bool axes_mask(kiln_tensor *t, const char *name, uint32_t naxes, const in
         *mask = ndim ? (uint32_t)((1ull << ndim) - 1) : 0;
         return true;
     }
+    if (!axes)
+        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: %u axes and no axes array", name,
+                        naxes) != NULL;
     for (uint32_t i = 0; i < naxes; i++) {
         int32_t a = axes[i] < 0 ? axes[i] + (int32_t)ndim : axes[i];
         if (a < 0 || a >= (int32_t)ndim)
