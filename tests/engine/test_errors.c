@@ -154,6 +154,23 @@ static void test_engine_errors_bad_dtypes(void **state) {
     expect_intact(ctx, in, KILN_ERROR_INVALID_ARGUMENT);
     assert_null(kiln_neg(b));
     expect_intact(ctx, in, KILN_ERROR_INVALID_ARGUMENT);
+    /* A fill value the integer dtype cannot hold (as torch.full): NaN, 3e9 in i32, -1 in u8,
+     * 128 in i8; the scalar shorthands likewise. A fractional value truncates. */
+    assert_null(kiln_full(ctx, KILN_I32, 1, s, NAN));
+    expect_intact(ctx, in, KILN_ERROR_INVALID_ARGUMENT);
+    assert_null(kiln_full(ctx, KILN_I32, 1, s, 3e9));
+    expect_intact(ctx, in, KILN_ERROR_INVALID_ARGUMENT);
+    assert_null(kiln_scalar(ctx, KILN_U8, -1));
+    expect_intact(ctx, in, KILN_ERROR_INVALID_ARGUMENT);
+    const kiln_expr *two = kiln_int(ctx, 2);
+    assert_null(kiln_full_sym(ctx, KILN_I8, 1, &two, 128));
+    expect_intact(ctx, in, KILN_ERROR_INVALID_ARGUMENT);
+    assert_null(kiln_add_scalar(kiln_cast(in.a, KILN_U8), 300));
+    expect_intact(ctx, in, KILN_ERROR_INVALID_ARGUMENT);
+    assert_null(kiln_mul_scalar(kiln_cast(in.a, KILN_I32), 1e20));
+    expect_intact(ctx, in, KILN_ERROR_INVALID_ARGUMENT);
+    fx_check_i32(kiln_full(ctx, KILN_I32, 1, s, -2.7), (const int32_t[]){-2, -2}, 2);
+    fx_check_u8(kiln_full(ctx, KILN_U8, 1, s, 255), KILN_U8, (const uint8_t[]){255, 255}, 2);
     /* arange with step 0 or a non-finite bound. */
     assert_null(kiln_arange(ctx, KILN_F32, 0, 3, 0));
     expect_intact(ctx, in, KILN_ERROR_INVALID_ARGUMENT);
@@ -178,6 +195,29 @@ static void test_engine_errors_null_operands_and_sticky_status(void **state) {
     assert_null(kiln_cast(NULL, KILN_F32));
     assert_int_not_equal(kiln_realize(NULL), KILN_OK);
     assert_int_not_equal(kiln_read(NULL, NULL, 0), KILN_OK);
+    /* NULL arrays where the call needs one. */
+    assert_null(kiln_pad(in.a, NULL));
+    expect_intact(ctx, in, KILN_ERROR_INVALID_ARGUMENT);
+    assert_null(kiln_shrink(in.a, NULL, NULL));
+    expect_intact(ctx, in, KILN_ERROR_INVALID_ARGUMENT);
+    assert_null(kiln_permute(in.a, NULL));
+    expect_intact(ctx, in, KILN_ERROR_INVALID_ARGUMENT);
+    assert_null(kiln_sum(in.a, 1, NULL, false));
+    expect_intact(ctx, in, KILN_ERROR_INVALID_ARGUMENT);
+    assert_null(kiln_var(in.a, 2, NULL, 1, true));
+    expect_intact(ctx, in, KILN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(kiln_realize_many(ctx, 2, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    expect_intact(ctx, in, KILN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(kiln_tensor_numel(in.a, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(kiln_tensor_shape(in.a, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(kiln_tensor_strides(in.a, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(kiln_tensor_offset(NULL, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    /* The context accessors take a NULL context (one whose creation failed). */
+    assert_int_equal(kiln_context_status(NULL), KILN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(kiln_context_message(NULL));
+    assert_non_null(kiln_context_device_name(NULL));
+    kiln_context_clear_error(NULL);
+    assert_int_equal(kiln_context_stats(NULL).dispatches, 0);
     assert_null(kiln_from_data(ctx, KILN_F32, 1, (const int64_t[]){2}, NULL)); /* no data */
     expect_intact(ctx, in, KILN_ERROR_INVALID_ARGUMENT);
     assert_null(kiln_zeros(ctx, KILN_F32, 2, NULL)); /* no shape */
