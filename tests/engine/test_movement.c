@@ -262,7 +262,7 @@ static void test_engine_movement_views_compose(void **state) {
         for (int i = 0; i < 3; i++)
             want[j * 3 + i] = (float)(4 * i + (3 - j) + 100);
     fx_check_f32(v, want, 12, 0, 0);
-    /* Arithmetic between two different views of one storage: a + a^T^T flipped twice. */
+    /* Arithmetic between two views of one storage: b + b flipped twice along dim 0 (= 2 b). */
     kiln_tensor *b = data12(ctx);
     kiln_tensor *c = kiln_add(b, kiln_flip(kiln_flip(b, 0), 0));
     fx_check_f32(c, (const float[]){0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22}, 12, 0, 0);

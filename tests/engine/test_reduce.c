@@ -46,9 +46,8 @@ static void test_engine_sum_axis_sets(void **state) {
 static void test_engine_sum_of_views(void **state) {
     kiln_context *ctx = fx_ctx(state);
     kiln_tensor *a = ra(ctx);
-    /* Summing dim 0 of a (4, 3, 2) permutation is summing dim 2 of a: RA_SUM_12 reordered?
-     * No: permute (2, 1, 0) then sum over dims (1, 2) is a's sum over (0, 1), per last index:
-     * = sum over i of RA_SUM_0[j][k] per k. Worked out from RA_SUM_0 below. */
+    /* a permuted to (4, 3, 2) and summed over dims (1, 2) is a summed over its dims (1, 0): for
+     * each k, the sum over j of RA_SUM_0[j][k] (RA_SUM_0 already summed over i). */
     kiln_tensor *p = kiln_permute(a, (const int32_t[]){2, 1, 0});
     kiln_tensor *r = kiln_sum(p, 2, (const int32_t[]){1, 2}, false);
     float want[4] = {0};
