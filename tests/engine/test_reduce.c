@@ -311,13 +311,21 @@ static void test_engine_reduce_symbolic_size(void **state) {
     /* Bound to 100000 (past lavapipe's 65535 loop iterations, and not split because the size is
      * not a constant): the right value, or KILN_ERROR_UNSUPPORTED, never a wrong value. */
     const kiln_expr *big = kiln_bind(ctx, n, 100000);
+    kiln_tensor *x = fx_f32(ctx, 1, (const int64_t[]){3}, (const float[]){1, 2, 3});
+    kiln_tensor *ok = kiln_mul(x, x);
+    kiln_tensor *both[2] = {ok,
+                            kiln_sum(kiln_full_sym(ctx, KILN_F32, 1, &big, 1.0), 0, NULL, false)};
+    kiln_status st = kiln_realize_many(ctx, 2, both);
     float got = 0;
-    kiln_status st = kiln_read(kiln_sum(kiln_full_sym(ctx, KILN_F32, 1, &big, 1.0), 0, NULL, false),
-                               &got, sizeof got);
-    if (st == KILN_OK)
+    if (st == KILN_OK) {
+        fx_read(both[1], KILN_F32, &got, 1);
         assert_true(got == 100000.0f);
-    else
+    } else {
         fx_expect_error(ctx, KILN_ERROR_UNSUPPORTED);
+    }
+    /* Either way the inputs and the other result read back right afterwards. */
+    fx_check_f32(x, (const float[]){1, 2, 3}, 3, 0, 0);
+    fx_check_f32(ok, (const float[]){1, 4, 9}, 3, 0, 0);
 }
 
 int main(void) {
