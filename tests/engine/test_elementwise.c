@@ -417,7 +417,8 @@ static void test_engine_ieee_specials(void **state) {
 
 /* Not yet right on lavapipe: the emitted SPIR-V does not declare SignedZeroInfNanPreserve, so
  * the driver may optimise as if no inf or NaN occurred (x / constant 0 becomes 0, x - x becomes
- * 0 for x = inf, pow(0, -1) becomes 0). spirv/ has no call to add that execution mode yet. */
+ * 0 for x = inf, pow(0, -1) becomes 0, x * -0.0 becomes +0.0). spirv/ has no call to add that
+ * execution mode yet. */
 static void test_engine_ieee_specials_need_float_controls(void **state) {
     eng_fixture *f = *state;
     if (f->device)
@@ -431,6 +432,10 @@ static void test_engine_ieee_specials_need_float_controls(void **state) {
     fx_check_f32(kiln_sub(inf, inf), (const float[]){NAN, 0}, 2, 0, 0);
     fx_check_f32(kiln_pow(fx_f32(ctx, 1, s, (const float[]){0, 0}), kiln_scalar(ctx, KILN_F32, -1)),
                  (const float[]){INFINITY, INFINITY}, 2, 0, 0);
+    /* Signed zeros: 1 * -0.0 = -0.0 (lavapipe gives +0.0). */
+    float z[2];
+    fx_read(kiln_mul_scalar(pm, -0.0), KILN_F32, z, 2);
+    assert_true(signbit(z[0]) && !signbit(z[1]));
 }
 
 int main(void) {
