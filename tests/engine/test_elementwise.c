@@ -49,7 +49,7 @@ static void test_engine_binary_i32_arithmetic(void **state) {
                  (const float[]){49, 49}, 2, 0, 1e-5);
 }
 
-static void test_engine_pow_values(void **state) {
+static void test_engine_pow_matches_numpy(void **state) {
     kiln_context *ctx = fx_ctx(state);
     const int64_t s[] = {N(POW_B)};
     kiln_tensor *b = fx_f32(ctx, 1, s, POW_B), *e = fx_f32(ctx, 1, s, POW_E);
@@ -339,7 +339,7 @@ static void test_engine_f16_promotes_to_f32(void **state) {
     assert_int_equal(got[2], 0xBC00);
 }
 
-static void test_engine_odd_sizes(void **state) {
+static void test_engine_elementwise_odd_sizes(void **state) {
     kiln_context *ctx = fx_ctx(state);
     /* One element, three elements. */
     kiln_tensor *a1 = fx_f32(ctx, 1, (const int64_t[]){1}, (const float[]){2});
@@ -349,7 +349,7 @@ static void test_engine_odd_sizes(void **state) {
     fx_check_f32(kiln_sum(a3, 0, NULL, false), (const float[]){6}, 1, 0, 0);
 }
 
-static void test_engine_large_add_and_sum(void **state) {
+static void test_engine_elementwise_large_add_and_sum(void **state) {
     kiln_context *ctx = fx_ctx(state);
     /* 1000003 elements (a prime, past 65535 workgroups of 1 and past any power of two):
      * arange + 1 = i + 1 exactly (all below 2^24), and the sum of ones is 1000003 exactly. */
@@ -370,7 +370,7 @@ static void test_engine_large_add_and_sum(void **state) {
                  (const float[]){(float)BIG}, 1, 0, 0);
 }
 
-static void test_engine_large_2d_grid(void **state) {
+static void test_engine_elementwise_large_2d_grid(void **state) {
     eng_fixture *f = *state;
     if (!f->device) /* the grid is a device matter; the interpreter has the 1000003 case */
         skip();
@@ -442,7 +442,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_binary_f32_arithmetic),
         ENG_TEST(test_engine_binary_i32_arithmetic),
-        ENG_TEST(test_engine_pow_values),
+        ENG_TEST(test_engine_pow_matches_numpy),
         ENG_TEST(test_engine_compare_f32_with_nan),
         ENG_TEST(test_engine_compare_integers_signedness),
         ENG_TEST(test_engine_where_selects_and_broadcasts),
@@ -455,9 +455,9 @@ int main(void) {
         ENG_TEST(test_engine_broadcast_corners),
         ENG_TEST(test_engine_type_promotion),
         ENG_TEST(test_engine_f16_promotes_to_f32),
-        ENG_TEST(test_engine_odd_sizes),
-        ENG_TEST(test_engine_large_add_and_sum),
-        ENG_TEST(test_engine_large_2d_grid),
+        ENG_TEST(test_engine_elementwise_odd_sizes),
+        ENG_TEST(test_engine_elementwise_large_add_and_sum),
+        ENG_TEST(test_engine_elementwise_large_2d_grid),
         ENG_TEST(test_engine_ieee_specials),
         ENG_TEST(test_engine_ieee_specials_need_float_controls),
     };

@@ -69,7 +69,7 @@ static void test_engine_sum_of_views(void **state) {
     fx_check_f32(r, want2, 6, 0, 0);
 }
 
-static void test_engine_prod_max_min(void **state) {
+static void test_engine_reduce_prod_max_min(void **state) {
     kiln_context *ctx = fx_ctx(state);
     kiln_tensor *a = ra(ctx);
     kiln_tensor *r = kiln_max(a, 1, (const int32_t[]){1}, false);
@@ -96,7 +96,7 @@ static void test_engine_prod_max_min(void **state) {
     fx_check_i32(kiln_sum(u, 0, NULL, false), (const int32_t[]){388}, 1);
 }
 
-static void test_engine_mean_var_std(void **state) {
+static void test_engine_reduce_mean_var_std(void **state) {
     kiln_context *ctx = fx_ctx(state);
     kiln_tensor *a = ra(ctx);
     kiln_tensor *r = kiln_mean(a, 2, (const int32_t[]){0, 2}, false);
@@ -139,7 +139,7 @@ static void test_engine_argmax_first_index(void **state) {
     fx_check_f32(kiln_max(n, 1, (const int32_t[]){1}, false), (const float[]){NAN, 5}, 2, 0, 0);
 }
 
-static void test_engine_softmax_and_log_softmax(void **state) {
+static void test_engine_softmax_matches_numpy(void **state) {
     kiln_context *ctx = fx_ctx(state);
     kiln_tensor *s = fx_f32(ctx, 2, (const int64_t[]){3, 5}, SM);
     fx_check_f32(kiln_softmax(s, 1), SM_SOFTMAX_1, 15, 1e-6, 1e-5);
@@ -332,10 +332,10 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_sum_axis_sets),
         ENG_TEST(test_engine_sum_of_views),
-        ENG_TEST(test_engine_prod_max_min),
-        ENG_TEST(test_engine_mean_var_std),
+        ENG_TEST(test_engine_reduce_prod_max_min),
+        ENG_TEST(test_engine_reduce_mean_var_std),
         ENG_TEST(test_engine_argmax_first_index),
-        ENG_TEST(test_engine_softmax_and_log_softmax),
+        ENG_TEST(test_engine_softmax_matches_numpy),
         ENG_TEST(test_engine_matmul_shapes),
         ENG_TEST(test_engine_conv2d_stride_padding),
         ENG_TEST(test_engine_reduce_odd_sizes),
