@@ -88,24 +88,35 @@ void kiln_context_destroy(kiln_context *ctx) {
     base_free(&alloc, ctx, sizeof *ctx);
 }
 
+/* The accessors accept NULL (a context whose creation failed). */
 kiln_status kiln_context_status(const kiln_context *ctx) {
+    if (!ctx)
+        return KILN_ERROR_INVALID_ARGUMENT;
     return ctx->err.status;
 }
 
 const char *kiln_context_message(const kiln_context *ctx) {
+    if (!ctx)
+        return "no context";
     return base_error_message(&ctx->err);
 }
 
 void kiln_context_clear_error(kiln_context *ctx) {
+    if (!ctx)
+        return;
     base_error_clear(&ctx->err);
     ctx->sticky = false;
 }
 
 const char *kiln_context_device_name(const kiln_context *ctx) {
+    if (!ctx)
+        return "no context";
     return ctx->device_name;
 }
 
 kiln_stats kiln_context_stats(const kiln_context *ctx) {
+    if (!ctx)
+        return (kiln_stats){0};
     return ctx->stats;
 }
 

@@ -292,6 +292,8 @@ bool eng_shape_from_exprs(kiln_context *ctx, const char *op, uint32_t ndim,
 const sym_node *eng_numel(kiln_context *ctx, uint32_t ndim, const sym_node *const *shape);
 kiln_tensor *eng_full(kiln_context *ctx, ir_type type, uint32_t ndim, const sym_node *const *dims,
                       double value, const sym_node *value_expr);
+/* Whether value (truncated) is a value of the integer type; else false and an error for op. */
+bool eng_value_fits(kiln_context *ctx, const char *op, ir_type type, double value);
 /* ops.c: an elementwise node over already broadcast, already typed sources. */
 kiln_tensor *eng_elementwise(kiln_context *ctx, ir_op op, ir_type type, uint32_t nsrc,
                              kiln_tensor *const *srcs);

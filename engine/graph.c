@@ -338,11 +338,37 @@ kiln_tensor *eng_full(kiln_context *ctx, ir_type type, uint32_t ndim, const sym_
     return contiguous_tensor(ctx, eng_node_intern(ctx, n));
 }
 
+bool eng_value_fits(kiln_context *ctx, const char *op, ir_type type, double value) {
+    double lo, hi;
+    switch (type) {
+    case IR_I32:
+        lo = INT32_MIN, hi = INT32_MAX;
+        break;
+    case IR_U32:
+        lo = 0, hi = UINT32_MAX;
+        break;
+    case IR_I8:
+        lo = INT8_MIN, hi = INT8_MAX;
+        break;
+    case IR_U8:
+        lo = 0, hi = UINT8_MAX;
+        break;
+    default: /* floats (rounded, or +-inf), bool (nonzero is true) */
+        return true;
+    }
+    /* Truncated toward zero as a cast; NaN and values out of range are errors (as torch). */
+    if (!(trunc(value) >= lo && trunc(value) <= hi))
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: %g does not fit %s", op, value,
+                        kiln_dtype_name(eng_dtype(type))) != NULL;
+    return true;
+}
+
 kiln_tensor *kiln_full_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
                            const kiln_expr *const *shape, double value) {
     const sym_node *dims[SHAPE_MAX_DIMS];
     if (!ctx || !check_dtype(ctx, "kiln_full", dtype) ||
-        !eng_shape_from_exprs(ctx, "kiln_full", ndim, shape, dims))
+        !eng_shape_from_exprs(ctx, "kiln_full", ndim, shape, dims) ||
+        !eng_value_fits(ctx, "kiln_full", eng_ir_type(dtype), value))
         return NULL;
     return eng_full(ctx, eng_ir_type(dtype), ndim, dims, value, NULL);
 }
@@ -351,7 +377,8 @@ kiln_tensor *kiln_full(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const
                        double value) {
     const sym_node *dims[SHAPE_MAX_DIMS];
     if (!ctx || !check_dtype(ctx, "kiln_full", dtype) ||
-        !eng_shape_from_ints(ctx, "kiln_full", ndim, shape, dims))
+        !eng_shape_from_ints(ctx, "kiln_full", ndim, shape, dims) ||
+        !eng_value_fits(ctx, "kiln_full", eng_ir_type(dtype), value))
         return NULL;
     return eng_full(ctx, eng_ir_type(dtype), ndim, dims, value, NULL);
 }
@@ -390,9 +417,11 @@ kiln_tensor *kiln_arange(kiln_context *ctx, kiln_dtype dtype, double start, doub
     if (count > 9.0e15)
         return eng_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED, "kiln_arange: too many elements");
     const sym_node *dim = sym_const(ctx->sym, (int64_t)count);
-    /* start + index * step, computed in f32 for float dtypes and in i32 otherwise. */
+    /* start + index * step, computed in f32 for float dtypes and in i32 otherwise (in f32 then
+     * truncated, as torch, when an integer arange has a fractional start or step). */
     ir_type type = eng_ir_type(dtype);
-    ir_type work = ir_type_is_float(type) ? IR_F32 : IR_I32;
+    bool integral = start == floor(start) && step == floor(step);
+    ir_type work = ir_type_is_float(type) || !integral ? IR_F32 : IR_I32;
     kiln_tensor *idx = leaf(ctx, ENG_INDEX, work, 1, &dim, 0);
     kiln_tensor *r = kiln_add(kiln_mul(idx, eng_full(ctx, work, 0, NULL, step, NULL)),
                               eng_full(ctx, work, 0, NULL, start, NULL));
@@ -462,7 +491,7 @@ const kiln_expr *kiln_tensor_size_expr(const kiln_tensor *t, uint32_t dim) {
 }
 
 kiln_status kiln_tensor_shape(const kiln_tensor *t, int64_t *shape) {
-    if (!t)
+    if (!t || (!shape && last_view(t)->ndim))
         return KILN_ERROR_INVALID_ARGUMENT;
     const shape_view *v = last_view(t);
     for (uint32_t d = 0; d < v->ndim; d++) {
@@ -476,7 +505,7 @@ kiln_status kiln_tensor_shape(const kiln_tensor *t, int64_t *shape) {
 }
 
 kiln_status kiln_tensor_numel(const kiln_tensor *t, int64_t *numel) {
-    if (!t)
+    if (!t || !numel)
         return KILN_ERROR_INVALID_ARGUMENT;
     const shape_view *v = last_view(t);
     int64_t n = 1, size;

@@ -26,6 +26,8 @@ typedef struct kbuild {
     const sym_node *rid[SHAPE_MAX_DIMS]; /* ridx unravelled over the reduced dims */
     const sym_node *valid; /* conjunction of the masks the current value is read through */
     bool at_output;        /* the current logical index is the output element's own */
+    eng_node *inlined_top; /* the outermost unrealized node being inlined (NULL: none) */
+    eng_node *last_top;    /* the last such node (its loads may fill the buffer table) */
     kiln_status status;
 } kbuild;
 
@@ -33,6 +35,8 @@ static kiln_status build_fail(kbuild *b, kiln_status st, const char *what) {
     if (b->status == KILN_OK) {
         b->status = st;
         if (sym_ctx_status(b->sym) != KILN_OK) {
+            /* The symbolic failure (out of memory, overflow) is the status returned too. */
+            st = b->status = sym_ctx_status(b->sym);
             eng_fail(b->ctx, sym_ctx_status(b->sym), "%s: %s", what, sym_ctx_message(b->sym));
             sym_ctx_clear_error(b->sym);
         } else if (st != KILN_ERROR_NOT_FOUND) {
@@ -101,6 +105,15 @@ static kast *masked(kbuild *b, const sym_node *valid, kast *value) {
 /* Row-major indices of flat in shape (the first one without the modulo: flat < numel). */
 static void unravel(kbuild *b, const sym_node *flat, uint32_t ndim, const sym_node *const *shape,
                     const sym_node **idx) {
+    /* An empty shape has no elements to index (and a modulo by its zero size is an error). */
+    for (uint32_t d = 0; d < ndim; d++) {
+        int64_t size;
+        if (sym_is_const(shape[d], &size) && size == 0) {
+            for (uint32_t e = 0; e < ndim; e++)
+                idx[e] = sym_const(b->sym, 0);
+            return;
+        }
+    }
     const sym_node *stride = sym_const(b->sym, 1);
     for (uint32_t d = ndim; d-- > 0;) {
         const sym_node *q = sym_floordiv(b->sym, flat, stride);
@@ -131,6 +144,8 @@ static const sym_node *index_var(kbuild *b, const char *prefix, const sym_node *
 
 static kast *node_value(kbuild *b, eng_node *n, const sym_node *const *idx);
 
+static void need(kbuild *b, eng_node *n);
+
 static uint32_t buffer_slot(kbuild *b, eng_storage *s) {
     eng_kernel *k = b->k;
     for (uint32_t i = 0; i < k->buffer_count; i++) {
@@ -138,7 +153,12 @@ static uint32_t buffer_slot(kbuild *b, eng_storage *s) {
             return i;
     }
     if (k->buffer_count == ENG_MAX_BUFFERS) {
-        build_fail(b, KILN_ERROR_LIMIT_EXCEEDED, "a kernel reads more than 15 buffers");
+        /* Too many inputs for one kernel: an earlier kernel realizes the outermost inlined node
+         * (one buffer afterwards), then this kernel is built again. */
+        if (b->inlined_top || b->last_top)
+            need(b, b->inlined_top ? b->inlined_top : b->last_top);
+        else
+            build_fail(b, KILN_ERROR_LIMIT_EXCEEDED, "a kernel reads more than 15 buffers");
         return 0;
     }
     k->buffers[k->buffer_count] = s;
@@ -218,9 +238,14 @@ static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx) 
         b->at_output = same_element;
         if (n->kind == ENG_WRITE) /* a write runs as its own kernel, then is read */
             need(b, n);
-        else if (n->kind != ENG_REDUCE)
+        else if (n->kind != ENG_REDUCE) {
+            bool top = !b->inlined_top;
+            if (top)
+                b->inlined_top = b->last_top = n;
             value = node_value(b, n, at);
-        else if (same_element && !b->in_reduce && joins_range(b, n))
+            if (top)
+                b->inlined_top = NULL;
+        } else if (same_element && !b->in_reduce && joins_range(b, n))
             value = reduction_input(b, n, at);
         else
             need(b, n);
@@ -299,8 +324,11 @@ static void open_range(kbuild *b, eng_node *r) {
     b->reduce_mask = r->reduce_mask;
     k->reduce_count = eng_numel(b->ctx, nr, dims);
     k->ridx = k->reduce_count ? index_var(b, "ridx", k->reduce_count) : NULL;
-    if (k->ridx)
-        unravel(b, k->ridx, nr, dims, b->rid);
+    if (!k->ridx) {
+        build_fail(b, KILN_ERROR_OUT_OF_HOST_MEMORY, "the reduction index");
+        return;
+    }
+    unravel(b, k->ridx, nr, dims, b->rid);
 }
 
 /* Fuses reduction r into the kernel (joins_range said it may): its input at (out_idx on kept
@@ -313,6 +341,8 @@ static kast *reduction_input(kbuild *b, eng_node *r, const sym_node *const *out_
     if (i == k->reduction_count) {
         if (i == 0)
             open_range(b, r);
+        if (!k->ridx)
+            return NULL;
         const sym_node *idx[SHAPE_MAX_DIMS];
         for (uint32_t d = 0, j = 0; d < b->reduce_ndim; d++)
             idx[d] = r->reduce_mask & (1u << d) ? b->rid[j++] : out_idx[d];
@@ -488,8 +518,9 @@ kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, e
     k->buffer_count = 1;
     k->buffer_types[0] = node->type;
     const sym_node *idx[SHAPE_MAX_DIMS];
-    if (k->gidx)
-        unravel(&b, k->gidx, node->ndim, node->shape, idx);
+    if (!k->gidx)
+        return build_fail(&b, KILN_ERROR_OUT_OF_HOST_MEMORY, "the kernel's index");
+    unravel(&b, k->gidx, node->ndim, node->shape, idx);
     if (node->kind == ENG_WRITE)
         build_write(&b, node);
     else if (node->kind == ENG_REDUCE)

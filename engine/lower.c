@@ -70,7 +70,8 @@ static ir_value sym_var_value(lowering *l, const sym_node *s) {
         if (k->params[p] == s)
             return ir_param(l->ir, p);
     }
-    l->ir->status = KILN_ERROR_INTERNAL; /* a Variable the kernel does not know */
+    if (l->ir->status == KILN_OK)            /* else: ridx is IR_NONE after an earlier failure */
+        l->ir->status = KILN_ERROR_INTERNAL; /* a Variable the kernel does not know */
     return IR_NONE;
 }
 
@@ -126,7 +127,8 @@ static ir_value lower_sym_uncached(lowering *l, const sym_node *s) {
         return ir_alu(ir, ops[kind], boolean ? IR_BOOL : t, a, b, IR_NONE);
     }
     default: /* bound nodes were unbound before lowering */
-        ir->status = KILN_ERROR_INTERNAL;
+        if (ir->status == KILN_OK)
+            ir->status = KILN_ERROR_INTERNAL;
         return IR_NONE;
     }
 }
@@ -176,6 +178,8 @@ static ir_value lower_load(lowering *l, const kast *a) {
     if (a->valid && !(sym_is_const(a->valid, NULL) && sym_vmin(a->valid) == 1)) {
         /* Masked: never touch memory outside the view; read 0 there. */
         ir_value ok = lower_sym(l, a->valid);
+        if (!sym_is_bool(a->valid)) /* a mask simplified to the constant 0 (never valid) */
+            ok = ir_cast(ir, IR_BOOL, ok);
         ir_value safe = ir_alu(ir, IR_WHERE, ir->index_type, ok, index, zero(ir, ir->index_type));
         ir_value v = ir_load(ir, a->buffer, safe);
         return ir_alu(ir, IR_WHERE, a->type, ok, v, zero(ir, a->type));

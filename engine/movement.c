@@ -29,6 +29,8 @@ static const shape_view *view_of(const kiln_tensor *t) {
     } while (0)
 
 kiln_tensor *kiln_permute(kiln_tensor *t, const int32_t *dims) {
+    if (t && !dims && view_of(t)->ndim)
+        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_permute: no dims");
     VIEW_OP(t, shape_view_permute(t->ctx->shape, view_of(t), dims, &out_));
 }
 
@@ -91,6 +93,8 @@ kiln_tensor *kiln_pad(kiln_tensor *t, const int64_t *pad) {
     if (!t)
         return NULL;
     const shape_view *v = view_of(t);
+    if (!pad && v->ndim)
+        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_pad: no padding");
     const sym_node *before[SHAPE_MAX_DIMS], *after[SHAPE_MAX_DIMS];
     for (uint32_t d = 0; d < v->ndim; d++) {
         if (pad[2 * d] < 0 || pad[2 * d + 1] < 0)
@@ -106,6 +110,8 @@ kiln_tensor *kiln_shrink(kiln_tensor *t, const int64_t *begin, const int64_t *en
     if (!t)
         return NULL;
     const shape_view *v = view_of(t);
+    if ((!begin || !end) && v->ndim)
+        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_shrink: no bounds");
     const sym_node *b[SHAPE_MAX_DIMS], *e[SHAPE_MAX_DIMS];
     for (uint32_t d = 0; d < v->ndim; d++) {
         b[d] = sym_const(t->ctx->sym, begin[d]);

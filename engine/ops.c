@@ -256,7 +256,9 @@ kiln_tensor *kiln_tanh(kiln_tensor *t) {
 
 /* A 0-d constant of t's type (broadcasts against t). */
 static kiln_tensor *scalar_like(kiln_tensor *t, double value) {
-    return t ? eng_full(t->ctx, type_of(t), 0, NULL, value, NULL) : NULL;
+    if (!t || !eng_value_fits(t->ctx, "scalar operand", type_of(t), value))
+        return NULL;
+    return eng_full(t->ctx, type_of(t), 0, NULL, value, NULL);
 }
 
 kiln_tensor *kiln_add_scalar(kiln_tensor *t, double value) {
@@ -289,6 +291,9 @@ static bool axes_mask(kiln_tensor *t, const char *name, uint32_t naxes, const in
         *mask = ndim ? (uint32_t)((1ull << ndim) - 1) : 0;
         return true;
     }
+    if (!axes)
+        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: %u axes and no axes array", name,
+                        naxes) != NULL;
     for (uint32_t i = 0; i < naxes; i++) {
         int32_t a = axes[i] < 0 ? axes[i] + (int32_t)ndim : axes[i];
         if (a < 0 || a >= (int32_t)ndim)
@@ -316,9 +321,78 @@ static kiln_tensor *finish_keepdim(kiln_tensor *r, uint32_t mask, bool keepdim) 
     return kiln_reshape_sym(r, n, shape);
 }
 
+/* The number of elements combined per output, as an expression. */
+static const sym_node *reduced_count(kiln_tensor *t, uint32_t mask) {
+    const shape_view *v = view_of(t);
+    const sym_node *dims[SHAPE_MAX_DIMS];
+    uint32_t n = 0;
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        if (mask & (1u << d))
+            dims[n++] = v->shape[d];
+    }
+    return eng_numel(t->ctx, n, dims);
+}
+
+/* The most elements one kernel combines per output: lavapipe ends every loop of an invocation
+ * after 65535 iterations in all (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS), silently. */
+enum { REDUCE_MAX_COUNT = 65535 };
+
+static kiln_tensor *reduce_node(kiln_tensor *t, ir_op op, uint32_t mask);
+
+/* A reduction over count > REDUCE_MAX_COUNT elements in two stages: the reduced dims moved
+ * last and flattened, filled up to outer * inner (count <= inner, outer <= REDUCE_MAX_COUNT)
+ * with values that change nothing (0 for sums, 1 for products, the first element for max and
+ * min), reduced over inner, then over outer. The result is shaped as reduce_node's. */
+static kiln_tensor *reduce_split(kiln_tensor *t, ir_op op, uint32_t mask, int64_t count) {
+    kiln_context *ctx = t->ctx;
+    const shape_view *v = view_of(t);
+    int64_t outer = (count + REDUCE_MAX_COUNT - 1) / REDUCE_MAX_COUNT;
+    int64_t inner = (count + outer - 1) / outer;
+    int32_t perm[SHAPE_MAX_DIMS];
+    const kiln_expr *shape[SHAPE_MAX_DIMS + 1], *keep[SHAPE_MAX_DIMS];
+    uint32_t nk = 0;
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        keep[d] = (const kiln_expr *)(mask & (1u << d) ? sym_const(ctx->sym, 1) : v->shape[d]);
+        if (!(mask & (1u << d))) {
+            shape[nk] = (const kiln_expr *)v->shape[d];
+            perm[nk++] = (int32_t)d;
+        }
+    }
+    for (uint32_t d = 0, r = nk; d < v->ndim; d++) {
+        if (mask & (1u << d))
+            perm[r++] = (int32_t)d;
+    }
+    shape[nk] = kiln_int(ctx, count);
+    kiln_tensor *flat = kiln_reshape_sym(kiln_permute(t, perm), nk + 1, shape);
+    int64_t pad[2 * (SHAPE_MAX_DIMS + 1)] = {0};
+    pad[2 * nk + 1] = outer * inner - count;
+    kiln_tensor *x = kiln_pad(flat, pad);
+    if (x && op != IR_ADD) { /* where the padding is: 1 or the row's first element */
+        kiln_tensor *in = kiln_pad(kiln_ones(ctx, KILN_BOOL, 1, &count), pad + 2 * nk);
+        kiln_tensor *fill = op == IR_MUL ? eng_full(ctx, type_of(t), 0, NULL, 1.0, NULL)
+                                         : kiln_narrow(flat, (int32_t)nk, 0, 1);
+        x = kiln_where(in, x, fill);
+    } else if (x) { /* a node of its own, so the reshape below is a plain view */
+        x = eng_elementwise(ctx, IR_CAST, type_of(x), 1, &x);
+    }
+    shape[nk] = kiln_int(ctx, outer);
+    shape[nk + 1] = kiln_int(ctx, inner);
+    x = kiln_reshape_sym(x, nk + 2, shape);
+    if (!x)
+        return NULL;
+    kiln_tensor *r = reduce_node(reduce_node(x, op, 1u << (nk + 1)), op, 1u << nk);
+    return kiln_reshape_sym(r, v->ndim, keep);
+}
+
 /* The combining node over the axes in mask, reduced dims kept as size 1. */
 static kiln_tensor *reduce_node(kiln_tensor *t, ir_op op, uint32_t mask) {
+    if (!t)
+        return NULL;
     kiln_context *ctx = t->ctx;
+    int64_t count;
+    const sym_node *c = reduced_count(t, mask);
+    if (c && sym_is_const(c, &count) && count > REDUCE_MAX_COUNT)
+        return reduce_split(t, op, mask, count);
     const shape_view *v = view_of(t);
     const sym_node *shape[SHAPE_MAX_DIMS];
     for (uint32_t d = 0; d < v->ndim; d++)
@@ -331,18 +405,6 @@ static kiln_tensor *reduce_node(kiln_tensor *t, ir_op op, uint32_t mask) {
     n->reduce_mask = mask;
     n = eng_node_intern(ctx, n);
     return n ? eng_tensor_new(ctx, n, eng_tracker_contiguous(ctx, n->ndim, n->shape)) : NULL;
-}
-
-/* The number of elements combined per output, as an expression. */
-static const sym_node *reduced_count(kiln_tensor *t, uint32_t mask) {
-    const shape_view *v = view_of(t);
-    const sym_node *dims[SHAPE_MAX_DIMS];
-    uint32_t n = 0;
-    for (uint32_t d = 0; d < v->ndim; d++) {
-        if (mask & (1u << d))
-            dims[n++] = v->shape[d];
-    }
-    return eng_numel(t->ctx, n, dims);
 }
 
 /* A reduction with few outputs and many elements each runs in two stages, so that enough
@@ -448,6 +510,23 @@ static kiln_tensor *count_tensor(kiln_tensor *t, uint32_t mask, ir_type type) {
     return c ? eng_full(t->ctx, type, 0, NULL, 0.0, c) : NULL;
 }
 
+/* x / 0 as IEEE division gives it (NaN for x = 0, +inf for x > 0; x >= 0 here), written as a
+ * select: a device may fold a division by a constant 0 to anything (the emitted SPIR-V does not
+ * declare SignedZeroInfNanPreserve; lavapipe folds it to 0). */
+static kiln_tensor *div_by_zero(kiln_tensor *x) {
+    kiln_context *ctx = x->ctx;
+    kiln_tensor *zero = eng_full(ctx, IR_F32, 0, NULL, 0.0, NULL);
+    return kiln_where(kiln_gt(x, zero), eng_full(ctx, IR_F32, 0, NULL, INFINITY, NULL),
+                      eng_full(ctx, IR_F32, 0, NULL, NAN, NULL));
+}
+
+/* The reduced element count is a constant at most limit (a divisor known to be 0). */
+static bool count_at_most(kiln_tensor *t, uint32_t mask, double limit) {
+    int64_t n;
+    const sym_node *c = reduced_count(t, mask);
+    return c && sym_is_const(c, &n) && (double)n <= limit;
+}
+
 kiln_tensor *kiln_mean(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
     uint32_t mask;
     if (!t || !axes_mask(t, "kiln_mean", naxes, axes, &mask))
@@ -457,6 +536,8 @@ kiln_tensor *kiln_mean(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool
                         "kiln_mean: the input must be a float tensor (as PyTorch)");
     ir_type type = type_of(t);
     kiln_tensor *s = reduce("kiln_mean", IR_ADD, cast_to(t, IR_F32), naxes, axes, keepdim);
+    if (s && count_at_most(t, mask, 0)) /* 0 / 0 */
+        return cast_to(div_by_zero(s), type);
     return cast_to(kiln_div(s, count_tensor(t, mask, IR_F32)), type);
 }
 
@@ -499,6 +580,9 @@ kiln_tensor *kiln_var(kiln_tensor *t, uint32_t naxes, const int32_t *axes, doubl
     kiln_tensor *s2 = kiln_sum(kiln_mul(d, d), naxes, axes, keepdim);
     kiln_tensor *n = count_tensor(x, mask, IR_F32);
     kiln_tensor *num = kiln_sub(s2, kiln_div(kiln_mul(s1, s1), n));
+    if (num && count_at_most(x, mask, correction)) /* N - correction <= 0 */
+        return cast_to(div_by_zero(kiln_maximum(num, eng_full(ctx, IR_F32, 0, NULL, 0.0, NULL))),
+                       type);
     kiln_tensor *divisor =
         kiln_maximum(kiln_sub(n, eng_full(ctx, IR_F32, 0, NULL, correction, NULL)),
                      eng_full(ctx, IR_F32, 0, NULL, 0.0, NULL));
@@ -554,6 +638,27 @@ kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b) {
     return r;
 }
 
+/* argmax over more elements than one loop may count (see REDUCE_MAX_COUNT): the maximum, then
+ * the smallest index holding it, two reductions that split into stages like any other. A NaN
+ * is the maximum (as torch.argmax): the maximum is NaN then, equal to nothing, and the NaNs
+ * (x != x) are the candidates; bool + bool is or. */
+static kiln_tensor *argmax_split(kiln_tensor *x, int32_t dim, bool keepdim) {
+    kiln_context *ctx = x->ctx;
+    const shape_view *v = view_of(x);
+    uint32_t d = (uint32_t)(dim < 0 ? dim + (int32_t)v->ndim : dim);
+    const sym_node *len = v->shape[d];
+    eng_node *n = eng_node_new(ctx, ENG_INDEX, IR_CONST, IR_I32, 1, &len);
+    kiln_tensor *index =
+        n ? eng_tensor_new(ctx, eng_node_intern(ctx, n), eng_tracker_contiguous(ctx, 1, &len))
+          : NULL;
+    for (uint32_t i = d + 1; i < v->ndim && index; i++)
+        index = kiln_unsqueeze(index, -1);
+    kiln_tensor *m = kiln_max(x, 1, &dim, true);
+    kiln_tensor *big = eng_full(ctx, IR_I32, 0, NULL, (double)INT32_MAX, NULL);
+    kiln_tensor *at_max = kiln_add(kiln_eq(x, m), kiln_ne(x, x));
+    return kiln_min(kiln_where(at_max, index, big), 1, &dim, keepdim);
+}
+
 /* torch.argmax(dim): the first index of the maximum (NaN counts as the maximum), as i32
  * (PyTorch returns int64, which Kiln's public dtypes lack). One reduction that keeps the best
  * value and its index together. */
@@ -570,6 +675,8 @@ kiln_tensor *kiln_argmax(kiln_tensor *t, int32_t dim, bool keepdim) {
     kiln_tensor *x = cast_to(t, type_of(t) == IR_F16 ? IR_F32 : type_of(t));
     if (!x)
         return NULL;
+    if (count && sym_is_const(count, &n) && n > REDUCE_MAX_COUNT)
+        return argmax_split(x, dim, keepdim);
     const shape_view *v = view_of(x);
     const sym_node *shape[SHAPE_MAX_DIMS];
     for (uint32_t d = 0; d < v->ndim; d++)

@@ -165,6 +165,9 @@ kiln_status kiln_realize_many(kiln_context *ctx, uint32_t count, kiln_tensor *co
     if (!ctx)
         return KILN_ERROR_INVALID_ARGUMENT;
     eng_node *nodes[64];
+    if (count && !tensors)
+        return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
+                              "kiln_realize_many: no tensors");
     if (count > 64)
         return base_error_set(&ctx->err, KILN_ERROR_LIMIT_EXCEEDED,
                               "kiln_realize_many: at most 64 tensors at once");

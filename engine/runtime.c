@@ -449,8 +449,30 @@ static kiln_status run_interpreter(kiln_context *ctx, const eng_program *p, cons
     return interp_run(&p->ir, bufs, k->param_values, n, &ctx->err);
 }
 
+/* lavapipe ends every loop of an invocation after 65535 iterations in all (gallivm's
+ * LP_MAX_TGSI_LOOP_ITERATIONS), silently. Reductions of constant size are split into stages
+ * below that (ops.c); one whose symbolic size is larger is refused rather than cut short. */
+static kiln_status check_loop_limit(kiln_context *ctx, const eng_kernel *k) {
+    const vkd_device_info *info = vkd_device_info_of(ctx->dev);
+    if (k->reduction_count == 0 || !info->has_driver ||
+        info->driver.driverID != VK_DRIVER_ID_MESA_LLVMPIPE)
+        return KILN_OK;
+    sym_assignment a = params_of(k);
+    int64_t count;
+    base_error err = {0};
+    if (sym_eval(k->reduce_count, &a, &count, &err) != KILN_OK || count <= 65535)
+        return KILN_OK;
+    return base_error_set(&ctx->err, KILN_ERROR_UNSUPPORTED,
+                          "%s cannot reduce %lld elements in one kernel (at most 65535 loop "
+                          "iterations per invocation)",
+                          ctx->device_name, (long long)count);
+}
+
 static kiln_status run_device(kiln_context *ctx, eng_batch *b, const eng_program *p,
                               const eng_kernel *k, uint64_t n) {
+    kiln_status lst = check_loop_limit(ctx, k);
+    if (lst != KILN_OK)
+        return lst;
     vkd_binding bindings[ENG_MAX_BUFFERS + 1];
     for (uint32_t i = 0; i < k->buffer_count; i++)
         bindings[i] = (vkd_binding){.buffer = k->buffers[i]->buffer};

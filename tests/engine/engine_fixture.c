@@ -1,0 +1,205 @@
+#include "engine_fixture.h"
+
+#include "eng.h"
+#include "vk_fixture.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The validation counts seen at the last check, per context (tests use few contexts). */
+enum { MAX_TRACKED = 8 };
+static struct {
+    const kiln_context *ctx;
+    vkd_message_counts counts;
+} tracked[MAX_TRACKED];
+
+static vkd_message_counts *last_counts(const kiln_context *ctx) {
+    for (int i = 0; i < MAX_TRACKED; i++) {
+        if (tracked[i].ctx == ctx)
+            return &tracked[i].counts;
+    }
+    for (int i = 0; i < MAX_TRACKED; i++) {
+        if (!tracked[i].ctx) {
+            tracked[i].ctx = ctx;
+            memset(&tracked[i].counts, 0, sizeof tracked[i].counts);
+            return &tracked[i].counts;
+        }
+    }
+    return NULL;
+}
+
+static void forget(const kiln_context *ctx) {
+    for (int i = 0; i < MAX_TRACKED; i++) {
+        if (tracked[i].ctx == ctx)
+            tracked[i].ctx = NULL;
+    }
+}
+
+void eng_fixture_assert_no_messages(kiln_context *ctx) {
+    if (!ctx->inst)
+        return;
+    vkd_message_counts c = vkd_instance_messages(ctx->inst);
+    vkd_message_counts *last = last_counts(ctx);
+    assert_non_null(last);
+    uint32_t errors = c.errors - last->errors, warnings = c.warnings - last->warnings;
+    *last = c;
+    if (errors || warnings)
+        fail_msg("the validation layer reported %u errors and %u warnings", errors, warnings);
+}
+
+kiln_context *eng_context_new(bool device) {
+    static bool loaded;
+    if (!loaded) {
+        vk_fixture_keep_drivers_loaded();
+        loaded = true;
+    }
+    kiln_context_options opt = {.device = device ? NULL : "interp", .validation = device};
+    kiln_context *ctx = NULL;
+    kiln_status st = kiln_context_create(&opt, &ctx);
+    if (st != KILN_OK) {
+        fprintf(stderr, "engine fixture: no context: %s\n", kiln_status_string(st));
+        return NULL;
+    }
+    return ctx;
+}
+
+static int setup(void **state, bool device) {
+    eng_fixture *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    f->device = device;
+    f->ctx = eng_context_new(device);
+    if (!f->ctx) {
+        free(f);
+        return -1;
+    }
+    if (device && (!f->ctx->inst || !vkd_instance_validation(f->ctx->inst))) {
+        fprintf(stderr, "engine fixture: no Vulkan device with the validation layer\n");
+        kiln_context_destroy(f->ctx);
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+int eng_fixture_setup_device(void **state) {
+    return setup(state, true);
+}
+
+int eng_fixture_setup_interp(void **state) {
+    return setup(state, false);
+}
+
+int eng_fixture_teardown(void **state) {
+    eng_fixture *f = *state;
+    if (!f)
+        return 0;
+    forget(f->ctx);
+    kiln_context_destroy(f->ctx);
+    free(f);
+    return 0;
+}
+
+int eng_fixture_check(void **state) {
+    eng_fixture *f = *state;
+    kiln_status st = kiln_context_status(f->ctx);
+    if (st != KILN_OK) {
+        fprintf(stderr, "the test left an error: %s\n", kiln_context_message(f->ctx));
+        kiln_context_clear_error(f->ctx);
+        return -1;
+    }
+    eng_fixture_assert_no_messages(f->ctx);
+    return 0;
+}
+
+kiln_context *fx_ctx(void **state) {
+    return ((eng_fixture *)*state)->ctx;
+}
+
+kiln_tensor *fx_f32(kiln_context *ctx, uint32_t ndim, const int64_t *shape, const float *data) {
+    kiln_tensor *t = kiln_from_data(ctx, KILN_F32, ndim, shape, data);
+    assert_non_null(t);
+    return t;
+}
+
+kiln_tensor *fx_i32(kiln_context *ctx, uint32_t ndim, const int64_t *shape, const int32_t *data) {
+    kiln_tensor *t = kiln_from_data(ctx, KILN_I32, ndim, shape, data);
+    assert_non_null(t);
+    return t;
+}
+
+void fx_assert_shape(kiln_tensor *t, uint32_t ndim, const int64_t *shape) {
+    assert_non_null(t);
+    assert_int_equal(kiln_tensor_ndim(t), ndim);
+    int64_t got[KILN_MAX_DIMS];
+    assert_int_equal(kiln_tensor_shape(t, got), KILN_OK);
+    for (uint32_t d = 0; d < ndim; d++)
+        assert_int_equal(got[d], shape[d]);
+}
+
+void fx_read(kiln_tensor *t, kiln_dtype dtype, void *out, size_t n) {
+    assert_non_null(t);
+    assert_int_equal(kiln_tensor_dtype(t), dtype);
+    int64_t numel;
+    assert_int_equal(kiln_tensor_numel(t, &numel), KILN_OK);
+    assert_int_equal(numel, (int64_t)n);
+    kiln_status st = kiln_read(t, out, n * kiln_dtype_size(dtype));
+    if (st != KILN_OK)
+        fail_msg("kiln_read: %s (%s)", kiln_status_string(st),
+                 kiln_context_message(((const struct kiln_tensor *)t)->ctx));
+}
+
+void fx_check_f32(kiln_tensor *t, const float *want, size_t n, double atol, double rtol) {
+    float *got = malloc((n ? n : 1) * sizeof *got);
+    assert_non_null(got);
+    fx_read(t, KILN_F32, got, n);
+    for (size_t i = 0; i < n; i++) {
+        double g = got[i], w = want[i];
+        bool ok = isnan(w) ? isnan(g) : isinf(w) ? g == w : fabs(g - w) <= atol + rtol * fabs(w);
+        if (!ok) {
+            free(got);
+            fail_msg("element %zu: got %.9g, want %.9g (atol %g, rtol %g)", i, g, w, atol, rtol);
+        }
+    }
+    free(got);
+}
+
+void fx_check_i32(kiln_tensor *t, const int32_t *want, size_t n) {
+    int32_t *got = malloc((n ? n : 1) * sizeof *got);
+    assert_non_null(got);
+    fx_read(t, KILN_I32, got, n);
+    for (size_t i = 0; i < n; i++) {
+        if (got[i] != want[i]) {
+            int32_t g = got[i];
+            free(got);
+            fail_msg("element %zu: got %d, want %d", i, g, want[i]);
+        }
+    }
+    free(got);
+}
+
+void fx_check_u8(kiln_tensor *t, kiln_dtype dtype, const uint8_t *want, size_t n) {
+    uint8_t *got = malloc(n ? n : 1);
+    assert_non_null(got);
+    fx_read(t, dtype, got, n);
+    for (size_t i = 0; i < n; i++) {
+        if (got[i] != want[i]) {
+            unsigned g = got[i];
+            free(got);
+            fail_msg("element %zu: got %u, want %u", i, g, (unsigned)want[i]);
+        }
+    }
+    free(got);
+}
+
+void fx_expect_error(kiln_context *ctx, kiln_status status) {
+    assert_int_equal(kiln_context_status(ctx), status);
+    const char *msg = kiln_context_message(ctx);
+    assert_non_null(msg);
+    assert_true(msg[0] != '\0');
+    kiln_context_clear_error(ctx);
+    assert_int_equal(kiln_context_status(ctx), KILN_OK);
+}

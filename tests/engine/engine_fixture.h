@@ -1,0 +1,61 @@
+/* The fixture of the engine tests: every test runs twice, once in a cmocka group whose context
+ * is the default Vulkan device with the validation layer on, once in a group whose context is
+ * the reference interpreter. After each test the context must hold no error and the validation
+ * layer must have reported nothing. Helpers build f32/i32 tensors and compare read-backs with a
+ * tolerance. */
+#ifndef KILN_TESTS_ENGINE_FIXTURE_H
+#define KILN_TESTS_ENGINE_FIXTURE_H
+
+#include <kiln/kiln.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+typedef struct eng_fixture {
+    kiln_context *ctx;
+    bool device; /* false: the interpreter */
+} eng_fixture;
+
+/* cmocka group setup/teardown: *state becomes an eng_fixture *. */
+int eng_fixture_setup_device(void **state);
+int eng_fixture_setup_interp(void **state);
+int eng_fixture_teardown(void **state);
+/* Per-test teardown: fails on a recorded error or on a validation message. */
+int eng_fixture_check(void **state);
+/* Asserts that ctx's validation layer (if any) reported nothing since the last check. */
+void eng_fixture_assert_no_messages(kiln_context *ctx);
+
+/* Runs tests on the device and on the interpreter; returns the number of failures. */
+#define ENG_RUN_BOTH(tests)                                                                        \
+    (cmocka_run_group_tests_name("device", tests, eng_fixture_setup_device,                        \
+                                 eng_fixture_teardown) +                                           \
+     cmocka_run_group_tests_name("interpreter", tests, eng_fixture_setup_interp,                   \
+                                 eng_fixture_teardown))
+#define ENG_TEST(f) cmocka_unit_test_teardown(f, eng_fixture_check)
+
+/* A context for one backend (validation on for the device); the test destroys it. */
+kiln_context *eng_context_new(bool device);
+kiln_context *fx_ctx(void **state);
+
+kiln_tensor *fx_f32(kiln_context *ctx, uint32_t ndim, const int64_t *shape, const float *data);
+kiln_tensor *fx_i32(kiln_context *ctx, uint32_t ndim, const int64_t *shape, const int32_t *data);
+
+/* Asserts t's shape. */
+void fx_assert_shape(kiln_tensor *t, uint32_t ndim, const int64_t *shape);
+/* Reads t (of dtype and n elements) into out, asserting the status and the element count. */
+void fx_read(kiln_tensor *t, kiln_dtype dtype, void *out, size_t n);
+/* Reads an f32 tensor of n elements and compares it with want: |got - want| <= atol + rtol
+ * |want| for every element (NaN matches NaN, infinities must be equal). */
+void fx_check_f32(kiln_tensor *t, const float *want, size_t n, double atol, double rtol);
+void fx_check_i32(kiln_tensor *t, const int32_t *want, size_t n);
+void fx_check_u8(kiln_tensor *t, kiln_dtype dtype, const uint8_t *want, size_t n);
+/* Asserts that the context holds an error status (not KILN_OK) with a non-empty message,
+ * then clears it. */
+void fx_expect_error(kiln_context *ctx, kiln_status status);
+
+#endif

@@ -1,0 +1,141 @@
+/* Exact kernel counts from kiln_context_stats, on both backends. Each test makes its own
+ * context, so the memory cache starts empty whatever ran before (the engine keeps no disk
+ * cache of kernels yet; when it does, these contexts must turn it off or use a private
+ * folder). */
+#include "engine_fixture.h"
+
+typedef struct counts {
+    uint64_t compiled, cached, dispatches, realizes;
+} counts;
+
+static counts delta(const kiln_stats *before, const kiln_stats *after) {
+    return (counts){after->kernels_compiled - before->kernels_compiled,
+                    after->kernels_cached - before->kernels_cached,
+                    after->dispatches - before->dispatches, after->realizes - before->realizes};
+}
+
+/* relu(a * b + c).sum(axis=1) for (2, 3) inputs built from data (a realize of nothing else). */
+static kiln_tensor *fused_graph(kiln_context *ctx, float scale) {
+    const int64_t s[] = {2, 3};
+    kiln_tensor *a = fx_f32(ctx, 2, s, (const float[]){1, -2, 3, -4, 5, -6});
+    kiln_tensor *b = fx_f32(ctx, 2, s, (const float[]){scale, scale, scale, scale, scale, scale});
+    kiln_tensor *c = fx_f32(ctx, 2, s, (const float[]){1, 1, 1, 1, 1, 1});
+    return kiln_sum(kiln_relu(kiln_add(kiln_mul(a, b), c)), 1, (const int32_t[]){1}, false);
+}
+
+static void test_engine_kernels_fused_reduction_is_one_kernel(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    kiln_tensor *s = fused_graph(ctx, 2);
+    kiln_stats before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize(s), KILN_OK);
+    kiln_stats after = kiln_context_stats(ctx);
+    counts d = delta(&before, &after);
+    assert_int_equal(d.compiled, 1);
+    assert_int_equal(d.dispatches, 1);
+    assert_int_equal(d.realizes, 1);
+    /* relu(2a + 1) = {3, 0, 7 | 0, 11, 0}: row sums 10 and 11. Reading the realized result runs
+     * nothing. */
+    fx_check_f32(s, (const float[]){10, 11}, 2, 0, 0);
+    kiln_stats read = kiln_context_stats(ctx);
+    assert_int_equal(read.dispatches, after.dispatches);
+    assert_int_equal(read.kernels_compiled, after.kernels_compiled);
+    /* Realizing it again runs nothing at all. */
+    assert_int_equal(kiln_realize(s), KILN_OK);
+    kiln_stats again = kiln_context_stats(ctx);
+    assert_int_equal(again.kernels_compiled, after.kernels_compiled);
+    assert_int_equal(again.dispatches, after.dispatches);
+    /* The same graph over new data: one dispatch of the cached kernel, nothing compiled.
+     * relu(3a + 1) = {4, 0, 10 | 0, 16, 0}. */
+    kiln_tensor *s2 = fused_graph(ctx, 3);
+    before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize(s2), KILN_OK);
+    after = kiln_context_stats(ctx);
+    d = delta(&before, &after);
+    assert_int_equal(d.compiled, 0);
+    assert_int_equal(d.cached, 1);
+    assert_int_equal(d.dispatches, 1);
+    fx_check_f32(s2, (const float[]){14, 16}, 2, 0, 0);
+    eng_fixture_assert_no_messages(ctx);
+    kiln_context_destroy(ctx);
+}
+
+static void test_engine_kernels_mean_and_matmul_are_one_kernel(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    kiln_tensor *a =
+        fx_f32(ctx, 2, (const int64_t[]){2, 4}, (const float[]){1, 2, 3, 4, 5, 6, 7, 9});
+    kiln_tensor *m = kiln_mean(a, 1, (const int32_t[]){1}, false);
+    kiln_stats before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize(m), KILN_OK);
+    kiln_stats after = kiln_context_stats(ctx);
+    counts d = delta(&before, &after);
+    assert_int_equal(d.compiled, 1);
+    assert_int_equal(d.dispatches, 1);
+    fx_check_f32(m, (const float[]){2.5f, 6.75f}, 2, 0, 0);
+    /* matmul is a broadcast multiply reduced over k: one kernel. (2, 4) @ (4, 1) of ones = row
+     * sums {10, 27}. */
+    kiln_tensor *mm = kiln_matmul(a, kiln_ones(ctx, KILN_F32, 2, (const int64_t[]){4, 1}));
+    before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize(mm), KILN_OK);
+    after = kiln_context_stats(ctx);
+    d = delta(&before, &after);
+    assert_int_equal(d.compiled, 1);
+    assert_int_equal(d.dispatches, 1);
+    fx_check_f32(mm, (const float[]){10, 27}, 2, 0, 0);
+    /* An elementwise chain over views (transpose, flip, expand) is one kernel too. */
+    kiln_tensor *v =
+        kiln_exp(kiln_add(kiln_flip(kiln_transpose(a, 0, 1), 0),
+                          kiln_expand(kiln_scalar(ctx, KILN_F32, 1), 2, (const int64_t[]){4, 2})));
+    before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize(v), KILN_OK);
+    after = kiln_context_stats(ctx);
+    assert_int_equal(after.dispatches - before.dispatches, 1);
+    eng_fixture_assert_no_messages(ctx);
+    kiln_context_destroy(ctx);
+}
+
+static void test_engine_kernels_cache_tells_graphs_apart(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    /* Graphs of the same shape that differ only in a constant, a view, an op, a dtype or a
+     * reduced axis must not share a compiled kernel: each value below comes from its own. */
+    kiln_tensor *x = fx_f32(ctx, 2, (const int64_t[]){2, 2}, (const float[]){1, 2, 3, 4});
+    fx_check_f32(kiln_add_scalar(x, 1), (const float[]){2, 3, 4, 5}, 4, 0, 0);
+    fx_check_f32(kiln_add_scalar(x, 2), (const float[]){3, 4, 5, 6}, 4, 0, 0);
+    fx_check_f32(kiln_add_scalar(kiln_flip(x, 1), 2), (const float[]){4, 3, 6, 5}, 4, 0, 0);
+    fx_check_f32(kiln_add_scalar(kiln_transpose(x, 0, 1), 2), (const float[]){3, 5, 4, 6}, 4, 0, 0);
+    fx_check_f32(kiln_mul_scalar(x, 2), (const float[]){2, 4, 6, 8}, 4, 0, 0);
+    fx_check_i32(kiln_add_scalar(kiln_cast(x, KILN_I32), 2), (const int32_t[]){3, 4, 5, 6}, 4);
+    fx_check_f32(kiln_sum(x, 1, (const int32_t[]){0}, false), (const float[]){4, 6}, 2, 0, 0);
+    fx_check_f32(kiln_sum(x, 1, (const int32_t[]){1}, false), (const float[]){3, 7}, 2, 0, 0);
+    fx_check_f32(kiln_prod(x, 1, (const int32_t[]){1}, false), (const float[]){2, 12}, 2, 0, 0);
+    fx_check_f32(kiln_max(x, 1, (const int32_t[]){1}, false), (const float[]){2, 4}, 2, 0, 0);
+    kiln_tensor *r1 = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){4}, 1);
+    kiln_tensor *r2 = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){4}, 2);
+    float a[4], b[4];
+    fx_read(r1, KILN_F32, a, 4);
+    fx_read(r2, KILN_F32, b, 4);
+    assert_memory_not_equal(a, b, sizeof a);
+    /* The same computation on another input of the same shape reuses the kernel. */
+    kiln_tensor *y = fx_f32(ctx, 2, (const int64_t[]){2, 2}, (const float[]){5, 6, 7, 8});
+    kiln_stats before = kiln_context_stats(ctx);
+    fx_check_f32(kiln_add_scalar(kiln_flip(y, 1), 2), (const float[]){8, 7, 10, 9}, 4, 0, 0);
+    kiln_stats after = kiln_context_stats(ctx);
+    assert_int_equal(after.kernels_compiled - before.kernels_compiled, 0);
+    assert_int_equal(after.dispatches - before.dispatches, 1);
+    eng_fixture_assert_no_messages(ctx);
+    kiln_context_destroy(ctx);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        ENG_TEST(test_engine_kernels_fused_reduction_is_one_kernel),
+        ENG_TEST(test_engine_kernels_mean_and_matmul_are_one_kernel),
+        ENG_TEST(test_engine_kernels_cache_tells_graphs_apart),
+    };
+    return ENG_RUN_BOTH(tests);
+}
