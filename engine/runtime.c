@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { WORKGROUP_SIZE = 64 };
+enum { WORKGROUP_SIZE = 256 };
 
 static bool wants_interpreter(const char *device) {
     return device && strcmp(device, "interp") == 0;

@@ -318,22 +318,22 @@ static void test_engine_symbolic_guard_controls_reuse(void **state) {
         kiln_context_create(
             &(kiln_context_options){.validation = true, .test_force_specialization = true}, &ctx),
         KILN_OK);
-    const kiln_expr *n = kiln_variable(ctx, "n", 1, 1000);
+    const kiln_expr *n = kiln_variable(ctx, "n", 1, 2000);
     static const struct {
         int64_t value;
         uint64_t new_kernels, new_guard_failures;
     } steps[] = {
-        {128, 1, 0}, /* specialised: 128 % 64 == 0, guarded */
-        {256, 0, 0}, /* the guard holds: reused */
-        {100, 1, 1}, /* the guard fails: a general variant */
-        {77, 0, 1},  /* the specialised variant is tried first, then the general one serves */
-        {64, 0, 0},  /* specialised again */
+        {512, 1, 0},  /* specialised: 512 is a multiple of the workgroup size (256), guarded */
+        {1024, 0, 0}, /* the guard holds: reused */
+        {100, 1, 1},  /* the guard fails: a general variant */
+        {77, 0, 1},   /* the specialised variant is tried first, then the general one serves */
+        {256, 0, 0},  /* specialised again */
     };
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
         kiln_stats before = kiln_context_stats(ctx);
         const kiln_expr *b = kiln_bind(ctx, n, steps[i].value);
         kiln_tensor *y = kiln_mul_scalar(kiln_arange_sym(ctx, KILN_F32, b), 2.0);
-        float out[1000];
+        static float out[2000];
         assert_int_equal(kiln_read(y, out, sizeof(float) * (size_t)steps[i].value), KILN_OK);
         for (int64_t j = 0; j < steps[i].value; j++)
             expect_near(out[j], 2.0 * (double)j, 0);
