@@ -267,6 +267,20 @@ static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_p
     return st;
 }
 
+/* The workgroup size: 256 invocations (fewer workgroups amortise lavapipe's per-workgroup
+ * cost), within the device's limits (Vulkan guarantees 128). */
+static uint32_t workgroup_size(const kiln_context *ctx) {
+    uint32_t size = WORKGROUP_SIZE;
+    if (!ctx->interpreter) {
+        const vkd_caps *caps = vkd_device_caps(ctx->dev);
+        if (caps->max_workgroup_invocations < size)
+            size = caps->max_workgroup_invocations;
+        if (caps->max_workgroup_size[0] < size)
+            size = caps->max_workgroup_size[0];
+    }
+    return size;
+}
+
 /* The parameter values of k as an assignment of its Variables. */
 static sym_assignment params_of(const eng_kernel *k) {
     sym_assignment a = {.vars = k->params, .values = k->param_values, .count = k->param_count};
@@ -372,7 +386,7 @@ kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program 
     if (!p)
         return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a kernel");
     p->hash = k->hash;
-    p->workgroup_size = WORKGROUP_SIZE;
+    p->workgroup_size = workgroup_size(ctx);
     kiln_status st = compile_variant(ctx, k, p);
     eng_program *head = base_map_find(&ctx->programs, k->hash, &k->hash, program_eq, NULL);
     if (st == KILN_OK && !head && base_map_insert(&ctx->programs, p->hash, p) != KILN_OK)
