@@ -220,12 +220,12 @@ kiln_status vkd_device_create(const vkd_instance *inst, uint32_t index,
         .enabledExtensionCount = chain.extension_count,
         .ppEnabledExtensionNames = chain.extensions,
     };
-    kiln_status st = vkd_check(vkCreateDevice(info->physical, &device_info, NULL, &dev->handle),
+    kiln_status st = vkd_check(inst->fn.CreateDevice(info->physical, &device_info, NULL, &dev->handle),
                                "vkCreateDevice", err);
     if (st != KILN_OK)
         goto fail;
     dev->owned = true;
-    volkLoadDeviceTable(&dev->vk, dev->handle);
+    vkd_load_device_table(inst, dev->handle, &dev->vk);
     dev->vk.vkGetDeviceQueue(dev->handle, dev->queue_family, 0, &dev->queue);
     choose_memory(dev);
     if ((st = create_objects(dev, err)) != KILN_OK)
@@ -288,7 +288,7 @@ kiln_status vkd_device_wrap(const vkd_instance *inst, const vkd_external_device 
         dev->caps.subgroup_size_control = false;
         dev->caps.min_subgroup_size = dev->caps.max_subgroup_size = dev->caps.subgroup_size;
     }
-    volkLoadDeviceTable(&dev->vk, dev->handle);
+    vkd_load_device_table(inst, dev->handle, &dev->vk);
     dev->vk.vkGetDeviceQueue(dev->handle, dev->queue_family, ext->queue_index, &dev->queue);
     choose_memory(dev);
     kiln_status st = create_objects(dev, err);

@@ -62,6 +62,40 @@ static bool has_instance_extension(const VkExtensionProperties *exts, uint32_t n
     return false;
 }
 
+/* Loads inst's instance-level functions (vkGetInstanceProcAddr is the loader's, valid for
+ * every instance). */
+static kiln_status load_instance_fns(vkd_instance *inst, base_error *err) {
+    vkd_instance_fns *f = &inst->fn;
+#define LOAD(name)                                                                             \
+    f->name = (PFN_vk##name)vkGetInstanceProcAddr(inst->handle, "vk" #name)
+    LOAD(DestroyInstance);
+    LOAD(EnumeratePhysicalDevices);
+    LOAD(GetPhysicalDeviceProperties);
+    LOAD(GetPhysicalDeviceProperties2);
+    LOAD(GetPhysicalDeviceFeatures2);
+    LOAD(GetPhysicalDeviceMemoryProperties);
+    LOAD(GetPhysicalDeviceQueueFamilyProperties);
+    LOAD(EnumerateDeviceExtensionProperties);
+    LOAD(CreateDevice);
+    LOAD(GetDeviceProcAddr);
+    LOAD(CreateDebugUtilsMessengerEXT);
+    LOAD(DestroyDebugUtilsMessengerEXT);
+#undef LOAD
+    if (!f->DestroyInstance || !f->EnumeratePhysicalDevices || !f->GetPhysicalDeviceProperties2 ||
+        !f->GetPhysicalDeviceFeatures2 || !f->CreateDevice || !f->GetDeviceProcAddr)
+        return base_error_set(err, KILN_ERROR_UNSUPPORTED,
+                              "the instance lacks Vulkan 1.1 functions (vkGetInstanceProcAddr)");
+    return KILN_OK;
+}
+
+void vkd_load_device_table(const vkd_instance *inst, VkDevice device,
+                           struct VolkDeviceTable *table) {
+    /* volkLoadDeviceTable resolves through the global vkGetDeviceProcAddr: point it at this
+     * instance's first (a device of another instance may sit behind other layers). */
+    vkGetDeviceProcAddr = inst->fn.GetDeviceProcAddr;
+    volkLoadDeviceTable(table, device);
+}
+
 /* Creates the VkInstance with the extensions that exist and that Kiln uses. */
 static kiln_status create_handle(vkd_instance *inst, const vkd_instance_options *opt,
                                  base_error *err) {
@@ -147,9 +181,11 @@ static kiln_status create_handle(vkd_instance *inst, const vkd_instance_options 
         return st;
     inst->owned = true;
     volkLoadInstanceOnly(inst->handle);
-    if (inst->validation) {
+    st = load_instance_fns(inst, err);
+    if (st == KILN_OK && inst->validation) {
         st = vkd_check(
-            vkCreateDebugUtilsMessengerEXT(inst->handle, &messenger_info, NULL, &inst->messenger),
+            inst->fn.CreateDebugUtilsMessengerEXT(inst->handle, &messenger_info, NULL,
+                                                  &inst->messenger),
             "vkCreateDebugUtilsMessengerEXT", err);
     }
     return st;
@@ -186,20 +222,20 @@ static kiln_status query_device(vkd_instance *inst, VkPhysicalDevice pd, uint32_
                                 vkd_device_info *d, base_error *err) {
     d->physical = pd;
     d->index = index;
-    vkGetPhysicalDeviceProperties(pd, &d->props);
+    inst->fn.GetPhysicalDeviceProperties(pd, &d->props);
     uint32_t api =
         d->props.apiVersion < inst->api_version ? d->props.apiVersion : inst->api_version;
     d->api_version = api;
 
     uint32_t n = 0;
-    kiln_status st = vkd_check(vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL),
+    kiln_status st = vkd_check(inst->fn.EnumerateDeviceExtensionProperties(pd, NULL, &n, NULL),
                                "vkEnumerateDeviceExtensionProperties", err);
     if (st != KILN_OK)
         return st;
     VkExtensionProperties *exts = base_calloc(&inst->alloc, n ? n : 1, sizeof *exts);
     if (!exts)
         return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for extensions");
-    st = vkd_check(vkEnumerateDeviceExtensionProperties(pd, NULL, &n, exts),
+    st = vkd_check(inst->fn.EnumerateDeviceExtensionProperties(pd, NULL, &n, exts),
                    "vkEnumerateDeviceExtensionProperties", err);
     bool v12 = api >= VK_API_VERSION_1_2, v13 = api >= VK_API_VERSION_1_3;
     bool driver = v12 || device_has_extension(exts, n, "VK_KHR_driver_properties");
@@ -233,7 +269,7 @@ static kiln_status query_device(vkd_instance *inst, VkPhysicalDevice pd, uint32_
     chain(&p2, &d->driver, driver);
     chain(&p2, &d->subgroup_size_control, d->has_subgroup_size_control);
     chain(&p2, &d->float_controls, float_controls);
-    vkGetPhysicalDeviceProperties2(pd, &p2);
+    inst->fn.GetPhysicalDeviceProperties2(pd, &p2);
 
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     d->storage16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
@@ -250,7 +286,7 @@ static kiln_status query_device(vkd_instance *inst, VkPhysicalDevice pd, uint32_
     chain(&f2, &d->buffer_device_address, bda);
     chain(&f2, &d->maintenance4, v13 || d->ext_maintenance4);
     chain(&f2, &d->subgroup_size_control_features, d->has_subgroup_size_control);
-    vkGetPhysicalDeviceFeatures2(pd, &f2);
+    inst->fn.GetPhysicalDeviceFeatures2(pd, &f2);
     d->features = f2.features;
     /* The snapshot keeps no pointers into this stack frame's chains. */
     d->id.pNext = d->maintenance3.pNext = d->subgroup.pNext = d->driver.pNext = NULL;
@@ -259,12 +295,12 @@ static kiln_status query_device(vkd_instance *inst, VkPhysicalDevice pd, uint32_
     d->buffer_device_address.pNext = d->maintenance4.pNext = NULL;
     d->subgroup_size_control_features.pNext = NULL;
 
-    vkGetPhysicalDeviceMemoryProperties(pd, &d->memory);
+    inst->fn.GetPhysicalDeviceMemoryProperties(pd, &d->memory);
     uint32_t qn = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(pd, &qn, NULL);
+    inst->fn.GetPhysicalDeviceQueueFamilyProperties(pd, &qn, NULL);
     if (qn > VKD_MAX_QUEUE_FAMILIES)
         qn = VKD_MAX_QUEUE_FAMILIES;
-    vkGetPhysicalDeviceQueueFamilyProperties(pd, &qn, d->queue_families);
+    inst->fn.GetPhysicalDeviceQueueFamilyProperties(pd, &qn, d->queue_families);
     d->queue_family_count = qn;
     d->compute_family = pick_compute_family(d);
     return KILN_OK;
@@ -272,7 +308,7 @@ static kiln_status query_device(vkd_instance *inst, VkPhysicalDevice pd, uint32_
 
 static kiln_status load_devices(vkd_instance *inst, base_error *err) {
     uint32_t n = 0;
-    kiln_status st = vkd_check(vkEnumeratePhysicalDevices(inst->handle, &n, NULL),
+    kiln_status st = vkd_check(inst->fn.EnumeratePhysicalDevices(inst->handle, &n, NULL),
                                "vkEnumeratePhysicalDevices", err);
     if (st != KILN_OK || n == 0)
         return st;
@@ -284,7 +320,7 @@ static kiln_status load_devices(vkd_instance *inst, base_error *err) {
         st = base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for device list");
         goto free_list;
     }
-    st = vkd_check(vkEnumeratePhysicalDevices(inst->handle, &n, pds), "vkEnumeratePhysicalDevices",
+    st = vkd_check(inst->fn.EnumeratePhysicalDevices(inst->handle, &n, pds), "vkEnumeratePhysicalDevices",
                    err);
     for (uint32_t i = 0; st == KILN_OK && i < n; i++)
         st = query_device(inst, pds[i], i, &inst->devices[i], err);
@@ -350,7 +386,9 @@ kiln_status vkd_instance_wrap(VkInstance handle, uint32_t api_version, const bas
     inst->loader_version = volkGetInstanceVersion();
     inst->api_version = api_version < VK_API_VERSION_1_3 ? api_version : VK_API_VERSION_1_3;
     volkLoadInstanceOnly(handle);
-    kiln_status st = load_layers(inst, err);
+    kiln_status st = load_instance_fns(inst, err);
+    if (st == KILN_OK)
+        st = load_layers(inst, err);
     if (st == KILN_OK)
         st = load_devices(inst, err);
     if (st != KILN_OK) {
@@ -365,9 +403,9 @@ void vkd_instance_destroy(vkd_instance *inst) {
     if (!inst)
         return;
     if (inst->messenger)
-        vkDestroyDebugUtilsMessengerEXT(inst->handle, inst->messenger, NULL);
-    if (inst->handle && inst->owned)
-        vkDestroyInstance(inst->handle, NULL);
+        inst->fn.DestroyDebugUtilsMessengerEXT(inst->handle, inst->messenger, NULL);
+    if (inst->handle && inst->owned && inst->fn.DestroyInstance)
+        inst->fn.DestroyInstance(inst->handle, NULL);
     base_allocator alloc = inst->alloc;
     base_free(&alloc, inst->layers, inst->layer_count * sizeof *inst->layers);
     base_free(&alloc, inst->devices, inst->device_capacity * sizeof *inst->devices);

@@ -4,7 +4,26 @@
 
 #include "vkd.h"
 
+/* The instance-level functions of one instance. volk's globals serve the instance loaded
+ * last; with several instances (two contexts, one with validation layers) each call must go
+ * through its own instance's pointers. */
+typedef struct vkd_instance_fns {
+    PFN_vkDestroyInstance DestroyInstance;
+    PFN_vkEnumeratePhysicalDevices EnumeratePhysicalDevices;
+    PFN_vkGetPhysicalDeviceProperties GetPhysicalDeviceProperties;
+    PFN_vkGetPhysicalDeviceProperties2 GetPhysicalDeviceProperties2;
+    PFN_vkGetPhysicalDeviceFeatures2 GetPhysicalDeviceFeatures2;
+    PFN_vkGetPhysicalDeviceMemoryProperties GetPhysicalDeviceMemoryProperties;
+    PFN_vkGetPhysicalDeviceQueueFamilyProperties GetPhysicalDeviceQueueFamilyProperties;
+    PFN_vkEnumerateDeviceExtensionProperties EnumerateDeviceExtensionProperties;
+    PFN_vkCreateDevice CreateDevice;
+    PFN_vkGetDeviceProcAddr GetDeviceProcAddr;
+    PFN_vkCreateDebugUtilsMessengerEXT CreateDebugUtilsMessengerEXT;
+    PFN_vkDestroyDebugUtilsMessengerEXT DestroyDebugUtilsMessengerEXT;
+} vkd_instance_fns;
+
 struct vkd_instance {
+    vkd_instance_fns fn;
     base_allocator alloc;
     VkInstance handle;
     bool owned;              /* false: the application's (interop) */
@@ -66,6 +85,10 @@ kiln_status vkd_pipeline_cache_create(vkd_device *dev, base_error *err);
  * transfers. begin returns the command buffer ready for recording. */
 kiln_status vkd_transfer_begin(vkd_device *dev, VkCommandBuffer *cmd, base_error *err);
 kiln_status vkd_transfer_end(vkd_device *dev, base_error *err);
+/* Loads the device-level function table of a device of inst (through inst's own
+ * vkGetDeviceProcAddr). */
+void vkd_load_device_table(const vkd_instance *inst, VkDevice device,
+                           struct VolkDeviceTable *table);
 /* Waits for fence with the device's timeout; device loss and timeouts become statuses. */
 kiln_status vkd_wait_fence(vkd_device *dev, VkFence fence, const char *what, base_error *err);
 

@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -141,6 +142,35 @@ static void test_vk_device_second_device_with_overrides(void **state) {
     vk_fixture_assert_no_messages(f);
 }
 
+/* Two instances, one with the validation layer and one without: each call goes through its own
+ * instance's functions, so destroying the first leaves the second working. */
+static void test_vk_device_instances_are_independent(void **state) {
+    vk_fixture *f = *state;
+    base_error err = {0};
+    vkd_instance *layered = NULL, *plain = NULL;
+    vkd_device *dev = NULL;
+    vkd_buffer *buf = NULL;
+    assert_int_equal(vkd_instance_create(&(vkd_instance_options){.validation = true}, &layered,
+                                         &err),
+                     KILN_OK);
+    assert_int_equal(setenv("KILN_VALIDATION", "0", 1), 0);
+    kiln_status st = vkd_instance_create(NULL, &plain, &err);
+    assert_int_equal(setenv("KILN_VALIDATION", "1", 1), 0);
+    assert_int_equal(st, KILN_OK);
+    assert_false(vkd_instance_validation(plain));
+    vkd_instance_destroy(layered); /* the plain one was created last */
+    assert_int_equal(vkd_device_create(plain, f->device_index, NULL, &dev, &err), KILN_OK);
+    assert_int_equal(vkd_buffer_create(dev, 64, &buf, &err), KILN_OK);
+    assert_int_equal(vkd_buffer_fill(buf, 0, 64, 7, &err), KILN_OK);
+    uint32_t v[16];
+    assert_int_equal(vkd_buffer_download(buf, 0, v, sizeof v, &err), KILN_OK);
+    assert_int_equal(v[15], 7);
+    vkd_buffer_destroy(buf);
+    vkd_device_destroy(dev);
+    vkd_instance_destroy(plain);
+    vk_fixture_assert_no_messages(f); /* the fixture's instance is untouched */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vk_device_create_enables_what_it_reports),
@@ -149,6 +179,7 @@ int main(void) {
         cmocka_unit_test(test_vk_device_select_prefers_discrete_then_integrated),
         cmocka_unit_test(test_vk_device_check_maps_results),
         cmocka_unit_test(test_vk_device_second_device_with_overrides),
+        cmocka_unit_test(test_vk_device_instances_are_independent),
     };
     return cmocka_run_group_tests(tests, vk_fixture_setup, vk_fixture_teardown);
 }
