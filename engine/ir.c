@@ -337,16 +337,21 @@ kiln_status ir_verify(const ir_kernel *k, base_error *err) {
 
 /* ---- listing and hash -------------------------------------------------------------------- */
 
+/* Appends to buf (snprintf contract over the whole listing: *n counts every byte). */
+static void append(char *buf, size_t cap, size_t *n, const char *fmt, ...) BASE_PRINTF(4, 5);
+static void append(char *buf, size_t cap, size_t *n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(buf ? buf + (*n < cap ? *n : cap) : NULL, *n < cap ? cap - *n : 0, fmt, ap);
+    va_end(ap);
+    if (w > 0)
+        *n += (size_t)w;
+}
+
 size_t ir_dump(const ir_kernel *k, char *buf, size_t cap) {
     size_t n = 0;
     int depth = 0;
-#define OUT(...)                                                                                   \
-    do {                                                                                           \
-        int w =                                                                                    \
-            snprintf(buf ? buf + (n < cap ? n : cap) : NULL, n < cap ? cap - n : 0, __VA_ARGS__);  \
-        if (w > 0)                                                                                 \
-            n += (size_t)w;                                                                        \
-    } while (0)
+#define OUT(...) append(buf, cap, &n, __VA_ARGS__)
     if (cap > 0 && buf)
         buf[0] = '\0';
     OUT("kernel: index %s, %u buffers, %u params\n", ir_type_name(k->index_type), k->buffer_count,

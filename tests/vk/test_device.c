@@ -150,9 +150,8 @@ static void test_vk_device_instances_are_independent(void **state) {
     vkd_instance *layered = NULL, *plain = NULL;
     vkd_device *dev = NULL;
     vkd_buffer *buf = NULL;
-    assert_int_equal(vkd_instance_create(&(vkd_instance_options){.validation = true}, &layered,
-                                         &err),
-                     KILN_OK);
+    assert_int_equal(
+        vkd_instance_create(&(vkd_instance_options){.validation = true}, &layered, &err), KILN_OK);
     assert_int_equal(setenv("KILN_VALIDATION", "0", 1), 0);
     kiln_status st = vkd_instance_create(NULL, &plain, &err);
     assert_int_equal(setenv("KILN_VALIDATION", "1", 1), 0);
