@@ -91,6 +91,7 @@ typedef struct row {
     unit unit;
     unsigned long long dispatches; /* Kiln's dispatches per realize */
     char status[160];              /* "ok", or what went wrong */
+    char variants[200];            /* every reference variant measured: name and median */
 } row;
 
 static struct {
@@ -282,24 +283,26 @@ static bool ref_device_open(void) {
     return true;
 }
 
-/* A pipeline from shaders/<name>.comp with one optional uint specialization constant (id 0). */
+/* A pipeline from shaders/<name>.comp with spec_count uint specialization constants (ids 0..). */
 static vkd_pipeline *ref_pipeline(const char *name, uint32_t bindings, uint32_t push_size,
-                                  const uint32_t *spec) {
+                                  const uint32_t *spec, uint32_t spec_count) {
     uint32_t *words;
     size_t count;
     double ms;
     if (!g.have_glslc || !glslc_compile(name, &words, &count, &ms))
         return NULL;
-    VkSpecializationMapEntry entry = {.constantID = 0, .offset = 0, .size = 4};
+    VkSpecializationMapEntry entries[4];
+    for (uint32_t i = 0; i < spec_count && i < 4; i++)
+        entries[i] = (VkSpecializationMapEntry){.constantID = i, .offset = 4 * i, .size = 4};
     vkd_pipeline_desc desc = {
         .code = words,
         .word_count = count,
         .binding_count = bindings,
         .push_constant_size = push_size,
-        .spec_entries = spec ? &entry : NULL,
-        .spec_entry_count = spec ? 1 : 0,
+        .spec_entries = spec_count ? entries : NULL,
+        .spec_entry_count = spec_count,
         .spec_data = spec,
-        .spec_data_size = spec ? 4 : 0,
+        .spec_data_size = 4 * spec_count,
         .debug_name = name,
     };
     vkd_pipeline *p = NULL;
@@ -384,6 +387,64 @@ static bool ref_measure(const ref_dispatch *d, uint32_t count, double *first, do
     return true;
 }
 
+enum { MAX_VARIANTS = 4 };
+
+/* One way of computing a case's reference (several are measured; the fastest counts). */
+typedef struct ref_variant {
+    char name[24];
+    vkd_pipeline *pipes[2];
+    ref_dispatch d[2];
+    uint32_t count; /* dispatches; 0: the variant could not be built */
+} ref_variant;
+
+/* Measures every variant, checks each one's output (read back from out) against the host's,
+ * and keeps the fastest correct one: its name, times and output (refo) go to the row. Destroys
+ * the variants' pipelines. */
+static bool ref_best(row *r, ref_variant *v, int nv, const vkd_buffer *out, float *refo, size_t n,
+                     const float *host, double rtol, double atol) {
+    float *tmp = out ? alloc_floats(n) : NULL;
+    int best = -1;
+    for (int i = 0; tmp && i < nv; i++) {
+        double first, med, dev;
+        if (!v[i].count || !ref_measure(v[i].d, v[i].count, &first, &med, &dev) ||
+            !ref_read(out, tmp, n))
+            continue;
+        char msg[160];
+        if (host &&
+            !compare(tmp, host, n, rtol, atol, "REFERENCE WRONG vs host", msg, sizeof msg)) {
+            row_note(r, msg);
+            continue;
+        }
+        size_t len = strlen(r->variants);
+        snprintf(r->variants + len, sizeof r->variants - len, "%s%s %.3f ms", len ? ", " : "",
+                 v[i].name, med);
+        if (best < 0 || med < r->ref_ms) {
+            best = i;
+            r->ref_ms = med;
+            r->ref_first_ms = first;
+            r->ref_dev_ms = dev;
+            memcpy(refo, tmp, n * sizeof *tmp);
+            snprintf(r->ref, sizeof r->ref, "glsl %s", v[i].name);
+        }
+    }
+    for (int i = 0; i < nv; i++) {
+        vkd_pipeline_destroy(v[i].pipes[0]);
+        vkd_pipeline_destroy(v[i].pipes[1]);
+    }
+    free(tmp);
+    if (best < 0)
+        row_note(r, "reference skipped (no glslc, device or feature)");
+    return best >= 0;
+}
+
+/* A one-dispatch variant. */
+static ref_variant variant1(const char *name, vkd_pipeline *p, ref_dispatch d) {
+    ref_variant v = {.pipes = {p}, .d = {d}, .count = p ? 1 : 0};
+    snprintf(v.name, sizeof v.name, "%s", name);
+    v.d[0].pipe = p;
+    return v;
+}
+
 /* ---- Kiln measurement -------------------------------------------------------------------- */
 
 /* A Kiln case: prepare (untimed) makes repetition rep's fresh inputs; build (timed) makes the
@@ -416,7 +477,8 @@ static void kiln_fail(row *r, kiln_context *ctx, const char *what) {
  * comes back in *out for checking. */
 static bool kiln_measure(row *r, const kiln_case *c, kiln_tensor **out) {
     double times[MAX_REPS];
-    for (int rep = 0; rep <= g.reps; rep++) {
+    int reps = g.reps;
+    for (int rep = 0; rep <= reps; rep++) {
         if (c->prepare && !c->prepare(c->user, rep)) {
             kiln_fail(r, c->ctx, "inputs");
             return false;
@@ -442,6 +504,8 @@ static bool kiln_measure(row *r, const kiln_case *c, kiln_tensor **out) {
         kiln_stats after = kiln_context_stats(c->ctx);
         if (rep == 0) {
             r->kiln_first_ms = ms;
+            /* Cases of seconds per run (Kiln's matmul) get fewer repetitions. */
+            reps = ms > 5000 ? (reps < 2 ? reps : 2) : ms > 1000 ? (reps < 3 ? reps : 3) : reps;
         } else {
             times[rep - 1] = ms;
             r->kiln_dev_ms = (double)(after.device_time_ns - before.device_time_ns) / 1e6;
@@ -451,7 +515,12 @@ static bool kiln_measure(row *r, const kiln_case *c, kiln_tensor **out) {
         }
         *out = t;
     }
-    r->kiln_ms = median(times, g.reps);
+    r->kiln_ms = median(times, reps);
+    if (reps < g.reps) {
+        char msg[64];
+        snprintf(msg, sizeof msg, "%d Kiln repetitions (slow)", reps);
+        row_note(r, msg);
+    }
     return true;
 }
 
@@ -531,28 +600,26 @@ static void case_ew_fma(void) {
     kiln_tensor *out = NULL;
     bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, N16M);
 
-    bool ref_ok = false;
-    vkd_pipeline *p = ref_pipeline("ew_fma", 4, 4, (const uint32_t[]){4});
     vkd_buffer *bo = ref_buffer(NULL, N16M), *ba = ref_buffer(ha, N16M), *bb = ref_buffer(hb, N16M),
                *bc = ref_buffer(hc, N16M);
-    if (p && bo && ba && bb && bc) {
-        ref_dispatch d = {.pipe = p,
-                          .buffers = {bo, ba, bb, bc},
-                          .binding_count = 4,
-                          .push = {N16M / 4},
-                          .push_size = 4,
-                          .groups = {N16M / 4 / 4 / 64, 1, 1}};
-        ref_ok = ref_measure(&d, 1, &r->ref_first_ms, &r->ref_ms, &r->ref_dev_ms) &&
-                 ref_read(bo, refo, N16M);
-    } else {
-        row_note(r, "reference skipped (no glslc or no device)");
+    ref_variant v[3];
+    int nv = 0;
+    for (uint32_t per = 2; bo && ba && bb && bc && per <= 32; per *= 4) { /* 2, 8, 32 vec4 */
+        char vname[24];
+        snprintf(vname, sizeof vname, "vec4 x%u", per);
+        v[nv++] = variant1(vname, ref_pipeline("ew_fma", 4, 4, &per, 1),
+                           (ref_dispatch){.buffers = {bo, ba, bb, bc},
+                                          .binding_count = 4,
+                                          .push = {N16M / 4},
+                                          .push_size = 4,
+                                          .groups = {N16M / 4 / per / 64, 1, 1}});
     }
+    bool ref_ok = ref_best(r, v, nv, bo, refo, N16M, want, 0, 0);
     check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, N16M, 0, 0);
     vkd_buffer_destroy(bo);
     vkd_buffer_destroy(ba);
     vkd_buffer_destroy(bb);
     vkd_buffer_destroy(bc);
-    vkd_pipeline_destroy(p);
     numpy_row(id, "a*b+c 16M f32 vs numpy", r->kiln_ms, r->work,
               "a=np.random.rand(n).astype(np.float32);b=a.copy();c=a.copy();o=np.empty_like(a)",
               "np.multiply(a,b,out=o);np.add(o,c,out=o)");
@@ -586,26 +653,24 @@ static void case_ew_bcast(void) {
     kiln_tensor *out = NULL;
     bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, N16M);
 
-    bool ref_ok = false;
-    vkd_pipeline *p = ref_pipeline("ew_bcast", 3, 8, (const uint32_t[]){4});
     vkd_buffer *bo = ref_buffer(NULL, N16M), *ba = ref_buffer(ha, N16M), *bb = ref_buffer(hb, SIDE);
-    if (p && bo && ba && bb) {
-        ref_dispatch d = {.pipe = p,
-                          .buffers = {bo, ba, bb},
-                          .binding_count = 3,
-                          .push = {N16M / 4, SIDE / 4},
-                          .push_size = 8,
-                          .groups = {N16M / 4 / 4 / 64, 1, 1}};
-        ref_ok = ref_measure(&d, 1, &r->ref_first_ms, &r->ref_ms, &r->ref_dev_ms) &&
-                 ref_read(bo, refo, N16M);
-    } else {
-        row_note(r, "reference skipped (no glslc or no device)");
+    ref_variant v[3];
+    int nv = 0;
+    for (uint32_t per = 2; bo && ba && bb && per <= 32; per *= 4) {
+        char vname[24];
+        snprintf(vname, sizeof vname, "vec4 x%u", per);
+        v[nv++] = variant1(vname, ref_pipeline("ew_bcast", 3, 8, &per, 1),
+                           (ref_dispatch){.buffers = {bo, ba, bb},
+                                          .binding_count = 3,
+                                          .push = {N16M / 4, SIDE / 4},
+                                          .push_size = 8,
+                                          .groups = {N16M / 4 / per / 64, 1, 1}});
     }
+    bool ref_ok = ref_best(r, v, nv, bo, refo, N16M, want, 0, 0);
     check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, N16M, 0, 0);
     vkd_buffer_destroy(bo);
     vkd_buffer_destroy(ba);
     vkd_buffer_destroy(bb);
-    vkd_pipeline_destroy(p);
 done:
     kiln_context_destroy(ctx);
     free(ha);
@@ -688,50 +753,82 @@ static void red_host(red_kind kind, const float *x, float *out) {
     }
 }
 
-/* The reference's dispatches for a reduction; returns the count (0: no pipeline). */
-static uint32_t red_ref_dispatches(red_kind kind, vkd_pipeline **pipes, vkd_buffer *x,
-                                   vkd_buffer *out, vkd_buffer *partial, ref_dispatch *d) {
-    enum { SUM_GROUPS = 32 };
+enum { MAX_STRIPS = 32 };
+
+/* Column reductions in two stages: col_strips (CV vec4 per invocation, strips of rows) into
+ * partial, then col_reduce over the strips. */
+static ref_variant col_strips_variant(uint32_t op, uint32_t cv, uint32_t strips, float scale,
+                                      vkd_buffer *x, vkd_buffer *out, vkd_buffer *partial) {
+    ref_variant v = {.count = 2};
+    snprintf(v.name, sizeof v.name, "strips %ux%u", strips, cv);
+    v.pipes[0] = ref_pipeline("col_strips", 2, 8, (const uint32_t[]){op, cv}, 2);
+    v.pipes[1] = ref_pipeline("col_reduce", 2, 12, &op, 1);
+    if (!v.pipes[0] || !v.pipes[1])
+        v.count = 0;
+    v.d[0] = (ref_dispatch){.pipe = v.pipes[0],
+                            .buffers = {partial, x},
+                            .binding_count = 2,
+                            .push = {SIDE / strips, SIDE / 4},
+                            .push_size = 8,
+                            .groups = {(SIDE / 4 / cv + 63) / 64, strips, 1}};
+    v.d[1] = (ref_dispatch){.pipe = v.pipes[1],
+                            .buffers = {out, partial},
+                            .binding_count = 2,
+                            .push = {strips, SIDE / 4},
+                            .push_size = 12,
+                            .groups = {SIDE / 4 / 64, 1, 1}};
+    memcpy(&v.d[1].push[2], &scale, 4);
+    return v;
+}
+
+/* The reference variants of a reduction; returns their count. partial holds
+ * MAX_STRIPS * SIDE floats. */
+static int red_ref_variants(red_kind kind, ref_variant *v, vkd_buffer *x, vkd_buffer *out,
+                            vkd_buffer *partial) {
+    int nv = 0;
     if (kind == RED_SUM_ALL) {
-        pipes[0] = ref_pipeline("sum_blocks", 2, 4, NULL);
-        if (!pipes[0])
-            return 0;
-        d[0] = (ref_dispatch){.pipe = pipes[0],
-                              .buffers = {partial, x},
-                              .binding_count = 2,
-                              .push = {N16M / 4},
-                              .push_size = 4,
-                              .groups = {SUM_GROUPS, 1, 1}};
-        d[1] = (ref_dispatch){.pipe = pipes[0],
-                              .buffers = {out, partial},
-                              .binding_count = 2,
-                              .push = {SUM_GROUPS / 4},
-                              .push_size = 4,
-                              .groups = {1, 1, 1}};
-        return 2;
+        for (uint32_t groups = 16; groups <= 64; groups *= 2) {
+            vkd_pipeline *p = ref_pipeline("sum_blocks", 2, 4, NULL, 0);
+            v[nv] = (ref_variant){.pipes = {p}, .count = p ? 2 : 0};
+            snprintf(v[nv].name, sizeof v[nv].name, "blocks %u wg", groups);
+            v[nv].d[0] = (ref_dispatch){.pipe = p,
+                                        .buffers = {partial, x},
+                                        .binding_count = 2,
+                                        .push = {N16M / 4},
+                                        .push_size = 4,
+                                        .groups = {groups, 1, 1}};
+            v[nv].d[1] = (ref_dispatch){.pipe = p,
+                                        .buffers = {out, partial},
+                                        .binding_count = 2,
+                                        .push = {groups / 4},
+                                        .push_size = 4,
+                                        .groups = {1, 1, 1}};
+            nv++;
+        }
+        return nv;
     }
     if (kind == RED_SUM_ROWS) {
-        pipes[0] = ref_pipeline("sum_rows", 2, 8, NULL);
-        d[0] = (ref_dispatch){.pipe = pipes[0],
-                              .buffers = {out, x},
-                              .binding_count = 2,
-                              .push = {SIDE, SIDE / 4},
-                              .push_size = 8,
-                              .groups = {SIDE / 64, 1, 1}};
-        return pipes[0] ? 1 : 0;
+        v[nv++] = variant1("row/invocation", ref_pipeline("sum_rows", 2, 8, NULL, 0),
+                           (ref_dispatch){.buffers = {out, x},
+                                          .binding_count = 2,
+                                          .push = {SIDE, SIDE / 4},
+                                          .push_size = 8,
+                                          .groups = {SIDE / 64, 1, 1}});
+        return nv;
     }
-    /* Column reductions (RED_SUM_T_ROWS: the sum over axis 0 of the contiguous data). */
+    /* Over axis 0 (RED_SUM_T_ROWS: the column sums of the contiguous data). */
     uint32_t op = kind == RED_MAX_COLS ? 1 : 0;
-    pipes[0] = ref_pipeline("col_reduce", 2, 12, &op);
     float scale = kind == RED_MEAN_COLS ? 1.0f / SIDE : 1.0f;
-    d[0] = (ref_dispatch){.pipe = pipes[0],
-                          .buffers = {out, x},
-                          .binding_count = 2,
-                          .push = {SIDE, SIDE / 4},
-                          .push_size = 12,
-                          .groups = {SIDE / 4 / 64, 1, 1}};
-    memcpy(&d[0].push[2], &scale, 4);
-    return pipes[0] ? 1 : 0;
+    v[nv] = variant1("vec4 column", ref_pipeline("col_reduce", 2, 12, &op, 1),
+                     (ref_dispatch){.buffers = {out, x},
+                                    .binding_count = 2,
+                                    .push = {SIDE, SIDE / 4},
+                                    .push_size = 12,
+                                    .groups = {SIDE / 4 / 64, 1, 1}});
+    memcpy(&v[nv++].d[0].push[2], &scale, 4);
+    v[nv++] = col_strips_variant(op, 4, 16, scale, x, out, partial);
+    v[nv++] = col_strips_variant(op, 16, 32, scale, x, out, partial);
+    return nv;
 }
 
 static void case_reduction(red_kind kind, const char *id, const char *name) {
@@ -751,24 +848,15 @@ static void case_reduction(red_kind kind, const char *id, const char *name) {
     kiln_tensor *out = NULL;
     bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, n_out);
 
-    bool ref_ok = false;
-    vkd_pipeline *pipes[1] = {NULL};
-    ref_dispatch d[2];
-    vkd_buffer *bx = ref_buffer(hx, N16M), *bo = ref_buffer(NULL, SIDE), *bp = ref_buffer(NULL, 64);
-    uint32_t count = bx && bo && bp ? red_ref_dispatches(kind, pipes, bx, bo, bp, d) : 0;
-    if (count) {
-        ref_ok = ref_measure(d, count, &r->ref_first_ms, &r->ref_ms, &r->ref_dev_ms) &&
-                 ref_read(bo, refo, n_out);
-        if (count > 1)
-            snprintf(r->ref, sizeof r->ref, "glsl %u dispatches", count);
-    } else {
-        row_note(r, "reference skipped (no glslc or no device)");
-    }
+    vkd_buffer *bx = ref_buffer(hx, N16M), *bo = ref_buffer(NULL, SIDE),
+               *bp = ref_buffer(NULL, MAX_STRIPS * SIDE);
+    ref_variant v[MAX_VARIANTS];
+    int nv = bx && bo && bp ? red_ref_variants(kind, v, bx, bo, bp) : 0;
+    bool ref_ok = ref_best(r, v, nv, bo, refo, n_out, want, 0, 0);
     check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, n_out, 0, 0);
     vkd_buffer_destroy(bx);
     vkd_buffer_destroy(bo);
     vkd_buffer_destroy(bp);
-    vkd_pipeline_destroy(pipes[0]);
     if (kind == RED_SUM_ALL)
         numpy_row(id, "sum 16M f32 vs numpy", r->kiln_ms, r->work,
                   "a=np.random.rand(n).astype(np.float32)", "a.sum()");
@@ -835,23 +923,26 @@ static void case_softmax(void) {
     kiln_tensor *out = NULL;
     bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, N);
 
-    bool ref_ok = false;
-    vkd_pipeline *p = g.have_subgroup_arith
-                          ? ref_pipeline("softmax_rows", 2, 0, (const uint32_t[]){SM_COLS / 256})
-                          : NULL;
     vkd_buffer *bo = ref_buffer(NULL, N), *bx = ref_buffer(hx, N);
-    if (p && bo && bx) {
-        ref_dispatch d = {
-            .pipe = p, .buffers = {bo, bx}, .binding_count = 2, .groups = {SM_ROWS, 1, 1}};
-        ref_ok = ref_measure(&d, 1, &r->ref_first_ms, &r->ref_ms, &r->ref_dev_ms) &&
-                 ref_read(bo, refo, N);
-    } else {
-        row_note(r, "reference skipped (no glslc, device or subgroup arithmetic)");
+    ref_variant v[2];
+    int nv = 0;
+    if (bo && bx) {
+        v[nv++] = variant1("row/invocation", ref_pipeline("softmax_rowinv", 2, 8, NULL, 0),
+                           (ref_dispatch){.buffers = {bo, bx},
+                                          .binding_count = 2,
+                                          .push = {SM_ROWS, SM_COLS / 4},
+                                          .push_size = 8,
+                                          .groups = {SM_ROWS / 64, 1, 1}});
+        if (g.have_subgroup_arith) /* one workgroup per row, subgroup + shared reductions */
+            v[nv++] = variant1(
+                "row/workgroup",
+                ref_pipeline("softmax_rows", 2, 0, (const uint32_t[]){SM_COLS / 256}, 1),
+                (ref_dispatch){.buffers = {bo, bx}, .binding_count = 2, .groups = {SM_ROWS, 1, 1}});
     }
+    bool ref_ok = ref_best(r, v, nv, bo, refo, N, want, 1e-5, 1e-8);
     check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, N, 1e-5, 1e-8);
     vkd_buffer_destroy(bo);
     vkd_buffer_destroy(bx);
-    vkd_pipeline_destroy(p);
 done:
     kiln_context_destroy(ctx);
     free(hx);
@@ -862,8 +953,6 @@ done:
 
 /* ---- matmul -----------------------------------------------------------------------------------
  */
-
-enum { SGEMM_TM = 1 }; /* rows per invocation of the reference (8 outputs each) */
 
 typedef struct mm_state {
     kiln_context *ctx;
@@ -930,28 +1019,26 @@ static void case_matmul(uint32_t n) {
     kiln_tensor *out = NULL;
     bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, nn);
 
-    bool ref_ok = false;
-    vkd_pipeline *p = ref_pipeline("sgemm", 3, 12, (const uint32_t[]){SGEMM_TM});
     vkd_buffer *bc = ref_buffer(NULL, nn), *ba = ref_buffer(ha, nn), *bb = ref_buffer(hb, nn);
-    if (p && bc && ba && bb) {
-        ref_dispatch d = {.pipe = p,
-                          .buffers = {bc, ba, bb},
-                          .binding_count = 3,
-                          .push = {n, n, n},
-                          .push_size = 12,
-                          .groups = {n / 8 / 64, n / SGEMM_TM, 1}};
-        ref_ok = ref_measure(&d, 1, &r->ref_first_ms, &r->ref_ms, &r->ref_dev_ms) &&
-                 ref_read(bc, refo, nn);
-    } else {
-        row_note(r, "reference skipped (no glslc or no device)");
+    ref_variant v[3];
+    int nv = 0;
+    for (uint32_t tm = 1; bc && ba && bb && tm <= 4; tm *= 2) { /* TM rows x 8 columns */
+        char vname[24];
+        snprintf(vname, sizeof vname, "%ux8/thread", tm);
+        v[nv++] = variant1(vname, ref_pipeline("sgemm", 3, 12, &tm, 1),
+                           (ref_dispatch){.buffers = {bc, ba, bb},
+                                          .binding_count = 3,
+                                          .push = {n, n, n},
+                                          .push_size = 12,
+                                          .groups = {n / 8 / 64, n / tm, 1}});
     }
+    bool ref_ok = ref_best(r, v, nv, bc, refo, nn, NULL, 0, 0);
     check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, NULL, nn, 0, 0);
     if (ref_ok || kiln_ok)
         mm_check_host(r, ref_ok ? refo : got, ha, hb, n);
     vkd_buffer_destroy(bc);
     vkd_buffer_destroy(ba);
     vkd_buffer_destroy(bb);
-    vkd_pipeline_destroy(p);
 done:
     g.reps = saved_reps;
     kiln_context_destroy(ctx);
@@ -995,18 +1082,27 @@ static void case_strided_sum(void) {
     s.kind = RED_SUM_T_ROWS;
     bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, SIDE);
 
-    bool ref_ok = false;
-    vkd_pipeline *pipes[1] = {NULL};
-    ref_dispatch d[2];
-    vkd_buffer *bx = ref_buffer(hx, N16M), *bo = ref_buffer(NULL, SIDE);
-    if (bx && bo && red_ref_dispatches(RED_SUM_T_ROWS, pipes, bx, bo, NULL, d)) {
-        double first, med;
-        ref_ok = ref_measure(d, 1, &first, &med, NULL) && ref_read(bo, refo, SIDE);
+    if (strcmp(r->status, "ok") == 0) {
+        char msg[160];
+        if (kiln_ok && !compare(got, want, SIDE, 0, 0, "KILN WRONG vs host", msg, sizeof msg))
+            row_note(r, msg);
     }
-    check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, SIDE, 0, 0);
+    /* The same Kiln figure against the best hand-written column sum. */
+    row *rg = row_new(id, "sum(x.T,-1) vs glsl column sum", "glsl", r->work, UNIT_GBS);
+    vkd_buffer *bx = ref_buffer(hx, N16M), *bo = ref_buffer(NULL, SIDE),
+               *bp = ref_buffer(NULL, MAX_STRIPS * SIDE);
+    if (rg) {
+        rg->kiln_ms = r->kiln_ms;
+        rg->kiln_first_ms = r->kiln_first_ms;
+        rg->kiln_dev_ms = r->kiln_dev_ms;
+        ref_variant v[MAX_VARIANTS];
+        int nv = bx && bo && bp ? red_ref_variants(RED_SUM_T_ROWS, v, bx, bo, bp) : 0;
+        bool ref_ok = ref_best(rg, v, nv, bo, refo, SIDE, want, 0, 0);
+        check_outputs(rg, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, SIDE, 0, 0);
+    }
     vkd_buffer_destroy(bx);
     vkd_buffer_destroy(bo);
-    vkd_pipeline_destroy(pipes[0]);
+    vkd_buffer_destroy(bp);
 done:
     kiln_context_destroy(ctx);
     free(hx);
@@ -1155,6 +1251,32 @@ static kiln_tensor *chain_build(void *user, int rep) {
     return first;
 }
 
+/* The same Kiln figure against 1,000 dispatches of an empty shader (pure per-dispatch cost);
+ * d has room for CHAINS * STEPS dispatches. */
+static void dispatch_empty_row(const char *id, const row *kiln_row, ref_dispatch *d) {
+    row *r = row_new(id, "1000 small kernels vs empty disp.", "raw vk empty x1000", CHAINS * STEPS,
+                     UNIT_US);
+    if (!r)
+        return;
+    r->kiln_ms = kiln_row->kiln_ms;
+    r->kiln_first_ms = kiln_row->kiln_first_ms;
+    r->kiln_dev_ms = kiln_row->kiln_dev_ms;
+    r->dispatches = kiln_row->dispatches;
+    vkd_pipeline *p = d ? ref_pipeline("empty", 1, 0, NULL, 0) : NULL;
+    vkd_buffer *b = ref_buffer(NULL, 64);
+    if (p && b) {
+        for (int i = 0; i < CHAINS * STEPS; i++)
+            d[i] =
+                (ref_dispatch){.pipe = p, .buffers = {b}, .binding_count = 1, .groups = {1, 1, 1}};
+        if (!ref_measure(d, CHAINS * STEPS, &r->ref_first_ms, &r->ref_ms, &r->ref_dev_ms))
+            row_note(r, "reference run failed");
+    } else {
+        row_note(r, "reference skipped (no glslc or no device)");
+    }
+    vkd_buffer_destroy(b);
+    vkd_pipeline_destroy(p);
+}
+
 static void case_dispatch(void) {
     const char *id = "dispatch", *name = "1000 small kernels, one realize";
     if (!selected(id, name))
@@ -1200,7 +1322,7 @@ static void case_dispatch(void) {
     }
 
     bool ref_ok = false;
-    vkd_pipeline *p = ref_pipeline("matvec_step", 3, 0, NULL);
+    vkd_pipeline *p = ref_pipeline("matvec_step", 3, 0, NULL, 0);
     vkd_buffer *bw = ref_buffer(hw, VEC * VEC), *bufs[CHAINS][3] = {{NULL}};
     bool have = p && bw;
     for (int ch = 0; ch < CHAINS; ch++) {
@@ -1226,6 +1348,7 @@ static void case_dispatch(void) {
         row_note(r, "reference skipped (no glslc or no device)");
     }
     check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, CHAINS * VEC, 0, 0);
+    dispatch_empty_row(id, r, d);
     free(d);
     for (int ch = 0; ch < CHAINS; ch++) {
         for (int k = 0; k < 3; k++)
@@ -1300,6 +1423,42 @@ static bool compile_per_kernel(const char *device, double *us, char *msg, size_t
     return ok;
 }
 
+/* vkCreateComputePipelines alone (through vk/, glslc's SPIR-V of ew_fma): the part of the
+ * "codegen+pipeline" figure that is the driver's, not Kiln's. */
+static void pipeline_create_row(const char *id) {
+    row *r = row_new(id, "vkCreateComputePipelines alone", "per pipeline", 1, UNIT_US);
+    uint32_t *words;
+    size_t count;
+    double glslc_ms;
+    if (!r || !g.have_glslc || !glslc_compile("ew_fma", &words, &count, &glslc_ms)) {
+        if (r)
+            row_note(r, "skipped: no glslc");
+        return;
+    }
+    enum { PIPES = 32 };
+    double times[PIPES];
+    int n = 0;
+    for (uint32_t i = 0; i < PIPES; i++) {
+        uint32_t per = i + 1; /* distinct specialisations: nothing cached */
+        VkSpecializationMapEntry e = {.constantID = 0, .offset = 0, .size = 4};
+        vkd_pipeline_desc desc = {.code = words,
+                                  .word_count = count,
+                                  .binding_count = 4,
+                                  .push_constant_size = 4,
+                                  .spec_entries = &e,
+                                  .spec_entry_count = 1,
+                                  .spec_data = &per,
+                                  .spec_data_size = 4};
+        vkd_pipeline *p = NULL;
+        double t0 = now_ms();
+        if (vkd_pipeline_create(g.dev, &desc, &p, NULL) == KILN_OK)
+            times[n++] = now_ms() - t0;
+        vkd_pipeline_destroy(p);
+    }
+    free(words);
+    r->ref_ms = n ? median(times, n) : NAN;
+}
+
 static void case_compile(void) {
     const char *id = "compile", *name = "kernel generation";
     if (!selected(id, name))
@@ -1320,6 +1479,7 @@ static void case_compile(void) {
         if (n)
             glslc_ms = median(times, n);
     }
+    pipeline_create_row(id);
     const char *devices[2] = {NULL, "interp"};
     const char *names[2] = {"codegen+pipeline per kernel", "codegen (interp) per kernel"};
     for (int k = 0; k < 2; k++) {
@@ -1443,7 +1603,8 @@ static void write_json(void) {
                 unit_names[r->unit], r->dispatches);
         for (const char *c = r->status; *c; c++) /* JSON string escaping */
             fprintf(f, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
-        fprintf(f, "\"}%s\n", i + 1 < g.row_count ? "," : "");
+        fprintf(f, "\", \"ref_variants\": \"%s\"}%s\n", r->variants,
+                i + 1 < g.row_count ? "," : "");
     }
     fprintf(f, "]}\n");
     fclose(f);
