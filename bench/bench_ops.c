@@ -489,7 +489,9 @@ static bool kiln_measure(row *r, const kiln_case *c, kiln_tensor **out) {
         kiln_tensor *t = c->build(c->user, rep);
         kiln_status st;
         if (c->extra_count) {
-            kiln_tensor *all[65];
+            kiln_tensor *all[64];
+            if (c->extra_count >= 64)
+                return false;
             all[0] = t;
             for (uint32_t i = 0; i < c->extra_count; i++)
                 all[i + 1] = c->extra[i];
@@ -517,6 +519,8 @@ static bool kiln_measure(row *r, const kiln_case *c, kiln_tensor **out) {
         *out = t;
     }
     r->kiln_ms = median(times, reps);
+    if (r->dispatches == 0)
+        row_note(r, "no Kiln dispatch ran on a repetition: the timing is not of a kernel");
     if (reps < g.reps) {
         char msg[64];
         snprintf(msg, sizeof msg, "%d Kiln repetitions (slow)", reps);
@@ -1091,8 +1095,11 @@ static void case_strided_sum(void) {
     red_state s = {.ctx = ctx, .host = hx, .kind = RED_SUM_ROWS};
     kiln_case c = {.ctx = ctx, .prepare = red_prepare, .build = red_build, .user = &s};
     kiln_tensor *out = NULL;
-    if (!kiln_measure(&twin, &c, &out))
-        row_note(r, twin.status);
+    if (!kiln_measure(&twin, &c, &out)) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "contiguous twin: %s", twin.status);
+        row_note(r, msg);
+    }
     r->ref_ms = twin.kiln_ms;
     r->ref_first_ms = twin.kiln_first_ms;
     s.kind = RED_SUM_T_ROWS;
@@ -1203,8 +1210,10 @@ static void case_strided_copy(void) {
     if (kiln_measure(&twin, &c, &out) && kiln_read_floats(&twin, ctx, out, got, N16M) &&
         !compare(got, hx, N16M, 0, 0, "KILN WRONG (contiguous copy)", msg, sizeof msg))
         row_note(r, msg);
-    if (strcmp(twin.status, "ok") != 0)
-        row_note(r, twin.status);
+    if (strcmp(twin.status, "ok") != 0) {
+        snprintf(msg, sizeof msg, "contiguous twin: %s", twin.status);
+        row_note(r, msg);
+    }
     r->ref_ms = twin.kiln_ms;
     r->ref_first_ms = twin.kiln_first_ms;
     s.src = kiln_slice(x, 1, INT64_MAX, INT64_MIN, -1);
