@@ -1206,7 +1206,7 @@ static void case_strided_copy(void) {
     copy_state s = {.dst = kiln_empty(ctx, KILN_F32, 2, (int64_t[]){SIDE, SIDE}), .src = x};
     kiln_case c = {.ctx = ctx, .build = copy_build, .user = &s};
     kiln_tensor *out = NULL;
-    char msg[160];
+    char msg[200];
     if (kiln_measure(&twin, &c, &out) && kiln_read_floats(&twin, ctx, out, got, N16M) &&
         !compare(got, hx, N16M, 0, 0, "KILN WRONG (contiguous copy)", msg, sizeof msg))
         row_note(r, msg);
