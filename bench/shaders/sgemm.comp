@@ -1,9 +1,12 @@
 // C = A B for row-major A (M, K), B (K, N), C (M, N); N a multiple of 8, K of 4, M of TM.
 // Register blocking without shared memory (LAVAPIPE.md): each invocation computes TM rows x 8
 // columns (2 vec4 per row); A read as vec4 along k, B as vec4 along n. Grid: x over column
-// blocks of 8, y over row blocks of TM.
+// blocks of 8, y over row blocks of TM. The workgroup shape (spec constants 1, 2) decides how much
+// of B a workgroup's invocations share: 64x1 spans 512 columns, 8x8 spans 64 columns and 8 row
+// blocks, whose invocations (run one subgroup after another on lavapipe) reread the same B panel
+// from cache.
 #version 450
-layout(local_size_x = 64) in;
+layout(local_size_x_id = 1, local_size_y_id = 2) in;
 layout(constant_id = 0) const uint TM = 1;
 layout(std430, binding = 0) writeonly buffer Cb { vec4 c[]; };
 layout(std430, binding = 1) readonly buffer Ab { vec4 a[]; };
