@@ -1307,6 +1307,215 @@ static void dispatch_empty_row(const char *id, const row *kiln_row, ref_dispatch
     vkd_pipeline_destroy(p);
 }
 
+/* Raw Vulkan objects for the barest batch: one pipeline, one descriptor set, one command
+ * buffer. */
+typedef struct raw_vk {
+    const struct VolkDeviceTable *vk;
+    VkDevice dev;
+    VkShaderModule module;
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout layout;
+    VkPipeline pipe;
+    VkDescriptorPool pool;
+    VkDescriptorSet set;
+    VkCommandPool cmd_pool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+    VkQueue queue;
+} raw_vk;
+
+static void raw_destroy(raw_vk *r) {
+    const struct VolkDeviceTable *vk = r->vk;
+    vk->vkDestroyFence(r->dev, r->fence, NULL);
+    vk->vkDestroyCommandPool(r->dev, r->cmd_pool, NULL);
+    vk->vkDestroyDescriptorPool(r->dev, r->pool, NULL);
+    vk->vkDestroyPipeline(r->dev, r->pipe, NULL);
+    vk->vkDestroyPipelineLayout(r->dev, r->layout, NULL);
+    vk->vkDestroyDescriptorSetLayout(r->dev, r->set_layout, NULL);
+    vk->vkDestroyShaderModule(r->dev, r->module, NULL);
+}
+
+/* The objects for a shader with one storage buffer (binding 0) bound to buf. */
+static bool raw_create(raw_vk *r, const uint32_t *words, size_t count, const vkd_buffer *buf) {
+    const struct VolkDeviceTable *vk = r->vk = vkd_device_table(g.dev);
+    VkDevice dev = r->dev = vkd_device_handle(g.dev);
+    uint32_t family = (uint32_t)vkd_device_info_of(g.dev)->compute_family;
+    vk->vkGetDeviceQueue(dev, family, 0, &r->queue);
+    VkDescriptorSetLayoutBinding b = {.binding = 0,
+                                      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                      .descriptorCount = 1,
+                                      .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1};
+    bool ok =
+        vk->vkCreateShaderModule(
+            dev,
+            &(VkShaderModuleCreateInfo){.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                        .codeSize = count * 4,
+                                        .pCode = words},
+            NULL, &r->module) == VK_SUCCESS &&
+        vk->vkCreateDescriptorSetLayout(
+            dev,
+            &(VkDescriptorSetLayoutCreateInfo){
+                .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                .bindingCount = 1,
+                .pBindings = &b},
+            NULL, &r->set_layout) == VK_SUCCESS &&
+        vk->vkCreatePipelineLayout(
+            dev,
+            &(VkPipelineLayoutCreateInfo){.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+                                          .setLayoutCount = 1,
+                                          .pSetLayouts = &r->set_layout},
+            NULL, &r->layout) == VK_SUCCESS &&
+        vk->vkCreateComputePipelines(
+            dev, VK_NULL_HANDLE, 1,
+            &(VkComputePipelineCreateInfo){
+                .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+                .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                          .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                          .module = r->module,
+                          .pName = "main"},
+                .layout = r->layout},
+            NULL, &r->pipe) == VK_SUCCESS &&
+        vk->vkCreateDescriptorPool(
+            dev,
+            &(VkDescriptorPoolCreateInfo){.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                          .maxSets = 1,
+                                          .poolSizeCount = 1,
+                                          .pPoolSizes = &size},
+            NULL, &r->pool) == VK_SUCCESS &&
+        vk->vkAllocateDescriptorSets(
+            dev,
+            &(VkDescriptorSetAllocateInfo){.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                           .descriptorPool = r->pool,
+                                           .descriptorSetCount = 1,
+                                           .pSetLayouts = &r->set_layout},
+            &r->set) == VK_SUCCESS &&
+        vk->vkCreateCommandPool(
+            dev,
+            &(VkCommandPoolCreateInfo){.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                       .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                                       .queueFamilyIndex = family},
+            NULL, &r->cmd_pool) == VK_SUCCESS &&
+        vk->vkAllocateCommandBuffers(
+            dev,
+            &(VkCommandBufferAllocateInfo){.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                           .commandPool = r->cmd_pool,
+                                           .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                           .commandBufferCount = 1},
+            &r->cmd) == VK_SUCCESS &&
+        vk->vkCreateFence(dev, &(VkFenceCreateInfo){.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO},
+                          NULL, &r->fence) == VK_SUCCESS;
+    if (ok) {
+        VkDescriptorBufferInfo info = {vkd_buffer_handle(buf), 0, VK_WHOLE_SIZE};
+        vk->vkUpdateDescriptorSets(
+            dev, 1,
+            &(VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                    .dstSet = r->set,
+                                    .descriptorCount = 1,
+                                    .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                    .pBufferInfo = &info},
+            0, NULL);
+    }
+    return ok;
+}
+
+/* Records count dispatches (each after a barrier on the one before, as vk/ and Kiln do), submits
+ * and waits. */
+static bool raw_run(raw_vk *r, uint32_t count, VkQueryPool timestamps) {
+    const struct VolkDeviceTable *vk = r->vk;
+    VkMemoryBarrier barrier = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                               .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+                               .dstAccessMask =
+                                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+    if (vk->vkResetCommandBuffer(r->cmd, 0) != VK_SUCCESS ||
+        vk->vkBeginCommandBuffer(
+            r->cmd, &(VkCommandBufferBeginInfo){
+                        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT}) != VK_SUCCESS)
+        return false;
+    if (timestamps)
+        vk->vkCmdResetQueryPool(r->cmd, timestamps, 0, 2 * count);
+    for (uint32_t i = 0; i < count; i++) {
+        if (i > 0)
+            vk->vkCmdPipelineBarrier(r->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, NULL,
+                                     0, NULL);
+        vk->vkCmdBindPipeline(r->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, r->pipe);
+        vk->vkCmdBindDescriptorSets(r->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, r->layout, 0, 1,
+                                    &r->set, 0, NULL);
+        if (timestamps)
+            vk->vkCmdWriteTimestamp(r->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timestamps, 2 * i);
+        vk->vkCmdDispatch(r->cmd, 1, 1, 1);
+        if (timestamps)
+            vk->vkCmdWriteTimestamp(r->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps,
+                                    2 * i + 1);
+    }
+    return vk->vkEndCommandBuffer(r->cmd) == VK_SUCCESS &&
+           vk->vkResetFences(r->dev, 1, &r->fence) == VK_SUCCESS &&
+           vk->vkQueueSubmit(r->queue, 1,
+                             &(VkSubmitInfo){.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                                             .commandBufferCount = 1,
+                                             .pCommandBuffers = &r->cmd},
+                             r->fence) == VK_SUCCESS &&
+           vk->vkWaitForFences(r->dev, 1, &r->fence, VK_TRUE, UINT64_MAX) == VK_SUCCESS;
+}
+
+/* The same Kiln figure against 1,000 empty dispatches recorded with bare Vulkan calls (no vk/
+ * batch: one descriptor set, no timestamps), which shows what vk/'s batch itself costs. */
+static void dispatch_raw_row(const char *id, const row *kiln_row) {
+    row *r = row_new(id, "1000 small kernels vs bare Vulkan", "bare vk empty x1000", CHAINS * STEPS,
+                     UNIT_US);
+    uint32_t *words = NULL;
+    size_t count;
+    double glslc_ms;
+    vkd_buffer *b = ref_buffer(NULL, 64);
+    if (!r || !b || !g.have_glslc || !glslc_compile("empty", &words, &count, &glslc_ms)) {
+        if (r)
+            row_note(r, "reference skipped (no glslc or no device)");
+        vkd_buffer_destroy(b);
+        return;
+    }
+    r->kiln_ms = kiln_row->kiln_ms;
+    r->kiln_first_ms = kiln_row->kiln_first_ms;
+    r->kiln_dev_ms = kiln_row->kiln_dev_ms;
+    r->dispatches = kiln_row->dispatches;
+    raw_vk raw = {0};
+    double times[MAX_REPS];
+    bool ok = raw_create(&raw, words, count, b);
+    /* Without timestamps (the figure), then with one pair per dispatch as vk/ writes them (in
+     * results.json's variants: what the timestamps cost). */
+    VkQueryPool qp = VK_NULL_HANDLE;
+    ok = ok && raw.vk->vkCreateQueryPool(
+                   raw.dev,
+                   &(VkQueryPoolCreateInfo){.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                                            .queryType = VK_QUERY_TYPE_TIMESTAMP,
+                                            .queryCount = 2 * CHAINS * STEPS},
+                   NULL, &qp) == VK_SUCCESS;
+    for (int timed = 0; ok && timed < 2; timed++) {
+        for (int rep = 0; ok && rep <= g.reps; rep++) {
+            double t0 = now_ms();
+            ok = raw_run(&raw, CHAINS * STEPS, timed ? qp : VK_NULL_HANDLE);
+            if (rep == 0 && !timed)
+                r->ref_first_ms = now_ms() - t0;
+            else if (rep > 0)
+                times[rep - 1] = now_ms() - t0;
+        }
+        double med = ok ? median(times, g.reps) : NAN;
+        if (!timed)
+            r->ref_ms = med;
+        size_t len = strlen(r->variants);
+        snprintf(r->variants + len, sizeof r->variants - len, "%s%s %.3f ms", len ? ", " : "",
+                 timed ? "with timestamps" : "no timestamps", med);
+    }
+    if (!ok)
+        row_note(r, "bare Vulkan run failed");
+    if (qp)
+        raw.vk->vkDestroyQueryPool(raw.dev, qp, NULL);
+    raw_destroy(&raw);
+    vkd_buffer_destroy(b);
+    free(words);
+}
+
 static void case_dispatch(void) {
     const char *id = "dispatch", *name = "1000 small kernels, one realize";
     if (!selected(id, name))
@@ -1379,6 +1588,7 @@ static void case_dispatch(void) {
     }
     check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, CHAINS * VEC, 0, 0);
     dispatch_empty_row(id, r, d);
+    dispatch_raw_row(id, r);
     free(d);
     for (int ch = 0; ch < CHAINS; ch++) {
         for (int k = 0; k < 3; k++)
