@@ -607,17 +607,19 @@ static void case_ew_fma(void) {
 
     vkd_buffer *bo = ref_buffer(NULL, N16M), *ba = ref_buffer(ha, N16M), *bb = ref_buffer(hb, N16M),
                *bc = ref_buffer(hc, N16M);
-    ref_variant v[3];
+    ref_variant v[MAX_VARIANTS];
     int nv = 0;
-    for (uint32_t per = 2; bo && ba && bb && bc && per <= 32; per *= 4) { /* 2, 8, 32 vec4 */
+    /* vec4 per invocation, contiguous or interleaved across the workgroup. */
+    static const uint32_t shapes[][2] = {{2, 0}, {8, 0}, {2, 1}, {8, 1}};
+    for (uint32_t i = 0; bo && ba && bb && bc && i < 4; i++) {
         char vname[24];
-        snprintf(vname, sizeof vname, "vec4 x%u", per);
-        v[nv++] = variant1(vname, ref_pipeline("ew_fma", 4, 4, &per, 1),
+        snprintf(vname, sizeof vname, "vec4 x%u%s", shapes[i][0], shapes[i][1] ? " il" : "");
+        v[nv++] = variant1(vname, ref_pipeline("ew_fma", 4, 4, shapes[i], 2),
                            (ref_dispatch){.buffers = {bo, ba, bb, bc},
                                           .binding_count = 4,
                                           .push = {N16M / 4},
                                           .push_size = 4,
-                                          .groups = {N16M / 4 / per / 64, 1, 1}});
+                                          .groups = {N16M / 4 / shapes[i][0] / 64, 1, 1}});
     }
     bool ref_ok = ref_best(r, v, nv, bo, refo, N16M, want, 0, 0);
     check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, N16M, 0, 0);
@@ -659,17 +661,18 @@ static void case_ew_bcast(void) {
     bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, N16M);
 
     vkd_buffer *bo = ref_buffer(NULL, N16M), *ba = ref_buffer(ha, N16M), *bb = ref_buffer(hb, SIDE);
-    ref_variant v[3];
+    ref_variant v[MAX_VARIANTS];
     int nv = 0;
-    for (uint32_t per = 2; bo && ba && bb && per <= 32; per *= 4) {
+    static const uint32_t shapes[][2] = {{2, 0}, {8, 0}, {2, 1}, {8, 1}};
+    for (uint32_t i = 0; bo && ba && bb && i < 4; i++) {
         char vname[24];
-        snprintf(vname, sizeof vname, "vec4 x%u", per);
-        v[nv++] = variant1(vname, ref_pipeline("ew_bcast", 3, 8, &per, 1),
+        snprintf(vname, sizeof vname, "vec4 x%u%s", shapes[i][0], shapes[i][1] ? " il" : "");
+        v[nv++] = variant1(vname, ref_pipeline("ew_bcast", 3, 8, shapes[i], 2),
                            (ref_dispatch){.buffers = {bo, ba, bb},
                                           .binding_count = 3,
                                           .push = {N16M / 4, SIDE / 4},
                                           .push_size = 8,
-                                          .groups = {N16M / 4 / per / 64, 1, 1}});
+                                          .groups = {N16M / 4 / shapes[i][0] / 64, 1, 1}});
     }
     bool ref_ok = ref_best(r, v, nv, bo, refo, N16M, want, 0, 0);
     check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, N16M, 0, 0);
