@@ -1126,6 +1126,7 @@ static void case_strided_sum(void) {
         rg->kiln_ms = r->kiln_ms;
         rg->kiln_first_ms = r->kiln_first_ms;
         rg->kiln_dev_ms = r->kiln_dev_ms;
+        rg->dispatches = r->dispatches;
         ref_variant v[MAX_VARIANTS];
         int nv = bx && bo && bp ? red_ref_variants(RED_SUM_T_ROWS, v, bx, bo, bp) : 0;
         bool ref_ok = ref_best(rg, v, nv, bo, refo, SIDE, want, 0, 0);
