@@ -87,6 +87,7 @@ typedef struct row {
     double ref_ms;
     double ref_first_ms;
     double ref_dev_ms; /* the reference's device time (timestamps) of one repetition */
+    double kiln_alone_ms, ref_alone_ms; /* medians measured separately, before pairing */
     double work;
     unit unit;
     unsigned long long dispatches; /* Kiln's dispatches per realize */
@@ -119,7 +120,7 @@ static row *row_new(const char *id, const char *name, const char *ref, double wo
     snprintf(r->name, sizeof r->name, "%s", name);
     snprintf(r->ref, sizeof r->ref, "%s", ref);
     r->kiln_ms = r->kiln_first_ms = r->kiln_dev_ms = r->ref_ms = r->ref_first_ms = r->ref_dev_ms =
-        NAN;
+        r->kiln_alone_ms = r->ref_alone_ms = NAN;
     r->work = work;
     r->unit = u;
     snprintf(r->status, sizeof r->status, "ok");
@@ -398,11 +399,19 @@ typedef struct ref_variant {
     uint32_t count; /* dispatches; 0: the variant could not be built */
 } ref_variant;
 
+static void variant_finish(ref_variant *v) {
+    vkd_pipeline_destroy(v->pipes[0]);
+    vkd_pipeline_destroy(v->pipes[1]);
+    v->pipes[0] = v->pipes[1] = NULL;
+    v->count = 0;
+}
+
 /* Measures every variant, checks each one's output (read back from out) against the host's,
- * and keeps the fastest correct one: its name, times and output (refo) go to the row. Destroys
- * the variants' pipelines. */
+ * and keeps the fastest correct one: its name, times and output (refo) go to the row, and the
+ * variant itself to *best when best is not NULL (the caller then finishes it). Finishes the
+ * other variants. */
 static bool ref_best(row *r, ref_variant *v, int nv, const vkd_buffer *out, float *refo, size_t n,
-                     const float *host, double rtol, double atol) {
+                     const float *host, double rtol, double atol, ref_variant *best_out) {
     float *tmp = out ? alloc_floats(n) : NULL;
     int best = -1;
     for (int i = 0; tmp && i < nv; i++) {
@@ -428,9 +437,11 @@ static bool ref_best(row *r, ref_variant *v, int nv, const vkd_buffer *out, floa
             snprintf(r->ref, sizeof r->ref, "glsl %s", v[i].name);
         }
     }
+    if (best_out)
+        *best_out = best >= 0 ? v[best] : (ref_variant){.count = 0};
     for (int i = 0; i < nv; i++) {
-        vkd_pipeline_destroy(v[i].pipes[0]);
-        vkd_pipeline_destroy(v[i].pipes[1]);
+        if (!best_out || i != best)
+            variant_finish(&v[i]);
     }
     free(tmp);
     if (best < 0)
@@ -551,6 +562,47 @@ static void check_outputs(row *r, const float *kiln, const float *ref, const flo
         row_note(r, msg);
 }
 
+/* Kiln and the reference in alternation, g.reps times each, after both were measured on their
+ * own: on a shared machine both medians then see the same load. The row's medians become the
+ * paired ones (the separate ones stay in results.json as *_alone_ms). Finishes best. */
+static void paired(row *r, const kiln_case *c, ref_variant *best) {
+    vkd_batch *batch = NULL;
+    base_error err = {0};
+    double kt[MAX_REPS], rt[MAX_REPS];
+    bool ok = best->count && !isnan(r->kiln_ms) && vkd_batch_create(g.dev, &batch, &err) == KILN_OK;
+    for (int i = 0; ok && i < g.reps; i++) {
+        ok = !c->prepare || c->prepare(c->user, g.reps + 1 + i);
+        double t0 = now_ms();
+        kiln_tensor *t = ok ? c->build(c->user, i) : NULL;
+        ok = t && kiln_realize(t) == KILN_OK;
+        kt[i] = now_ms() - t0;
+        t0 = now_ms();
+        if (ok && i > 0)
+            ok = vkd_batch_reset(batch, &err) == KILN_OK;
+        for (uint32_t j = 0; ok && j < best->count; j++) {
+            const ref_dispatch *d = &best->d[j];
+            vkd_binding b[REF_MAX_BINDINGS];
+            for (uint32_t k = 0; k < d->binding_count; k++)
+                b[k] = (vkd_binding){.buffer = d->buffers[k]};
+            ok = vkd_batch_dispatch(batch, d->pipe, b, d->binding_count,
+                                    d->push_size ? d->push : NULL, d->push_size, d->groups,
+                                    &err) == KILN_OK;
+        }
+        ok = ok && vkd_batch_submit(batch, &err) == KILN_OK;
+        rt[i] = now_ms() - t0;
+    }
+    if (ok && best->count && !isnan(r->kiln_ms)) {
+        r->kiln_alone_ms = r->kiln_ms;
+        r->ref_alone_ms = r->ref_ms;
+        r->kiln_ms = median(kt, g.reps);
+        r->ref_ms = median(rt, g.reps);
+    } else if (best->count && !isnan(r->kiln_ms)) {
+        row_note(r, "paired run failed");
+    }
+    vkd_batch_destroy(batch);
+    variant_finish(best);
+}
+
 /* ---- elementwise -------------------------------------------------------------------------- */
 
 enum { N16M = 1 << 24, SIDE = 4096 };
@@ -621,8 +673,10 @@ static void case_ew_fma(void) {
                                           .push_size = 4,
                                           .groups = {N16M / 4 / shapes[i][0] / 64, 1, 1}});
     }
-    bool ref_ok = ref_best(r, v, nv, bo, refo, N16M, want, 0, 0);
+    ref_variant best;
+    bool ref_ok = ref_best(r, v, nv, bo, refo, N16M, want, 0, 0, &best);
     check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, N16M, 0, 0);
+    paired(r, &c, &best);
     vkd_buffer_destroy(bo);
     vkd_buffer_destroy(ba);
     vkd_buffer_destroy(bb);
@@ -674,8 +728,10 @@ static void case_ew_bcast(void) {
                                           .push_size = 8,
                                           .groups = {N16M / 4 / shapes[i][0] / 64, 1, 1}});
     }
-    bool ref_ok = ref_best(r, v, nv, bo, refo, N16M, want, 0, 0);
+    ref_variant best;
+    bool ref_ok = ref_best(r, v, nv, bo, refo, N16M, want, 0, 0, &best);
     check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, N16M, 0, 0);
+    paired(r, &c, &best);
     vkd_buffer_destroy(bo);
     vkd_buffer_destroy(ba);
     vkd_buffer_destroy(bb);
@@ -860,8 +916,10 @@ static void case_reduction(red_kind kind, const char *id, const char *name) {
                *bp = ref_buffer(NULL, MAX_STRIPS * SIDE);
     ref_variant v[MAX_VARIANTS];
     int nv = bx && bo && bp ? red_ref_variants(kind, v, bx, bo, bp) : 0;
-    bool ref_ok = ref_best(r, v, nv, bo, refo, n_out, want, 0, 0);
+    ref_variant best;
+    bool ref_ok = ref_best(r, v, nv, bo, refo, n_out, want, 0, 0, &best);
     check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, n_out, 0, 0);
+    paired(r, &c, &best);
     vkd_buffer_destroy(bx);
     vkd_buffer_destroy(bo);
     vkd_buffer_destroy(bp);
@@ -947,8 +1005,10 @@ static void case_softmax(void) {
                 ref_pipeline("softmax_rows", 2, 0, (const uint32_t[]){SM_COLS / 256}, 1),
                 (ref_dispatch){.buffers = {bo, bx}, .binding_count = 2, .groups = {SM_ROWS, 1, 1}});
     }
-    bool ref_ok = ref_best(r, v, nv, bo, refo, N, want, 1e-5, 1e-8);
+    ref_variant best;
+    bool ref_ok = ref_best(r, v, nv, bo, refo, N, want, 1e-5, 1e-8, &best);
     check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, N, 1e-5, 1e-8);
+    paired(r, &c, &best);
     vkd_buffer_destroy(bo);
     vkd_buffer_destroy(bx);
 done:
@@ -1060,7 +1120,7 @@ static void case_matmul(uint32_t n) {
                                           .push_size = 12,
                                           .groups = {n / 8 / sh[1], n / sh[0] / sh[2], 1}});
     }
-    bool ref_ok = ref_best(r, v, nv, bc, refo, nn, NULL, 0, 0);
+    bool ref_ok = ref_best(r, v, nv, bc, refo, nn, NULL, 0, 0, NULL);
     check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, NULL, nn, 0, 0);
     if (ref_ok || kiln_ok)
         mm_check_host(r, ref_ok ? refo : got, ha, hb, n);
@@ -1129,8 +1189,10 @@ static void case_strided_sum(void) {
         rg->dispatches = r->dispatches;
         ref_variant v[MAX_VARIANTS];
         int nv = bx && bo && bp ? red_ref_variants(RED_SUM_T_ROWS, v, bx, bo, bp) : 0;
-        bool ref_ok = ref_best(rg, v, nv, bo, refo, SIDE, want, 0, 0);
+        ref_variant best;
+        bool ref_ok = ref_best(rg, v, nv, bo, refo, SIDE, want, 0, 0, &best);
         check_outputs(rg, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, SIDE, 0, 0);
+        paired(rg, &c, &best);
     }
     vkd_buffer_destroy(bx);
     vkd_buffer_destroy(bo);
@@ -1840,6 +1902,8 @@ static void write_json(void) {
         json_num(f, "ref_ms", r->ref_ms, true);
         json_num(f, "ref_first_ms", r->ref_first_ms, true);
         json_num(f, "ref_device_ms", r->ref_dev_ms, true);
+        json_num(f, "kiln_alone_ms", r->kiln_alone_ms, true);
+        json_num(f, "ref_alone_ms", r->ref_alone_ms, true);
         json_num(f, "ratio", r->kiln_ms / r->ref_ms, true);
         json_num(f, "kiln_throughput", throughput(r->work, r->unit, r->kiln_ms), true);
         json_num(f, "ref_throughput", throughput(r->work, r->unit, r->ref_ms), true);
