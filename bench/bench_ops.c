@@ -1898,6 +1898,10 @@ static void write_json(void) {
                 r->ref);
         json_num(f, "kiln_ms", r->kiln_ms, true);
         json_num(f, "kiln_first_ms", r->kiln_first_ms, true);
+        /* The one-time cost of the first realize: kernel generation + lavapipe's compile. */
+        json_num(f, "kiln_compile_ms",
+                 r->kiln_first_ms - (isnan(r->kiln_alone_ms) ? r->kiln_ms : r->kiln_alone_ms),
+                 true);
         json_num(f, "kiln_device_ms", r->kiln_dev_ms, true);
         json_num(f, "ref_ms", r->ref_ms, true);
         json_num(f, "ref_first_ms", r->ref_first_ms, true);
