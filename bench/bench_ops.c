@@ -1,0 +1,1986 @@
+/* bench_ops: Kiln's operations against hand-written references measured in the same run.
+ *
+ * For each case: Kiln's median wall time of realize-and-wait over several repetitions after a
+ * warm-up (the warm-up's time, which includes generating the kernel and lavapipe's LLVM compile
+ * at the first dispatch, is reported separately as "first"), the reference's median, the ratio
+ * kiln/ref (time: above 1 Kiln is slower), and throughputs. Kiln's output is checked against the
+ * reference's output, and the reference against a host computation, for every case.
+ *
+ * References: GLSL compute shaders in bench/shaders (compiled at run time by glslc, a
+ * benchmark-only dependency) run through vk/ on a device of their own, the same physical device
+ * Kiln uses; host figures: memcpy with 2 threads, numpy through a python3 subprocess. A missing
+ * tool skips its references with a message.
+ *
+ * Repetitions reuse Kiln's compiled kernels but need a new graph: nodes are hash-consed, so an
+ * identical graph would be the already realized node. Each repetition therefore reads one fresh
+ * input (uploaded outside the timing) or writes in place through kiln_copy_.
+ *
+ * Input data are multiples of 1/4 in [-1, 1]: every sum, product and mean (over powers of 2)
+ * below is exact in f32 in any order, so results are compared exactly except softmax.
+ *
+ * Environment: KILN_BENCH_FILTER=substring (case ids or names), KILN_BENCH_QUICK=1 (skips the
+ * 2048^3 matmul, fewer repetitions), KILN_BENCH_JSON=path (default bench/results.json),
+ * KILN_DEVICE (as Kiln). MESA_SHADER_CACHE_DIR is pointed at a fresh temporary folder unless
+ * it is set: first-use (compile) figures are then those of a cold cache on every run instead of
+ * depending on what earlier runs left in the user's cache (Mesa's cache stays on; it is not
+ * disabled). */
+#include <kiln/kiln.h>
+
+#include "vkd.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#ifndef KILN_BENCH_SHADER_DIR
+#error "KILN_BENCH_SHADER_DIR must name the folder of the GLSL references"
+#endif
+#ifndef KILN_BENCH_RESULTS
+#define KILN_BENCH_RESULTS "results.json"
+#endif
+
+/* ---- timing and results ------------------------------------------------------------------- */
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+typedef enum unit {
+    UNIT_GBS,    /* work is bytes read + written: GB/s */
+    UNIT_GFLOPS, /* work is floating-point operations: GFLOP/s */
+    UNIT_US,     /* work is a count (dispatches, kernels): microseconds each */
+} unit;
+
+static const char *const unit_names[] = {"GB/s", "GFLOP/s", "us/each"};
+
+enum { MAX_ROWS = 48, MAX_REPS = 15 };
+
+typedef struct row {
+    char id[32];
+    char name[56];
+    char ref[24];         /* what the reference is */
+    double kiln_ms;       /* median; NAN: not measured */
+    double kiln_first_ms; /* the warm-up (kernel generation + first dispatch) */
+    double kiln_dev_ms;   /* Kiln's device time (timestamps) of one repetition */
+    double ref_ms;
+    double ref_first_ms;
+    double ref_dev_ms; /* the reference's device time (timestamps) of one repetition */
+    double kiln_alone_ms, ref_alone_ms; /* medians measured separately, before pairing */
+    double work;
+    unit unit;
+    unsigned long long dispatches; /* Kiln's dispatches per realize */
+    char status[160];              /* "ok", or what went wrong */
+    char variants[200];            /* every reference variant measured: name and median */
+} row;
+
+static struct {
+    row rows[MAX_ROWS];
+    int row_count;
+    int reps; /* timed repetitions after the warm-up */
+    bool quick;
+    const char *filter;
+    char tmp[64];
+    bool have_glslc;
+    const char *python; /* with numpy; NULL: none */
+    vkd_instance *inst;
+    vkd_device *dev; /* the references' device */
+    char device_name[256];
+    bool have_subgroup_arith;
+    double matmul_1024_ms; /* Kiln's, for predicting 2048^3 (NAN: not measured) */
+} g;
+
+static row *row_new(const char *id, const char *name, const char *ref, double work, unit u) {
+    if (g.row_count == MAX_ROWS)
+        return NULL;
+    row *r = &g.rows[g.row_count++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->id, sizeof r->id, "%s", id);
+    snprintf(r->name, sizeof r->name, "%s", name);
+    snprintf(r->ref, sizeof r->ref, "%s", ref);
+    r->kiln_ms = r->kiln_first_ms = r->kiln_dev_ms = r->ref_ms = r->ref_first_ms = r->ref_dev_ms =
+        r->kiln_alone_ms = r->ref_alone_ms = NAN;
+    r->work = work;
+    r->unit = u;
+    snprintf(r->status, sizeof r->status, "ok");
+    return r;
+}
+
+/* Appends to a row's status (the first problem replaces "ok"). */
+static void row_note(row *r, const char *text) {
+    if (strcmp(r->status, "ok") == 0)
+        r->status[0] = '\0';
+    size_t len = strlen(r->status);
+    snprintf(r->status + len, sizeof r->status - len, "%s%s", len ? "; " : "", text);
+}
+
+static bool selected(const char *id, const char *name) {
+    bool yes = !g.filter || strstr(id, g.filter) || strstr(name, g.filter);
+    if (yes)
+        fprintf(stderr, "bench_ops: %s\n", name);
+    return yes;
+}
+
+static double throughput(double work, unit u, double ms) {
+    if (isnan(ms) || ms <= 0)
+        return NAN;
+    switch (u) {
+    case UNIT_GBS:
+        return work / ms / 1e6;
+    case UNIT_GFLOPS:
+        return work / ms / 1e6;
+    case UNIT_US:
+        return ms * 1e3 / work;
+    }
+    return NAN;
+}
+
+/* ---- data ------------------------------------------------------------------------------------ */
+
+/* Multiples of 1/4 in [-1, 1] from a seed. */
+static void fill_quarters(float *x, size_t n, uint64_t seed) {
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (float)((int)((s >> 33) % 9) - 4) * 0.25f;
+    }
+}
+
+static float *alloc_floats(size_t n) {
+    float *p = malloc(n * sizeof *p);
+    if (!p)
+        fprintf(stderr, "bench_ops: out of host memory (%zu floats)\n", n);
+    return p;
+}
+
+/* Compares got with want: |got - want| <= atol + rtol |want|. Returns true when all agree;
+ * otherwise describes the worst element in msg. */
+static bool compare(const float *got, const float *want, size_t n, double rtol, double atol,
+                    const char *what, char *msg, size_t msg_size) {
+    size_t bad = 0, worst = 0;
+    double worst_err = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)got[i] - (double)want[i]);
+        if (!(e <= atol + rtol * fabs((double)want[i]))) { /* NaN counts as bad */
+            if (bad == 0 || e > worst_err || isnan(e)) {
+                worst = i;
+                worst_err = isnan(e) ? INFINITY : e;
+            }
+            bad++;
+        }
+    }
+    if (bad == 0)
+        return true;
+    snprintf(msg, msg_size, "%s: %zu of %zu wrong, e.g. [%zu] %.9g vs %.9g", what, bad, n, worst,
+             (double)got[worst], (double)want[worst]);
+    return false;
+}
+
+/* ---- subprocesses and files ------------------------------------------------------------------ */
+
+/* Runs argv (NULL-terminated, at most 15 words) quietly (stdout and stderr to /dev/null unless
+ * keep_output); returns the exit status, -1 when it could not start. */
+static int run_quiet(const char *const *argv, bool keep_output) {
+    char *args[16]; /* posix_spawnp takes char *const[]: copied, never written */
+    size_t n = 0;
+    while (argv[n] && n < 15)
+        n++;
+    memcpy(args, argv, n * sizeof *args);
+    args[n] = NULL;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (!keep_output) {
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    }
+    pid_t pid;
+    int rc = posix_spawnp(&pid, args[0], &fa, NULL, args, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0)
+        return -1;
+    int status;
+    if (waitpid(pid, &status, 0) < 0)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void remove_tmp(void) {
+    if (g.tmp[0])
+        nftw(g.tmp, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Compiles shaders/<name>.comp with glslc into the temporary folder; *ms is glslc's wall
+ * time. The words are malloc'ed. */
+static bool glslc_compile(const char *name, uint32_t **words, size_t *count, double *ms) {
+    char src[512], out[256];
+    snprintf(src, sizeof src, "%s/%s.comp", KILN_BENCH_SHADER_DIR, name);
+    snprintf(out, sizeof out, "%s/%s.spv", g.tmp, name);
+    const char *argv[] = {"glslc", "-O", "--target-env=vulkan1.1", src, "-o", out, NULL};
+    double t0 = now_ms();
+    int rc = run_quiet(argv, true);
+    *ms = now_ms() - t0;
+    if (rc != 0) {
+        fprintf(stderr, "bench_ops: glslc failed on %s\n", src);
+        return false;
+    }
+    FILE *f = fopen(out, "rb");
+    if (!f)
+        return false;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *words = size > 0 ? malloc((size_t)size) : NULL;
+    bool ok = *words && fread(*words, 1, (size_t)size, f) == (size_t)size;
+    fclose(f);
+    *count = (size_t)size / 4;
+    if (!ok)
+        free(*words);
+    return ok;
+}
+
+/* ---- the references' device ------------------------------------------------------------------ */
+
+static bool ref_device_open(void) {
+    base_error err = {0};
+    uint32_t index = 0;
+    if (vkd_instance_create(&(vkd_instance_options){.app_name = "bench_ops"}, &g.inst, &err) !=
+            KILN_OK ||
+        vkd_instance_select(g.inst, getenv("KILN_DEVICE"), &index, &err) != KILN_OK ||
+        vkd_device_create(g.inst, index, NULL, &g.dev, &err) != KILN_OK) {
+        fprintf(stderr, "bench_ops: no device for the references: %s\n", base_error_message(&err));
+        return false;
+    }
+    snprintf(g.device_name, sizeof g.device_name, "%s",
+             vkd_instance_device(g.inst, index)->props.deviceName);
+    VkSubgroupFeatureFlags ops = vkd_device_caps(g.dev)->subgroup_operations;
+    g.have_subgroup_arith = (ops & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0;
+    return true;
+}
+
+/* A pipeline from shaders/<name>.comp with spec_count uint specialization constants (ids 0..). */
+static vkd_pipeline *ref_pipeline(const char *name, uint32_t bindings, uint32_t push_size,
+                                  const uint32_t *spec, uint32_t spec_count) {
+    uint32_t *words;
+    size_t count;
+    double ms;
+    if (!g.have_glslc || !glslc_compile(name, &words, &count, &ms))
+        return NULL;
+    VkSpecializationMapEntry entries[4];
+    for (uint32_t i = 0; i < spec_count && i < 4; i++)
+        entries[i] = (VkSpecializationMapEntry){.constantID = i, .offset = 4 * i, .size = 4};
+    vkd_pipeline_desc desc = {
+        .code = words,
+        .word_count = count,
+        .binding_count = bindings,
+        .push_constant_size = push_size,
+        .spec_entries = spec_count ? entries : NULL,
+        .spec_entry_count = spec_count,
+        .spec_data = spec,
+        .spec_data_size = 4 * spec_count,
+        .debug_name = name,
+    };
+    vkd_pipeline *p = NULL;
+    base_error err = {0};
+    if (vkd_pipeline_create(g.dev, &desc, &p, &err) != KILN_OK)
+        fprintf(stderr, "bench_ops: %s: %s\n", name, base_error_message(&err));
+    free(words);
+    return p;
+}
+
+static vkd_buffer *ref_buffer(const float *data, size_t n) {
+    vkd_buffer *b = NULL;
+    base_error err = {0};
+    if (vkd_buffer_create(g.dev, n * sizeof(float), &b, &err) != KILN_OK ||
+        (data && vkd_buffer_upload(b, 0, data, n * sizeof(float), &err) != KILN_OK)) {
+        fprintf(stderr, "bench_ops: reference buffer: %s\n", base_error_message(&err));
+        vkd_buffer_destroy(b);
+        return NULL;
+    }
+    return b;
+}
+
+static bool ref_read(const vkd_buffer *b, float *out, size_t n) {
+    base_error err = {0};
+    if (vkd_buffer_download(b, 0, out, n * sizeof(float), &err) != KILN_OK) {
+        fprintf(stderr, "bench_ops: reference download: %s\n", base_error_message(&err));
+        return false;
+    }
+    return true;
+}
+
+enum { REF_MAX_BINDINGS = 4 };
+
+typedef struct ref_dispatch {
+    const vkd_pipeline *pipe;
+    const vkd_buffer *buffers[REF_MAX_BINDINGS];
+    uint32_t binding_count;
+    uint32_t push[4];
+    uint32_t push_size;
+    uint32_t groups[3];
+} ref_dispatch;
+
+/* Records the dispatches in one command buffer, submits and waits: a warm-up, then g.reps
+ * timed repetitions (wall time of record + submit + wait). */
+static bool ref_measure(const ref_dispatch *d, uint32_t count, double *first, double *med,
+                        double *dev_ms) {
+    vkd_batch *batch = NULL;
+    base_error err = {0};
+    double times[MAX_REPS];
+    kiln_status st = vkd_batch_create(g.dev, &batch, &err);
+    for (int rep = 0; st == KILN_OK && rep <= g.reps; rep++) {
+        double t0 = now_ms();
+        if (rep > 0)
+            st = vkd_batch_reset(batch, &err);
+        for (uint32_t i = 0; st == KILN_OK && i < count; i++) {
+            vkd_binding b[REF_MAX_BINDINGS];
+            for (uint32_t j = 0; j < d[i].binding_count; j++)
+                b[j] = (vkd_binding){.buffer = d[i].buffers[j]};
+            st = vkd_batch_dispatch(batch, d[i].pipe, b, d[i].binding_count,
+                                    d[i].push_size ? d[i].push : NULL, d[i].push_size, d[i].groups,
+                                    &err);
+        }
+        if (st == KILN_OK)
+            st = vkd_batch_submit(batch, &err);
+        double ms = now_ms() - t0;
+        if (rep == 0)
+            *first = ms;
+        else
+            times[rep - 1] = ms;
+    }
+    uint64_t ns, total = 0;
+    for (uint32_t i = 0; st == KILN_OK && i < vkd_batch_dispatch_count(batch); i++)
+        total += vkd_batch_dispatch_time(batch, i, &ns) ? ns : 0;
+    if (dev_ms)
+        *dev_ms = (double)total / 1e6;
+    vkd_batch_destroy(batch);
+    if (st != KILN_OK) {
+        fprintf(stderr, "bench_ops: reference run: %s\n", base_error_message(&err));
+        return false;
+    }
+    *med = median(times, g.reps);
+    return true;
+}
+
+enum { MAX_VARIANTS = 4 };
+
+/* One way of computing a case's reference (several are measured; the fastest counts). */
+typedef struct ref_variant {
+    char name[24];
+    vkd_pipeline *pipes[2];
+    ref_dispatch d[2];
+    uint32_t count; /* dispatches; 0: the variant could not be built */
+} ref_variant;
+
+static void variant_finish(ref_variant *v) {
+    vkd_pipeline_destroy(v->pipes[0]);
+    vkd_pipeline_destroy(v->pipes[1]);
+    v->pipes[0] = v->pipes[1] = NULL;
+    v->count = 0;
+}
+
+/* Measures every variant, checks each one's output (read back from out) against the host's,
+ * and keeps the fastest correct one: its name, times and output (refo) go to the row, and the
+ * variant itself to *best when best is not NULL (the caller then finishes it). Finishes the
+ * other variants. */
+static bool ref_best(row *r, ref_variant *v, int nv, const vkd_buffer *out, float *refo, size_t n,
+                     const float *host, double rtol, double atol, ref_variant *best_out) {
+    float *tmp = out ? alloc_floats(n) : NULL;
+    int best = -1;
+    for (int i = 0; tmp && i < nv; i++) {
+        double first, med, dev;
+        if (!v[i].count || !ref_measure(v[i].d, v[i].count, &first, &med, &dev) ||
+            !ref_read(out, tmp, n))
+            continue;
+        char msg[160];
+        if (host &&
+            !compare(tmp, host, n, rtol, atol, "REFERENCE WRONG vs host", msg, sizeof msg)) {
+            row_note(r, msg);
+            continue;
+        }
+        size_t len = strlen(r->variants);
+        snprintf(r->variants + len, sizeof r->variants - len, "%s%s %.3f ms", len ? ", " : "",
+                 v[i].name, med);
+        if (best < 0 || med < r->ref_ms) {
+            best = i;
+            r->ref_ms = med;
+            r->ref_first_ms = first;
+            r->ref_dev_ms = dev;
+            memcpy(refo, tmp, n * sizeof *tmp);
+            snprintf(r->ref, sizeof r->ref, "glsl %s", v[i].name);
+        }
+    }
+    if (best_out)
+        *best_out = best >= 0 ? v[best] : (ref_variant){.count = 0};
+    for (int i = 0; i < nv; i++) {
+        if (!best_out || i != best)
+            variant_finish(&v[i]);
+    }
+    free(tmp);
+    if (best < 0)
+        row_note(r, "reference skipped (no glslc, device or feature)");
+    return best >= 0;
+}
+
+/* A one-dispatch variant. */
+static ref_variant variant1(const char *name, vkd_pipeline *p, ref_dispatch d) {
+    ref_variant v = {.pipes = {p}, .d = {d}, .count = p ? 1 : 0};
+    snprintf(v.name, sizeof v.name, "%s", name);
+    v.d[0].pipe = p;
+    return v;
+}
+
+/* ---- Kiln measurement -------------------------------------------------------------------- */
+
+/* A Kiln case: prepare (untimed) makes repetition rep's fresh inputs; build (timed) makes the
+ * graph and returns the tensor to realize. */
+typedef struct kiln_case {
+    kiln_context *ctx;
+    bool (*prepare)(void *user, int rep);
+    kiln_tensor *(*build)(void *user, int rep);
+    void *user;
+    uint32_t extra_count; /* more tensors realized in the same call (kiln_realize_many) */
+    kiln_tensor **extra;  /* filled by build, may be NULL */
+} kiln_case;
+
+static kiln_context *kiln_open(row *r) {
+    kiln_context *ctx = NULL;
+    if (kiln_context_create(NULL, &ctx) != KILN_OK) {
+        row_note(r, "Kiln context creation failed");
+        return NULL;
+    }
+    return ctx;
+}
+
+static void kiln_fail(row *r, kiln_context *ctx, const char *what) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "KILN ERROR (%s): %s", what, kiln_context_message(ctx));
+    row_note(r, msg);
+}
+
+/* The warm-up and g.reps timed repetitions of build + realize; the last repetition's tensor
+ * comes back in *out for checking. */
+static bool kiln_measure(row *r, const kiln_case *c, kiln_tensor **out) {
+    double times[MAX_REPS];
+    int reps = g.reps;
+    for (int rep = 0; rep <= reps; rep++) {
+        if (c->prepare && !c->prepare(c->user, rep)) {
+            kiln_fail(r, c->ctx, "inputs");
+            return false;
+        }
+        kiln_stats before = kiln_context_stats(c->ctx);
+        double t0 = now_ms();
+        kiln_tensor *t = c->build(c->user, rep);
+        kiln_status st;
+        if (c->extra_count) {
+            kiln_tensor *all[64];
+            if (c->extra_count >= 64)
+                return false;
+            all[0] = t;
+            for (uint32_t i = 0; i < c->extra_count; i++)
+                all[i + 1] = c->extra[i];
+            st = kiln_realize_many(c->ctx, c->extra_count + 1, all);
+        } else {
+            st = t ? kiln_realize(t) : kiln_context_status(c->ctx);
+        }
+        double ms = now_ms() - t0;
+        if (st != KILN_OK || !t) {
+            kiln_fail(r, c->ctx, rep == 0 ? "first realize" : "realize");
+            return false;
+        }
+        kiln_stats after = kiln_context_stats(c->ctx);
+        if (rep == 0) {
+            r->kiln_first_ms = ms;
+            /* Cases of seconds per run (Kiln's matmul) get fewer repetitions. */
+            reps = ms > 5000 ? (reps < 2 ? reps : 2) : ms > 1000 ? (reps < 3 ? reps : 3) : reps;
+        } else {
+            times[rep - 1] = ms;
+            r->kiln_dev_ms = (double)(after.device_time_ns - before.device_time_ns) / 1e6;
+            r->dispatches = (unsigned long long)(after.dispatches - before.dispatches);
+            if (after.kernels_compiled != before.kernels_compiled)
+                row_note(r, "Kiln recompiled on a repetition");
+        }
+        *out = t;
+    }
+    r->kiln_ms = median(times, reps);
+    if (r->dispatches == 0)
+        row_note(r, "no Kiln dispatch ran on a repetition: the timing is not of a kernel");
+    if (reps < g.reps) {
+        char msg[64];
+        snprintf(msg, sizeof msg, "%d Kiln repetitions (slow)", reps);
+        row_note(r, msg);
+    }
+    return true;
+}
+
+static bool kiln_read_floats(row *r, kiln_context *ctx, kiln_tensor *t, float *out, size_t n) {
+    if (kiln_read(t, out, n * sizeof(float)) != KILN_OK) {
+        kiln_fail(r, ctx, "read");
+        return false;
+    }
+    return true;
+}
+
+/* Checks Kiln's output against the reference's (when there is one) and the reference's (or,
+ * without one, Kiln's) against the host's expectation. */
+static void check_outputs(row *r, const float *kiln, const float *ref, const float *host, size_t n,
+                          double rtol, double atol) {
+    char msg[160];
+    if (kiln && ref &&
+        !compare(kiln, ref, n, rtol, atol, "KILN WRONG vs reference", msg, sizeof msg))
+        row_note(r, msg);
+    const float *checked = ref ? ref : kiln;
+    const char *what = ref ? "REFERENCE WRONG vs host" : "KILN WRONG vs host";
+    if (checked && host && !compare(checked, host, n, rtol, atol, what, msg, sizeof msg))
+        row_note(r, msg);
+}
+
+/* Kiln and the reference in alternation, g.reps times each, after both were measured on their
+ * own: on a shared machine both medians then see the same load. The row's medians become the
+ * paired ones (the separate ones stay in results.json as *_alone_ms). Finishes best. */
+static void paired(row *r, const kiln_case *c, ref_variant *best) {
+    vkd_batch *batch = NULL;
+    base_error err = {0};
+    double kt[MAX_REPS], rt[MAX_REPS];
+    bool ok = best->count && !isnan(r->kiln_ms) && vkd_batch_create(g.dev, &batch, &err) == KILN_OK;
+    for (int i = 0; ok && i < g.reps; i++) {
+        ok = !c->prepare || c->prepare(c->user, g.reps + 1 + i);
+        double t0 = now_ms();
+        kiln_tensor *t = ok ? c->build(c->user, i) : NULL;
+        ok = t && kiln_realize(t) == KILN_OK;
+        kt[i] = now_ms() - t0;
+        t0 = now_ms();
+        if (ok && i > 0)
+            ok = vkd_batch_reset(batch, &err) == KILN_OK;
+        for (uint32_t j = 0; ok && j < best->count; j++) {
+            const ref_dispatch *d = &best->d[j];
+            vkd_binding b[REF_MAX_BINDINGS];
+            for (uint32_t k = 0; k < d->binding_count; k++)
+                b[k] = (vkd_binding){.buffer = d->buffers[k]};
+            ok = vkd_batch_dispatch(batch, d->pipe, b, d->binding_count,
+                                    d->push_size ? d->push : NULL, d->push_size, d->groups,
+                                    &err) == KILN_OK;
+        }
+        ok = ok && vkd_batch_submit(batch, &err) == KILN_OK;
+        rt[i] = now_ms() - t0;
+    }
+    if (ok && best->count && !isnan(r->kiln_ms)) {
+        r->kiln_alone_ms = r->kiln_ms;
+        r->ref_alone_ms = r->ref_ms;
+        r->kiln_ms = median(kt, g.reps);
+        r->ref_ms = median(rt, g.reps);
+    } else if (best->count && !isnan(r->kiln_ms)) {
+        row_note(r, "paired run failed");
+    }
+    vkd_batch_destroy(batch);
+    variant_finish(best);
+}
+
+/* ---- elementwise -------------------------------------------------------------------------- */
+
+enum { N16M = 1 << 24, SIDE = 4096 };
+
+typedef struct ew_state {
+    kiln_context *ctx;
+    const float *host_c;
+    kiln_tensor *a, *b, *c;
+    uint32_t ndim;
+    int64_t shape_c[2];
+    bool broadcast;
+} ew_state;
+
+static bool ew_prepare(void *user, int rep) {
+    ew_state *s = user;
+    (void)rep;
+    s->c = kiln_from_data(s->ctx, KILN_F32, s->ndim, s->shape_c, s->host_c);
+    return s->c != NULL;
+}
+
+static kiln_tensor *ew_build(void *user, int rep) {
+    ew_state *s = user;
+    (void)rep;
+    if (s->broadcast)
+        return kiln_add(s->a, s->c);
+    return kiln_add(kiln_mul(s->a, s->b), s->c);
+}
+
+static void numpy_row(const char *id, const char *name, double kiln_ms, double work,
+                      const char *expr_setup, const char *expr);
+
+static void case_ew_fma(void) {
+    const char *id = "ew_fma", *name = "a*b+c 16M f32";
+    if (!selected(id, name))
+        return;
+    row *r = row_new(id, name, "glsl vec4x4", 4.0 * 4 * N16M, UNIT_GBS);
+    float *ha = alloc_floats(N16M), *hb = alloc_floats(N16M), *hc = alloc_floats(N16M);
+    float *want = alloc_floats(N16M), *got = alloc_floats(N16M), *refo = alloc_floats(N16M);
+    kiln_context *ctx = kiln_open(r);
+    if (!ha || !hb || !hc || !want || !got || !refo || !ctx)
+        goto done;
+    fill_quarters(ha, N16M, 1);
+    fill_quarters(hb, N16M, 2);
+    fill_quarters(hc, N16M, 3);
+    for (size_t i = 0; i < N16M; i++)
+        want[i] = ha[i] * hb[i] + hc[i];
+    int64_t shape[1] = {N16M};
+    ew_state s = {.ctx = ctx, .host_c = hc, .ndim = 1, .shape_c = {N16M}};
+    s.a = kiln_from_data(ctx, KILN_F32, 1, shape, ha);
+    s.b = kiln_from_data(ctx, KILN_F32, 1, shape, hb);
+    kiln_case c = {.ctx = ctx, .prepare = ew_prepare, .build = ew_build, .user = &s};
+    kiln_tensor *out = NULL;
+    bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, N16M);
+
+    vkd_buffer *bo = ref_buffer(NULL, N16M), *ba = ref_buffer(ha, N16M), *bb = ref_buffer(hb, N16M),
+               *bc = ref_buffer(hc, N16M);
+    ref_variant v[MAX_VARIANTS];
+    int nv = 0;
+    /* vec4 per invocation, contiguous or interleaved across the workgroup. */
+    static const uint32_t shapes[][2] = {{2, 0}, {8, 0}, {2, 1}, {8, 1}};
+    for (uint32_t i = 0; bo && ba && bb && bc && i < 4; i++) {
+        char vname[24];
+        snprintf(vname, sizeof vname, "vec4 x%u%s", shapes[i][0], shapes[i][1] ? " il" : "");
+        v[nv++] = variant1(vname, ref_pipeline("ew_fma", 4, 4, shapes[i], 2),
+                           (ref_dispatch){.buffers = {bo, ba, bb, bc},
+                                          .binding_count = 4,
+                                          .push = {N16M / 4},
+                                          .push_size = 4,
+                                          .groups = {N16M / 4 / shapes[i][0] / 64, 1, 1}});
+    }
+    ref_variant best;
+    bool ref_ok = ref_best(r, v, nv, bo, refo, N16M, want, 0, 0, &best);
+    check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, N16M, 0, 0);
+    paired(r, &c, &best);
+    vkd_buffer_destroy(bo);
+    vkd_buffer_destroy(ba);
+    vkd_buffer_destroy(bb);
+    vkd_buffer_destroy(bc);
+    numpy_row(id, "a*b+c 16M f32 vs numpy", r->kiln_ms, r->work,
+              "a=np.random.rand(n).astype(np.float32);b=a.copy();c=a.copy();o=np.empty_like(a)",
+              "np.multiply(a,b,out=o);np.add(o,c,out=o)");
+done:
+    kiln_context_destroy(ctx);
+    free(ha);
+    free(hb);
+    free(hc);
+    free(want);
+    free(got);
+    free(refo);
+}
+
+static void case_ew_bcast(void) {
+    const char *id = "ew_bcast", *name = "(4096,4096)+(4096,1) f32";
+    if (!selected(id, name))
+        return;
+    row *r = row_new(id, name, "glsl vec4x4", 2.0 * 4 * N16M + 4.0 * SIDE, UNIT_GBS);
+    float *ha = alloc_floats(N16M), *hb = alloc_floats(SIDE);
+    float *want = alloc_floats(N16M), *got = alloc_floats(N16M), *refo = alloc_floats(N16M);
+    kiln_context *ctx = kiln_open(r);
+    if (!ha || !hb || !want || !got || !refo || !ctx)
+        goto done;
+    fill_quarters(ha, N16M, 4);
+    fill_quarters(hb, SIDE, 5);
+    for (size_t i = 0; i < N16M; i++)
+        want[i] = ha[i] + hb[i / SIDE];
+    ew_state s = {.ctx = ctx, .host_c = hb, .ndim = 2, .shape_c = {SIDE, 1}, .broadcast = true};
+    s.a = kiln_from_data(ctx, KILN_F32, 2, (int64_t[]){SIDE, SIDE}, ha);
+    kiln_case c = {.ctx = ctx, .prepare = ew_prepare, .build = ew_build, .user = &s};
+    kiln_tensor *out = NULL;
+    bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, N16M);
+
+    vkd_buffer *bo = ref_buffer(NULL, N16M), *ba = ref_buffer(ha, N16M), *bb = ref_buffer(hb, SIDE);
+    ref_variant v[MAX_VARIANTS];
+    int nv = 0;
+    static const uint32_t shapes[][2] = {{2, 0}, {8, 0}, {2, 1}, {8, 1}};
+    for (uint32_t i = 0; bo && ba && bb && i < 4; i++) {
+        char vname[24];
+        snprintf(vname, sizeof vname, "vec4 x%u%s", shapes[i][0], shapes[i][1] ? " il" : "");
+        v[nv++] = variant1(vname, ref_pipeline("ew_bcast", 3, 8, shapes[i], 2),
+                           (ref_dispatch){.buffers = {bo, ba, bb},
+                                          .binding_count = 3,
+                                          .push = {N16M / 4, SIDE / 4},
+                                          .push_size = 8,
+                                          .groups = {N16M / 4 / shapes[i][0] / 64, 1, 1}});
+    }
+    ref_variant best;
+    bool ref_ok = ref_best(r, v, nv, bo, refo, N16M, want, 0, 0, &best);
+    check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, N16M, 0, 0);
+    paired(r, &c, &best);
+    vkd_buffer_destroy(bo);
+    vkd_buffer_destroy(ba);
+    vkd_buffer_destroy(bb);
+done:
+    kiln_context_destroy(ctx);
+    free(ha);
+    free(hb);
+    free(want);
+    free(got);
+    free(refo);
+}
+
+/* ---- reductions over the (4096, 4096) data --------------------------------------------- */
+
+typedef enum red_kind {
+    RED_SUM_ALL,  /* sum over 16M (a flat view) */
+    RED_SUM_ROWS, /* sum over the last axis */
+    RED_MAX_COLS, /* max over axis 0 */
+    RED_MEAN_COLS,
+    RED_SUM_T_ROWS, /* sum over the last axis of the transposed view */
+} red_kind;
+
+typedef struct red_state {
+    kiln_context *ctx;
+    const float *host;
+    kiln_tensor *x;
+    red_kind kind;
+} red_state;
+
+static bool red_prepare(void *user, int rep) {
+    red_state *s = user;
+    (void)rep;
+    s->x = kiln_from_data(s->ctx, KILN_F32, 2, (int64_t[]){SIDE, SIDE}, s->host);
+    return s->x != NULL;
+}
+
+static kiln_tensor *red_build(void *user, int rep) {
+    red_state *s = user;
+    (void)rep;
+    switch (s->kind) {
+    case RED_SUM_ALL:
+        return kiln_sum(kiln_reshape(s->x, 1, (int64_t[]){N16M}), 0, NULL, false);
+    case RED_SUM_ROWS:
+        return kiln_sum(s->x, 1, (int32_t[]){-1}, false);
+    case RED_MAX_COLS:
+        return kiln_max(s->x, 1, (int32_t[]){0}, false);
+    case RED_MEAN_COLS:
+        return kiln_mean(s->x, 1, (int32_t[]){0}, false);
+    case RED_SUM_T_ROWS:
+        return kiln_sum(kiln_transpose(s->x, 0, 1), 1, (int32_t[]){-1}, false);
+    }
+    return NULL;
+}
+
+/* Host expectations (exact: the data are multiples of 1/4). */
+static void red_host(red_kind kind, const float *x, float *out) {
+    if (kind == RED_SUM_ALL) {
+        double s = 0;
+        for (size_t i = 0; i < N16M; i++)
+            s += x[i];
+        out[0] = (float)s;
+        return;
+    }
+    if (kind == RED_SUM_ROWS) {
+        for (size_t r = 0; r < SIDE; r++) {
+            double s = 0;
+            for (size_t j = 0; j < SIDE; j++)
+                s += x[r * SIDE + j];
+            out[r] = (float)s;
+        }
+        return;
+    }
+    for (size_t j = 0; j < SIDE; j++)
+        out[j] = kind == RED_MAX_COLS ? x[j] : 0.0f;
+    for (size_t r = kind == RED_MAX_COLS ? 1 : 0; r < SIDE; r++) {
+        for (size_t j = 0; j < SIDE; j++)
+            out[j] =
+                kind == RED_MAX_COLS ? fmaxf(out[j], x[r * SIDE + j]) : out[j] + x[r * SIDE + j];
+    }
+    if (kind == RED_MEAN_COLS) {
+        for (size_t j = 0; j < SIDE; j++)
+            out[j] *= 1.0f / SIDE;
+    }
+}
+
+enum { MAX_STRIPS = 32 };
+
+/* Column reductions in two stages: col_strips (CV vec4 per invocation, strips of rows) into
+ * partial, then col_reduce over the strips. */
+static ref_variant col_strips_variant(uint32_t op, uint32_t cv, uint32_t strips, float scale,
+                                      vkd_buffer *x, vkd_buffer *out, vkd_buffer *partial) {
+    ref_variant v = {.count = 2};
+    snprintf(v.name, sizeof v.name, "strips %ux%u", strips, cv);
+    v.pipes[0] = ref_pipeline("col_strips", 2, 8, (const uint32_t[]){op, cv}, 2);
+    v.pipes[1] = ref_pipeline("col_reduce", 2, 12, &op, 1);
+    if (!v.pipes[0] || !v.pipes[1])
+        v.count = 0;
+    v.d[0] = (ref_dispatch){.pipe = v.pipes[0],
+                            .buffers = {partial, x},
+                            .binding_count = 2,
+                            .push = {SIDE / strips, SIDE / 4},
+                            .push_size = 8,
+                            .groups = {(SIDE / 4 / cv + 63) / 64, strips, 1}};
+    v.d[1] = (ref_dispatch){.pipe = v.pipes[1],
+                            .buffers = {out, partial},
+                            .binding_count = 2,
+                            .push = {strips, SIDE / 4},
+                            .push_size = 12,
+                            .groups = {SIDE / 4 / 64, 1, 1}};
+    memcpy(&v.d[1].push[2], &scale, 4);
+    return v;
+}
+
+/* The reference variants of a reduction; returns their count. partial holds
+ * MAX_STRIPS * SIDE floats. */
+static int red_ref_variants(red_kind kind, ref_variant *v, vkd_buffer *x, vkd_buffer *out,
+                            vkd_buffer *partial) {
+    int nv = 0;
+    if (kind == RED_SUM_ALL) {
+        for (uint32_t groups = 16; groups <= 64; groups *= 2) {
+            vkd_pipeline *p = ref_pipeline("sum_blocks", 2, 4, NULL, 0);
+            v[nv] = (ref_variant){.pipes = {p}, .count = p ? 2 : 0};
+            snprintf(v[nv].name, sizeof v[nv].name, "blocks %u wg", groups);
+            v[nv].d[0] = (ref_dispatch){.pipe = p,
+                                        .buffers = {partial, x},
+                                        .binding_count = 2,
+                                        .push = {N16M / 4},
+                                        .push_size = 4,
+                                        .groups = {groups, 1, 1}};
+            v[nv].d[1] = (ref_dispatch){.pipe = p,
+                                        .buffers = {out, partial},
+                                        .binding_count = 2,
+                                        .push = {groups / 4},
+                                        .push_size = 4,
+                                        .groups = {1, 1, 1}};
+            nv++;
+        }
+        return nv;
+    }
+    if (kind == RED_SUM_ROWS) {
+        v[nv++] = variant1("row/invocation", ref_pipeline("sum_rows", 2, 8, NULL, 0),
+                           (ref_dispatch){.buffers = {out, x},
+                                          .binding_count = 2,
+                                          .push = {SIDE, SIDE / 4},
+                                          .push_size = 8,
+                                          .groups = {SIDE / 64, 1, 1}});
+        return nv;
+    }
+    /* Over axis 0 (RED_SUM_T_ROWS: the column sums of the contiguous data). */
+    uint32_t op = kind == RED_MAX_COLS ? 1 : 0;
+    float scale = kind == RED_MEAN_COLS ? 1.0f / SIDE : 1.0f;
+    v[nv] = variant1("vec4 column", ref_pipeline("col_reduce", 2, 12, &op, 1),
+                     (ref_dispatch){.buffers = {out, x},
+                                    .binding_count = 2,
+                                    .push = {SIDE, SIDE / 4},
+                                    .push_size = 12,
+                                    .groups = {SIDE / 4 / 64, 1, 1}});
+    memcpy(&v[nv++].d[0].push[2], &scale, 4);
+    v[nv++] = col_strips_variant(op, 4, 16, scale, x, out, partial);
+    v[nv++] = col_strips_variant(op, 16, 32, scale, x, out, partial);
+    return nv;
+}
+
+static void case_reduction(red_kind kind, const char *id, const char *name) {
+    if (!selected(id, name))
+        return;
+    size_t n_out = kind == RED_SUM_ALL ? 1 : SIDE;
+    row *r = row_new(id, name, "glsl blocked", 4.0 * N16M + 4.0 * (double)n_out, UNIT_GBS);
+    float *hx = alloc_floats(N16M), *want = alloc_floats(SIDE), *got = alloc_floats(SIDE),
+          *refo = alloc_floats(SIDE);
+    kiln_context *ctx = kiln_open(r);
+    if (!hx || !want || !got || !refo || !ctx)
+        goto done;
+    fill_quarters(hx, N16M, 6);
+    red_host(kind, hx, want);
+    red_state s = {.ctx = ctx, .host = hx, .kind = kind};
+    kiln_case c = {.ctx = ctx, .prepare = red_prepare, .build = red_build, .user = &s};
+    kiln_tensor *out = NULL;
+    bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, n_out);
+
+    vkd_buffer *bx = ref_buffer(hx, N16M), *bo = ref_buffer(NULL, SIDE),
+               *bp = ref_buffer(NULL, MAX_STRIPS * SIDE);
+    ref_variant v[MAX_VARIANTS];
+    int nv = bx && bo && bp ? red_ref_variants(kind, v, bx, bo, bp) : 0;
+    ref_variant best;
+    bool ref_ok = ref_best(r, v, nv, bo, refo, n_out, want, 0, 0, &best);
+    check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, n_out, 0, 0);
+    paired(r, &c, &best);
+    vkd_buffer_destroy(bx);
+    vkd_buffer_destroy(bo);
+    vkd_buffer_destroy(bp);
+    if (kind == RED_SUM_ALL)
+        numpy_row(id, "sum 16M f32 vs numpy", r->kiln_ms, r->work,
+                  "a=np.random.rand(n).astype(np.float32)", "a.sum()");
+done:
+    kiln_context_destroy(ctx);
+    free(hx);
+    free(want);
+    free(got);
+    free(refo);
+}
+
+/* ---- softmax ----------------------------------------------------------------------------------
+ */
+
+enum { SM_ROWS = 4096, SM_COLS = 1024 };
+
+static void softmax_host(const float *x, float *out) {
+    for (size_t r = 0; r < SM_ROWS; r++) {
+        const float *row_in = x + r * SM_COLS;
+        float m = row_in[0];
+        for (size_t j = 1; j < SM_COLS; j++)
+            m = fmaxf(m, row_in[j]);
+        double s = 0;
+        for (size_t j = 0; j < SM_COLS; j++)
+            s += exp((double)row_in[j] - m);
+        for (size_t j = 0; j < SM_COLS; j++)
+            out[r * SM_COLS + j] = (float)(exp((double)row_in[j] - m) / s);
+    }
+}
+
+typedef struct sm_state {
+    kiln_context *ctx;
+    const float *host;
+    kiln_tensor *x;
+} sm_state;
+
+static bool sm_prepare(void *user, int rep) {
+    sm_state *s = user;
+    (void)rep;
+    s->x = kiln_from_data(s->ctx, KILN_F32, 2, (int64_t[]){SM_ROWS, SM_COLS}, s->host);
+    return s->x != NULL;
+}
+
+static kiln_tensor *sm_build(void *user, int rep) {
+    (void)rep;
+    return kiln_softmax(((sm_state *)user)->x, -1);
+}
+
+static void case_softmax(void) {
+    const char *id = "softmax", *name = "softmax(4096,1024) last axis";
+    if (!selected(id, name))
+        return;
+    enum { N = SM_ROWS * SM_COLS };
+    row *r = row_new(id, name, "glsl fused", 2.0 * 4 * N, UNIT_GBS);
+    float *hx = alloc_floats(N), *want = alloc_floats(N), *got = alloc_floats(N),
+          *refo = alloc_floats(N);
+    kiln_context *ctx = kiln_open(r);
+    if (!hx || !want || !got || !refo || !ctx)
+        goto done;
+    fill_quarters(hx, N, 7);
+    softmax_host(hx, want);
+    sm_state s = {.ctx = ctx, .host = hx};
+    kiln_case c = {.ctx = ctx, .prepare = sm_prepare, .build = sm_build, .user = &s};
+    kiln_tensor *out = NULL;
+    bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, N);
+
+    vkd_buffer *bo = ref_buffer(NULL, N), *bx = ref_buffer(hx, N);
+    ref_variant v[2];
+    int nv = 0;
+    if (bo && bx) {
+        v[nv++] = variant1("row/invocation", ref_pipeline("softmax_rowinv", 2, 8, NULL, 0),
+                           (ref_dispatch){.buffers = {bo, bx},
+                                          .binding_count = 2,
+                                          .push = {SM_ROWS, SM_COLS / 4},
+                                          .push_size = 8,
+                                          .groups = {SM_ROWS / 64, 1, 1}});
+        if (g.have_subgroup_arith) /* one workgroup per row, subgroup + shared reductions */
+            v[nv++] = variant1(
+                "row/workgroup",
+                ref_pipeline("softmax_rows", 2, 0, (const uint32_t[]){SM_COLS / 256}, 1),
+                (ref_dispatch){.buffers = {bo, bx}, .binding_count = 2, .groups = {SM_ROWS, 1, 1}});
+    }
+    ref_variant best;
+    bool ref_ok = ref_best(r, v, nv, bo, refo, N, want, 1e-5, 1e-8, &best);
+    check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, N, 1e-5, 1e-8);
+    paired(r, &c, &best);
+    vkd_buffer_destroy(bo);
+    vkd_buffer_destroy(bx);
+done:
+    kiln_context_destroy(ctx);
+    free(hx);
+    free(want);
+    free(got);
+    free(refo);
+}
+
+/* ---- matmul -----------------------------------------------------------------------------------
+ */
+
+typedef struct mm_state {
+    kiln_context *ctx;
+    const float *host_a;
+    kiln_tensor *a, *b;
+    int64_t n;
+} mm_state;
+
+static bool mm_prepare(void *user, int rep) {
+    mm_state *s = user;
+    (void)rep;
+    s->a = kiln_from_data(s->ctx, KILN_F32, 2, (int64_t[]){s->n, s->n}, s->host_a);
+    return s->a != NULL;
+}
+
+static kiln_tensor *mm_build(void *user, int rep) {
+    mm_state *s = user;
+    (void)rep;
+    return kiln_matmul(s->a, s->b);
+}
+
+/* Checks 256 entries of c against the host (the full product is the device's job). */
+static void mm_check_host(row *r, const float *c, const float *a, const float *b, size_t n) {
+    for (size_t t = 0; t < 256; t++) {
+        size_t i = (t * 2654435761u) % n, j = (t * 40503u + 17) % n;
+        double s = 0;
+        for (size_t k = 0; k < n; k++)
+            s += (double)a[i * n + k] * b[k * n + j];
+        if ((float)s != c[i * n + j]) {
+            char msg[120];
+            snprintf(msg, sizeof msg, "WRONG vs host: C[%zu,%zu] = %.9g, host %.9g", i, j,
+                     (double)c[i * n + j], s);
+            row_note(r, msg);
+            return;
+        }
+    }
+}
+
+static void case_matmul(uint32_t n) {
+    char id[32], name[56];
+    snprintf(id, sizeof id, "matmul_%u", n);
+    snprintf(name, sizeof name, "matmul %u^3 f32", n);
+    if (!selected(id, name))
+        return;
+    row *r = row_new(id, name, "glsl 8/thread", 2.0 * n * n * n, UNIT_GFLOPS);
+    if (n > 1024 && g.quick) {
+        row_note(r, "skipped (KILN_BENCH_QUICK=1)");
+        return;
+    }
+    size_t nn = (size_t)n * n;
+    float *ha = alloc_floats(nn), *hb = alloc_floats(nn), *got = alloc_floats(nn),
+          *refo = alloc_floats(nn);
+    kiln_context *ctx = kiln_open(r);
+    int saved_reps = g.reps;
+    if (!ha || !hb || !got || !refo || !ctx)
+        goto done;
+    if (n > 1024 && g.reps > 2)
+        g.reps = 2; /* seconds per repetition */
+    fill_quarters(ha, nn, 8);
+    fill_quarters(hb, nn, 9);
+    mm_state s = {.ctx = ctx, .host_a = ha, .n = n};
+    s.b = kiln_from_data(ctx, KILN_F32, 2, (int64_t[]){n, n}, hb);
+    kiln_case c = {.ctx = ctx, .prepare = mm_prepare, .build = mm_build, .user = &s};
+    kiln_tensor *out = NULL;
+    /* Kiln's 2048^3 is one dispatch of about 50 s here, near Kiln's 60 s fence timeout (runs
+     * have hit it), so a default run predicts it from 1024^3 (18x: the measured time ratio, 8x
+     * the flops and worse cache behaviour) and skips it past 30 s, or when 1024^3 was not
+     * measured; KILN_BENCH_FORCE_BIG=1 runs it. */
+    double predicted_s = 18.0 * g.matmul_1024_ms / 1e3;
+    bool kiln_ok = false;
+    if (n > 1024 && !(predicted_s < 30) && !getenv("KILN_BENCH_FORCE_BIG")) {
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "Kiln not run: predicted %.0f s from 1024^3 (60 s is Kiln's fence timeout; "
+                 "KILN_BENCH_FORCE_BIG=1 runs it)",
+                 predicted_s);
+        row_note(r, msg);
+    } else {
+        kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, nn);
+    }
+    if (n == 1024)
+        g.matmul_1024_ms = r->kiln_ms;
+
+    vkd_buffer *bc = ref_buffer(NULL, nn), *ba = ref_buffer(ha, nn), *bb = ref_buffer(hb, nn);
+    ref_variant v[MAX_VARIANTS];
+    int nv = 0;
+    /* TM rows x 8 columns per invocation, workgroups of 64x1 or 8x8 invocations. */
+    static const uint32_t shapes[][3] = {{2, 64, 1}, {4, 64, 1}, {4, 8, 8}, {8, 8, 8}};
+    for (uint32_t i = 0; bc && ba && bb && i < 4; i++) {
+        const uint32_t *sh = shapes[i];
+        char vname[24];
+        snprintf(vname, sizeof vname, "%ux8/thr wg%ux%u", sh[0], sh[1], sh[2]);
+        v[nv++] = variant1(vname, ref_pipeline("sgemm", 3, 12, sh, 3),
+                           (ref_dispatch){.buffers = {bc, ba, bb},
+                                          .binding_count = 3,
+                                          .push = {n, n, n},
+                                          .push_size = 12,
+                                          .groups = {n / 8 / sh[1], n / sh[0] / sh[2], 1}});
+    }
+    bool ref_ok = ref_best(r, v, nv, bc, refo, nn, NULL, 0, 0, NULL);
+    check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, NULL, nn, 0, 0);
+    if (ref_ok || kiln_ok)
+        mm_check_host(r, ref_ok ? refo : got, ha, hb, n);
+    vkd_buffer_destroy(bc);
+    vkd_buffer_destroy(ba);
+    vkd_buffer_destroy(bb);
+done:
+    g.reps = saved_reps;
+    kiln_context_destroy(ctx);
+    free(ha);
+    free(hb);
+    free(got);
+    free(refo);
+}
+
+/* ---- strided reads ----------------------------------------------------------------------------
+ */
+
+/* sum(x.T, -1) against sum(x, -1), both Kiln; the transposed result checked against the GLSL
+ * column sum and the host. */
+static void case_strided_sum(void) {
+    const char *id = "strided_sum", *name = "sum(x.T,-1) (4096,4096)";
+    if (!selected(id, name))
+        return;
+    row *r = row_new(id, name, "kiln contiguous", 4.0 * N16M + 4.0 * SIDE, UNIT_GBS);
+    row twin = *r;
+    float *hx = alloc_floats(N16M), *want = alloc_floats(SIDE), *got = alloc_floats(SIDE),
+          *refo = alloc_floats(SIDE);
+    kiln_context *ctx = kiln_open(r);
+    if (!hx || !want || !got || !refo || !ctx)
+        goto done;
+    fill_quarters(hx, N16M, 10);
+    /* The column sums (the rows of x.T). */
+    for (size_t j = 0; j < SIDE; j++) {
+        double sum = 0;
+        for (size_t i = 0; i < SIDE; i++)
+            sum += hx[i * SIDE + j];
+        want[j] = (float)sum;
+    }
+    red_state s = {.ctx = ctx, .host = hx, .kind = RED_SUM_ROWS};
+    kiln_case c = {.ctx = ctx, .prepare = red_prepare, .build = red_build, .user = &s};
+    kiln_tensor *out = NULL;
+    if (!kiln_measure(&twin, &c, &out)) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "contiguous twin: %s", twin.status);
+        row_note(r, msg);
+    }
+    r->ref_ms = twin.kiln_ms;
+    r->ref_first_ms = twin.kiln_first_ms;
+    s.kind = RED_SUM_T_ROWS;
+    bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, SIDE);
+
+    if (strcmp(r->status, "ok") == 0) {
+        char msg[160];
+        if (kiln_ok && !compare(got, want, SIDE, 0, 0, "KILN WRONG vs host", msg, sizeof msg))
+            row_note(r, msg);
+    }
+    /* The same Kiln figure against the best hand-written column sum. */
+    row *rg = row_new(id, "sum(x.T,-1) vs glsl column sum", "glsl", r->work, UNIT_GBS);
+    vkd_buffer *bx = ref_buffer(hx, N16M), *bo = ref_buffer(NULL, SIDE),
+               *bp = ref_buffer(NULL, MAX_STRIPS * SIDE);
+    if (rg) {
+        rg->kiln_ms = r->kiln_ms;
+        rg->kiln_first_ms = r->kiln_first_ms;
+        rg->kiln_dev_ms = r->kiln_dev_ms;
+        rg->dispatches = r->dispatches;
+        ref_variant v[MAX_VARIANTS];
+        int nv = bx && bo && bp ? red_ref_variants(RED_SUM_T_ROWS, v, bx, bo, bp) : 0;
+        ref_variant best;
+        bool ref_ok = ref_best(rg, v, nv, bo, refo, SIDE, want, 0, 0, &best);
+        check_outputs(rg, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, SIDE, 0, 0);
+        paired(rg, &c, &best);
+    }
+    vkd_buffer_destroy(bx);
+    vkd_buffer_destroy(bo);
+    vkd_buffer_destroy(bp);
+done:
+    kiln_context_destroy(ctx);
+    free(hx);
+    free(want);
+    free(got);
+    free(refo);
+}
+
+typedef struct copy_state {
+    kiln_tensor *dst, *src;
+} copy_state;
+
+static kiln_tensor *copy_build(void *user, int rep) {
+    copy_state *s = user;
+    (void)rep;
+    return kiln_copy_(s->dst, s->src) == KILN_OK ? s->dst : NULL;
+}
+
+/* Two threads each copying half. */
+typedef struct memcpy_job {
+    char *dst;
+    const char *src;
+    size_t bytes;
+} memcpy_job;
+
+static void *memcpy_thread(void *p) {
+    memcpy_job *j = p;
+    memcpy(j->dst, j->src, j->bytes);
+    return NULL;
+}
+
+static double memcpy_2threads(char *dst, const char *src, size_t bytes) {
+    size_t half = bytes / 2;
+    memcpy_job jobs[2] = {{dst, src, half}, {dst + half, src + half, bytes - half}};
+    pthread_t t;
+    double t0 = now_ms();
+    bool threaded = pthread_create(&t, NULL, memcpy_thread, &jobs[1]) == 0;
+    memcpy_thread(&jobs[0]);
+    if (threaded)
+        pthread_join(t, NULL);
+    else
+        memcpy_thread(&jobs[1]);
+    return now_ms() - t0;
+}
+
+static void memcpy_row(double kiln_ms, const float *src, float *dst) {
+    row *r = row_new("strided_copy", "copy 16M f32 vs host memcpy", "memcpy 2 threads",
+                     2.0 * 4 * N16M, UNIT_GBS);
+    if (!r)
+        return;
+    r->kiln_ms = kiln_ms;
+    double times[MAX_REPS];
+    memcpy_2threads((char *)dst, (const char *)src, 4 * (size_t)N16M); /* touch the pages */
+    for (int i = 0; i < g.reps; i++)
+        times[i] = memcpy_2threads((char *)dst, (const char *)src, 4 * (size_t)N16M);
+    r->ref_ms = median(times, g.reps);
+    if (memcmp(src, dst, 4 * (size_t)N16M) != 0)
+        row_note(r, "memcpy copied wrong bytes");
+}
+
+/* copy_(dst, x[:, ::-1]) against copy_(dst, x), both Kiln, (4096, 4096). */
+static void case_strided_copy(void) {
+    const char *id = "strided_copy", *name = "copy x[:,::-1] (4096,4096)";
+    if (!selected(id, name))
+        return;
+    row *r = row_new(id, name, "kiln contiguous", 2.0 * 4 * N16M, UNIT_GBS);
+    row twin = *r;
+    float *hx = alloc_floats(N16M), *got = alloc_floats(N16M), *want = alloc_floats(N16M);
+    kiln_context *ctx = kiln_open(r);
+    if (!hx || !got || !want || !ctx)
+        goto done;
+    fill_quarters(hx, N16M, 11);
+    for (size_t i = 0; i < SIDE; i++) {
+        for (size_t j = 0; j < SIDE; j++)
+            want[i * SIDE + j] = hx[i * SIDE + SIDE - 1 - j];
+    }
+    kiln_tensor *x = kiln_from_data(ctx, KILN_F32, 2, (int64_t[]){SIDE, SIDE}, hx);
+    copy_state s = {.dst = kiln_empty(ctx, KILN_F32, 2, (int64_t[]){SIDE, SIDE}), .src = x};
+    kiln_case c = {.ctx = ctx, .build = copy_build, .user = &s};
+    kiln_tensor *out = NULL;
+    char msg[200];
+    if (kiln_measure(&twin, &c, &out) && kiln_read_floats(&twin, ctx, out, got, N16M) &&
+        !compare(got, hx, N16M, 0, 0, "KILN WRONG (contiguous copy)", msg, sizeof msg))
+        row_note(r, msg);
+    if (strcmp(twin.status, "ok") != 0) {
+        snprintf(msg, sizeof msg, "contiguous twin: %s", twin.status);
+        row_note(r, msg);
+    }
+    r->ref_ms = twin.kiln_ms;
+    r->ref_first_ms = twin.kiln_first_ms;
+    s.src = kiln_slice(x, 1, INT64_MAX, INT64_MIN, -1);
+    if (kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, N16M) &&
+        !compare(got, want, N16M, 0, 0, "KILN WRONG vs host", msg, sizeof msg))
+        row_note(r, msg);
+    if (r->dispatches != 1 || twin.dispatches != 1) {
+        snprintf(msg, sizeof msg, "%llu / %llu dispatches per copy (flipped / contiguous)",
+                 r->dispatches, twin.dispatches);
+        row_note(r, msg);
+    }
+    memcpy_row(twin.kiln_ms, hx, got);
+done:
+    kiln_context_destroy(ctx);
+    free(hx);
+    free(got);
+    free(want);
+}
+
+/* ---- dispatch overhead ------------------------------------------------------------------------
+ */
+
+/* CHAINS chains of STEPS dependent matrix-vector products t <- t W over 64 elements (W a
+ * permutation, so values stay exact): each step is one reduction reading the previous one, which
+ * Kiln cannot fuse (a reduction inside a reduction's body), so 1,000 kernels really run, in one
+ * realize (kiln_realize_many of the chains' ends). Kiln's graph depth limit is 256, hence
+ * several chains. The reference records the same 1,000 dispatches of a trivial GLSL matvec. */
+enum { CHAINS = 4, STEPS = 250, VEC = 64 };
+
+typedef struct chain_state {
+    kiln_context *ctx;
+    const float *host_x; /* CHAINS x VEC */
+    kiln_tensor *w, *x[CHAINS], *ends[CHAINS - 1];
+} chain_state;
+
+static bool chain_prepare(void *user, int rep) {
+    chain_state *s = user;
+    (void)rep;
+    for (int c = 0; c < CHAINS; c++) {
+        s->x[c] = kiln_from_data(s->ctx, KILN_F32, 2, (int64_t[]){1, VEC}, s->host_x + c * VEC);
+        if (!s->x[c])
+            return false;
+    }
+    return true;
+}
+
+static kiln_tensor *chain_build(void *user, int rep) {
+    chain_state *s = user;
+    (void)rep;
+    kiln_tensor *first = NULL;
+    for (int c = 0; c < CHAINS; c++) {
+        kiln_tensor *t = s->x[c];
+        for (int i = 0; i < STEPS; i++)
+            t = kiln_matmul(t, s->w);
+        if (c == 0)
+            first = t;
+        else
+            s->ends[c - 1] = t;
+    }
+    return first;
+}
+
+/* The same Kiln figure against 1,000 dispatches of an empty shader (pure per-dispatch cost);
+ * d has room for CHAINS * STEPS dispatches. */
+static void dispatch_empty_row(const char *id, const row *kiln_row, ref_dispatch *d) {
+    row *r = row_new(id, "1000 small kernels vs empty disp.", "raw vk empty x1000", CHAINS * STEPS,
+                     UNIT_US);
+    if (!r)
+        return;
+    r->kiln_ms = kiln_row->kiln_ms;
+    r->kiln_first_ms = kiln_row->kiln_first_ms;
+    r->kiln_dev_ms = kiln_row->kiln_dev_ms;
+    r->dispatches = kiln_row->dispatches;
+    vkd_pipeline *p = d ? ref_pipeline("empty", 1, 0, NULL, 0) : NULL;
+    vkd_buffer *b = ref_buffer(NULL, 64);
+    if (p && b) {
+        for (int i = 0; i < CHAINS * STEPS; i++)
+            d[i] =
+                (ref_dispatch){.pipe = p, .buffers = {b}, .binding_count = 1, .groups = {1, 1, 1}};
+        if (!ref_measure(d, CHAINS * STEPS, &r->ref_first_ms, &r->ref_ms, &r->ref_dev_ms))
+            row_note(r, "reference run failed");
+    } else {
+        row_note(r, "reference skipped (no glslc or no device)");
+    }
+    vkd_buffer_destroy(b);
+    vkd_pipeline_destroy(p);
+}
+
+/* Raw Vulkan objects for the barest batch: one pipeline, one descriptor set, one command
+ * buffer. */
+typedef struct raw_vk {
+    const struct VolkDeviceTable *vk;
+    VkDevice dev;
+    VkShaderModule module;
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout layout;
+    VkPipeline pipe;
+    VkDescriptorPool pool;
+    VkDescriptorSet set;
+    VkCommandPool cmd_pool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+    VkQueue queue;
+} raw_vk;
+
+static void raw_destroy(raw_vk *r) {
+    const struct VolkDeviceTable *vk = r->vk;
+    vk->vkDestroyFence(r->dev, r->fence, NULL);
+    vk->vkDestroyCommandPool(r->dev, r->cmd_pool, NULL);
+    vk->vkDestroyDescriptorPool(r->dev, r->pool, NULL);
+    vk->vkDestroyPipeline(r->dev, r->pipe, NULL);
+    vk->vkDestroyPipelineLayout(r->dev, r->layout, NULL);
+    vk->vkDestroyDescriptorSetLayout(r->dev, r->set_layout, NULL);
+    vk->vkDestroyShaderModule(r->dev, r->module, NULL);
+}
+
+/* The objects for a shader with one storage buffer (binding 0) bound to buf. */
+static bool raw_create(raw_vk *r, const uint32_t *words, size_t count, const vkd_buffer *buf) {
+    const struct VolkDeviceTable *vk = r->vk = vkd_device_table(g.dev);
+    VkDevice dev = r->dev = vkd_device_handle(g.dev);
+    uint32_t family = (uint32_t)vkd_device_info_of(g.dev)->compute_family;
+    vk->vkGetDeviceQueue(dev, family, 0, &r->queue);
+    VkDescriptorSetLayoutBinding b = {.binding = 0,
+                                      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                      .descriptorCount = 1,
+                                      .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1};
+    bool ok =
+        vk->vkCreateShaderModule(
+            dev,
+            &(VkShaderModuleCreateInfo){.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                        .codeSize = count * 4,
+                                        .pCode = words},
+            NULL, &r->module) == VK_SUCCESS &&
+        vk->vkCreateDescriptorSetLayout(
+            dev,
+            &(VkDescriptorSetLayoutCreateInfo){
+                .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                .bindingCount = 1,
+                .pBindings = &b},
+            NULL, &r->set_layout) == VK_SUCCESS &&
+        vk->vkCreatePipelineLayout(
+            dev,
+            &(VkPipelineLayoutCreateInfo){.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+                                          .setLayoutCount = 1,
+                                          .pSetLayouts = &r->set_layout},
+            NULL, &r->layout) == VK_SUCCESS &&
+        vk->vkCreateComputePipelines(
+            dev, VK_NULL_HANDLE, 1,
+            &(VkComputePipelineCreateInfo){
+                .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+                .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                          .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                          .module = r->module,
+                          .pName = "main"},
+                .layout = r->layout},
+            NULL, &r->pipe) == VK_SUCCESS &&
+        vk->vkCreateDescriptorPool(
+            dev,
+            &(VkDescriptorPoolCreateInfo){.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                          .maxSets = 1,
+                                          .poolSizeCount = 1,
+                                          .pPoolSizes = &size},
+            NULL, &r->pool) == VK_SUCCESS &&
+        vk->vkAllocateDescriptorSets(
+            dev,
+            &(VkDescriptorSetAllocateInfo){.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                           .descriptorPool = r->pool,
+                                           .descriptorSetCount = 1,
+                                           .pSetLayouts = &r->set_layout},
+            &r->set) == VK_SUCCESS &&
+        vk->vkCreateCommandPool(
+            dev,
+            &(VkCommandPoolCreateInfo){.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                       .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                                       .queueFamilyIndex = family},
+            NULL, &r->cmd_pool) == VK_SUCCESS &&
+        vk->vkAllocateCommandBuffers(
+            dev,
+            &(VkCommandBufferAllocateInfo){.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                           .commandPool = r->cmd_pool,
+                                           .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                           .commandBufferCount = 1},
+            &r->cmd) == VK_SUCCESS &&
+        vk->vkCreateFence(dev, &(VkFenceCreateInfo){.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO},
+                          NULL, &r->fence) == VK_SUCCESS;
+    if (ok) {
+        VkDescriptorBufferInfo info = {vkd_buffer_handle(buf), 0, VK_WHOLE_SIZE};
+        vk->vkUpdateDescriptorSets(
+            dev, 1,
+            &(VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                    .dstSet = r->set,
+                                    .descriptorCount = 1,
+                                    .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                    .pBufferInfo = &info},
+            0, NULL);
+    }
+    return ok;
+}
+
+/* Records count dispatches (each after a barrier on the one before, as vk/ and Kiln do), submits
+ * and waits. */
+static bool raw_run(raw_vk *r, uint32_t count, VkQueryPool timestamps) {
+    const struct VolkDeviceTable *vk = r->vk;
+    VkMemoryBarrier barrier = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                               .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+                               .dstAccessMask =
+                                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+    if (vk->vkResetCommandBuffer(r->cmd, 0) != VK_SUCCESS ||
+        vk->vkBeginCommandBuffer(
+            r->cmd, &(VkCommandBufferBeginInfo){
+                        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT}) != VK_SUCCESS)
+        return false;
+    if (timestamps)
+        vk->vkCmdResetQueryPool(r->cmd, timestamps, 0, 2 * count);
+    for (uint32_t i = 0; i < count; i++) {
+        if (i > 0)
+            vk->vkCmdPipelineBarrier(r->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, NULL,
+                                     0, NULL);
+        vk->vkCmdBindPipeline(r->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, r->pipe);
+        vk->vkCmdBindDescriptorSets(r->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, r->layout, 0, 1,
+                                    &r->set, 0, NULL);
+        if (timestamps)
+            vk->vkCmdWriteTimestamp(r->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timestamps, 2 * i);
+        vk->vkCmdDispatch(r->cmd, 1, 1, 1);
+        if (timestamps)
+            vk->vkCmdWriteTimestamp(r->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps,
+                                    2 * i + 1);
+    }
+    return vk->vkEndCommandBuffer(r->cmd) == VK_SUCCESS &&
+           vk->vkResetFences(r->dev, 1, &r->fence) == VK_SUCCESS &&
+           vk->vkQueueSubmit(r->queue, 1,
+                             &(VkSubmitInfo){.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                                             .commandBufferCount = 1,
+                                             .pCommandBuffers = &r->cmd},
+                             r->fence) == VK_SUCCESS &&
+           vk->vkWaitForFences(r->dev, 1, &r->fence, VK_TRUE, UINT64_MAX) == VK_SUCCESS;
+}
+
+/* The same Kiln figure against 1,000 empty dispatches recorded with bare Vulkan calls (no vk/
+ * batch: one descriptor set, no timestamps), which shows what vk/'s batch itself costs. */
+static void dispatch_raw_row(const char *id, const row *kiln_row) {
+    row *r = row_new(id, "1000 small kernels vs bare Vulkan", "bare vk empty x1000", CHAINS * STEPS,
+                     UNIT_US);
+    uint32_t *words = NULL;
+    size_t count;
+    double glslc_ms;
+    vkd_buffer *b = ref_buffer(NULL, 64);
+    if (!r || !b || !g.have_glslc || !glslc_compile("empty", &words, &count, &glslc_ms)) {
+        if (r)
+            row_note(r, "reference skipped (no glslc or no device)");
+        vkd_buffer_destroy(b);
+        return;
+    }
+    r->kiln_ms = kiln_row->kiln_ms;
+    r->kiln_first_ms = kiln_row->kiln_first_ms;
+    r->kiln_dev_ms = kiln_row->kiln_dev_ms;
+    r->dispatches = kiln_row->dispatches;
+    raw_vk raw = {0};
+    double times[MAX_REPS];
+    bool ok = raw_create(&raw, words, count, b);
+    /* Without timestamps (the figure), then with one pair per dispatch as vk/ writes them (in
+     * results.json's variants: what the timestamps cost). */
+    VkQueryPool qp = VK_NULL_HANDLE;
+    ok = ok && raw.vk->vkCreateQueryPool(
+                   raw.dev,
+                   &(VkQueryPoolCreateInfo){.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+                                            .queryType = VK_QUERY_TYPE_TIMESTAMP,
+                                            .queryCount = 2 * CHAINS * STEPS},
+                   NULL, &qp) == VK_SUCCESS;
+    for (int timed = 0; ok && timed < 2; timed++) {
+        for (int rep = 0; ok && rep <= g.reps; rep++) {
+            double t0 = now_ms();
+            ok = raw_run(&raw, CHAINS * STEPS, timed ? qp : VK_NULL_HANDLE);
+            if (rep == 0 && !timed)
+                r->ref_first_ms = now_ms() - t0;
+            else if (rep > 0)
+                times[rep - 1] = now_ms() - t0;
+        }
+        double med = ok ? median(times, g.reps) : NAN;
+        if (!timed)
+            r->ref_ms = med;
+        size_t len = strlen(r->variants);
+        snprintf(r->variants + len, sizeof r->variants - len, "%s%s %.3f ms", len ? ", " : "",
+                 timed ? "with timestamps" : "no timestamps", med);
+    }
+    if (!ok)
+        row_note(r, "bare Vulkan run failed");
+    if (qp)
+        raw.vk->vkDestroyQueryPool(raw.dev, qp, NULL);
+    raw_destroy(&raw);
+    vkd_buffer_destroy(b);
+    free(words);
+}
+
+static void case_dispatch(void) {
+    const char *id = "dispatch", *name = "1000 small kernels, one realize";
+    if (!selected(id, name))
+        return;
+    row *r = row_new(id, name, "raw vk 1000 disp.", CHAINS * STEPS, UNIT_US);
+    float hw[VEC * VEC], hx[CHAINS * VEC], want[CHAINS * VEC], got[CHAINS * VEC],
+        refo[CHAINS * VEC];
+    for (int k = 0; k < VEC; k++) {
+        for (int j = 0; j < VEC; j++)
+            hw[k * VEC + j] = j == (k * 5 + 3) % VEC ? 1.0f : 0.0f;
+    }
+    fill_quarters(hx, CHAINS * VEC, 12);
+    for (int c = 0; c < CHAINS; c++) { /* t[j] <- t[k] where j = perm(k), STEPS times */
+        float t[VEC], u[VEC];
+        memcpy(t, hx + c * VEC, sizeof t);
+        for (int i = 0; i < STEPS; i++) {
+            for (int k = 0; k < VEC; k++)
+                u[(k * 5 + 3) % VEC] = t[k];
+            memcpy(t, u, sizeof t);
+        }
+        memcpy(want + c * VEC, t, sizeof t);
+    }
+    kiln_context *ctx = kiln_open(r);
+    if (!ctx)
+        return;
+    chain_state s = {.ctx = ctx, .host_x = hx};
+    s.w = kiln_from_data(ctx, KILN_F32, 2, (int64_t[]){VEC, VEC}, hw);
+    kiln_case c = {.ctx = ctx,
+                   .prepare = chain_prepare,
+                   .build = chain_build,
+                   .user = &s,
+                   .extra_count = CHAINS - 1,
+                   .extra = s.ends};
+    kiln_tensor *out = NULL;
+    bool kiln_ok = kiln_measure(r, &c, &out);
+    for (int i = 0; kiln_ok && i < CHAINS; i++)
+        kiln_ok = kiln_read_floats(r, ctx, i == 0 ? out : s.ends[i - 1], got + i * VEC, VEC);
+    if (kiln_ok && r->dispatches != CHAINS * STEPS) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "Kiln ran %llu dispatches, not %d", r->dispatches,
+                 CHAINS * STEPS);
+        row_note(r, msg);
+    }
+
+    bool ref_ok = false;
+    vkd_pipeline *p = ref_pipeline("matvec_step", 3, 0, NULL, 0);
+    vkd_buffer *bw = ref_buffer(hw, VEC * VEC), *bufs[CHAINS][3] = {{NULL}};
+    bool have = p && bw;
+    for (int ch = 0; ch < CHAINS; ch++) {
+        bufs[ch][0] = ref_buffer(hx + ch * VEC, VEC);
+        bufs[ch][1] = ref_buffer(NULL, VEC);
+        bufs[ch][2] = ref_buffer(NULL, VEC);
+        have = have && bufs[ch][0] && bufs[ch][1] && bufs[ch][2];
+    }
+    ref_dispatch *d = have ? calloc(CHAINS * STEPS, sizeof *d) : NULL;
+    if (d) {
+        for (int ch = 0; ch < CHAINS; ch++) { /* step i: in (input or ping-pong) -> out */
+            for (int i = 0; i < STEPS; i++)
+                d[ch * STEPS + i] = (ref_dispatch){
+                    .pipe = p,
+                    .buffers = {bufs[ch][1 + (i + 1) % 2], bufs[ch][i == 0 ? 0 : 1 + i % 2], bw},
+                    .binding_count = 3,
+                    .groups = {1, 1, 1}};
+        }
+        ref_ok = ref_measure(d, CHAINS * STEPS, &r->ref_first_ms, &r->ref_ms, &r->ref_dev_ms);
+        for (int ch = 0; ref_ok && ch < CHAINS; ch++)
+            ref_ok = ref_read(bufs[ch][1 + STEPS % 2], refo + ch * VEC, VEC);
+    } else {
+        row_note(r, "reference skipped (no glslc or no device)");
+    }
+    check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, CHAINS * VEC, 0, 0);
+    dispatch_empty_row(id, r, d);
+    dispatch_raw_row(id, r);
+    free(d);
+    for (int ch = 0; ch < CHAINS; ch++) {
+        for (int k = 0; k < 3; k++)
+            vkd_buffer_destroy(bufs[ch][k]);
+    }
+    vkd_buffer_destroy(bw);
+    vkd_pipeline_destroy(p);
+    kiln_context_destroy(ctx);
+}
+
+/* ---- compile cost -----------------------------------------------------------------------------
+ */
+
+enum { COMPILE_KERNELS = 256 };
+
+/* Kernel i: an elementwise chain with constants depending on i (so every kernel is distinct),
+ * every other one ending in a sum over the last axis. */
+static kiln_tensor *distinct_kernel(kiln_tensor *x, int i) {
+    kiln_tensor *t = kiln_add_scalar(kiln_mul_scalar(x, 1.0 + i * 0.001), (double)i);
+    switch (i % 4) {
+    case 0:
+        t = kiln_exp(t);
+        break;
+    case 1:
+        t = kiln_sigmoid(t);
+        break;
+    case 2:
+        t = kiln_tanh(t);
+        break;
+    default:
+        t = kiln_sqrt(kiln_abs(t));
+        break;
+    }
+    t = kiln_mul(t, kiln_add_scalar(x, -0.5 * i));
+    return i % 2 ? kiln_sum(t, 1, (int32_t[]){-1}, false) : t;
+}
+
+/* Wall time per kernel of generating COMPILE_KERNELS distinct kernels, realized in batches of
+ * 64. Over a (0, 64) input no kernel is dispatched: on a device the time is Kiln's code
+ * generation (lower, verify, SPIR-V) plus vkCreateComputePipelines, without lavapipe's LLVM
+ * compile at the first dispatch; with the interpreter it is the code generation without SPIR-V.
+ */
+static bool compile_per_kernel(const char *device, double *us, char *msg, size_t msg_size) {
+    kiln_context *ctx = NULL;
+    if (kiln_context_create(&(kiln_context_options){.device = device}, &ctx) != KILN_OK) {
+        snprintf(msg, msg_size, "context on %s failed", device ? device : "the default device");
+        return false;
+    }
+    kiln_tensor *x = kiln_empty(ctx, KILN_F32, 2, (int64_t[]){0, 64});
+    kiln_stats before = kiln_context_stats(ctx);
+    double t0 = now_ms();
+    kiln_status st = KILN_OK;
+    for (int base = 0; st == KILN_OK && base < COMPILE_KERNELS; base += 64) {
+        kiln_tensor *ts[64];
+        for (int i = 0; i < 64; i++)
+            ts[i] = distinct_kernel(x, base + i);
+        st = kiln_realize_many(ctx, 64, ts);
+    }
+    double ms = now_ms() - t0;
+    kiln_stats after = kiln_context_stats(ctx);
+    uint64_t compiled = after.kernels_compiled - before.kernels_compiled;
+    bool ok = st == KILN_OK && compiled > 0;
+    if (st != KILN_OK)
+        snprintf(msg, msg_size, "KILN ERROR: %s", kiln_context_message(ctx));
+    else if (compiled != COMPILE_KERNELS || after.dispatches != before.dispatches)
+        snprintf(msg, msg_size, "%llu kernels compiled (expected %d), %llu dispatches",
+                 (unsigned long long)compiled, COMPILE_KERNELS,
+                 (unsigned long long)(after.dispatches - before.dispatches));
+    if (ok)
+        *us = ms * 1e3 / (double)compiled;
+    kiln_context_destroy(ctx);
+    return ok;
+}
+
+/* vkCreateComputePipelines alone (through vk/, glslc's SPIR-V of ew_fma): the part of the
+ * "codegen+pipeline" figure that is the driver's, not Kiln's. */
+static void pipeline_create_row(const char *id) {
+    row *r = row_new(id, "vkCreateComputePipelines alone", "per pipeline", 1, UNIT_US);
+    uint32_t *words;
+    size_t count;
+    double glslc_ms;
+    if (!r || !g.have_glslc || !glslc_compile("ew_fma", &words, &count, &glslc_ms)) {
+        if (r)
+            row_note(r, "skipped: no glslc");
+        return;
+    }
+    enum { PIPES = 32 };
+    double times[PIPES];
+    int n = 0;
+    for (uint32_t i = 0; i < PIPES; i++) {
+        uint32_t per = i + 1; /* distinct specialisations: nothing cached */
+        VkSpecializationMapEntry e = {.constantID = 0, .offset = 0, .size = 4};
+        vkd_pipeline_desc desc = {.code = words,
+                                  .word_count = count,
+                                  .binding_count = 4,
+                                  .push_constant_size = 4,
+                                  .spec_entries = &e,
+                                  .spec_entry_count = 1,
+                                  .spec_data = &per,
+                                  .spec_data_size = 4};
+        vkd_pipeline *p = NULL;
+        double t0 = now_ms();
+        if (vkd_pipeline_create(g.dev, &desc, &p, NULL) == KILN_OK)
+            times[n++] = now_ms() - t0;
+        vkd_pipeline_destroy(p);
+    }
+    free(words);
+    r->ref_ms = n ? median(times, n) : NAN;
+}
+
+static void case_compile(void) {
+    const char *id = "compile", *name = "kernel generation";
+    if (!selected(id, name))
+        return;
+    /* glslc on a small elementwise shader, as a GLSL user would run it. */
+    double glslc_ms = NAN;
+    if (g.have_glslc) {
+        double times[MAX_REPS];
+        int n = 0;
+        for (int i = 0; i < 5; i++) {
+            uint32_t *words;
+            size_t count;
+            if (glslc_compile("ew_fma", &words, &count, &times[n])) {
+                free(words);
+                n++;
+            }
+        }
+        if (n)
+            glslc_ms = median(times, n);
+    }
+    pipeline_create_row(id);
+    const char *devices[2] = {NULL, "interp"};
+    const char *names[2] = {"codegen+pipeline per kernel", "codegen (interp) per kernel"};
+    for (int k = 0; k < 2; k++) {
+        row *r = row_new(id, names[k], "glslc per shader", 1, UNIT_US);
+        if (!r)
+            return;
+        double us = NAN;
+        char msg[160] = "";
+        if (compile_per_kernel(devices[k], &us, msg, sizeof msg))
+            r->kiln_ms = us / 1e3;
+        if (msg[0])
+            row_note(r, msg);
+        r->ref_ms = glslc_ms;
+        if (isnan(glslc_ms))
+            row_note(r, "glslc missing: no reference");
+    }
+}
+
+/* ---- numpy ------------------------------------------------------------------------------------
+ */
+
+static const char *find_python(void) {
+    static const char *const candidates[] = {"python3", "/usr/bin/python3"};
+    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+        const char *argv[] = {candidates[i], "-c", "import numpy", NULL};
+        if (run_quiet(argv, false) == 0)
+            return candidates[i];
+    }
+    return NULL;
+}
+
+/* A row comparing Kiln's median with numpy's median (one thread) of expr over n = 16M. */
+static void numpy_row(const char *id, const char *name, double kiln_ms, double work,
+                      const char *setup, const char *expr) {
+    row *r = row_new(id, name, "numpy", work, UNIT_GBS);
+    if (!r)
+        return;
+    r->kiln_ms = kiln_ms;
+    if (!g.python) {
+        row_note(r, "skipped: no python3 with numpy");
+        return;
+    }
+    char script[1024], cmd[1400];
+    snprintf(script, sizeof script,
+             "import numpy as np,time\nn=%d\n%s\nts=[]\nfor i in range(%d):\n"
+             " t=time.perf_counter();%s;ts.append(time.perf_counter()-t)\n"
+             "ts=sorted(ts[1:]);print(ts[len(ts)//2]*1e3)\n",
+             N16M, setup, g.reps + 1, expr);
+    snprintf(cmd, sizeof cmd, "%s -c '%s'", g.python, script);
+    FILE *p = popen(cmd, "r");
+    double ms = NAN;
+    if (!p || fscanf(p, "%lf", &ms) != 1)
+        row_note(r, "numpy run failed");
+    if (p)
+        pclose(p);
+    r->ref_ms = ms;
+}
+
+/* ---- output -----------------------------------------------------------------------------------
+ */
+
+static void fmt_num(char *buf, size_t size, double v) {
+    if (isnan(v))
+        snprintf(buf, size, "-");
+    else if (v >= 100)
+        snprintf(buf, size, "%.1f", v);
+    else
+        snprintf(buf, size, "%.3f", v);
+}
+
+static void print_table(void) {
+    printf("\n%-34s %10s %10s %-18s %10s %8s %10s %10s %-8s %s\n", "case", "kiln ms", "first ms",
+           "reference", "ref ms", "kiln/ref", "kiln thr.", "ref thr.", "unit", "status");
+    for (int i = 0; i < g.row_count; i++) {
+        const row *r = &g.rows[i];
+        char k[24], f[24], rf[24], ratio[24], kt[24], rt[24];
+        fmt_num(k, sizeof k, r->kiln_ms);
+        fmt_num(f, sizeof f, r->kiln_first_ms);
+        fmt_num(rf, sizeof rf, r->ref_ms);
+        fmt_num(ratio, sizeof ratio, r->kiln_ms / r->ref_ms);
+        fmt_num(kt, sizeof kt, throughput(r->work, r->unit, r->kiln_ms));
+        fmt_num(rt, sizeof rt, throughput(r->work, r->unit, r->ref_ms));
+        printf("%-34s %10s %10s %-18s %10s %8s %10s %10s %-8s %s\n", r->name, k, f, r->ref, rf,
+               ratio, kt, rt, unit_names[r->unit], r->status);
+    }
+    printf("kiln/ref is a time ratio (above 1: Kiln slower). Throughput counts bytes read + "
+           "written (GB/s), flops (GFLOP/s), or microseconds per dispatch/kernel. \"first\" is "
+           "Kiln's warm-up realize (kernel generation + first dispatch).\n");
+}
+
+static void json_num(FILE *f, const char *key, double v, bool comma) {
+    if (isnan(v) || isinf(v))
+        fprintf(f, "\"%s\": null%s", key, comma ? ", " : "");
+    else
+        fprintf(f, "\"%s\": %.6g%s", key, v, comma ? ", " : "");
+}
+
+static void write_json(void) {
+    const char *path = getenv("KILN_BENCH_JSON") ? getenv("KILN_BENCH_JSON") : KILN_BENCH_RESULTS;
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "bench_ops: cannot write %s\n", path);
+        return;
+    }
+    fprintf(f, "{\"device\": \"%s\", \"repetitions\": %d, \"quick\": %s, \"rows\": [\n",
+            g.device_name, g.reps, g.quick ? "true" : "false");
+    for (int i = 0; i < g.row_count; i++) {
+        const row *r = &g.rows[i];
+        fprintf(f, "  {\"id\": \"%s\", \"case\": \"%s\", \"reference\": \"%s\", ", r->id, r->name,
+                r->ref);
+        json_num(f, "kiln_ms", r->kiln_ms, true);
+        json_num(f, "kiln_first_ms", r->kiln_first_ms, true);
+        /* The one-time cost of the first realize: kernel generation + lavapipe's compile. */
+        json_num(f, "kiln_compile_ms",
+                 r->kiln_first_ms - (isnan(r->kiln_alone_ms) ? r->kiln_ms : r->kiln_alone_ms),
+                 true);
+        json_num(f, "kiln_device_ms", r->kiln_dev_ms, true);
+        json_num(f, "ref_ms", r->ref_ms, true);
+        json_num(f, "ref_first_ms", r->ref_first_ms, true);
+        json_num(f, "ref_device_ms", r->ref_dev_ms, true);
+        json_num(f, "kiln_alone_ms", r->kiln_alone_ms, true);
+        json_num(f, "ref_alone_ms", r->ref_alone_ms, true);
+        json_num(f, "ratio", r->kiln_ms / r->ref_ms, true);
+        json_num(f, "kiln_throughput", throughput(r->work, r->unit, r->kiln_ms), true);
+        json_num(f, "ref_throughput", throughput(r->work, r->unit, r->ref_ms), true);
+        fprintf(f, "\"unit\": \"%s\", \"kiln_dispatches\": %llu, \"status\": \"",
+                unit_names[r->unit], r->dispatches);
+        for (const char *c = r->status; *c; c++) /* JSON string escaping */
+            fprintf(f, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+        fprintf(f, "\", \"ref_variants\": \"%s\"}%s\n", r->variants,
+                i + 1 < g.row_count ? "," : "");
+    }
+    fprintf(f, "]}\n");
+    fclose(f);
+    printf("wrote %s\n", path);
+}
+
+/* ---- main -------------------------------------------------------------------------------------
+ */
+
+static bool setup(void) {
+    g.quick = getenv("KILN_BENCH_QUICK") && strcmp(getenv("KILN_BENCH_QUICK"), "0") != 0;
+    g.filter = getenv("KILN_BENCH_FILTER");
+    if (g.filter && !g.filter[0])
+        g.filter = NULL;
+    g.reps = g.quick ? 3 : 5;
+    g.matmul_1024_ms = NAN;
+    snprintf(g.tmp, sizeof g.tmp, "/tmp/kiln-bench-XXXXXX");
+    if (!mkdtemp(g.tmp)) {
+        g.tmp[0] = '\0';
+        fprintf(stderr, "bench_ops: mkdtemp failed\n");
+        return false;
+    }
+    if (!getenv("MESA_SHADER_CACHE_DIR")) { /* a cold cache on every run, see the top */
+        char dir[128];
+        snprintf(dir, sizeof dir, "%s/mesa-cache", g.tmp);
+        setenv("MESA_SHADER_CACHE_DIR", dir, 1);
+    }
+    const char *argv[] = {"glslc", "--version", NULL};
+    g.have_glslc = run_quiet(argv, false) == 0;
+    if (!g.have_glslc)
+        printf("glslc not found: GLSL references skipped (./kiln.sh bench installs it)\n");
+    g.python = find_python();
+    if (!g.python)
+        printf("python3 with numpy not found: numpy references skipped\n");
+    if (!ref_device_open())
+        g.have_glslc = false; /* no device: no GLSL references either */
+    printf("bench_ops on %s; %d repetitions after a warm-up%s%s%s\n", g.device_name, g.reps,
+           g.quick ? "; quick" : "", g.filter ? "; filter " : "", g.filter ? g.filter : "");
+    return true;
+}
+
+int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* rows appear as they are measured, even in a pipe */
+    if (!setup()) {
+        remove_tmp();
+        return 1;
+    }
+    case_ew_fma();
+    case_ew_bcast();
+    case_reduction(RED_SUM_ALL, "sum_all", "sum 16M f32");
+    case_reduction(RED_SUM_ROWS, "sum_rows", "sum(x,-1) (4096,4096)");
+    case_reduction(RED_MAX_COLS, "max_axis0", "max(x,0) (4096,4096)");
+    case_reduction(RED_MEAN_COLS, "mean_axis0", "mean(x,0) (4096,4096)");
+    case_softmax();
+    case_matmul(1024);
+    case_matmul(2048);
+    case_strided_sum();
+    case_strided_copy();
+    case_dispatch();
+    case_compile();
+    print_table();
+    write_json();
+    vkd_device_destroy(g.dev);
+    vkd_instance_destroy(g.inst);
+    remove_tmp();
+    return 0;
+}
