@@ -153,8 +153,7 @@ typedef struct eng_program {
     vkd_pipeline *pipeline; /* NULL with the interpreter */
     /* Specialisation: a variant compiled under an assumption about the kernel's Variables is
      * reused only while its guard holds; variants of one hash are chained. */
-    bool unchecked;          /* no bounds check: numel is a multiple of the workgroup size */
-    uint32_t per_invocation; /* elements per invocation (dispatch: ceil(numel / this)) */
+    bool unchecked; /* no bounds check: numel is a multiple of the workgroup size */
     bool has_guard;
     sym_guard guard;
     struct eng_program *variant;
@@ -188,7 +187,6 @@ struct kiln_context {
     bool interpreter;
     bool force_specialization; /* test-only: specialise symbolic sizes too (guards) */
     uint32_t parallelism;      /* invocations worth keeping busy (splits big reductions) */
-    uint32_t per_invocation;   /* elements per invocation of big elementwise kernels */
     vkd_instance *inst;
     vkd_device *dev;
     vkd_batch *batch; /* the command buffer every realize records into (reset each time) */
@@ -233,13 +231,8 @@ kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, e
 size_t eng_kernel_dump(const eng_kernel *k, char *buf, size_t cap);
 
 /* lower.c */
-/* Code-generation choices for one kernel (chosen from the device and the kernel). */
-typedef struct eng_lowering {
-    bool unchecked;          /* no bounds check: the dispatch covers exactly numel elements */
-    uint32_t per_invocation; /* elements each invocation computes (1: one) */
-} eng_lowering;
-kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_lowering *opt,
-                             ir_kernel *ir);
+/* unchecked: omit the bounds check (the dispatch covers exactly numel invocations). */
+kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, bool unchecked, ir_kernel *ir);
 
 /* runtime.c */
 kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt);

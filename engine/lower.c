@@ -314,19 +314,7 @@ static bool tree_fits_i32(const kast *a) {
     return true;
 }
 
-/* The body for one output element, l->gid: the reductions, the value, the store. */
-static void lower_element(lowering *l) {
-    const eng_kernel *k = l->k;
-    ir_kernel *ir = l->ir;
-    if (k->reduction_count > 0)
-        lower_reductions(l);
-    ir_value v = lower_value(l, k->value);
-    if (v != IR_NONE && ir->insts.data[v].type != k->out_type)
-        v = ir_cast(ir, k->out_type, v);
-    ir_store(ir, 0, k->out_index ? lower_sym(l, k->out_index) : l->gid, v);
-}
-
-kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_lowering *opt,
+kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, bool unchecked,
                              ir_kernel *ir) {
     bool narrow = fits_i32(k->numel) && fits_i32(k->reduce_count) && fits_i32(k->out_index) &&
                   tree_fits_i32(k->value);
@@ -339,34 +327,19 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_l
         ir_param(ir, p); /* declares every parameter, in order */
     lowering l = {.ctx = ctx, .k = k, .ir = ir, .ridx = IR_NONE};
     base_map_init(&l.memo, &ctx->alloc);
-    ir_value id = ir_global_id(ir);
-    ir_type t = ir->index_type;
-    if (opt->per_invocation > 1) {
-        /* Element id + r * T for r < E, T = ceil(numel / E) invocations: in every round the
-         * invocations of a workgroup touch consecutive elements. */
-        uint32_t e = opt->per_invocation;
-        ir_value numel = lower_sym(&l, k->numel);
-        ir_value span =
-            ir_alu(ir, IR_DIV, t, ir_alu(ir, IR_ADD, t, numel, ir_const_i(ir, t, e - 1), IR_NONE),
-                   ir_const_i(ir, t, e), IR_NONE);
-        ir_value r = ir_range(ir, ir_const_i(ir, t, e));
-        l.gid = ir_alu(ir, IR_ADD, t, id, ir_alu(ir, IR_MUL, t, r, span, IR_NONE), IR_NONE);
-        base_map outer = l.memo;
-        base_map_init(&l.memo, &ctx->alloc);
-        ir_if(ir, ir_alu(ir, IR_LT, IR_BOOL, l.gid, numel, IR_NONE));
-        lower_element(&l);
-        ir_endif(ir);
-        base_map_finish(&l.memo);
-        l.memo = outer;
-        ir_endrange(ir);
-    } else {
-        l.gid = id;
-        if (!opt->unchecked)
-            ir_if(ir, ir_alu(ir, IR_LT, IR_BOOL, l.gid, lower_sym(&l, k->numel), IR_NONE));
-        lower_element(&l);
-        if (!opt->unchecked)
-            ir_endif(ir);
+    l.gid = ir_global_id(ir);
+    if (!unchecked) {
+        ir_value in_range = ir_alu(ir, IR_LT, IR_BOOL, l.gid, lower_sym(&l, k->numel), IR_NONE);
+        ir_if(ir, in_range);
     }
+    if (k->reduction_count > 0)
+        lower_reductions(&l);
+    ir_value v = lower_value(&l, k->value);
+    if (v != IR_NONE && ir->insts.data[v].type != k->out_type)
+        v = ir_cast(ir, k->out_type, v);
+    ir_store(ir, 0, k->out_index ? lower_sym(&l, k->out_index) : l.gid, v);
+    if (!unchecked)
+        ir_endif(ir);
     base_map_finish(&l.memo);
     if (ir->status != KILN_OK)
         return base_error_set(&ctx->err, ir->status, "lowering a kernel to IR failed: %s",

@@ -18,7 +18,6 @@ static bool wants_interpreter(const char *device) {
 kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt) {
     const char *device = opt->device ? opt->device : getenv("KILN_DEVICE");
     ctx->parallelism = 2048; /* a CPU (lavapipe, the interpreter); GPUs: below */
-    ctx->per_invocation = 4;
     if (wants_interpreter(device)) {
         ctx->interpreter = true;
         snprintf(ctx->device_name, sizeof ctx->device_name, "interpreter");
@@ -57,10 +56,8 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
                                : base_error_set(&ctx->err, st, "%s", base_error_message(&err));
     const vkd_device_info *info = vkd_instance_device(ctx->inst, index);
     snprintf(ctx->device_name, sizeof ctx->device_name, "%s", info->props.deviceName);
-    if (info->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    if (info->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU)
         ctx->parallelism = 65536;
-        ctx->per_invocation = 1;
-    }
     return KILN_OK;
 }
 
@@ -291,20 +288,7 @@ static sym_assignment params_of(const eng_kernel *k) {
  * workgroups covers needs no bounds check. A constant count decides it once and for all (it is
  * part of the kernel's key); a symbolic count is specialised only when the context forces it
  * (a test-only option), under a guard checked before every reuse. */
-/* Elements per invocation: on a CPU device (lavapipe), big elementwise kernels run fewer,
- * longer invocations (each round a workgroup still touches consecutive elements); GPUs keep
- * one element per invocation. Decided from the largest size the kernel can have, so a
- * symbolic kernel needs no guard for it. */
-static uint32_t choose_per_invocation(const kiln_context *ctx, const eng_kernel *k) {
-    if (ctx->per_invocation <= 1 || k->reduction_count > 0 || k->out_index)
-        return 1;
-    return sym_vmax(k->numel) >= (1 << 16) ? ctx->per_invocation : 1;
-}
-
 static void choose_variant(kiln_context *ctx, const eng_kernel *k, eng_program *p) {
-    p->per_invocation = choose_per_invocation(ctx, k);
-    if (p->per_invocation > 1)
-        return; /* checked rounds: no specialisation on the count */
     uint64_t wg = p->workgroup_size;
     uint64_t max_x =
         ctx->interpreter ? UINT32_MAX : vkd_device_caps(ctx->dev)->max_workgroup_count[0];
@@ -362,8 +346,7 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
     }
     if (st != KILN_ERROR_NOT_FOUND)
         return st;
-    eng_lowering lo = {.unchecked = p->unchecked, .per_invocation = p->per_invocation};
-    st = eng_kernel_lower(ctx, k, &lo, &p->ir);
+    st = eng_kernel_lower(ctx, k, p->unchecked, &p->ir);
     if (st == KILN_OK)
         st = ir_verify(&p->ir, &ctx->err);
     if (st != KILN_OK)
@@ -564,8 +547,6 @@ kiln_status eng_batch_run(kiln_context *ctx, eng_batch *b, const eng_program *p,
     kiln_status st = check_empty_reductions(ctx, k);
     if (st == KILN_OK)
         st = global_size(ctx, k, &n);
-    if (p->per_invocation > 1) /* invocations, each computing per_invocation elements */
-        n = (n + p->per_invocation - 1) / p->per_invocation;
     if (st != KILN_OK || n == 0) /* an empty result needs no dispatch */
         return st;
     ctx->stats.dispatches++;
