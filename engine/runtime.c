@@ -421,6 +421,9 @@ kiln_status eng_batch_begin(kiln_context *ctx, eng_batch **out) {
             return base_error_set(&ctx->err, st, "%s", base_error_message(&err));
         }
         b->batch = ctx->batch;
+        /* A timestamp per dispatch costs a wait for idle on lavapipe: time the whole batch,
+         * and each kernel only when KILN_DEBUG=2 asks for one line per kernel. */
+        vkd_batch_time_each(b->batch, base_log_verbosity() >= 2);
     }
     *out = b;
     return KILN_OK;
@@ -568,10 +571,8 @@ kiln_status eng_batch_finish(kiln_context *ctx, eng_batch *b) {
             base_error_set(&ctx->err, st, "%s", base_error_message(&err));
         } else {
             uint64_t ns;
-            for (uint32_t i = 0; i < vkd_batch_dispatch_count(b->batch); i++) {
-                if (vkd_batch_dispatch_time(b->batch, i, &ns))
-                    ctx->stats.device_time_ns += ns;
-            }
+            if (vkd_batch_total_time(b->batch, &ns))
+                ctx->stats.device_time_ns += ns;
         }
     }
     for (uint32_t i = 0; i < b->log.len; i++) { /* KILN_DEBUG=2: one line per kernel */

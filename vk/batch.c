@@ -17,6 +17,9 @@ struct vkd_batch {
     BASE_VEC(VkQueryPool) query_pools;
     uint32_t dispatches;
     BASE_VEC(uint64_t) times; /* ns per dispatch after submit; UINT64_MAX: not timed */
+    bool time_each;           /* a timestamp pair per dispatch (else one for the batch) */
+    bool timed_span;          /* the batch-wide pair was written this recording */
+    uint64_t total_ns;        /* device time of the last submit; UINT64_MAX: not timed */
 };
 
 kiln_status vkd_batch_create(vkd_device *dev, vkd_batch **out, base_error *err) {
@@ -25,6 +28,8 @@ kiln_status vkd_batch_create(vkd_device *dev, vkd_batch **out, base_error *err) 
     if (!b)
         return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for batch");
     b->dev = dev;
+    b->time_each = true;
+    b->total_ns = UINT64_MAX;
     VkCommandBufferAllocateInfo cmd_info = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
         .commandPool = dev->command_pool,
@@ -70,6 +75,9 @@ uint32_t vkd_batch_dispatch_count(const vkd_batch *b) {
     return b->dispatches;
 }
 
+static kiln_status timestamp_slot(vkd_batch *b, uint32_t i, VkQueryPool *pool, uint32_t *query,
+                                  base_error *err);
+
 static kiln_status begin_recording(vkd_batch *b, base_error *err) {
     vkd_device *dev = b->dev;
     VkCommandBufferBeginInfo begin = {
@@ -84,6 +92,16 @@ static kiln_status begin_recording(vkd_batch *b, base_error *err) {
     for (size_t i = 0; i < b->query_pools.len; i++)
         dev->vk.vkCmdResetQueryPool(b->cmd, b->query_pools.data[i], 0, 2 * TIMED_PER_POOL);
     b->recording = true;
+    b->timed_span = false;
+    if (!b->time_each && dev->caps.timestamps) { /* one pair around the whole batch */
+        VkQueryPool qp;
+        uint32_t q;
+        st = timestamp_slot(b, 0, &qp, &q, err);
+        if (st != KILN_OK)
+            return st;
+        dev->vk.vkCmdWriteTimestamp(b->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, qp, q);
+        b->timed_span = true;
+    }
     return KILN_OK;
 }
 
@@ -226,7 +244,7 @@ kiln_status vkd_batch_dispatch(vkd_batch *b, const vkd_pipeline *pipe, const vkd
     }
     VkQueryPool qp = VK_NULL_HANDLE;
     uint32_t q = 0;
-    if (st == KILN_OK && dev->caps.timestamps)
+    if (st == KILN_OK && dev->caps.timestamps && b->time_each)
         st = timestamp_slot(b, b->dispatches, &qp, &q, err);
     if (st != KILN_OK)
         return st;
@@ -258,29 +276,48 @@ kiln_status vkd_batch_dispatch(vkd_batch *b, const vkd_pipeline *pipe, const vkd
     return KILN_OK;
 }
 
-/* Reads the timestamps of every dispatch of the finished submission. */
+/* The device time between the two timestamps of a pair. */
+static kiln_status pair_time(vkd_batch *b, uint32_t slot, uint64_t *ns, base_error *err) {
+    vkd_device *dev = b->dev;
+    uint32_t bits = dev->info->queue_families[dev->queue_family].timestampValidBits;
+    uint64_t mask = bits >= 64 ? UINT64_MAX : (1ull << bits) - 1;
+    uint64_t t[2] = {0, 0};
+    VkResult r = dev->vk.vkGetQueryPoolResults(
+        dev->handle, b->query_pools.data[slot / TIMED_PER_POOL], 2 * (slot % TIMED_PER_POOL), 2,
+        sizeof t, t, sizeof t[0], VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    kiln_status st = vkd_check(r, "vkGetQueryPoolResults", err);
+    uint64_t ticks = ((t[1] & mask) - (t[0] & mask)) & mask;
+    *ns = (uint64_t)((double)ticks * (double)dev->caps.timestamp_period_ns);
+    return st;
+}
+
+/* Reads the timestamps of the finished submission: per dispatch, or the batch's span. */
 static kiln_status read_times(vkd_batch *b, base_error *err) {
     vkd_device *dev = b->dev;
     b->times.len = 0;
+    b->total_ns = UINT64_MAX;
     if (BASE_VEC_RESERVE(&dev->alloc, &b->times, b->dispatches) != KILN_OK)
         return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for timings");
-    uint32_t bits = dev->info->queue_families[dev->queue_family].timestampValidBits;
-    uint64_t mask = bits >= 64 ? UINT64_MAX : (1ull << bits) - 1;
+    bool each = dev->caps.timestamps && b->time_each;
+    uint64_t total = 0;
     for (uint32_t i = 0; i < b->dispatches; i++) {
-        uint64_t t[2] = {0, 0};
         uint64_t ns = UINT64_MAX;
-        if (dev->caps.timestamps) {
-            VkResult r = dev->vk.vkGetQueryPoolResults(
-                dev->handle, b->query_pools.data[i / TIMED_PER_POOL], 2 * (i % TIMED_PER_POOL), 2,
-                sizeof t, t, sizeof t[0], VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
-            kiln_status st = vkd_check(r, "vkGetQueryPoolResults", err);
+        if (each) {
+            kiln_status st = pair_time(b, i, &ns, err);
             if (st != KILN_OK)
                 return st;
-            uint64_t ticks = ((t[1] & mask) - (t[0] & mask)) & mask;
-            ns = (uint64_t)((double)ticks * (double)dev->caps.timestamp_period_ns);
-            dev->stats.device_time_ns += ns;
+            total += ns;
         }
         b->times.data[b->times.len++] = ns;
+    }
+    if (b->timed_span) {
+        kiln_status st = pair_time(b, 0, &total, err);
+        if (st != KILN_OK)
+            return st;
+    }
+    if (each || b->timed_span) {
+        b->total_ns = total;
+        dev->stats.device_time_ns += total;
     }
     return KILN_OK;
 }
@@ -303,6 +340,9 @@ kiln_status vkd_batch_submit(vkd_batch *b, base_error *err) {
     vk->vkCmdPipelineBarrier(b->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                              VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1,
                              &barrier, 0, NULL, 0, NULL);
+    if (b->timed_span)
+        vk->vkCmdWriteTimestamp(b->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+                                b->query_pools.data[0], 1);
     b->recording = false;
     kiln_status st = vkd_check(vk->vkEndCommandBuffer(b->cmd), "vkEndCommandBuffer", err);
     if (st == KILN_OK)
@@ -354,4 +394,16 @@ kiln_status vkd_batch_reset(vkd_batch *b, base_error *err) {
     b->submitted = false;
     b->dispatches = 0;
     return KILN_OK;
+}
+
+void vkd_batch_time_each(vkd_batch *b, bool each) {
+    if (!b->recording)
+        b->time_each = each;
+}
+
+bool vkd_batch_total_time(const vkd_batch *b, uint64_t *ns) {
+    if (b->total_ns == UINT64_MAX)
+        return false;
+    *ns = b->total_ns;
+    return true;
 }

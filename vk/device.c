@@ -220,8 +220,9 @@ kiln_status vkd_device_create(const vkd_instance *inst, uint32_t index,
         .enabledExtensionCount = chain.extension_count,
         .ppEnabledExtensionNames = chain.extensions,
     };
-    kiln_status st = vkd_check(inst->fn.CreateDevice(info->physical, &device_info, NULL, &dev->handle),
-                               "vkCreateDevice", err);
+    kiln_status st =
+        vkd_check(inst->fn.CreateDevice(info->physical, &device_info, NULL, &dev->handle),
+                  "vkCreateDevice", err);
     if (st != KILN_OK)
         goto fail;
     dev->owned = true;

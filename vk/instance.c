@@ -66,8 +66,7 @@ static bool has_instance_extension(const VkExtensionProperties *exts, uint32_t n
  * every instance). */
 static kiln_status load_instance_fns(vkd_instance *inst, base_error *err) {
     vkd_instance_fns *f = &inst->fn;
-#define LOAD(name)                                                                             \
-    f->name = (PFN_vk##name)vkGetInstanceProcAddr(inst->handle, "vk" #name)
+#define LOAD(name) f->name = (PFN_vk##name)vkGetInstanceProcAddr(inst->handle, "vk" #name)
     LOAD(DestroyInstance);
     LOAD(EnumeratePhysicalDevices);
     LOAD(GetPhysicalDeviceProperties);
@@ -183,10 +182,9 @@ static kiln_status create_handle(vkd_instance *inst, const vkd_instance_options 
     volkLoadInstanceOnly(inst->handle);
     st = load_instance_fns(inst, err);
     if (st == KILN_OK && inst->validation) {
-        st = vkd_check(
-            inst->fn.CreateDebugUtilsMessengerEXT(inst->handle, &messenger_info, NULL,
-                                                  &inst->messenger),
-            "vkCreateDebugUtilsMessengerEXT", err);
+        st = vkd_check(inst->fn.CreateDebugUtilsMessengerEXT(inst->handle, &messenger_info, NULL,
+                                                             &inst->messenger),
+                       "vkCreateDebugUtilsMessengerEXT", err);
     }
     return st;
 }
@@ -320,8 +318,8 @@ static kiln_status load_devices(vkd_instance *inst, base_error *err) {
         st = base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for device list");
         goto free_list;
     }
-    st = vkd_check(inst->fn.EnumeratePhysicalDevices(inst->handle, &n, pds), "vkEnumeratePhysicalDevices",
-                   err);
+    st = vkd_check(inst->fn.EnumeratePhysicalDevices(inst->handle, &n, pds),
+                   "vkEnumeratePhysicalDevices", err);
     for (uint32_t i = 0; st == KILN_OK && i < n; i++)
         st = query_device(inst, pds[i], i, &inst->devices[i], err);
     if (st == KILN_OK)
