@@ -182,10 +182,13 @@ struct kiln_context {
     eng_storage *storage_list;
     BASE_VEC(kiln_tensor *) handles; /* every live tensor handle, in creation order */
     BASE_VEC(size_t) scopes;         /* where each open scope's handles begin */
+    BASE_VEC(vkd_buffer *) pool;     /* buffers of freed storages, reused by size */
+    uint64_t pool_bytes;
     uint64_t next_id;
     uint64_t next_mark;
     bool interpreter;
     bool force_specialization; /* test-only: specialise symbolic sizes too (guards) */
+    bool timing;               /* timestamp queries around each realize's batch */
     uint32_t parallelism;      /* invocations worth keeping busy (splits big reductions) */
     vkd_instance *inst;
     vkd_device *dev;
@@ -251,6 +254,7 @@ void eng_cache_store(kiln_context *ctx, const eng_kernel *k, const eng_program *
 
 /* interop.c: a context on the application's Vulkan objects. */
 typedef struct eng_external {
+    bool timing;
     VkInstance instance;
     uint32_t api_version;
     const vkd_external_device *device;
@@ -262,6 +266,8 @@ kiln_status eng_context_create(const kiln_context_options *opt, const eng_extern
 void eng_runtime_finish(kiln_context *ctx);
 kiln_status eng_storage_allocate(kiln_context *ctx, eng_storage *s);
 void eng_storage_free(kiln_context *ctx, eng_storage *s);
+/* Frees s, keeping its device buffer in the context's pool for the next storage of its size. */
+void eng_storage_release(kiln_context *ctx, eng_storage *s);
 kiln_status eng_storage_write(kiln_context *ctx, eng_storage *s, const void *data, uint64_t bytes);
 kiln_status eng_storage_read(kiln_context *ctx, eng_storage *s, void *data, uint64_t bytes);
 kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program **out);

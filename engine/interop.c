@@ -29,6 +29,7 @@ kiln_status kiln_context_create_vulkan(const kiln_vulkan_device *device,
 }
 
 kiln_status eng_runtime_init_external(kiln_context *ctx, const eng_external *e) {
+    ctx->timing = e->timing || base_log_verbosity() >= 1;
     base_error err = {0};
     kiln_status st = vkd_instance_wrap(e->instance, e->api_version, &ctx->alloc, &ctx->inst, &err);
     if (st == KILN_OK)

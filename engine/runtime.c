@@ -24,6 +24,7 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
         return KILN_OK;
     }
     ctx->force_specialization = opt->test_force_specialization;
+    ctx->timing = opt->timing || base_log_verbosity() >= 1;
     vkd_instance_options io = {
         .validation = opt->validation, .alloc = &ctx->alloc, .app_name = "kiln"};
     base_error err = {0};
@@ -78,6 +79,9 @@ void eng_runtime_finish(kiln_context *ctx) {
     }
     ctx->storage_list = NULL;
     BASE_VEC_FREE(&ctx->alloc, &ctx->handles);
+    for (size_t i = 0; i < ctx->pool.len; i++)
+        vkd_buffer_destroy(ctx->pool.data[i]);
+    BASE_VEC_FREE(&ctx->alloc, &ctx->pool);
     BASE_VEC_FREE(&ctx->alloc, &ctx->scopes);
     eng_cache_save_pipelines(ctx); /* mobile programs may never get here: realize saves too */
     eng_cache_close(ctx);
@@ -113,10 +117,33 @@ kiln_status eng_storage_allocate(kiln_context *ctx, eng_storage *s) {
     base_error err = {0};
     /* One element at least: a masked load may read element 0 of an empty storage. */
     uint64_t size = bytes ? bytes : eng_type_size(s->type);
+    for (size_t i = 0; i < ctx->pool.len; i++) { /* a freed buffer of this size, if any */
+        if (vkd_buffer_size(ctx->pool.data[i]) == size) {
+            s->buffer = ctx->pool.data[i];
+            ctx->pool.data[i] = ctx->pool.data[--ctx->pool.len];
+            ctx->pool_bytes -= size;
+            return KILN_OK;
+        }
+    }
     kiln_status st = vkd_buffer_create(ctx->dev, size, &s->buffer, &err);
     if (st != KILN_OK)
         return base_error_set(&ctx->err, st, "%s", base_error_message(&err));
     return KILN_OK;
+}
+
+/* Gives a storage back: its device buffer is kept for reuse (loops allocate the same sizes
+ * again; allocating device memory is a system call on some drivers), up to a bound. */
+void eng_storage_release(kiln_context *ctx, eng_storage *s) {
+    enum { POOL_MAX_BUFFERS = 64 };
+    const uint64_t pool_max_bytes = 64ull << 20;
+    if (s->buffer && ctx->pool.len < POOL_MAX_BUFFERS &&
+        ctx->pool_bytes + vkd_buffer_size(s->buffer) <= pool_max_bytes &&
+        vkd_buffer_is_mapped(s->buffer) && /* Kiln's own (never an application's) */
+        BASE_VEC_PUSH(&ctx->alloc, &ctx->pool, s->buffer) == KILN_OK) {
+        ctx->pool_bytes += vkd_buffer_size(s->buffer);
+        s->buffer = NULL;
+    }
+    eng_storage_free(ctx, s);
 }
 
 void eng_storage_free(kiln_context *ctx, eng_storage *s) {
@@ -421,9 +448,11 @@ kiln_status eng_batch_begin(kiln_context *ctx, eng_batch **out) {
             return base_error_set(&ctx->err, st, "%s", base_error_message(&err));
         }
         b->batch = ctx->batch;
-        /* A timestamp per dispatch costs a wait for idle on lavapipe: time the whole batch,
-         * and each kernel only when KILN_DEBUG=2 asks for one line per kernel. */
-        vkd_batch_time_each(b->batch, base_log_verbosity() >= 2);
+        /* A timestamp costs a wait for idle on lavapipe: none unless timing was asked for;
+         * then the whole batch, and each kernel when KILN_DEBUG=2 prints one line each. */
+        vkd_batch_timing(b->batch, !ctx->timing                ? VKD_TIME_NONE
+                                   : base_log_verbosity() >= 2 ? VKD_TIME_EACH
+                                                               : VKD_TIME_BATCH);
     }
     *out = b;
     return KILN_OK;

@@ -52,7 +52,7 @@ static size_t collect(kiln_context *ctx) {
             continue;
         }
         *link = s->next;
-        eng_storage_free(ctx, s);
+        eng_storage_release(ctx, s);
         base_free(&ctx->alloc, s, sizeof *s);
         freed++;
     }

@@ -17,7 +17,7 @@ struct vkd_batch {
     BASE_VEC(VkQueryPool) query_pools;
     uint32_t dispatches;
     BASE_VEC(uint64_t) times; /* ns per dispatch after submit; UINT64_MAX: not timed */
-    bool time_each;           /* a timestamp pair per dispatch (else one for the batch) */
+    vkd_timing timing;        /* timestamps per dispatch, per batch, or none */
     bool timed_span;          /* the batch-wide pair was written this recording */
     uint64_t total_ns;        /* device time of the last submit; UINT64_MAX: not timed */
 };
@@ -28,7 +28,7 @@ kiln_status vkd_batch_create(vkd_device *dev, vkd_batch **out, base_error *err) 
     if (!b)
         return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for batch");
     b->dev = dev;
-    b->time_each = true;
+    b->timing = VKD_TIME_EACH;
     b->total_ns = UINT64_MAX;
     VkCommandBufferAllocateInfo cmd_info = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
@@ -93,7 +93,7 @@ static kiln_status begin_recording(vkd_batch *b, base_error *err) {
         dev->vk.vkCmdResetQueryPool(b->cmd, b->query_pools.data[i], 0, 2 * TIMED_PER_POOL);
     b->recording = true;
     b->timed_span = false;
-    if (!b->time_each && dev->caps.timestamps) { /* one pair around the whole batch */
+    if (b->timing == VKD_TIME_BATCH && dev->caps.timestamps) { /* one pair for the batch */
         VkQueryPool qp;
         uint32_t q;
         st = timestamp_slot(b, 0, &qp, &q, err);
@@ -244,7 +244,7 @@ kiln_status vkd_batch_dispatch(vkd_batch *b, const vkd_pipeline *pipe, const vkd
     }
     VkQueryPool qp = VK_NULL_HANDLE;
     uint32_t q = 0;
-    if (st == KILN_OK && dev->caps.timestamps && b->time_each)
+    if (st == KILN_OK && dev->caps.timestamps && b->timing == VKD_TIME_EACH)
         st = timestamp_slot(b, b->dispatches, &qp, &q, err);
     if (st != KILN_OK)
         return st;
@@ -298,7 +298,7 @@ static kiln_status read_times(vkd_batch *b, base_error *err) {
     b->total_ns = UINT64_MAX;
     if (BASE_VEC_RESERVE(&dev->alloc, &b->times, b->dispatches) != KILN_OK)
         return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for timings");
-    bool each = dev->caps.timestamps && b->time_each;
+    bool each = dev->caps.timestamps && b->timing == VKD_TIME_EACH;
     uint64_t total = 0;
     for (uint32_t i = 0; i < b->dispatches; i++) {
         uint64_t ns = UINT64_MAX;
@@ -396,9 +396,9 @@ kiln_status vkd_batch_reset(vkd_batch *b, base_error *err) {
     return KILN_OK;
 }
 
-void vkd_batch_time_each(vkd_batch *b, bool each) {
+void vkd_batch_timing(vkd_batch *b, vkd_timing timing) {
     if (!b->recording)
-        b->time_each = each;
+        b->timing = timing;
 }
 
 bool vkd_batch_total_time(const vkd_batch *b, uint64_t *ns) {

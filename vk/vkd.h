@@ -283,10 +283,11 @@ uint32_t vkd_batch_dispatch_count(const vkd_batch *batch);
 kiln_status vkd_batch_submit(vkd_batch *batch, base_error *err);
 /* Device time of dispatch i of the last submit, in nanoseconds; false when not timed. */
 bool vkd_batch_dispatch_time(const vkd_batch *batch, uint32_t i, uint64_t *ns);
-/* Timing: a timestamp pair around every dispatch (the default; each costs device time on some
- * drivers, lavapipe waits for idle at every timestamp), or one pair around the whole batch.
- * Takes effect from the next recording. */
-void vkd_batch_time_each(vkd_batch *batch, bool each);
+/* Timing of the batch: a timestamp pair around every dispatch (VKD_TIME_EACH, the default),
+ * one pair around the whole batch, or none. Timestamps cost device time on some drivers
+ * (lavapipe waits for idle at each). Takes effect from the next recording. */
+typedef enum vkd_timing { VKD_TIME_EACH, VKD_TIME_BATCH, VKD_TIME_NONE } vkd_timing;
+void vkd_batch_timing(vkd_batch *batch, vkd_timing timing);
 /* Device time of the last submit (the sum over dispatches, or the batch's span); false when
  * not timed. */
 bool vkd_batch_total_time(const vkd_batch *batch, uint64_t *ns);

@@ -78,6 +78,10 @@ typedef struct kiln_context_options {
     /* Where compiled kernels persist across runs: NULL uses $KILN_CACHE_DIR, else
      * $XDG_CACHE_HOME/kiln, else ~/.cache/kiln. KILN_CACHE=0 turns the disk cache off. */
     const char *cache_dir;
+    /* Measure device time with timestamp queries (kiln_stats.device_time_ns). Off by default:
+     * a timestamp costs a wait for idle on some drivers (about 0.1 ms per realize on
+     * lavapipe). KILN_DEBUG=1 and above turn it on. */
+    bool timing;
     kiln_alloc_fn alloc; /* NULL: malloc/realloc/free */
     void *alloc_user;
     /* Test-only overrides that drive, on any device, paths other devices take: a smaller
@@ -110,7 +114,7 @@ typedef struct kiln_stats {
     uint64_t bytes_uploaded;
     uint64_t bytes_downloaded;
     uint64_t storages_freed; /* storages given back by kiln_scope_end */
-    uint64_t device_time_ns; /* sum of the dispatches' device time (when timed) */
+    uint64_t device_time_ns; /* device time of the realizes (with options.timing or KILN_DEBUG) */
 } kiln_stats;
 kiln_stats kiln_context_stats(const kiln_context *ctx);
 

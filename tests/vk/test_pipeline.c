@@ -178,7 +178,7 @@ static void test_vk_pipeline_batch_orders_dispatches(void **state) {
                          KILN_ERROR_INVALID_ARGUMENT);
         base_error_clear(&err);
         assert_int_equal(vkd_batch_reset(batch, &err), KILN_OK);
-        vkd_batch_time_each(batch, false);
+        vkd_batch_timing(batch, VKD_TIME_BATCH);
     }
     vkd_batch_destroy(batch);
     vkd_buffer_destroy(buf);
