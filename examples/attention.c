@@ -34,7 +34,7 @@ static void print_stats(const char *name, const kiln_context *ctx) {
 int main(void) {
     static float device_out[T * D], interp_out[T * D];
     kiln_context *dev = NULL, *ref = NULL;
-    kiln_status st = kiln_context_create(NULL, &dev);
+    kiln_status st = kiln_context_create(&(kiln_context_options){.timing = true}, &dev);
     if (st == KILN_OK)
         st = kiln_context_create(&(kiln_context_options){.device = "interp"}, &ref);
     if (st != KILN_OK) {
