@@ -80,7 +80,7 @@ enum { MAX_ROWS = 48, MAX_REPS = 15 };
 typedef struct row {
     char id[32];
     char name[56];
-    char ref[24];         /* what the reference is */
+    char ref[32];         /* what the reference is */
     double kiln_ms;       /* median; NAN: not measured */
     double kiln_first_ms; /* the warm-up (kernel generation + first dispatch) */
     double kiln_dev_ms;   /* Kiln's device time (timestamps) of one repetition */
