@@ -152,6 +152,9 @@ typedef struct vkd_caps {
     bool host_visible_device_memory; /* buffers are mapped directly (UMA) */
 } vkd_caps;
 
+/* How long a fence wait polls before it blocks (see vkd_wait_fence). */
+enum { VKD_FENCE_SPIN_NS = 50000 };
+
 typedef struct vkd_device_options {
     /* Test-only overrides that drive, on lavapipe, the paths real hardware takes. */
     bool force_staging;           /* treat device memory as not host-visible */
@@ -159,6 +162,7 @@ typedef struct vkd_device_options {
     uint64_t max_storage_range;   /* nonzero: report a smaller storage-buffer range */
     uint32_t max_workgroup_count; /* nonzero: split grids as if this were the limit */
     uint64_t fence_timeout_ns;    /* 0: 60 seconds */
+    uint64_t fence_spin_ns;       /* polling before a wait blocks; 0: VKD_FENCE_SPIN_NS */
     /* Initial data of the device's VkPipelineCache (vkGetPipelineCacheData bytes saved
      * earlier), or NULL. The driver validates its header; shaders_cache/ has checked it too.
      * Only read during vkd_device_create. */
@@ -207,6 +211,8 @@ typedef struct vkd_stats {
     uint64_t bytes_uploaded;
     uint64_t bytes_downloaded;
     uint64_t device_time_ns; /* sum of timed dispatches */
+    uint64_t waits_polled;   /* fence waits that ended while polling */
+    uint64_t waits_blocked;  /* fence waits that blocked in vkWaitForFences */
 } vkd_stats;
 vkd_stats vkd_device_stats(const vkd_device *dev);
 

@@ -133,6 +133,28 @@ static void test_vk_pipeline_large_grid_is_split(void **state) {
     vk_fixture_assert_no_messages(f);
 }
 
+/* A fence wait polls for a while, then blocks: both ends give the same results. */
+static void test_vk_pipeline_fence_wait_polls_then_blocks(void **state) {
+    vk_fixture *f = *state;
+    base_error err = {0};
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 0: one poll, then vkWaitForFences; pass 1: polls for up to 10 s */
+        vkd_device_options opt = {.fence_spin_ns = pass == 0 ? 1 : 10ull * 1000 * 1000 * 1000};
+        vkd_device *dev = NULL;
+        assert_int_equal(vkd_device_create(f->inst, f->device_index, &opt, &dev, &err), KILN_OK);
+        run_pattern(dev, 1 << 20, 3, 1); /* about a millisecond on lavapipe */
+        run_pattern(dev, 5, 2, 9);
+        vkd_stats s = vkd_device_stats(dev);
+        assert_true(s.waits_polled + s.waits_blocked >= 2);
+        if (pass == 1)
+            assert_int_equal(s.waits_blocked, 0);
+        else
+            assert_true(s.waits_blocked >= 1); /* the large pattern outlasts one poll */
+        vkd_device_destroy(dev);
+    }
+    vk_fixture_assert_no_messages(f);
+}
+
 /* Many dispatches in one batch, each with its own push constants, in order, timed. */
 static void test_vk_pipeline_batch_orders_dispatches(void **state) {
     vk_fixture *f = *state;
@@ -235,6 +257,7 @@ int main(void) {
         cmocka_unit_test(test_vk_pipeline_fixture_writes_pattern),
         cmocka_unit_test(test_vk_pipeline_staged_device_runs_pattern),
         cmocka_unit_test(test_vk_pipeline_large_grid_is_split),
+        cmocka_unit_test(test_vk_pipeline_fence_wait_polls_then_blocks),
         cmocka_unit_test(test_vk_pipeline_batch_orders_dispatches),
         cmocka_unit_test(test_vk_pipeline_rejects_bad_descriptions),
     };
