@@ -374,8 +374,7 @@ kiln_status vkd_wait_fence(vkd_device *dev, VkFence fence, const char *what, bas
     }
     if (r == VK_NOT_READY) {
         dev->stats.waits_blocked++;
-        r = dev->vk.vkWaitForFences(dev->handle, 1, &fence, VK_TRUE,
-                                    dev->options.fence_timeout_ns);
+        r = dev->vk.vkWaitForFences(dev->handle, 1, &fence, VK_TRUE, dev->options.fence_timeout_ns);
     } else {
         dev->stats.waits_polled++;
     }
