@@ -264,29 +264,73 @@ static void combine(lowering *l, const eng_reduction *r, ir_value acc, ir_value 
     ir_set(ir, at, ir_alu(ir, IR_WHERE, IR_I32, take, index, ir_get(ir, at)));
 }
 
-/* acc = identity; RANGE reduce_count: acc = acc op value; the results after the range. */
+/* How many elements one step of a reduction loop combines, each into an accumulator of its
+ * own: a quarter of the loop's overhead, and four independent dependency chains. */
+enum { REDUCE_UNROLL = 4 };
+
+/* acc[u] = identity; RANGE ceil(reduce_count / U) as q: for u < U, element q * U + u (when it
+ * is below reduce_count) is combined into acc[u]; the results are (acc0 op acc1) op (acc2 op
+ * acc3) after the range. Arg reductions keep one accumulator (the first maximum wins). */
 static void lower_reductions(lowering *l) {
     const eng_kernel *k = l->k;
     ir_kernel *ir = l->ir;
-    ir_value acc[ENG_MAX_REDUCTIONS], at[ENG_MAX_REDUCTIONS];
+    ir_value acc[REDUCE_UNROLL][ENG_MAX_REDUCTIONS], at[ENG_MAX_REDUCTIONS];
+    uint32_t unroll = REDUCE_UNROLL;
+    int64_t constant = -1;
+    if (sym_is_const(k->reduce_count, &constant) && constant < 2 * REDUCE_UNROLL)
+        unroll = 1;
+    for (uint32_t i = 0; i < k->reduction_count; i++)
+        unroll = k->reductions[i].arg ? 1 : unroll;
+    bool exact = constant >= 0 && constant % unroll == 0; /* no step needs a bounds check */
     for (uint32_t i = 0; i < k->reduction_count; i++) {
         const eng_reduction *r = &k->reductions[i];
-        acc[i] = ir_var(ir, reduce_identity(ir, r->op, r->type));
+        for (uint32_t u = 0; u < unroll; u++)
+            acc[u][i] = ir_var(ir, reduce_identity(ir, r->op, r->type));
         at[i] = r->arg ? ir_var(ir, ir_const_i(ir, IR_I32, 0)) : IR_NONE;
     }
-    ir_value count = lower_sym(l, k->reduce_count);
-    l->ridx = ir_range(ir, count);
-    /* Values inside the loop body are not visible after it: a body of its own. */
+    ir_type it = ir->index_type;
+    ir_value count = lower_sym(l, k->reduce_count), steps = count;
+    if (unroll > 1) {
+        ir_value up = ir_alu(ir, IR_ADD, it, count, ir_const_i(ir, it, unroll - 1), IR_NONE);
+        steps = ir_alu(ir, IR_DIV, it, up, ir_const_i(ir, it, unroll), IR_NONE);
+    }
+    ir_value q = ir_range(ir, steps);
+    /* Values inside a body are not visible after it: each element's body has its own memo. */
     base_map outer = l->memo;
-    base_map_init(&l->memo, &l->ctx->alloc);
-    for (uint32_t i = 0; i < k->reduction_count; i++)
-        combine(l, &k->reductions[i], acc[i], at[i], lower_value(l, k->reductions[i].value));
-    base_map_finish(&l->memo);
+    for (uint32_t u = 0; u < unroll; u++) {
+        base_map_init(&l->memo, &l->ctx->alloc);
+        l->ridx = q;
+        if (unroll > 1) {
+            ir_value base = ir_alu(ir, IR_MUL, it, q, ir_const_i(ir, it, unroll), IR_NONE);
+            l->ridx = ir_alu(ir, IR_ADD, it, base, ir_const_i(ir, it, u), IR_NONE);
+        }
+        bool checked = u > 0 && !exact;
+        if (checked)
+            ir_if(ir, ir_alu(ir, IR_LT, IR_BOOL, l->ridx, count, IR_NONE));
+        for (uint32_t i = 0; i < k->reduction_count; i++)
+            combine(l, &k->reductions[i], acc[u][i], at[i], lower_value(l, k->reductions[i].value));
+        if (checked)
+            ir_endif(ir);
+        base_map_finish(&l->memo);
+    }
     l->memo = outer;
     ir_endrange(ir);
     l->ridx = IR_NONE;
-    for (uint32_t i = 0; i < k->reduction_count; i++)
-        l->results[i] = ir_get(ir, k->reductions[i].arg ? at[i] : acc[i]);
+    for (uint32_t i = 0; i < k->reduction_count; i++) {
+        const eng_reduction *r = &k->reductions[i];
+        if (r->arg) {
+            l->results[i] = ir_get(ir, at[i]);
+            continue;
+        }
+        ir_value part[REDUCE_UNROLL];
+        for (uint32_t u = 0; u < unroll; u++)
+            part[u] = ir_get(ir, acc[u][i]);
+        for (uint32_t width = unroll; width > 1; width /= 2) {
+            for (uint32_t u = 0; u < width / 2; u++)
+                part[u] = ir_alu(ir, r->op, r->type, part[2 * u], part[2 * u + 1], IR_NONE);
+        }
+        l->results[i] = part[0];
+    }
 }
 
 /* Whether every index expression's bounds fit in int32. */
