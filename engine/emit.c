@@ -19,6 +19,7 @@ typedef struct emitter {
     spv_id global_id;    /* linear invocation index, index type */
     bool params_in_buffer;
     spv_id wg_size_x;
+    spv_id lane; /* group kernels: LocalInvocationIndex (u32) */
 } emitter;
 
 /* ---- types ------------------------------------------------------------------------------- */
@@ -320,6 +321,41 @@ static spv_id alu(emitter *e, const ir_inst *i) {
     return fit(b, i->type, int_alu(b, i->op, i->type, x, y));
 }
 
+/* ---- groups -------------------------------------------------------------------------------- */
+
+/* GROUP: each lane's value in a Workgroup array, then a tree (lane l < s takes op(x[l], x[l+s])
+ * for s = lanes / 2, ..., 1, a barrier after each step), and every lane reads x[0]. */
+static spv_id group(emitter *e, const ir_inst *i) {
+    spv_builder *b = e->b;
+    uint32_t lanes = e->k->group_lanes;
+    spv_id u32 = spv_type_int(b, 32, false);
+    spv_id type = compute_type(b, i->type);
+    spv_id shared = spv_variable(b, SpvStorageClassWorkgroup, spv_type_array(b, type, lanes, 0));
+    spv_id mine = spv_access_chain(b, shared, 1, &e->lane);
+    spv_store(b, mine, e->ids[i->src[0]]);
+    spv_workgroup_barrier(b);
+    for (uint32_t width = lanes / 2; width >= 1; width /= 2) {
+        spv_id w = spv_const_int(b, u32, width);
+        spv_id then_label = spv_label(b), merge = spv_label(b);
+        spv_id taker = spv_binop(b, SpvOpULessThan, e->lane, w);
+        spv_selection_merge(b, merge);
+        spv_branch_cond(b, taker, then_label, merge);
+        spv_block(b, then_label);
+        spv_id other = spv_binop(b, SpvOpIAdd, e->lane, w);
+        spv_id x = spv_load(b, mine);
+        spv_id y = spv_load(b, spv_access_chain(b, shared, 1, &other));
+        ir_op op = (ir_op)i->arg;
+        spv_id r = ir_type_is_float(i->type) ? fit(b, i->type, float_alu(b, op, x, y))
+                                             : fit(b, i->type, int_alu(b, op, i->type, x, y));
+        spv_store(b, mine, r);
+        spv_branch(b, merge);
+        spv_block(b, merge);
+        spv_workgroup_barrier(b);
+    }
+    spv_id first = spv_const_int(b, u32, 0);
+    return spv_load(b, spv_access_chain(b, shared, 1, &first));
+}
+
 /* ---- memory -------------------------------------------------------------------------------- */
 
 static spv_id load(emitter *e, const ir_inst *i) {
@@ -438,10 +474,16 @@ static void declare_interface(emitter *e) {
 static void compute_global_id(emitter *e) {
     spv_builder *b = e->b;
     spv_id u32 = spv_type_int(b, 32, false);
-    spv_id gid = spv_load(b, spv_builtin(b, SpvBuiltInGlobalInvocationId));
+    bool grouped = e->k->group_lanes > 0; /* the item: the linear workgroup index */
+    spv_id gid =
+        spv_load(b, spv_builtin(b, grouped ? SpvBuiltInWorkgroupId : SpvBuiltInGlobalInvocationId));
     spv_id groups = spv_load(b, spv_builtin(b, SpvBuiltInNumWorkgroups));
     spv_id x = spv_composite_extract(b, gid, 0), y = spv_composite_extract(b, gid, 1);
-    spv_id width = spv_binop(b, SpvOpIMul, spv_composite_extract(b, groups, 0), e->wg_size_x);
+    spv_id width = spv_composite_extract(b, groups, 0);
+    if (!grouped)
+        width = spv_binop(b, SpvOpIMul, width, e->wg_size_x);
+    else
+        e->lane = spv_load(b, spv_builtin(b, SpvBuiltInLocalInvocationIndex));
     spv_id linear;
     if (e->k->index_type == IR_I64) {
         spv_id i64 = spv_type_int(b, 64, true);
@@ -484,6 +526,14 @@ static void emit_inst(emitter *e, uint32_t at, uint32_t *open, uint32_t *depth) 
         break;
     case IR_GLOBAL_ID:
         e->ids[at] = e->global_id;
+        break;
+    case IR_LANE:
+        e->ids[at] = e->k->index_type == IR_I64
+                         ? spv_convert(b, SpvOpUConvert, spv_type_int(b, 64, true), e->lane)
+                         : spv_convert(b, SpvOpBitcast, spv_type_int(b, 32, true), e->lane);
+        break;
+    case IR_GROUP:
+        e->ids[at] = group(e, i);
         break;
     case IR_LOAD:
         e->ids[at] = load(e, i);
@@ -554,9 +604,12 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
     declare_interface(&e);
     spv_id fn = spv_function_begin(e.b, "main");
     spv_id wg[3];
-    spv_workgroup_size_spec(
-        e.b, fn, (const uint32_t[]){0, 1, 2},
-        (const uint32_t[]){opt->workgroup_size ? opt->workgroup_size : 64, 1, 1}, wg);
+    spv_workgroup_size_spec(e.b, fn, (const uint32_t[]){0, 1, 2},
+                            (const uint32_t[]){k->group_lanes        ? k->group_lanes
+                                               : opt->workgroup_size ? opt->workgroup_size
+                                                                     : 64,
+                                               1, 1},
+                            wg);
     e.wg_size_x = wg[0];
     compute_global_id(&e);
     uint32_t open[64], depth = 0;

@@ -10,14 +10,16 @@ enum { EMIT_MAX_PARAMS = 32 };
 typedef struct emit_options {
     uint32_t spirv_version;  /* from vkd_caps.spirv_version */
     bool maintenance4;       /* LocalSizeId may be used below SPIR-V 1.6 */
-    uint32_t workgroup_size; /* default x size of spec constant 0 (0: 64) */
+    uint32_t workgroup_size; /* default x size of spec constant 0 (0: 64); a group kernel's
+                                is its group_lanes, and the pipeline must keep it */
     bool params_in_buffer;   /* parameters in a storage buffer (binding buffer_count), not
                                 push constants: for devices whose limit they exceed */
 } emit_options;
 
 /* The module's interface: buffer i is set 0 binding i; push constants are the kernel's
  * parameters in order, each of the index type; specialization constants 0, 1, 2 are the
- * workgroup size (x, 1, 1). The invocation index is x + y * (NumWorkgroups.x * size x). */
+ * workgroup size (x, 1, 1). The invocation index is x + y * (NumWorkgroups.x * size x); a
+ * group kernel's item is the workgroup's x + y * NumWorkgroups.x, its lane the local index. */
 typedef struct emit_result {
     uint32_t *words; /* allocated with the kernel's allocator */
     size_t word_count;

@@ -159,6 +159,7 @@ typedef struct eng_program {
     struct eng_program *variant;
     bool params_in_buffer; /* parameters exceed the push-constant limit: a small buffer */
     uint32_t workgroup_size;
+    uint32_t group_lanes; /* nonzero: one workgroup of this many lanes per output */
     /* The dispatch interface (from the IR, or from the disk cache when there is no IR). */
     ir_type index_type;
     uint32_t param_count;
@@ -190,6 +191,8 @@ struct kiln_context {
     bool force_specialization; /* test-only: specialise symbolic sizes too (guards) */
     bool timing;               /* timestamp queries around each realize's batch */
     uint32_t parallelism;      /* invocations worth keeping busy (splits big reductions) */
+    uint32_t group_lanes;      /* lanes per output of a group reduction (a power of two) */
+    uint32_t test_group_lanes; /* kiln_context_options.test_group_lanes */
     vkd_instance *inst;
     vkd_device *dev;
     vkd_batch *batch; /* the command buffer every realize records into (reset each time) */
@@ -234,11 +237,17 @@ kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, e
 size_t eng_kernel_dump(const eng_kernel *k, char *buf, size_t cap);
 
 /* lower.c */
-/* unchecked: omit the bounds check (the dispatch covers exactly numel invocations). */
-kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, bool unchecked, ir_kernel *ir);
+/* The lanes per output of k's kernel (0: one invocation per output); see lower.c. */
+uint32_t eng_kernel_group_lanes(const kiln_context *ctx, const eng_kernel *k);
+/* unchecked: omit the bounds check (the dispatch covers exactly numel invocations, or numel
+ * workgroups of group_lanes lanes). */
+kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, bool unchecked,
+                             uint32_t group_lanes, ir_kernel *ir);
 
 /* runtime.c */
 kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt);
+/* Sets parallelism and group_lanes from the context's device (or the interpreter). */
+void eng_runtime_tune(kiln_context *ctx);
 
 /* cache.c: compiled kernels on disk. */
 kiln_status eng_cache_open(kiln_context *ctx, const kiln_context_options *opt,

@@ -38,7 +38,7 @@ kiln_status eng_runtime_init_external(kiln_context *ctx, const eng_external *e) 
         return base_error_set(&ctx->err, st, "%s", base_error_message(&err));
     const vkd_device_info *info = vkd_device_info_of(ctx->dev);
     snprintf(ctx->device_name, sizeof ctx->device_name, "%s", info->props.deviceName);
-    ctx->parallelism = info->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 2048 : 65536;
+    eng_runtime_tune(ctx);
     return KILN_OK;
 }
 

@@ -378,13 +378,20 @@ static slot alu(const machine *m, const ir_inst *i) {
     return fit(i->type, int_alu(i->op, i->type, a.i, b.i));
 }
 
-/* Runs one invocation. */
-static kiln_status invoke(machine *m, int64_t gid) {
+/* Runs one invocation (item gid, lane) with the values v from instruction *pc to the end, or
+ * to a GROUP, where it stops with *pc at the GROUP. */
+static kiln_status invoke(machine *m, slot *v, int64_t gid, int64_t lane, uint32_t *pc) {
     const ir_kernel *k = m->k;
-    slot *v = m->values;
-    for (uint32_t at = 0; at < k->insts.len; at++) {
+    m->values = v;
+    for (uint32_t at = *pc; at < k->insts.len; at++) {
         const ir_inst *i = &k->insts.data[at];
         switch (i->op) {
+        case IR_LANE:
+            v[at].i = lane;
+            break;
+        case IR_GROUP:
+            *pc = at;
+            return KILN_OK;
         case IR_CONST:
             memcpy(&v[at], &i->imm, sizeof v[at]);
             v[at] = fit(i->type, v[at]);
@@ -442,7 +449,47 @@ static kiln_status invoke(machine *m, int64_t gid) {
             break;
         }
     }
+    *pc = (uint32_t)k->insts.len;
     return KILN_OK;
+}
+
+/* Runs item g of a group kernel: every lane up to a GROUP (all lanes reach the same one), the
+ * combination in the tree order the device uses, and on to the next GROUP or the end. */
+static kiln_status invoke_group(machine *m, slot *lanes, uint32_t *pcs, slot *tree, int64_t g) {
+    const ir_kernel *k = m->k;
+    uint32_t count = k->group_lanes;
+    size_t n = k->insts.len;
+    for (uint32_t l = 0; l < count; l++)
+        pcs[l] = 0;
+    for (;;) {
+        for (uint32_t l = 0; l < count; l++) {
+            kiln_status st = invoke(m, lanes + l * n, g, l, &pcs[l]);
+            if (st != KILN_OK)
+                return st;
+            if (pcs[l] != pcs[0])
+                return base_error_set(m->err, KILN_ERROR_INTERNAL,
+                                      "lanes of a group kernel diverged at a GROUP");
+        }
+        uint32_t at = pcs[0];
+        if (at >= n)
+            return KILN_OK;
+        const ir_inst *i = &k->insts.data[at];
+        ir_inst op = {.op = (ir_op)i->arg, .type = i->type, .src = {0, 1, IR_NONE}};
+        for (uint32_t l = 0; l < count; l++)
+            tree[l] = lanes[l * n + i->src[0]];
+        machine pair = *m;
+        for (uint32_t width = count / 2; width >= 1; width /= 2) {
+            for (uint32_t l = 0; l < width; l++) {
+                slot ab[2] = {tree[l], tree[l + width]};
+                pair.values = ab;
+                tree[l] = alu(&pair, &op);
+            }
+        }
+        for (uint32_t l = 0; l < count; l++) {
+            lanes[l * n + at] = tree[0];
+            pcs[l] = at + 1;
+        }
+    }
 }
 
 static kiln_status match_bodies(machine *m) {
@@ -477,9 +524,24 @@ kiln_status interp_run(const ir_kernel *k, interp_buffer *buffers, const int64_t
         st = base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory to interpret a kernel");
     if (st == KILN_OK)
         st = match_bodies(&m);
-    for (uint64_t g = 0; st == KILN_OK && g < global_size; g++)
-        st = invoke(&m, (int64_t)g);
-    base_free(&k->alloc, m.values, n * sizeof *m.values);
+    slot *values = m.values;
+    if (st == KILN_OK && k->group_lanes) {
+        uint32_t count = k->group_lanes;
+        slot *lanes = base_calloc(&k->alloc, (size_t)count * n + count, sizeof *lanes);
+        uint32_t *pcs = base_calloc(&k->alloc, count, sizeof *pcs);
+        if (!lanes || !pcs)
+            st = base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY,
+                                "no memory to interpret a group kernel");
+        for (uint64_t g = 0; st == KILN_OK && g < global_size; g++)
+            st = invoke_group(&m, lanes, pcs, lanes + (size_t)count * n, (int64_t)g);
+        base_free(&k->alloc, lanes, ((size_t)count * n + count) * sizeof *lanes);
+        base_free(&k->alloc, pcs, count * sizeof *pcs);
+    }
+    for (uint64_t g = 0; st == KILN_OK && !k->group_lanes && g < global_size; g++) {
+        uint32_t pc = 0;
+        st = invoke(&m, values, (int64_t)g, 0, &pc);
+    }
+    base_free(&k->alloc, values, n * sizeof *values);
     base_free(&k->alloc, m.match, n * sizeof *m.match);
     return st;
 }

@@ -9,8 +9,9 @@ typedef struct interp_buffer {
     uint64_t count; /* elements */
 } interp_buffer;
 
-/* Runs invocations 0 .. global_size-1 of k (verified first) over buffers[0..buffer_count-1]
- * with the given parameter values. An out-of-range element access is KILN_ERROR_INTERNAL. */
+/* Runs invocations (group kernels: items, each on k->group_lanes lanes) 0 .. global_size-1 of k
+ * (verified first) over buffers[0..buffer_count-1] with the given parameter values. An out-of-range
+ * element access is KILN_ERROR_INTERNAL. */
 kiln_status interp_run(const ir_kernel *k, interp_buffer *buffers, const int64_t *params,
                        uint64_t global_size, base_error *err);
 

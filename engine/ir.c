@@ -131,6 +131,21 @@ ir_value ir_global_id(ir_kernel *k) {
     return emit(k, inst_of(IR_GLOBAL_ID, k->index_type, IR_NONE, IR_NONE, IR_NONE));
 }
 
+ir_value ir_lane(ir_kernel *k) {
+    return emit(k, inst_of(IR_LANE, k->index_type, IR_NONE, IR_NONE, IR_NONE));
+}
+
+ir_value ir_group(ir_kernel *k, ir_op op, ir_value value) {
+    if (value >= k->insts.len) {
+        if (k->status == KILN_OK)
+            k->status = KILN_ERROR_INTERNAL;
+        return IR_NONE;
+    }
+    ir_inst i = inst_of(IR_GROUP, k->insts.data[value].type, value, IR_NONE, IR_NONE);
+    i.arg = (uint32_t)op;
+    return emit(k, i);
+}
+
 ir_value ir_load(ir_kernel *k, uint32_t buffer, ir_value index) {
     if (buffer >= k->buffer_count) {
         if (k->status == KILN_OK)
@@ -258,6 +273,21 @@ static kiln_status verify_types(verifier *v, uint32_t at) {
         if (i->type != IR_BOOL || s[i->src[0]].type != s[i->src[1]].type)
             return bad(v, at, "comparison of unlike types or not bool");
         return KILN_OK;
+    case IR_LANE:
+        return v->k->group_lanes ? KILN_OK : bad(v, at, "LANE outside a group kernel");
+    case IR_GROUP:
+        if (!v->k->group_lanes)
+            return bad(v, at, "GROUP outside a group kernel");
+        if (i->arg != IR_ADD && i->arg != IR_MUL && i->arg != IR_MAX && i->arg != IR_MIN)
+            return bad(v, at, "GROUP combines with ADD, MUL, MAX or MIN");
+        if (s[i->src[0]].type != i->type ||
+            (i->type != IR_F32 && i->type != IR_I32 && i->type != IR_U32))
+            return bad(v, at, "GROUP needs an f32, i32 or u32 value of its type");
+        for (uint32_t d = 0; d < v->depth; d++) {
+            if (s[v->open[d]].op == IR_RANGE)
+                return bad(v, at, "GROUP inside a RANGE");
+        }
+        return KILN_OK;
     case IR_CAST:
     case IR_CONST:
     case IR_PARAM:
@@ -321,6 +351,9 @@ kiln_status ir_verify(const ir_kernel *k, base_error *err) {
     if (k->status != KILN_OK)
         return base_error_set(err, k->status, "kernel IR construction failed: %s",
                               kiln_status_string(k->status));
+    if (k->group_lanes & (k->group_lanes - 1))
+        return base_error_set(err, KILN_ERROR_INTERNAL, "kernel IR invalid: %u lanes per item",
+                              k->group_lanes);
     verifier v = {.k = k, .err = err};
     v.scope = base_calloc(&k->alloc, k->insts.len ? k->insts.len : 1, sizeof *v.scope);
     if (!v.scope)
@@ -354,8 +387,8 @@ size_t ir_dump(const ir_kernel *k, char *buf, size_t cap) {
 #define OUT(...) append(buf, cap, &n, __VA_ARGS__)
     if (cap > 0 && buf)
         buf[0] = '\0';
-    OUT("kernel: index %s, %u buffers, %u params\n", ir_type_name(k->index_type), k->buffer_count,
-        k->param_count);
+    OUT("kernel: index %s, %u buffers, %u params, %u lanes per item\n", ir_type_name(k->index_type),
+        k->buffer_count, k->param_count, k->group_lanes ? k->group_lanes : 1);
     for (uint32_t at = 0; at < k->insts.len; at++) {
         const ir_inst *i = &k->insts.data[at];
         if (i->op == IR_ENDIF || i->op == IR_ENDRANGE)
@@ -371,6 +404,8 @@ size_t ir_dump(const ir_kernel *k, char *buf, size_t cap) {
         }
         if (i->op == IR_LOAD || i->op == IR_STORE || i->op == IR_PARAM)
             OUT(" [%u]", i->arg);
+        if (i->op == IR_GROUP)
+            OUT(" %s", ir_op_name((ir_op)i->arg));
         OUT("\n");
         if (i->op == IR_IF || i->op == IR_RANGE)
             depth++;
@@ -383,6 +418,7 @@ uint64_t ir_hash(const ir_kernel *k) {
     uint64_t h = base_hash_u64(0x6b69726eu, k->index_type);
     h = base_hash_u64(h, k->buffer_count);
     h = base_hash_u64(h, k->param_count);
+    h = base_hash_u64(h, k->group_lanes);
     for (uint32_t b = 0; b < k->buffer_count; b++)
         h = base_hash_u64(h, k->buffers[b].type);
     for (uint32_t at = 0; at < k->insts.len; at++) {

@@ -8,6 +8,11 @@
  *     IF cond ... ENDIF                 body runs when cond (bool) is true
  *     RANGE end ... ENDRANGE            counter value in [0, end), end an index-typed value
  *
+ * A group kernel (group_lanes > 0) runs each item g in [0, global_size) on group_lanes lanes:
+ * GLOBAL_ID is the item, LANE the lane, and GROUP combines a value over the item's lanes (a tree:
+ * lane l takes op(x[l], x[l + s]) for s = lanes / 2, ..., 1) and gives the result to every lane.
+ * GROUP stands outside every RANGE, and every IF around it must hold alike for all lanes.
+ *
  * A value may be used only after its definition and, when defined inside a body, only inside
  * that body. Mutable state lives in variables: VAR defines one with an initial value, SET
  * assigns it, GET reads it (a reduction's accumulator). Arithmetic rounds to its type after
@@ -79,7 +84,9 @@ const char *ir_type_name(ir_type t);
     X(ENDRANGE, 0, CONTROL)                                                                        \
     X(VAR, 1, MEMORY) /* a variable initialised to src0 */                                         \
     X(SET, 2, MEMORY) /* variable src0 = src1 */                                                   \
-    X(GET, 1, MEMORY) /* the value of variable src0 */
+    X(GET, 1, MEMORY) /* the value of variable src0 */                                             \
+    X(LANE, 0, LEAF)  /* group kernels: the invocation's lane in [0, group_lanes) */               \
+    X(GROUP, 1, ALU)  /* group kernels: src0 combined with op arg over the item's lanes */
 
 typedef enum ir_op {
 #define X(name, n, kind) IR_##name,
@@ -118,6 +125,7 @@ typedef struct ir_kernel {
     uint32_t buffer_count;
     ir_buffer buffers[IR_MAX_BUFFERS];
     uint32_t param_count; /* index-typed push-constant parameters */
+    uint32_t group_lanes; /* 0: one invocation per item; else lanes per item (a power of two) */
     kiln_status status;   /* first builder error (sticky) */
 } ir_kernel;
 
@@ -132,6 +140,10 @@ ir_value ir_const_i(ir_kernel *k, ir_type type, int64_t value);
 ir_value ir_const_f(ir_kernel *k, ir_type type, double value);
 ir_value ir_param(ir_kernel *k, uint32_t number);
 ir_value ir_global_id(ir_kernel *k);
+/* Group kernels (k->group_lanes set before): the lane, and value combined over the lanes with
+ * op (ADD, MUL, MAX or MIN; f32, i32 or u32 values). */
+ir_value ir_lane(ir_kernel *k);
+ir_value ir_group(ir_kernel *k, ir_op op, ir_value value);
 ir_value ir_load(ir_kernel *k, uint32_t buffer, ir_value index);
 void ir_store(ir_kernel *k, uint32_t buffer, ir_value index, ir_value value);
 /* ALU ops; type is the result type (comparisons: IR_BOOL). */

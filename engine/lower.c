@@ -21,6 +21,7 @@ typedef struct lowering {
     ir_kernel *ir;
     base_map memo; /* (pointer of a sym node or kast) -> IR value, per body */
     ir_value gid, ridx;
+    ir_value lane;                        /* group kernels: the lane (IR_NONE otherwise) */
     ir_value results[ENG_MAX_REDUCTIONS]; /* each reduction's value after the range */
 } lowering;
 
@@ -268,9 +269,11 @@ static void combine(lowering *l, const eng_reduction *r, ir_value acc, ir_value 
  * own: a quarter of the loop's overhead, and four independent dependency chains. */
 enum { REDUCE_UNROLL = 4 };
 
-/* acc[u] = identity; RANGE ceil(reduce_count / U) as q: for u < U, element q * U + u (when it
- * is below reduce_count) is combined into acc[u]; the results are (acc0 op acc1) op (acc2 op
- * acc3) after the range. Arg reductions keep one accumulator (the first maximum wins). */
+/* acc[u] = identity; RANGE ceil(reduce_count / (U * S)) as q: for u < U, element
+ * (q * U + u) * S + lane (when it is below reduce_count) is combined into acc[u]; the results
+ * are (acc0 op acc1) op (acc2 op acc3) after the range, in a group kernel then combined over
+ * its S lanes (S = 1, lane = 0 otherwise). Arg reductions keep one accumulator (the first
+ * maximum wins) and are never grouped. */
 static void lower_reductions(lowering *l) {
     const eng_kernel *k = l->k;
     ir_kernel *ir = l->ir;
@@ -281,7 +284,9 @@ static void lower_reductions(lowering *l) {
         unroll = 1;
     for (uint32_t i = 0; i < k->reduction_count; i++)
         unroll = k->reductions[i].arg ? 1 : unroll;
-    bool exact = constant >= 0 && constant % unroll == 0; /* no step needs a bounds check */
+    int64_t stride = l->ir->group_lanes ? l->ir->group_lanes : 1;
+    /* no element needs a bounds check */
+    bool exact = constant >= 0 && constant % ((int64_t)unroll * stride) == 0;
     for (uint32_t i = 0; i < k->reduction_count; i++) {
         const eng_reduction *r = &k->reductions[i];
         for (uint32_t u = 0; u < unroll; u++)
@@ -290,9 +295,10 @@ static void lower_reductions(lowering *l) {
     }
     ir_type it = ir->index_type;
     ir_value count = lower_sym(l, k->reduce_count), steps = count;
-    if (unroll > 1) {
-        ir_value up = ir_alu(ir, IR_ADD, it, count, ir_const_i(ir, it, unroll - 1), IR_NONE);
-        steps = ir_alu(ir, IR_DIV, it, up, ir_const_i(ir, it, unroll), IR_NONE);
+    int64_t per_step = (int64_t)unroll * stride;
+    if (per_step > 1) {
+        ir_value up = ir_alu(ir, IR_ADD, it, count, ir_const_i(ir, it, per_step - 1), IR_NONE);
+        steps = ir_alu(ir, IR_DIV, it, up, ir_const_i(ir, it, per_step), IR_NONE);
     }
     ir_value q = ir_range(ir, steps);
     /* Values inside a body are not visible after it: each element's body has its own memo. */
@@ -304,7 +310,11 @@ static void lower_reductions(lowering *l) {
             ir_value base = ir_alu(ir, IR_MUL, it, q, ir_const_i(ir, it, unroll), IR_NONE);
             l->ridx = ir_alu(ir, IR_ADD, it, base, ir_const_i(ir, it, u), IR_NONE);
         }
-        bool checked = u > 0 && !exact;
+        if (stride > 1) {
+            ir_value base = ir_alu(ir, IR_MUL, it, l->ridx, ir_const_i(ir, it, stride), IR_NONE);
+            l->ridx = ir_alu(ir, IR_ADD, it, base, l->lane, IR_NONE);
+        }
+        bool checked = (u > 0 || stride > 1) && !exact;
         if (checked)
             ir_if(ir, ir_alu(ir, IR_LT, IR_BOOL, l->ridx, count, IR_NONE));
         for (uint32_t i = 0; i < k->reduction_count; i++)
@@ -329,7 +339,7 @@ static void lower_reductions(lowering *l) {
             for (uint32_t u = 0; u < width / 2; u++)
                 part[u] = ir_alu(ir, r->op, r->type, part[2 * u], part[2 * u + 1], IR_NONE);
         }
-        l->results[i] = part[0];
+        l->results[i] = stride > 1 ? ir_group(ir, r->op, part[0]) : part[0];
     }
 }
 
@@ -358,8 +368,27 @@ static bool tree_fits_i32(const kast *a) {
     return true;
 }
 
+/* Reductions with few outputs and many elements each run one workgroup of lanes per output
+ * (an item), the lanes combined through workgroup memory at the end: lanes * items at most
+ * twice the device's parallelism, at least four elements per lane at the largest size. f32,
+ * i32 and u32 accumulators only (workgroup memory of other widths needs more features). */
+uint32_t eng_kernel_group_lanes(const kiln_context *ctx, const eng_kernel *k) {
+    uint32_t lanes = ctx->group_lanes;
+    if (k->reduction_count == 0 || lanes < 2)
+        return 0;
+    for (uint32_t i = 0; i < k->reduction_count; i++) {
+        const eng_reduction *r = &k->reductions[i];
+        if (r->arg || (r->type != IR_F32 && r->type != IR_I32 && r->type != IR_U32))
+            return 0;
+    }
+    int64_t items = sym_vmax(k->numel), count = sym_vmax(k->reduce_count);
+    if (items > 2 * (int64_t)ctx->parallelism / lanes || count < 4 * (int64_t)lanes)
+        return 0;
+    return lanes;
+}
+
 kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, bool unchecked,
-                             ir_kernel *ir) {
+                             uint32_t group_lanes, ir_kernel *ir) {
     bool narrow = fits_i32(k->numel) && fits_i32(k->reduce_count) && fits_i32(k->out_index) &&
                   tree_fits_i32(k->value);
     for (uint32_t i = 0; i < k->reduction_count; i++)
@@ -369,10 +398,13 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, bool unchec
         ir_buffer_add(ir, k->buffer_types[i]);
     for (uint32_t p = 0; p < k->param_count; p++)
         ir_param(ir, p); /* declares every parameter, in order */
-    lowering l = {.ctx = ctx, .k = k, .ir = ir, .ridx = IR_NONE};
+    ir->group_lanes = group_lanes;
+    lowering l = {.ctx = ctx, .k = k, .ir = ir, .ridx = IR_NONE, .lane = IR_NONE};
     base_map_init(&l.memo, &ctx->alloc);
     l.gid = ir_global_id(ir);
-    if (!unchecked) {
+    if (group_lanes)
+        l.lane = ir_lane(ir);
+    if (!unchecked) { /* in a group kernel, alike for the item's lanes */
         ir_value in_range = ir_alu(ir, IR_LT, IR_BOOL, l.gid, lower_sym(&l, k->numel), IR_NONE);
         ir_if(ir, in_range);
     }
@@ -381,7 +413,11 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, bool unchec
     ir_value v = lower_value(&l, k->value);
     if (v != IR_NONE && ir->insts.data[v].type != k->out_type)
         v = ir_cast(ir, k->out_type, v);
+    if (group_lanes) /* lane 0 stores the item's result */
+        ir_if(ir, ir_alu(ir, IR_EQ, IR_BOOL, l.lane, zero(ir, ir->index_type), IR_NONE));
     ir_store(ir, 0, k->out_index ? lower_sym(&l, k->out_index) : l.gid, v);
+    if (group_lanes)
+        ir_endif(ir);
     if (!unchecked)
         ir_endif(ir);
     base_map_finish(&l.memo);

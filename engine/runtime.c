@@ -15,12 +15,41 @@ static bool wants_interpreter(const char *device) {
     return device && strcmp(device, "interp") == 0;
 }
 
+/* How wide the context's kernels go: invocations worth keeping busy (2048 on a CPU, lavapipe
+ * and the interpreter; 65536 on a GPU) and the lanes of a group reduction: 64 on a GPU; on a
+ * CPU its subgroup size (lavapipe's 8: one SIMD row, so the workgroup barriers switch
+ * nothing); the test-only option's count if given; a power of two within the device's
+ * workgroup limits. */
+void eng_runtime_tune(kiln_context *ctx) {
+    ctx->parallelism = 2048;
+    uint32_t want = 8, limit = 1024;
+    if (!ctx->interpreter) {
+        const vkd_caps *caps = vkd_device_caps(ctx->dev);
+        if (vkd_device_info_of(ctx->dev)->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU) {
+            ctx->parallelism = 65536;
+            want = 64;
+        } else if (caps->subgroup_size >= 2 && caps->subgroup_size <= 64) {
+            want = caps->subgroup_size;
+        }
+        limit = caps->max_workgroup_invocations < caps->max_workgroup_size[0]
+                    ? caps->max_workgroup_invocations
+                    : caps->max_workgroup_size[0];
+    }
+    if (ctx->test_group_lanes)
+        want = ctx->test_group_lanes;
+    uint32_t lanes = 1;
+    while (lanes * 2 <= want && lanes * 2 <= limit)
+        lanes *= 2;
+    ctx->group_lanes = lanes;
+}
+
 kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt) {
     const char *device = opt->device ? opt->device : getenv("KILN_DEVICE");
-    ctx->parallelism = 2048; /* a CPU (lavapipe, the interpreter); GPUs: below */
+    ctx->test_group_lanes = opt->test_group_lanes;
     if (wants_interpreter(device)) {
         ctx->interpreter = true;
         snprintf(ctx->device_name, sizeof ctx->device_name, "interpreter");
+        eng_runtime_tune(ctx);
         return KILN_OK;
     }
     ctx->force_specialization = opt->test_force_specialization;
@@ -41,6 +70,7 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
         ctx->inst = NULL;
         ctx->interpreter = true;
         snprintf(ctx->device_name, sizeof ctx->device_name, "interpreter");
+        eng_runtime_tune(ctx);
         return KILN_OK;
     }
     vkd_device_options dopt = {.max_push_constants = opt->test_max_push_constants};
@@ -57,8 +87,7 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
                                : base_error_set(&ctx->err, st, "%s", base_error_message(&err));
     const vkd_device_info *info = vkd_instance_device(ctx->inst, index);
     snprintf(ctx->device_name, sizeof ctx->device_name, "%s", info->props.deviceName);
-    if (info->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU)
-        ctx->parallelism = 65536;
+    eng_runtime_tune(ctx);
     return KILN_OK;
 }
 
@@ -316,7 +345,7 @@ static sym_assignment params_of(const eng_kernel *k) {
  * part of the kernel's key); a symbolic count is specialised only when the context forces it
  * (a test-only option), under a guard checked before every reuse. */
 static void choose_variant(kiln_context *ctx, const eng_kernel *k, eng_program *p) {
-    uint64_t wg = p->workgroup_size;
+    uint64_t wg = p->group_lanes ? 1 : p->workgroup_size; /* items per workgroup */
     uint64_t max_x =
         ctx->interpreter ? UINT32_MAX : vkd_device_caps(ctx->dev)->max_workgroup_count[0];
     int64_t n;
@@ -361,6 +390,9 @@ static eng_program *find_variant(kiln_context *ctx, const eng_kernel *k) {
 /* A kernel found on disk skips lowering and emission (its pipeline is made from the stored
  * words); otherwise it is lowered, verified and (on a device) emitted and stored. */
 static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_program *p) {
+    p->group_lanes = eng_kernel_group_lanes(ctx, k);
+    if (p->group_lanes)
+        p->workgroup_size = p->group_lanes;
     choose_variant(ctx, k, p);
     uint32_t *words = NULL;
     size_t count = 0;
@@ -373,7 +405,7 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
     }
     if (st != KILN_ERROR_NOT_FOUND)
         return st;
-    st = eng_kernel_lower(ctx, k, p->unchecked, &p->ir);
+    st = eng_kernel_lower(ctx, k, p->unchecked, p->group_lanes, &p->ir);
     if (st == KILN_OK)
         st = ir_verify(&p->ir, &ctx->err);
     if (st != KILN_OK)
@@ -480,8 +512,9 @@ static kiln_status run_interpreter(kiln_context *ctx, const eng_program *p, cons
 
 /* lavapipe ends every loop of an invocation after 65535 iterations in all (gallivm's
  * LP_MAX_TGSI_LOOP_ITERATIONS), silently. Reductions of constant size are split into stages
- * below that (ops.c); one whose symbolic size is larger is refused rather than cut short. */
-static kiln_status check_loop_limit(kiln_context *ctx, const eng_kernel *k) {
+ * below that (ops.c); one whose symbolic size is larger is refused rather than cut short (a
+ * group reduction's lanes share the elements: each iterates count / lanes times at most). */
+static kiln_status check_loop_limit(kiln_context *ctx, const eng_program *p, const eng_kernel *k) {
     const vkd_device_info *info = vkd_device_info_of(ctx->dev);
     if (k->reduction_count == 0 || !info->has_driver ||
         info->driver.driverID != VK_DRIVER_ID_MESA_LLVMPIPE)
@@ -489,7 +522,9 @@ static kiln_status check_loop_limit(kiln_context *ctx, const eng_kernel *k) {
     sym_assignment a = params_of(k);
     int64_t count;
     base_error err = {0};
-    if (sym_eval(k->reduce_count, &a, &count, &err) != KILN_OK || count <= 65535)
+    uint64_t lanes = p->group_lanes ? p->group_lanes : 1;
+    if (sym_eval(k->reduce_count, &a, &count, &err) != KILN_OK ||
+        ((uint64_t)count + lanes - 1) / lanes <= 65535)
         return KILN_OK;
     return base_error_set(&ctx->err, KILN_ERROR_UNSUPPORTED,
                           "%s cannot reduce %lld elements in one kernel (at most 65535 loop "
@@ -499,7 +534,7 @@ static kiln_status check_loop_limit(kiln_context *ctx, const eng_kernel *k) {
 
 static kiln_status run_device(kiln_context *ctx, eng_batch *b, const eng_program *p,
                               const eng_kernel *k, uint64_t n) {
-    kiln_status lst = check_loop_limit(ctx, k);
+    kiln_status lst = check_loop_limit(ctx, p, k);
     if (lst != KILN_OK)
         return lst;
     vkd_binding bindings[ENG_MAX_BUFFERS + 1];
@@ -538,7 +573,7 @@ static kiln_status run_device(kiln_context *ctx, eng_batch *b, const eng_program
     /* Workgroups on a 2-D grid when one row cannot hold them (the kernel linearises x, y):
      * as few rows as needed, the groups spread evenly over them so that at most rows - 1
      * workgroups idle (a full row of max_x would idle up to a whole row). */
-    uint64_t groups = (n + p->workgroup_size - 1) / p->workgroup_size;
+    uint64_t groups = p->group_lanes ? n : (n + p->workgroup_size - 1) / p->workgroup_size;
     uint64_t max_x = vkd_device_caps(ctx->dev)->max_workgroup_count[0];
     uint64_t rows = (groups + max_x - 1) / max_x;
     uint32_t grid[3] = {(uint32_t)((groups + rows - 1) / rows), (uint32_t)rows, 1};

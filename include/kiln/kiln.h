@@ -89,6 +89,9 @@ typedef struct kiln_context_options {
      * (guarded; off by default so that one kernel serves every bound value). */
     uint32_t test_max_push_constants;
     bool test_force_specialization;
+    /* Test-only: the lanes a reduction with few outputs shares its elements among (0: 64 on a
+     * GPU, the subgroup size on a CPU; rounded down to a power of two the device allows). */
+    uint32_t test_group_lanes;
 } kiln_context_options;
 
 /* Statuses: KILN_ERROR_NOT_FOUND (no device matches), KILN_ERROR_OUT_OF_HOST_MEMORY, Vulkan

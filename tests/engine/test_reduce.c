@@ -328,6 +328,82 @@ static void test_engine_reduce_symbolic_size(void **state) {
     fx_check_f32(ok, (const float[]){1, 4, 9}, 3, 0, 0);
 }
 
+/* Few outputs over many elements run one workgroup of lanes per output, combined through
+ * workgroup memory: sizes around the lane counts (8 on lavapipe, 64 on GPUs), constant and
+ * symbolic, give exact results on integer-valued data. */
+enum { CAP = 4099 };
+
+static void check_lanes(kiln_context *ctx, size_t count, const int64_t *sizes) {
+    static float data[3 * CAP];
+    static int32_t idata[CAP];
+    for (int i = 0; i < 3 * CAP; i++)
+        data[i] = (float)((i * 7) % 13 - 6);
+    for (int i = 0; i < CAP; i++)
+        idata[i] = (i * 5) % 11 - 5;
+    kiln_tensor *rows = fx_f32(ctx, 2, (const int64_t[]){3, CAP}, data);
+    kiln_tensor *ints = fx_i32(ctx, 1, (const int64_t[]){CAP}, idata);
+    const kiln_expr *n = kiln_variable(ctx, "len", 1, CAP);
+    for (size_t c = 0; c < count; c++) {
+        int64_t size = sizes[c];
+        for (int symbolic = 0; symbolic < 2; symbolic++) {
+            kiln_scope_begin(ctx);
+            const kiln_expr *len = symbolic ? kiln_bind(ctx, n, size) : kiln_int(ctx, size);
+            kiln_tensor *x = kiln_narrow_sym(rows, 1, kiln_int(ctx, 0), len);
+            kiln_tensor *xi = kiln_narrow_sym(ints, 0, kiln_int(ctx, 0), len);
+            float sum[3], max[3], min[3], mean[3], sign[3];
+            int32_t isum = 0;
+            for (int r = 0; r < 3; r++) {
+                sum[r] = 0, max[r] = -INFINITY, min[r] = INFINITY, sign[r] = 1;
+                for (int64_t i = 0; i < size; i++) {
+                    float v = data[r * CAP + i];
+                    sum[r] += v;
+                    max[r] = v > max[r] ? v : max[r];
+                    min[r] = v < min[r] ? v : min[r];
+                    sign[r] *= v < 0 ? -1.0f : 1.0f;
+                }
+                mean[r] = sum[r] / (float)size;
+            }
+            for (int64_t i = 0; i < size; i++)
+                isum += idata[i];
+            const int32_t last = 1;
+            fx_check_f32(kiln_sum(x, 1, &last, false), sum, 3, 0, 0);
+            fx_check_f32(kiln_max(x, 1, &last, false), max, 3, 0, 0);
+            fx_check_f32(kiln_min(x, 1, &last, false), min, 3, 0, 0);
+            fx_check_f32(kiln_mean(x, 1, &last, false), mean, 3, 0, 1e-6);
+            kiln_tensor *signs =
+                kiln_where(kiln_lt(x, kiln_scalar(ctx, KILN_F32, 0)),
+                           kiln_scalar(ctx, KILN_F32, -1), kiln_scalar(ctx, KILN_F32, 1));
+            fx_check_f32(kiln_prod(signs, 1, &last, false), sign, 3, 0, 0);
+            fx_check_i32(kiln_sum(xi, 0, NULL, false), &isum, 1);
+            fx_check_f32(kiln_sum(kiln_narrow(x, 0, 1, 1), 0, NULL, false), &sum[1], 1, 0, 0);
+            kiln_scope_end(ctx, 0, NULL);
+        }
+    }
+}
+
+static void test_engine_reduce_lanes_share_the_elements(void **state) {
+    static const int64_t sizes[] = {1, 7, 8, 9, 33, 64, 257, 1000, CAP};
+    check_lanes(fx_ctx(state), sizeof sizes / sizeof sizes[0], sizes);
+}
+
+/* The same with the lane counts other devices use (a GPU's 64) and the smallest (2), forced
+ * through the test-only option. */
+static void test_engine_reduce_other_lane_counts(void **state) {
+    const eng_fixture *f = *state;
+    for (uint32_t lanes = 2; lanes <= 64; lanes *= 32) {
+        kiln_context_options opt = {.device = f->device ? NULL : "interp",
+                                    .validation = f->device,
+                                    .test_group_lanes = lanes};
+        kiln_context *ctx = NULL;
+        assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
+        static const int64_t sizes[] = {1, 3, 64, 129, CAP};
+        check_lanes(ctx, sizeof sizes / sizeof sizes[0], sizes);
+        assert_int_equal(kiln_context_status(ctx), KILN_OK);
+        eng_fixture_assert_no_messages(ctx);
+        kiln_context_destroy(ctx);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_sum_axis_sets),
@@ -342,6 +418,8 @@ int main(void) {
         ENG_TEST(test_engine_reduce_empty),
         ENG_TEST(test_engine_reduce_more_than_65535_elements),
         ENG_TEST(test_engine_reduce_symbolic_size),
+        ENG_TEST(test_engine_reduce_lanes_share_the_elements),
+        ENG_TEST(test_engine_reduce_other_lane_counts),
     };
     return ENG_RUN_BOTH(tests);
 }
