@@ -312,6 +312,21 @@ static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_p
     if (st != KILN_OK)
         return base_error_set(&ctx->err, st, "SPIR-V emission: %s", base_error_message(&err));
     spv_debug_dump(r.words, r.word_count, "kernel");
+    /* Under the validation layer, every module also passes SPIRV-Tools' validator (when the
+     * build has it): a code-generation bug shows as an error, not as a wrong result. */
+    if (vkd_instance_validation(ctx->inst) && spv_tools_available()) {
+        uint32_t api = vkd_device_info_of(ctx->dev)->api_version;
+        st = spv_validate(r.words, r.word_count,
+                          api < VK_API_VERSION_1_1   ? VK_API_VERSION_1_1
+                          : api > VK_API_VERSION_1_3 ? VK_API_VERSION_1_3
+                                                     : api,
+                          &err);
+        if (st != KILN_OK) {
+            emit_result_free(&p->ir.alloc, &r);
+            return base_error_set(&ctx->err, KILN_ERROR_INTERNAL, "emitted SPIR-V is invalid: %s",
+                                  base_error_message(&err));
+        }
+    }
     p->binding_count = r.binding_count;
     p->push_constant_size = r.push_constant_size;
     eng_cache_store(ctx, k, p, r.words, r.word_count);
