@@ -1944,6 +1944,11 @@ static bool setup(void) {
         snprintf(dir, sizeof dir, "%s/mesa-cache", g.tmp);
         setenv("MESA_SHADER_CACHE_DIR", dir, 1);
     }
+    if (!getenv("KILN_CACHE_DIR")) { /* Kiln's disk cache cold too: every kernel is generated */
+        char dir[128];
+        snprintf(dir, sizeof dir, "%s/kiln-cache", g.tmp);
+        setenv("KILN_CACHE_DIR", dir, 1);
+    }
     const char *argv[] = {"glslc", "--version", NULL};
     g.have_glslc = run_quiet(argv, false) == 0;
     if (!g.have_glslc)
