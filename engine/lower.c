@@ -393,6 +393,10 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, bool unchec
                   tree_fits_i32(k->value);
     for (uint32_t i = 0; i < k->reduction_count; i++)
         narrow = narrow && tree_fits_i32(k->reductions[i].value);
+    /* the loop rounds the count up to whole steps of REDUCE_UNROLL * lanes elements */
+    narrow = narrow && (!k->reduce_count ||
+                        sym_vmax(k->reduce_count) <=
+                            INT32_MAX - (int64_t)REDUCE_UNROLL * (group_lanes ? group_lanes : 1));
     ir_kernel_init(ir, &ctx->alloc, narrow ? IR_I32 : IR_I64);
     for (uint32_t i = 0; i < k->buffer_count; i++)
         ir_buffer_add(ir, k->buffer_types[i]);
