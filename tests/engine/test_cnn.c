@@ -2,9 +2,10 @@
  * the same inputs (examples/cnn_data.h, from tests/engine/fixtures/gen_cnn.py), on the Vulkan
  * device and on the interpreter. Tolerance: 1e-4 relative plus 1e-6 absolute per probability
  * (Kiln computes in f32, NumPy in f64 from the same f32 inputs; the observed error is ~1e-7). */
-#include "vk_fixture.h"
 
 #include "../../examples/cnn_net.h"
+
+#include "engine_fixture.h"
 
 #include <kiln/kiln.h>
 
@@ -16,30 +17,8 @@
 
 #include <cmocka.h>
 
-static int setup_device(void **state) {
-    vk_fixture_keep_drivers_loaded();
-    kiln_context *ctx;
-    if (kiln_context_create(&(kiln_context_options){.validation = true}, &ctx) != KILN_OK)
-        return -1;
-    *state = ctx;
-    return 0;
-}
-
-static int setup_interp(void **state) {
-    kiln_context *ctx;
-    if (kiln_context_create(&(kiln_context_options){.device = "interp"}, &ctx) != KILN_OK)
-        return -1;
-    *state = ctx;
-    return 0;
-}
-
-static int teardown(void **state) {
-    kiln_context_destroy(*state);
-    return 0;
-}
-
 static void test_engine_cnn_forward_matches_numpy(void **state) {
-    kiln_context *ctx = *state;
+    kiln_context *ctx = fx_ctx(state);
     float out[CNN_N * CNN_CLASSES];
     if (cnn_forward(ctx, out) != KILN_OK)
         fail_msg("cnn_forward: %s", kiln_context_message(ctx));
@@ -60,7 +39,7 @@ static void test_engine_cnn_forward_matches_numpy(void **state) {
 /* conv2d with padding (the padded input is unfolded into windows): ones(1, 1, 3, 3) with a
  * ones 3x3 kernel and padding 1 counts each pixel's in-image neighbours. */
 static void test_engine_cnn_conv2d_padding(void **state) {
-    kiln_context *ctx = *state;
+    kiln_context *ctx = fx_ctx(state);
     kiln_tensor *x = kiln_ones(ctx, KILN_F32, 4, (int64_t[]){1, 1, 3, 3});
     kiln_tensor *w = kiln_ones(ctx, KILN_F32, 4, (int64_t[]){1, 1, 3, 3});
     float got[9];
@@ -88,7 +67,7 @@ static void test_engine_cnn_conv2d_padding(void **state) {
  * neither made contiguous nor padded in memory first. Channel 0 holds 1 and channel 1 holds 10
  * everywhere, so each output is 11 times the pixel's in-image neighbour count. */
 static void test_engine_cnn_permuted_padded_input_is_not_copied(void **state) {
-    kiln_context *ctx = *state;
+    kiln_context *ctx = fx_ctx(state);
     float nhwc[18];
     for (int i = 0; i < 18; i++)
         nhwc[i] = i % 2 ? 10.0f : 1.0f;
@@ -110,11 +89,10 @@ static void test_engine_cnn_permuted_padded_input_is_not_copied(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_engine_cnn_forward_matches_numpy),
-        cmocka_unit_test(test_engine_cnn_conv2d_padding),
-        cmocka_unit_test(test_engine_cnn_permuted_padded_input_is_not_copied),
+        ENG_TEST(test_engine_cnn_forward_matches_numpy),
+        ENG_TEST(test_engine_cnn_conv2d_padding),
+        ENG_TEST(test_engine_cnn_permuted_padded_input_is_not_copied),
     };
-    int failed = cmocka_run_group_tests_name("device", tests, setup_device, teardown);
-    failed += cmocka_run_group_tests_name("interpreter", tests, setup_interp, teardown);
+    int failed = ENG_RUN_BOTH(tests);
     return failed;
 }

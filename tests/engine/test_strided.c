@@ -2,7 +2,8 @@
  * through views, program order, aliasing destinations, and reported strides. Expected values
  * are PyTorch's (NumPy's for negative strides), worked out by hand in the comments. Every case
  * runs on the Vulkan device and on the interpreter. */
-#include "vk_fixture.h"
+
+#include "engine_fixture.h"
 
 #include <kiln/kiln.h>
 
@@ -15,28 +16,6 @@
 #include <string.h>
 
 #include <cmocka.h>
-
-static int setup_device(void **state) {
-    vk_fixture_keep_drivers_loaded();
-    kiln_context *ctx;
-    if (kiln_context_create(&(kiln_context_options){.validation = true}, &ctx) != KILN_OK)
-        return -1;
-    *state = ctx;
-    return 0;
-}
-
-static int setup_interp(void **state) {
-    kiln_context *ctx;
-    if (kiln_context_create(&(kiln_context_options){.device = "interp"}, &ctx) != KILN_OK)
-        return -1;
-    *state = ctx;
-    return 0;
-}
-
-static int teardown(void **state) {
-    kiln_context_destroy(*state);
-    return 0;
-}
 
 /* arange(n) as f32 in storage of its own (a buffer, so writes have a storage to land in). */
 static kiln_tensor *iota(kiln_context *ctx, int64_t n) {
@@ -70,7 +49,7 @@ static void expect_layout(kiln_tensor *t, uint32_t ndim, const int64_t *strides,
 
 /* torch.arange(12.).as_strided((3, 2), (2, 3), 1): element (i, j) is storage[1 + 2i + 3j]. */
 static void test_engine_strided_as_strided_reads(void **state) {
-    kiln_context *ctx = *state;
+    kiln_context *ctx = fx_ctx(state);
     kiln_tensor *x = iota(ctx, 12);
     kiln_tensor *a = kiln_as_strided(x, 2, (int64_t[]){3, 2}, (int64_t[]){2, 3}, 1);
     expect_values(a, (const float[]){1, 4, 3, 6, 5, 8}, 6);
@@ -90,7 +69,7 @@ static void test_engine_strided_as_strided_reads(void **state) {
 }
 
 static void test_engine_strided_as_strided_rejects_out_of_storage(void **state) {
-    kiln_context *ctx = *state;
+    kiln_context *ctx = fx_ctx(state);
     kiln_tensor *x = iota(ctx, 12);
     /* highest element 2 + 2*5 = 12 is past the 12-element storage */
     assert_null(kiln_as_strided(x, 1, (int64_t[]){6}, (int64_t[]){2}, 2));
@@ -109,7 +88,7 @@ static void test_engine_strided_as_strided_rejects_out_of_storage(void **state) 
 
 /* torch.empty_strided((2, 3), (1, 2)): storage of 1 + 1*1 + 2*2 = 6 elements; written, read. */
 static void test_engine_strided_empty_strided(void **state) {
-    kiln_context *ctx = *state;
+    kiln_context *ctx = fx_ctx(state);
     kiln_tensor *e = kiln_empty_strided(ctx, KILN_F32, 2, (int64_t[]){2, 3}, (int64_t[]){1, 2});
     assert_non_null(e);
     expect_layout(e, 2, (int64_t[]){1, 2}, 0);
@@ -132,7 +111,7 @@ static void test_engine_strided_empty_strided(void **state) {
 /* Copies between layouts: contiguous -> transposed, strided -> contiguous, negative strides on
  * either side, and a dtype conversion. */
 static void test_engine_strided_copies_between_layouts(void **state) {
-    kiln_context *ctx = *state;
+    kiln_context *ctx = fx_ctx(state);
     kiln_tensor *dst =
         kiln_reshape(kiln_zeros(ctx, KILN_F32, 1, (int64_t[]){6}), 2, (int64_t[]){2, 3});
     dst = kiln_add_scalar(dst, 0); /* a computed tensor: copy_ realizes it first */
@@ -167,7 +146,7 @@ static void test_engine_strided_copies_between_layouts(void **state) {
 /* NumPy's rule when source and destination share storage: as if src were read first.
  * x = [0 1 2 3 4 5]; x[1:] = x[:-1] gives [0 0 1 2 3 4]. */
 static void test_engine_strided_overlapping_copy_reads_source_first(void **state) {
-    kiln_context *ctx = *state;
+    kiln_context *ctx = fx_ctx(state);
     kiln_tensor *x = iota(ctx, 6);
     assert_int_equal(kiln_copy_(kiln_slice(x, 0, 1, INT64_MAX, 1), kiln_slice(x, 0, 0, 5, 1)),
                      KILN_OK);
@@ -181,7 +160,7 @@ static void test_engine_strided_overlapping_copy_reads_source_first(void **state
 /* In-place ops through slices with steps, transposes, diagonals and as_strided views write
  * the base storage; later readers of the base see it. */
 static void test_engine_strided_in_place_through_views(void **state) {
-    kiln_context *ctx = *state;
+    kiln_context *ctx = fx_ctx(state);
     kiln_tensor *x = iota(ctx, 9);
     kiln_tensor *m = kiln_reshape(x, 2, (int64_t[]){3, 3});
     assert_int_equal(kiln_add_(kiln_slice(x, 0, 1, INT64_MAX, 2), kiln_scalar(ctx, KILN_F32, 100)),
@@ -204,7 +183,7 @@ static void test_engine_strided_in_place_through_views(void **state) {
 /* Program order: what was built before a write reads the old values, what is built after the
  * new ones. */
 static void test_engine_strided_program_order(void **state) {
-    kiln_context *ctx = *state;
+    kiln_context *ctx = fx_ctx(state);
     kiln_tensor *x = iota(ctx, 4);
     kiln_tensor *before = kiln_mul_scalar(x, 2);
     kiln_tensor *view = kiln_flip(x, 0);
@@ -216,7 +195,7 @@ static void test_engine_strided_program_order(void **state) {
 }
 
 static void test_engine_strided_aliasing_destination_rejected(void **state) {
-    kiln_context *ctx = *state;
+    kiln_context *ctx = fx_ctx(state);
     kiln_tensor *x = iota(ctx, 4);
     kiln_tensor *row = kiln_expand(kiln_slice(x, 0, 0, 1, 1), 1, (int64_t[]){3});
     assert_int_equal(kiln_copy_(row, iota(ctx, 3)), KILN_ERROR_INVALID_ARGUMENT);
@@ -239,7 +218,7 @@ static void test_engine_strided_aliasing_destination_rejected(void **state) {
 
 /* Reading a strided view is one kernel and moves only the view's bytes. */
 static void test_engine_strided_no_copy_where_none_is_needed(void **state) {
-    kiln_context *ctx = *state;
+    kiln_context *ctx = fx_ctx(state);
     kiln_tensor *m = kiln_reshape(iota(ctx, 12), 2, (int64_t[]){3, 4});
     assert_int_equal(kiln_realize(m), KILN_OK);
     kiln_stats before = kiln_context_stats(ctx);
@@ -260,7 +239,7 @@ static void test_engine_strided_no_copy_where_none_is_needed(void **state) {
 /* copy_ between two strided layouts is one kernel that reads the source through its view and
  * writes the destination through its view: one dispatch, no bytes moved to or from the host. */
 static void test_engine_strided_copy_is_one_kernel(void **state) {
-    kiln_context *ctx = *state;
+    kiln_context *ctx = fx_ctx(state);
     kiln_tensor *dst = kiln_reshape(iota(ctx, 12), 2, (int64_t[]){3, 4});
     kiln_tensor *src = kiln_reshape(iota(ctx, 12), 2, (int64_t[]){4, 3});
     assert_int_equal(kiln_realize(dst), KILN_OK);
@@ -280,7 +259,7 @@ static void test_engine_strided_copy_is_one_kernel(void **state) {
 /* Scopes give storage back: a loop that makes and reads new tensors every step, and an update
  * loop that keeps one tensor per step, stay bounded, and the kept values stay right. */
 static void test_engine_scope_loops_free_storage(void **state) {
-    kiln_context *ctx = *state;
+    kiln_context *ctx = fx_ctx(state);
     kiln_stats before = kiln_context_stats(ctx);
     for (int step = 0; step < 50; step++) {
         kiln_scope_begin(ctx);
@@ -332,7 +311,6 @@ int main(void) {
         BOTH(test_engine_strided_copy_is_one_kernel),
         BOTH(test_engine_scope_loops_free_storage),
     };
-    int failed = cmocka_run_group_tests_name("device", tests, setup_device, teardown);
-    failed += cmocka_run_group_tests_name("interpreter", tests, setup_interp, teardown);
+    int failed = ENG_RUN_BOTH(tests);
     return failed;
 }

@@ -5,9 +5,10 @@
  * realized tensor must cost one kernel (none for the whole storage in order) and download only
  * the view's bytes; a write one kernel, plus a copy of its source only when the source reads the
  * destination's storage other than element for element. */
-#include "vk_fixture.h"
 
 #include "fixtures/views.h"
+
+#include "engine_fixture.h"
 
 #include <kiln/kiln.h>
 
@@ -22,28 +23,6 @@
 #include <cmocka.h>
 
 enum { MAX_STACK = 8, MAX_VALUES = 1024 };
-
-static int setup_device(void **state) {
-    vk_fixture_keep_drivers_loaded();
-    kiln_context *ctx;
-    if (kiln_context_create(&(kiln_context_options){.validation = true}, &ctx) != KILN_OK)
-        return -1;
-    *state = ctx;
-    return 0;
-}
-
-static int setup_interp(void **state) {
-    kiln_context *ctx;
-    if (kiln_context_create(&(kiln_context_options){.device = "interp"}, &ctx) != KILN_OK)
-        return -1;
-    *state = ctx;
-    return 0;
-}
-
-static int teardown(void **state) {
-    kiln_context_destroy(*state);
-    return 0;
-}
 
 static kiln_dtype dtype_of(int32_t code) {
     static const kiln_dtype dtypes[] = {KILN_F32, KILN_I32, KILN_U8, KILN_I8, KILN_F16};
@@ -264,7 +243,7 @@ static void expect_values(const vo_case *c, kiln_tensor *t, kiln_dtype dtype) {
 
 /* Every read-only case: values, layout, and the cost of the read. */
 static void test_engine_view_oracle_reads_match_and_cost_one_kernel(void **state) {
-    kiln_context *ctx = *state;
+    kiln_context *ctx = fx_ctx(state);
     kiln_context_clear_error(ctx); /* a failed test before this one leaves no sticky error */
     size_t n = 0;
     for (size_t k = 0; k < sizeof vo_cases / sizeof vo_cases[0]; k++) {
@@ -295,7 +274,7 @@ static void test_engine_view_oracle_reads_match_and_cost_one_kernel(void **state
 /* Every case that writes through a view: the values read back after the writes, the layout of
  * what is read, and the kernels the whole case costs. */
 static void test_engine_view_oracle_writes_match_numpy(void **state) {
-    kiln_context *ctx = *state;
+    kiln_context *ctx = fx_ctx(state);
     kiln_context_clear_error(ctx); /* a failed test before this one leaves no sticky error */
     size_t n = 0;
     for (size_t k = 0; k < sizeof vo_cases / sizeof vo_cases[0]; k++) {
@@ -323,10 +302,9 @@ static void test_engine_view_oracle_writes_match_numpy(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_engine_view_oracle_reads_match_and_cost_one_kernel),
-        cmocka_unit_test(test_engine_view_oracle_writes_match_numpy),
+        ENG_TEST(test_engine_view_oracle_reads_match_and_cost_one_kernel),
+        ENG_TEST(test_engine_view_oracle_writes_match_numpy),
     };
-    int failed = cmocka_run_group_tests_name("device", tests, setup_device, teardown);
-    failed += cmocka_run_group_tests_name("interpreter", tests, setup_interp, teardown);
+    int failed = ENG_RUN_BOTH(tests);
     return failed;
 }
