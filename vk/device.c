@@ -174,10 +174,21 @@ static kiln_status create_objects(vkd_device *dev, base_error *err) {
                      "vkCreateFence", err);
 }
 
+/* The caller's options (NULL: none), with the defaults where a field is 0. */
+static vkd_device_options options_with_defaults(const vkd_device_options *options) {
+    vkd_device_options o = {0};
+    if (options)
+        o = *options;
+    if (!o.fence_timeout_ns)
+        o.fence_timeout_ns = 60ull * 1000 * 1000 * 1000;
+    if (!o.fence_spin_ns)
+        o.fence_spin_ns = VKD_FENCE_SPIN_NS;
+    return o;
+}
+
 kiln_status vkd_device_create(const vkd_instance *inst, uint32_t index,
                               const vkd_device_options *options, vkd_device **out,
                               base_error *err) {
-    static const vkd_device_options defaults = {0};
     *out = NULL;
     const vkd_device_info *info = vkd_instance_device(inst, index);
     if (!info)
@@ -198,11 +209,7 @@ kiln_status vkd_device_create(const vkd_instance *inst, uint32_t index,
     dev->alloc = inst->alloc;
     dev->inst = inst;
     dev->info = info;
-    dev->options = options ? *options : defaults;
-    if (!dev->options.fence_timeout_ns)
-        dev->options.fence_timeout_ns = 60ull * 1000 * 1000 * 1000;
-    if (!dev->options.fence_spin_ns)
-        dev->options.fence_spin_ns = VKD_FENCE_SPIN_NS;
+    dev->options = options_with_defaults(options);
     dev->queue_family = (uint32_t)info->compute_family;
 
     feature_chain chain;
@@ -255,7 +262,6 @@ static void external_caps(const vkd_device_info *d, const vkd_external_device *e
 
 kiln_status vkd_device_wrap(const vkd_instance *inst, const vkd_external_device *ext,
                             const vkd_device_options *options, vkd_device **out, base_error *err) {
-    static const vkd_device_options defaults = {0};
     *out = NULL;
     const vkd_device_info *info = NULL;
     for (uint32_t i = 0; i < inst->device_count; i++) {
@@ -279,11 +285,7 @@ kiln_status vkd_device_wrap(const vkd_instance *inst, const vkd_external_device 
     dev->info = info;
     dev->owned = false;
     dev->handle = ext->device;
-    dev->options = options ? *options : defaults;
-    if (!dev->options.fence_timeout_ns)
-        dev->options.fence_timeout_ns = 60ull * 1000 * 1000 * 1000;
-    if (!dev->options.fence_spin_ns)
-        dev->options.fence_spin_ns = VKD_FENCE_SPIN_NS;
+    dev->options = options_with_defaults(options);
     dev->queue_family = ext->queue_family;
     /* the family's timestamps and limits come from the snapshot */
     vkd_device_info adjusted = *info;
