@@ -2,22 +2,12 @@
  * against every size concrete (one compile each), and the per-call time of a small symbolic sum
  * (rebind n, realize, read the scalar back). Figures are medians of repeated runs in one
  * process, on the default device; the disk caches are off, so every compile is counted. */
+#include "bench_util.h"
 #include <kiln/kiln.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 enum { IN = 64, HIDDEN = 128, OUT = 16, BATCHES = 64 };
 
@@ -38,7 +28,7 @@ static int mlp(bool symbolic, double *ms, uint64_t *compiles) {
     kiln_tensor *w2 = kiln_randn(ctx, KILN_F32, 2, (int64_t[]){HIDDEN, OUT}, 2);
     const kiln_expr *var = kiln_variable(ctx, "batch", 1, BATCHES);
     static float out[BATCHES * OUT];
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     for (int64_t b = 1; b <= BATCHES; b++) {
         const kiln_expr *batch = symbolic ? kiln_bind(ctx, var, b) : kiln_int(ctx, b);
         if (forward(ctx, batch, w1, w2, out, (size_t)b) != KILN_OK) {
@@ -46,7 +36,7 @@ static int mlp(bool symbolic, double *ms, uint64_t *compiles) {
             return 1;
         }
     }
-    *ms = now_ms() - t0;
+    *ms = bench_now_ms() - t0;
     *compiles = kiln_context_stats(ctx).kernels_compiled;
     kiln_context_destroy(ctx);
     return 0;
@@ -64,7 +54,7 @@ static int per_call(double *median_ms) {
     enum { CALLS = 2000 };
     static double times[CALLS];
     for (int i = 0; i < CALLS; i++) {
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         kiln_scope_begin(ctx); /* each call's tensors and storage are given back */
         const kiln_expr *b = kiln_bind(ctx, n, 1 + (i * 37) % 4096);
         float s;
@@ -74,9 +64,9 @@ static int per_call(double *median_ms) {
             return 1;
         }
         kiln_scope_end(ctx, 0, NULL);
-        times[i] = now_ms() - t0;
+        times[i] = bench_now_ms() - t0;
     }
-    qsort(times, CALLS, sizeof times[0], cmp_double);
+    qsort(times, CALLS, sizeof times[0], bench_cmp_double);
     *median_ms = times[CALLS / 2];
     printf("per-call compiles: %llu (for %d calls)\n",
            (unsigned long long)kiln_context_stats(ctx).kernels_compiled, CALLS);

@@ -2,29 +2,19 @@
  * empty Kiln cache, Mesa's shader cache off), Kiln's cache warm (Mesa's still off), and both
  * warm. Medians of several runs each. */
 #define _POSIX_C_SOURCE 200809L
+#include "bench_util.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Runs the demo with env prefix; returns the wall time in ms, or -1. */
 static double run(const char *env) {
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "env %s '%s' > /dev/null 2>&1", env, ATTENTION_PATH);
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     int st = system(cmd);
-    double t = now_ms() - t0;
+    double t = bench_now_ms() - t0;
     return st == 0 ? t : -1;
 }
 
@@ -43,7 +33,7 @@ static double median_of(const char *env, const char *refill_kiln, const char *ki
         if (t[i] < 0)
             return -1;
     }
-    qsort(t, RUNS, sizeof t[0], cmp);
+    qsort(t, RUNS, sizeof t[0], bench_cmp_double);
     return t[RUNS / 2];
 }
 

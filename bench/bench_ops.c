@@ -26,6 +26,7 @@
  * disabled). */
 #include <kiln/kiln.h>
 
+#include "bench_util.h"
 #include "vkd.h"
 
 #include <fcntl.h>
@@ -50,22 +51,6 @@ extern char **environ;
 #endif
 
 /* ---- timing and results ------------------------------------------------------------------- */
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 typedef enum unit {
     UNIT_GBS,    /* work is bytes read + written: GB/s */
@@ -244,9 +229,9 @@ static bool glslc_compile(const char *name, uint32_t **words, size_t *count, dou
     snprintf(src, sizeof src, "%s/%s.comp", KILN_BENCH_SHADER_DIR, name);
     snprintf(out, sizeof out, "%s/%s.spv", g.tmp, name);
     const char *argv[] = {"glslc", "-O", "--target-env=vulkan1.1", src, "-o", out, NULL};
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     int rc = run_quiet(argv, true);
-    *ms = now_ms() - t0;
+    *ms = bench_now_ms() - t0;
     if (rc != 0) {
         fprintf(stderr, "bench_ops: glslc failed on %s\n", src);
         return false;
@@ -356,7 +341,7 @@ static bool ref_measure(const ref_dispatch *d, uint32_t count, double *first, do
     double times[MAX_REPS];
     kiln_status st = vkd_batch_create(g.dev, &batch, &err);
     for (int rep = 0; st == KILN_OK && rep <= g.reps; rep++) {
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         if (rep > 0)
             st = vkd_batch_reset(batch, &err);
         for (uint32_t i = 0; st == KILN_OK && i < count; i++) {
@@ -369,7 +354,7 @@ static bool ref_measure(const ref_dispatch *d, uint32_t count, double *first, do
         }
         if (st == KILN_OK)
             st = vkd_batch_submit(batch, &err);
-        double ms = now_ms() - t0;
+        double ms = bench_now_ms() - t0;
         if (rep == 0)
             *first = ms;
         else
@@ -385,7 +370,7 @@ static bool ref_measure(const ref_dispatch *d, uint32_t count, double *first, do
         fprintf(stderr, "bench_ops: reference run: %s\n", base_error_message(&err));
         return false;
     }
-    *med = median(times, g.reps);
+    *med = bench_median(times, g.reps);
     return true;
 }
 
@@ -496,7 +481,7 @@ static bool kiln_measure(row *r, const kiln_case *c, kiln_tensor **out) {
             return false;
         }
         kiln_stats before = kiln_context_stats(c->ctx);
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         kiln_tensor *t = c->build(c->user, rep);
         kiln_status st;
         if (c->extra_count) {
@@ -510,7 +495,7 @@ static bool kiln_measure(row *r, const kiln_case *c, kiln_tensor **out) {
         } else {
             st = t ? kiln_realize(t) : kiln_context_status(c->ctx);
         }
-        double ms = now_ms() - t0;
+        double ms = bench_now_ms() - t0;
         if (st != KILN_OK || !t) {
             kiln_fail(r, c->ctx, rep == 0 ? "first realize" : "realize");
             return false;
@@ -529,7 +514,7 @@ static bool kiln_measure(row *r, const kiln_case *c, kiln_tensor **out) {
         }
         *out = t;
     }
-    r->kiln_ms = median(times, reps);
+    r->kiln_ms = bench_median(times, reps);
     if (r->dispatches == 0)
         row_note(r, "no Kiln dispatch ran on a repetition: the timing is not of a kernel");
     if (reps < g.reps) {
@@ -572,11 +557,11 @@ static void paired(row *r, const kiln_case *c, ref_variant *best) {
     bool ok = best->count && !isnan(r->kiln_ms) && vkd_batch_create(g.dev, &batch, &err) == KILN_OK;
     for (int i = 0; ok && i < g.reps; i++) {
         ok = !c->prepare || c->prepare(c->user, g.reps + 1 + i);
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         kiln_tensor *t = ok ? c->build(c->user, i) : NULL;
         ok = t && kiln_realize(t) == KILN_OK;
-        kt[i] = now_ms() - t0;
-        t0 = now_ms();
+        kt[i] = bench_now_ms() - t0;
+        t0 = bench_now_ms();
         if (ok && i > 0)
             ok = vkd_batch_reset(batch, &err) == KILN_OK;
         for (uint32_t j = 0; ok && j < best->count; j++) {
@@ -589,13 +574,13 @@ static void paired(row *r, const kiln_case *c, ref_variant *best) {
                                     &err) == KILN_OK;
         }
         ok = ok && vkd_batch_submit(batch, &err) == KILN_OK;
-        rt[i] = now_ms() - t0;
+        rt[i] = bench_now_ms() - t0;
     }
     if (ok && best->count && !isnan(r->kiln_ms)) {
         r->kiln_alone_ms = r->kiln_ms;
         r->ref_alone_ms = r->ref_ms;
-        r->kiln_ms = median(kt, g.reps);
-        r->ref_ms = median(rt, g.reps);
+        r->kiln_ms = bench_median(kt, g.reps);
+        r->ref_ms = bench_median(rt, g.reps);
     } else if (best->count && !isnan(r->kiln_ms)) {
         row_note(r, "paired run failed");
     }
@@ -1232,14 +1217,14 @@ static double memcpy_2threads(char *dst, const char *src, size_t bytes) {
     size_t half = bytes / 2;
     memcpy_job jobs[2] = {{dst, src, half}, {dst + half, src + half, bytes - half}};
     pthread_t t;
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     bool threaded = pthread_create(&t, NULL, memcpy_thread, &jobs[1]) == 0;
     memcpy_thread(&jobs[0]);
     if (threaded)
         pthread_join(t, NULL);
     else
         memcpy_thread(&jobs[1]);
-    return now_ms() - t0;
+    return bench_now_ms() - t0;
 }
 
 static void memcpy_row(double kiln_ms, const float *src, float *dst) {
@@ -1252,7 +1237,7 @@ static void memcpy_row(double kiln_ms, const float *src, float *dst) {
     memcpy_2threads((char *)dst, (const char *)src, 4 * (size_t)N16M); /* touch the pages */
     for (int i = 0; i < g.reps; i++)
         times[i] = memcpy_2threads((char *)dst, (const char *)src, 4 * (size_t)N16M);
-    r->ref_ms = median(times, g.reps);
+    r->ref_ms = bench_median(times, g.reps);
     if (memcmp(src, dst, 4 * (size_t)N16M) != 0)
         row_note(r, "memcpy copied wrong bytes");
 }
@@ -1559,14 +1544,14 @@ static void dispatch_raw_row(const char *id, const row *kiln_row) {
                    NULL, &qp) == VK_SUCCESS;
     for (int timed = 0; ok && timed < 2; timed++) {
         for (int rep = 0; ok && rep <= g.reps; rep++) {
-            double t0 = now_ms();
+            double t0 = bench_now_ms();
             ok = raw_run(&raw, CHAINS * STEPS, timed ? qp : VK_NULL_HANDLE);
             if (rep == 0 && !timed)
-                r->ref_first_ms = now_ms() - t0;
+                r->ref_first_ms = bench_now_ms() - t0;
             else if (rep > 0)
-                times[rep - 1] = now_ms() - t0;
+                times[rep - 1] = bench_now_ms() - t0;
         }
-        double med = ok ? median(times, g.reps) : NAN;
+        double med = ok ? bench_median(times, g.reps) : NAN;
         if (!timed)
             r->ref_ms = med;
         size_t len = strlen(r->variants);
@@ -1705,7 +1690,7 @@ static bool compile_per_kernel(const char *device, double *us, char *msg, size_t
     }
     kiln_tensor *x = kiln_empty(ctx, KILN_F32, 2, (int64_t[]){0, 64});
     kiln_stats before = kiln_context_stats(ctx);
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     kiln_status st = KILN_OK;
     for (int base = 0; st == KILN_OK && base < COMPILE_KERNELS; base += 64) {
         kiln_tensor *ts[64];
@@ -1713,7 +1698,7 @@ static bool compile_per_kernel(const char *device, double *us, char *msg, size_t
             ts[i] = distinct_kernel(x, base + i);
         st = kiln_realize_many(ctx, 64, ts);
     }
-    double ms = now_ms() - t0;
+    double ms = bench_now_ms() - t0;
     kiln_stats after = kiln_context_stats(ctx);
     uint64_t compiled = after.kernels_compiled - before.kernels_compiled;
     bool ok = st == KILN_OK && compiled > 0;
@@ -1756,13 +1741,13 @@ static void pipeline_create_row(const char *id) {
                                   .spec_data = &per,
                                   .spec_data_size = 4};
         vkd_pipeline *p = NULL;
-        double t0 = now_ms();
+        double t0 = bench_now_ms();
         if (vkd_pipeline_create(g.dev, &desc, &p, NULL) == KILN_OK)
-            times[n++] = now_ms() - t0;
+            times[n++] = bench_now_ms() - t0;
         vkd_pipeline_destroy(p);
     }
     free(words);
-    r->ref_ms = n ? median(times, n) : NAN;
+    r->ref_ms = n ? bench_median(times, n) : NAN;
 }
 
 static void case_compile(void) {
@@ -1783,7 +1768,7 @@ static void case_compile(void) {
             }
         }
         if (n)
-            glslc_ms = median(times, n);
+            glslc_ms = bench_median(times, n);
     }
     pipeline_create_row(id);
     const char *devices[2] = {NULL, "interp"};

@@ -4,6 +4,7 @@
  * lives in a fresh directory under $TMPDIR (or /tmp), removed afterwards. */
 #define _POSIX_C_SOURCE 200809L
 
+#include "bench_util.h"
 #include "pcache.h"
 
 #include <dirent.h>
@@ -16,28 +17,12 @@
 
 enum { RUNS = 301, KEYS = 64 };
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
-
 static double time_put(pcache *pc, const unsigned char *payload, size_t size, int run) {
     char key[32];
     snprintf(key, sizeof key, "kernel-%d", run % KEYS);
-    double t = now_s();
+    double t = (bench_now_ms() * 1e-3);
     kiln_status st = pcache_put(pc, key, strlen(key), payload, size, NULL);
-    t = now_s() - t;
+    t = (bench_now_ms() * 1e-3) - t;
     return st == KILN_OK ? t : -1.0;
 }
 
@@ -46,9 +31,9 @@ static double time_get(pcache *pc, size_t size, int run) {
     snprintf(key, sizeof key, "kernel-%d", run % KEYS);
     void *p = NULL;
     size_t n = 0;
-    double t = now_s();
+    double t = (bench_now_ms() * 1e-3);
     kiln_status st = pcache_get(pc, key, strlen(key), &p, &n, NULL);
-    t = now_s() - t;
+    t = (bench_now_ms() * 1e-3) - t;
     pcache_free(pc, p, n);
     return st == KILN_OK && n == size ? t : -1.0;
 }
@@ -58,23 +43,23 @@ static double raw_write(const char *dir, const unsigned char *payload, size_t si
     char tmp[512], path[512];
     snprintf(tmp, sizeof tmp, "%s/raw-%d.tmp", dir, run % KEYS);
     snprintf(path, sizeof path, "%s/raw-%d", dir, run % KEYS);
-    double t = now_s();
+    double t = (bench_now_ms() * 1e-3);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0 || write(fd, payload, size) != (ssize_t)size || close(fd) != 0 ||
         rename(tmp, path) != 0)
         return -1.0;
-    return now_s() - t;
+    return (bench_now_ms() * 1e-3) - t;
 }
 
 static double raw_read(const char *dir, unsigned char *buf, size_t size, int run) {
     char path[512];
     snprintf(path, sizeof path, "%s/raw-%d", dir, run % KEYS);
-    double t = now_s();
+    double t = (bench_now_ms() * 1e-3);
     int fd = open(path, O_RDONLY);
     if (fd < 0 || read(fd, buf, size) != (ssize_t)size)
         return -1.0;
     close(fd);
-    return now_s() - t;
+    return (bench_now_ms() * 1e-3) - t;
 }
 
 static void row(const char *name, double kiln, double ref, size_t size) {
@@ -110,10 +95,10 @@ static int bench_size(const char *dir, size_t size, bool durable) {
     }
     char name[64];
     snprintf(name, sizeof name, "put %zu KiB%s", size >> 10, durable ? " (durable)" : "");
-    row(name, median(put, RUNS), median(wr, RUNS), size);
+    row(name, bench_median(put, RUNS), bench_median(wr, RUNS), size);
     snprintf(name, sizeof name, "get (hit) %zu KiB", size >> 10);
     if (!durable)
-        row(name, median(get, RUNS), median(rd, RUNS), size);
+        row(name, bench_median(get, RUNS), bench_median(rd, RUNS), size);
     return 0;
 }
 

@@ -4,6 +4,7 @@
  *
  * The kernel: t = x = a[i]; STEPS times { m = t * x + c_k; t = m > 0 ? m : -m; }; b[i] = t, for
  * i < n (a push constant), workgroup size from a specialization constant. */
+#include "bench_util.h"
 #include "spv.h"
 
 #include <spawn.h>
@@ -17,22 +18,6 @@
 extern char **environ;
 
 enum { STEPS = 38, BUILD_RUNS = 2001, GLSLC_RUNS = 11 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 static float coef(int k) {
     return 0.25f + 0.125f * (float)(k % 7) - 0.0625f * (float)(k % 3);
@@ -107,13 +92,13 @@ static double run_glslc(char *src, char *dst) {
                 arg2[] = "-fshader-stage=compute", arg3[] = "-o";
     char *argv[] = {arg0, arg1, arg2, arg3, dst, src, NULL};
     pid_t pid;
-    double t0 = now_s();
+    double t0 = (bench_now_ms() * 1e-3);
     if (posix_spawnp(&pid, "glslc", NULL, NULL, argv, environ) != 0)
         return -1;
     int status;
     if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return -1;
-    return now_s() - t0;
+    return (bench_now_ms() * 1e-3) - t0;
 }
 
 /* The median wall time of glslc compiling the GLSL kernel, or -1 when glslc is absent or fails;
@@ -144,7 +129,7 @@ static double glslc_median(long *words) {
     remove(src);
     remove(dst);
     rmdir(dir);
-    return ok == GLSLC_RUNS ? median(t, GLSLC_RUNS) : -1;
+    return ok == GLSLC_RUNS ? bench_median(t, GLSLC_RUNS) : -1;
 }
 
 int main(void) {
@@ -164,12 +149,12 @@ int main(void) {
 
     static double t_build[BUILD_RUNS];
     for (int r = 0; r < BUILD_RUNS; r++) {
-        double t0 = now_s();
+        double t0 = (bench_now_ms() * 1e-3);
         n = build(0x10300, &words, &b);
-        t_build[r] = now_s() - t0;
+        t_build[r] = (bench_now_ms() * 1e-3) - t0;
         spv_builder_destroy(b);
     }
-    double kiln = median(t_build, BUILD_RUNS);
+    double kiln = bench_median(t_build, BUILD_RUNS);
     long glslc_words;
     double ref = glslc_median(&glslc_words);
     printf("%-30s %12s %12s %9s %s\n", "case", "kiln", "glslc", "ratio", "throughput");

@@ -14,6 +14,7 @@
  * with their validity) per second, and nodes built per second (distinct nodes the context
  * created, divided by the time). There is no external reference for this benchmark; the
  * reference columns read n/a. */
+#include "bench_util.h"
 #include "sym.h"
 
 #include <stdio.h>
@@ -21,12 +22,6 @@
 #include <time.h>
 
 enum { DIMS = 6, REPS = 7 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 typedef struct view {
     const sym_node *shape[DIMS];
@@ -97,11 +92,6 @@ static const sym_node *build_view(sym_ctx *c, int variant, const sym_node **vali
     return e;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 typedef struct result {
     double per_view_s;
     double nodes_per_view;
@@ -113,7 +103,7 @@ static result run(bool cold, int views) {
     for (int r = 0; r < REPS; r++) {
         sym_ctx *c = NULL;
         uint64_t built = 0;
-        double t0 = now_s();
+        double t0 = (bench_now_ms() * 1e-3);
         for (int i = 0; i < views; i++) {
             if (!c && sym_ctx_create(NULL, &c) != KILN_OK)
                 exit(1);
@@ -132,10 +122,10 @@ static result run(bool cold, int views) {
             built += sym_ctx_node_count(c);
             sym_ctx_destroy(c);
         }
-        times[r] = (now_s() - t0) / views;
+        times[r] = ((bench_now_ms() * 1e-3) - t0) / views;
         nodes = (double)built / views;
     }
-    qsort(times, REPS, sizeof times[0], cmp_double);
+    qsort(times, REPS, sizeof times[0], bench_cmp_double);
     return (result){times[REPS / 2], nodes};
 }
 
