@@ -374,7 +374,7 @@ static bool ref_measure(const ref_dispatch *d, uint32_t count, double *first, do
     return true;
 }
 
-enum { MAX_VARIANTS = 4 };
+enum { MAX_VARIANTS = 8 };
 
 /* One way of computing a case's reference (several are measured; the fastest counts). */
 typedef struct ref_variant {
@@ -657,6 +657,18 @@ static void case_ew_fma(void) {
                                           .push = {N16M / 4},
                                           .push_size = 4,
                                           .groups = {N16M / 4 / shapes[i][0] / 64, 1, 1}});
+    }
+    /* scalar loads, several consecutive outputs per invocation */
+    static const uint32_t pers[] = {8, 16};
+    for (uint32_t i = 0; bo && ba && bb && bc && i < 2; i++) {
+        char vname[24];
+        snprintf(vname, sizeof vname, "scalar x%u", pers[i]);
+        v[nv++] = variant1(vname, ref_pipeline("ew_fma_scalar", 4, 4, &pers[i], 1),
+                           (ref_dispatch){.buffers = {bo, ba, bb, bc},
+                                          .binding_count = 4,
+                                          .push = {N16M},
+                                          .push_size = 4,
+                                          .groups = {N16M / pers[i] / 64, 1, 1}});
     }
     ref_variant best;
     bool ref_ok = ref_best(r, v, nv, bo, refo, N16M, want, 0, 0, &best);

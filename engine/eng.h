@@ -129,7 +129,9 @@ typedef struct eng_reduction {
 typedef struct eng_kernel {
     kast *value; /* stored at the output element gidx */
     ir_type out_type;
-    const sym_node *numel;     /* invocations (unbound) */
+    uint32_t ndim;                         /* gidx runs row-major over dims (unbound) */
+    const sym_node *dims[SHAPE_MAX_DIMS];
+    const sym_node *numel;     /* output elements (unbound) */
     const sym_node *out_index; /* the storage element written (NULL: gidx, a fresh output) */
     const sym_node *gidx;      /* the invocation's Variable */
     uint32_t reduction_count;  /* 0: an elementwise kernel */
@@ -160,6 +162,10 @@ typedef struct eng_program {
     bool params_in_buffer; /* parameters exceed the push-constant limit: a small buffer */
     uint32_t workgroup_size;
     uint32_t group_lanes; /* nonzero: one workgroup of this many lanes per output */
+    /* Output tiling: each invocation computes tile_m x tile_n outputs, tile_m consecutive rows
+     * of tile_width outputs times tile_n consecutive columns (1 x 1: one output each). */
+    uint32_t tile_m, tile_n;
+    int64_t tile_width;
     /* The dispatch interface (from the IR, or from the disk cache when there is no IR). */
     ir_type index_type;
     uint32_t param_count;
@@ -193,6 +199,8 @@ struct kiln_context {
     uint32_t parallelism;      /* invocations worth keeping busy (splits big reductions) */
     uint32_t group_lanes;      /* lanes per output of a group reduction (a power of two) */
     uint32_t test_group_lanes; /* kiln_context_options.test_group_lanes */
+    uint32_t tile_ew;          /* outputs per invocation of an elementwise kernel */
+    uint32_t tile_rows, tile_cols; /* register tile of a reduction with a 2-D output */
     vkd_instance *inst;
     vkd_device *dev;
     vkd_batch *batch; /* the command buffer every realize records into (reset each time) */
@@ -239,10 +247,13 @@ size_t eng_kernel_dump(const eng_kernel *k, char *buf, size_t cap);
 /* lower.c */
 /* The lanes per output of k's kernel (0: one invocation per output); see lower.c. */
 uint32_t eng_kernel_group_lanes(const kiln_context *ctx, const eng_kernel *k);
-/* unchecked: omit the bounds check (the dispatch covers exactly numel invocations, or numel
- * workgroups of group_lanes lanes). */
-kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, bool unchecked,
-                             uint32_t group_lanes, ir_kernel *ir);
+/* The output tile of k's kernel (p->tile_m, tile_n, tile_width; 1 x 1 when untiled). */
+void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *p);
+/* Lowers k as the variant p describes: p->unchecked omits the bounds check (the dispatch covers
+ * exactly the items: outputs / tile, or workgroups of group_lanes lanes), p->group_lanes and
+ * the tile as chosen above. */
+kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_program *p,
+                             ir_kernel *ir);
 
 /* runtime.c */
 kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt);

@@ -424,6 +424,8 @@ static uint64_t finish_tree(kbuild *b, kast *a) {
 
 static void finish_kernel(kbuild *b) {
     eng_kernel *k = b->k;
+    for (uint32_t d = 0; d < k->ndim; d++)
+        unbind(b, &k->dims[d]);
     unbind(b, &k->numel);
     unbind(b, &k->reduce_count);
     unbind(b, &k->out_index);
@@ -473,6 +475,8 @@ static void build_write(kbuild *b, eng_node *w) {
     }
     const shape_view *v = shape_tracker_last(w->dst_view);
     k->numel = eng_numel(b->ctx, v->ndim, v->shape);
+    k->ndim = v->ndim;
+    memcpy(k->dims, v->shape, v->ndim * sizeof *k->dims);
     k->gidx = k->numel ? index_var(b, "gidx", k->numel) : NULL;
     if (!k->gidx)
         return (void)build_fail(b, KILN_ERROR_OVERFLOW, "the element count");
@@ -511,6 +515,8 @@ kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, e
     k->output = node;
     k->out_type = node->type;
     k->numel = eng_numel(ctx, node->ndim, node->shape);
+    k->ndim = node->ndim;
+    memcpy(k->dims, node->shape, node->ndim * sizeof *k->dims);
     if (!k->numel)
         return build_fail(&b, KILN_ERROR_OVERFLOW, "the element count");
     k->gidx = index_var(&b, "gidx", k->numel);

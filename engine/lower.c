@@ -7,48 +7,73 @@
  *       STORE out[gid] = value(gid, acc)
  *     ENDIF
  *
+ * A tiled kernel computes tile_m x tile_n outputs per invocation (the item): the outputs' gidx
+ * are expressions of two tile Variables (the item's tile row and column), substituted into
+ * every index expression, so that a load whose index is the same for several outputs (a row of
+ * a matmul's left operand, a broadcast value) is made once and shared: register tiling.
+ *
  * Index expressions (symbolic) become integer arithmetic of the index type (i32 when every
  * bound fits, else i64); floor division and modulo whose operands are provably non-negative use
  * the unsigned (cheap) forms. Values are memoized per body. */
 #include "eng.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+
+enum { MAX_TILE = 64 }; /* outputs per invocation */
 
 typedef struct lowering {
     kiln_context *ctx;
     const eng_kernel *k;
     ir_kernel *ir;
-    base_map memo; /* (pointer of a sym node or kast) -> IR value, per body */
+    base_map memo; /* (sym node | kast and output | load) -> IR value, per body */
     ir_value gid, ridx;
-    ir_value lane;                        /* group kernels: the lane (IR_NONE otherwise) */
-    ir_value results[ENG_MAX_REDUCTIONS]; /* each reduction's value after the range */
+    ir_value lane; /* group kernels: the lane (IR_NONE otherwise) */
+    /* Tiling: the output being lowered, each output's gidx (NULL: untiled, gidx is the
+     * invocation), and the tile Variables with their values. */
+    uint32_t out, outputs;
+    const sym_node *out_gidx[MAX_TILE];
+    const sym_node *tile_var[2];
+    ir_value tile_value[2];
+    ir_value results[MAX_TILE][ENG_MAX_REDUCTIONS]; /* each reduction's value after the range */
 } lowering;
 
+/* Memo keys: a sym node (slot 0); a kast for one output (slot 1 + output); a load of buffer b
+ * at an index and validity (slot LOAD_SLOT + b), shared by every output that makes it. */
+enum { LOAD_SLOT = 1u << 16 };
+
+typedef struct memo_key {
+    const void *a, *b;
+    uint32_t slot;
+} memo_key;
+
 typedef struct memo_entry {
-    const void *key;
+    memo_key key;
     ir_value value;
 } memo_entry;
 
 static bool memo_eq(const void *stored, const void *key, void *user) {
     (void)user;
-    return ((const memo_entry *)stored)->key == key;
+    const memo_key *x = &((const memo_entry *)stored)->key, *y = key;
+    return x->a == y->a && x->b == y->b && x->slot == y->slot;
 }
 
-static uint64_t ptr_hash(const void *p) {
-    return base_hash_u64(0, (uint64_t)(uintptr_t)p);
+static uint64_t key_hash(const memo_key *k) {
+    uint64_t h = base_hash_u64(0, (uint64_t)(uintptr_t)k->a);
+    return base_hash_u64(base_hash_u64(h, (uint64_t)(uintptr_t)k->b), k->slot);
 }
 
-static ir_value memo_get(lowering *l, const void *key) {
-    memo_entry *e = base_map_find(&l->memo, ptr_hash(key), key, memo_eq, NULL);
+static ir_value memo_get(lowering *l, memo_key key) {
+    memo_entry *e = base_map_find(&l->memo, key_hash(&key), &key, memo_eq, NULL);
     return e ? e->value : IR_NONE;
 }
 
-static ir_value memo_put(lowering *l, const void *key, ir_value v) {
+static ir_value memo_put(lowering *l, memo_key key, ir_value v) {
     if (v == IR_NONE)
         return v;
     memo_entry *e = base_arena_alloc(&l->ctx->arena, sizeof *e, _Alignof(memo_entry));
-    if (!e || base_map_insert(&l->memo, ptr_hash(key), e) != KILN_OK) {
+    if (!e || base_map_insert(&l->memo, key_hash(&key), e) != KILN_OK) {
         l->ir->status = KILN_ERROR_OUT_OF_HOST_MEMORY;
         return IR_NONE;
     }
@@ -67,6 +92,10 @@ static ir_value sym_var_value(lowering *l, const sym_node *s) {
         return l->gid;
     if (s == k->ridx && l->ridx != IR_NONE)
         return l->ridx;
+    for (int t = 0; t < 2; t++) {
+        if (l->tile_var[t] && s == l->tile_var[t])
+            return l->tile_value[t];
+    }
     for (uint32_t p = 0; p < k->param_count; p++) {
         if (k->params[p] == s)
             return ir_param(l->ir, p);
@@ -135,8 +164,27 @@ static ir_value lower_sym_uncached(lowering *l, const sym_node *s) {
 }
 
 static ir_value lower_sym(lowering *l, const sym_node *s) {
-    ir_value v = memo_get(l, s);
-    return v != IR_NONE ? v : memo_put(l, s, lower_sym_uncached(l, s));
+    memo_key key = {s, NULL, 0};
+    ir_value v = memo_get(l, key);
+    return v != IR_NONE ? v : memo_put(l, key, lower_sym_uncached(l, s));
+}
+
+/* An index expression of the kernel (over gidx) as it reads for the output being lowered:
+ * in a tiled kernel, gidx replaced by that output's expression of the tile Variables. */
+static const sym_node *for_output(lowering *l, const sym_node *s) {
+    if (!s || !l->out_gidx[0])
+        return s;
+    const sym_node *from[1] = {l->k->gidx}, *to[1] = {l->out_gidx[l->out]};
+    const sym_node *t = sym_substitute(l->ctx->sym, s, from, to, 1);
+    if (!t && l->ir->status == KILN_OK)
+        l->ir->status = sym_ctx_status(l->ctx->sym) != KILN_OK ? sym_ctx_status(l->ctx->sym)
+                                                               : KILN_ERROR_INTERNAL;
+    return t;
+}
+
+static ir_value lower_index(lowering *l, const sym_node *s) {
+    const sym_node *t = for_output(l, s);
+    return t ? lower_sym(l, t) : IR_NONE;
 }
 
 /* ---- values ---------------------------------------------------------------------------------- */
@@ -149,7 +197,7 @@ static ir_value zero(ir_kernel *ir, ir_type t) {
  * index mixed with the seed, top 24 bits as the mantissa. Identical on device and host. */
 static ir_value lower_rand(lowering *l, const kast *a) {
     ir_kernel *ir = l->ir;
-    ir_value idx = ir_cast(ir, IR_U32, lower_sym(l, a->index));
+    ir_value idx = ir_cast(ir, IR_U32, lower_index(l, a->index));
     uint32_t s0 = (uint32_t)a->seed, s1 = (uint32_t)(a->seed >> 32);
     ir_value x = ir_alu(ir, IR_XOR, IR_U32, idx, ir_const_i(ir, IR_U32, s0), IR_NONE);
     for (int round = 0; round < 2; round++) {
@@ -173,19 +221,30 @@ static ir_value lower_rand(lowering *l, const kast *a) {
 
 static ir_value lower_value(lowering *l, const kast *a);
 
-static ir_value lower_load(lowering *l, const kast *a) {
+static ir_value lower_load_uncached(lowering *l, const kast *a, const sym_node *index_expr,
+                                    const sym_node *valid) {
     ir_kernel *ir = l->ir;
-    ir_value index = lower_sym(l, a->index);
-    if (a->valid && !(sym_is_const(a->valid, NULL) && sym_vmin(a->valid) == 1)) {
+    ir_value index = lower_sym(l, index_expr);
+    if (valid && !(sym_is_const(valid, NULL) && sym_vmin(valid) == 1)) {
         /* Masked: never touch memory outside the view; read 0 there. */
-        ir_value ok = lower_sym(l, a->valid);
-        if (!sym_is_bool(a->valid)) /* a mask simplified to the constant 0 (never valid) */
+        ir_value ok = lower_sym(l, valid);
+        if (!sym_is_bool(valid)) /* a mask simplified to the constant 0 (never valid) */
             ok = ir_cast(ir, IR_BOOL, ok);
         ir_value safe = ir_alu(ir, IR_WHERE, ir->index_type, ok, index, zero(ir, ir->index_type));
         ir_value v = ir_load(ir, a->buffer, safe);
         return ir_alu(ir, IR_WHERE, a->type, ok, v, zero(ir, a->type));
     }
     return ir_load(ir, a->buffer, index);
+}
+
+/* A load, made once per body for each (buffer, index, validity) whichever output needs it. */
+static ir_value lower_load(lowering *l, const kast *a) {
+    const sym_node *index = for_output(l, a->index), *valid = for_output(l, a->valid);
+    if (!index || (a->valid && !valid))
+        return IR_NONE;
+    memo_key key = {index, valid, LOAD_SLOT + a->buffer};
+    ir_value v = memo_get(l, key);
+    return v != IR_NONE ? v : memo_put(l, key, lower_load_uncached(l, a, index, valid));
 }
 
 static ir_value lower_value_uncached(lowering *l, const kast *a) {
@@ -197,15 +256,16 @@ static ir_value lower_value_uncached(lowering *l, const kast *a) {
         return ir_type_is_float(a->type) ? ir_const_f(ir, a->type, a->value)
                                          : ir_const_i(ir, a->type, (int64_t)a->value);
     case KAST_INDEX: {
-        ir_value v = lower_sym(l, a->index);
+        const sym_node *index = for_output(l, a->index);
+        ir_value v = index ? lower_sym(l, index) : IR_NONE;
         if (a->type == IR_BOOL)
-            return sym_is_bool(a->index) ? v : ir_cast(ir, IR_BOOL, v);
+            return index && sym_is_bool(index) ? v : ir_cast(ir, IR_BOOL, v);
         return ir_cast(ir, a->type, v);
     }
     case KAST_RAND:
         return lower_rand(l, a);
     case KAST_REDUCE:
-        return l->results[a->reduction];
+        return l->results[l->out][a->reduction];
     case KAST_ALU: {
         ir_value s[3] = {IR_NONE, IR_NONE, IR_NONE};
         for (uint32_t i = 0; i < a->nsrc; i++)
@@ -219,8 +279,9 @@ static ir_value lower_value_uncached(lowering *l, const kast *a) {
 }
 
 static ir_value lower_value(lowering *l, const kast *a) {
-    ir_value v = memo_get(l, a);
-    return v != IR_NONE ? v : memo_put(l, a, lower_value_uncached(l, a));
+    memo_key key = {a, NULL, 1 + l->out};
+    ir_value v = memo_get(l, key);
+    return v != IR_NONE ? v : memo_put(l, key, lower_value_uncached(l, a));
 }
 
 /* The identity of a reduction's combiner in type t. */
@@ -273,24 +334,30 @@ enum { REDUCE_UNROLL = 4 };
  * (q * U + u) * S + lane (when it is below reduce_count) is combined into acc[u]; the results
  * are (acc0 op acc1) op (acc2 op acc3) after the range, in a group kernel then combined over
  * its S lanes (S = 1, lane = 0 otherwise). Arg reductions keep one accumulator (the first
- * maximum wins) and are never grouped. */
+ * maximum wins) and are never grouped. A tiled kernel keeps one accumulator per output and
+ * reduction (its outputs are the independent chains), the U elements of a step combined in
+ * order. */
 static void lower_reductions(lowering *l) {
     const eng_kernel *k = l->k;
     ir_kernel *ir = l->ir;
-    ir_value acc[REDUCE_UNROLL][ENG_MAX_REDUCTIONS], at[ENG_MAX_REDUCTIONS];
+    ir_value acc[MAX_TILE][REDUCE_UNROLL][ENG_MAX_REDUCTIONS]; /* 4 KiB */
+    ir_value at[ENG_MAX_REDUCTIONS];
     uint32_t unroll = REDUCE_UNROLL;
     int64_t constant = -1;
     if (sym_is_const(k->reduce_count, &constant) && constant < 2 * REDUCE_UNROLL)
         unroll = 1;
     for (uint32_t i = 0; i < k->reduction_count; i++)
         unroll = k->reductions[i].arg ? 1 : unroll;
+    uint32_t chains = l->outputs > 1 ? 1 : unroll; /* accumulators per output and reduction */
     int64_t stride = l->ir->group_lanes ? l->ir->group_lanes : 1;
     /* no element needs a bounds check */
     bool exact = constant >= 0 && constant % ((int64_t)unroll * stride) == 0;
     for (uint32_t i = 0; i < k->reduction_count; i++) {
         const eng_reduction *r = &k->reductions[i];
-        for (uint32_t u = 0; u < unroll; u++)
-            acc[u][i] = ir_var(ir, reduce_identity(ir, r->op, r->type));
+        for (uint32_t o = 0; o < l->outputs; o++) {
+            for (uint32_t u = 0; u < chains; u++)
+                acc[o][u][i] = ir_var(ir, reduce_identity(ir, r->op, r->type));
+        }
         at[i] = r->arg ? ir_var(ir, ir_const_i(ir, IR_I32, 0)) : IR_NONE;
     }
     ir_type it = ir->index_type;
@@ -317,8 +384,13 @@ static void lower_reductions(lowering *l) {
         bool checked = (u > 0 || stride > 1) && !exact;
         if (checked)
             ir_if(ir, ir_alu(ir, IR_LT, IR_BOOL, l->ridx, count, IR_NONE));
-        for (uint32_t i = 0; i < k->reduction_count; i++)
-            combine(l, &k->reductions[i], acc[u][i], at[i], lower_value(l, k->reductions[i].value));
+        for (l->out = 0; l->out < l->outputs; l->out++) {
+            for (uint32_t i = 0; i < k->reduction_count; i++) {
+                const eng_reduction *r = &k->reductions[i];
+                combine(l, r, acc[l->out][chains > 1 ? u : 0][i], at[i], lower_value(l, r->value));
+            }
+        }
+        l->out = 0;
         if (checked)
             ir_endif(ir);
         base_map_finish(&l->memo);
@@ -326,20 +398,22 @@ static void lower_reductions(lowering *l) {
     l->memo = outer;
     ir_endrange(ir);
     l->ridx = IR_NONE;
-    for (uint32_t i = 0; i < k->reduction_count; i++) {
-        const eng_reduction *r = &k->reductions[i];
-        if (r->arg) {
-            l->results[i] = ir_get(ir, at[i]);
-            continue;
+    for (uint32_t o = 0; o < l->outputs; o++) {
+        for (uint32_t i = 0; i < k->reduction_count; i++) {
+            const eng_reduction *r = &k->reductions[i];
+            if (r->arg) {
+                l->results[o][i] = ir_get(ir, at[i]);
+                continue;
+            }
+            ir_value part[REDUCE_UNROLL];
+            for (uint32_t u = 0; u < chains; u++)
+                part[u] = ir_get(ir, acc[o][u][i]);
+            for (uint32_t width = chains; width > 1; width /= 2) {
+                for (uint32_t u = 0; u < width / 2; u++)
+                    part[u] = ir_alu(ir, r->op, r->type, part[2 * u], part[2 * u + 1], IR_NONE);
+            }
+            l->results[o][i] = stride > 1 ? ir_group(ir, r->op, part[0]) : part[0];
         }
-        ir_value part[REDUCE_UNROLL];
-        for (uint32_t u = 0; u < unroll; u++)
-            part[u] = ir_get(ir, acc[u][i]);
-        for (uint32_t width = unroll; width > 1; width /= 2) {
-            for (uint32_t u = 0; u < width / 2; u++)
-                part[u] = ir_alu(ir, r->op, r->type, part[2 * u], part[2 * u + 1], IR_NONE);
-        }
-        l->results[i] = stride > 1 ? ir_group(ir, r->op, part[0]) : part[0];
     }
 }
 
@@ -387,8 +461,98 @@ uint32_t eng_kernel_group_lanes(const kiln_context *ctx, const eng_kernel *k) {
     return lanes;
 }
 
-kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, bool unchecked,
-                             uint32_t group_lanes, ir_kernel *ir) {
+/* Output tiles (CPU devices: lavapipe vectorises across invocations, so work per invocation
+ * amortises its per-invocation cost; GPUs keep one output per invocation for coalescing, and
+ * a small register tile for reductions): with constant sizes, every output row of width W (the
+ * last dim longer than 1) split into tile_n columns, and, for reductions with a 2-D output,
+ * tile_m rows at a time, the loads that do not depend on the row (or column) shared. An
+ * elementwise kernel whose last dim tile_n does not divide tiles its flat index instead. The
+ * tile shrinks until the items keep the device busy (parallelism). */
+void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *p) {
+    p->tile_m = p->tile_n = 1;
+    p->tile_width = 0;
+    int64_t numel, width = 1;
+    if (p->group_lanes || !sym_is_const(k->numel, &numel) || numel <= 1)
+        return;
+    for (uint32_t i = 0; i < k->reduction_count; i++) {
+        if (k->reductions[i].arg)
+            return;
+    }
+    for (uint32_t d = k->ndim; d-- > 0;) {
+        int64_t size;
+        if (!sym_is_const(k->dims[d], &size))
+            return;
+        if (size != 1) {
+            width = size;
+            break;
+        }
+    }
+    int64_t rows = numel / width, tm = 1, tn = ctx->tile_ew;
+    if (k->reduction_count > 0) {
+        tm = rows > 1 ? ctx->tile_rows : 1;
+        tn = rows > 1 ? ctx->tile_cols : 1;
+    } else if (width % tn != 0) {
+        width = numel;
+        rows = 1;
+    }
+    while (tm > 1 && rows % tm != 0)
+        tm /= 2;
+    while (tn > 1 && width % tn != 0)
+        tn /= 2;
+    while (tm * tn > 1 && numel / (tm * tn) < (int64_t)ctx->parallelism) {
+        if (tm >= tn)
+            tm /= 2;
+        else
+            tn /= 2;
+    }
+    if (tm * tn <= 1 || tm * tn > MAX_TILE)
+        return;
+    p->tile_m = (uint32_t)tm;
+    p->tile_n = (uint32_t)tn;
+    p->tile_width = width;
+}
+
+/* The tile Variables and their values from the item (gid): row gid / (W / tile_n), column
+ * gid % (W / tile_n); output (di, dj) of the tile is gidx (row * tile_m + di) * W +
+ * column * tile_n + dj. */
+static void lower_tile(lowering *l, const eng_program *p, int64_t items) {
+    ir_kernel *ir = l->ir;
+    sym_ctx *sc = l->ctx->sym;
+    int64_t columns = p->tile_width / p->tile_n, max[2] = {items / columns - 1, columns - 1};
+    static const char *const names[2] = {"tile_row", "tile_col"};
+    for (int t = 0; t < 2; t++) {
+        char name[48];
+        snprintf(name, sizeof name, "%s:%lld", names[t], (long long)max[t]);
+        l->tile_var[t] = sym_var(sc, name, 0, max[t]);
+    }
+    ir_type it = ir->index_type;
+    ir_value c = ir_const_i(ir, it, columns);
+    if (it == IR_I32) { /* non-negative: the unsigned forms */
+        ir_value ug = ir_cast(ir, IR_U32, l->gid), uc = ir_cast(ir, IR_U32, c);
+        l->tile_value[0] = ir_cast(ir, IR_I32, ir_alu(ir, IR_DIV, IR_U32, ug, uc, IR_NONE));
+        l->tile_value[1] = ir_cast(ir, IR_I32, ir_alu(ir, IR_MOD, IR_U32, ug, uc, IR_NONE));
+    } else {
+        l->tile_value[0] = ir_alu(ir, IR_DIV, it, l->gid, c, IR_NONE);
+        l->tile_value[1] = ir_alu(ir, IR_MOD, it, l->gid, c, IR_NONE);
+    }
+    l->outputs = p->tile_m * p->tile_n;
+    for (uint32_t di = 0; di < p->tile_m; di++) {
+        for (uint32_t dj = 0; dj < p->tile_n; dj++) {
+            const sym_node *row = sym_add_c(sc, sym_mul_c(sc, l->tile_var[0], p->tile_m), di);
+            const sym_node *col = sym_add_c(sc, sym_mul_c(sc, l->tile_var[1], p->tile_n), dj);
+            l->out_gidx[di * p->tile_n + dj] =
+                sym_add(sc, sym_mul_c(sc, row, p->tile_width), col);
+        }
+    }
+    for (uint32_t o = 0; o < l->outputs; o++) {
+        if (!l->out_gidx[o] && ir->status == KILN_OK)
+            ir->status = sym_ctx_status(sc) != KILN_OK ? sym_ctx_status(sc) : KILN_ERROR_INTERNAL;
+    }
+}
+
+kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_program *p,
+                             ir_kernel *ir) {
+    uint32_t group_lanes = p->group_lanes;
     bool narrow = fits_i32(k->numel) && fits_i32(k->reduce_count) && fits_i32(k->out_index) &&
                   tree_fits_i32(k->value);
     for (uint32_t i = 0; i < k->reduction_count; i++)
@@ -400,29 +564,41 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, bool unchec
     ir_kernel_init(ir, &ctx->alloc, narrow ? IR_I32 : IR_I64);
     for (uint32_t i = 0; i < k->buffer_count; i++)
         ir_buffer_add(ir, k->buffer_types[i]);
-    for (uint32_t p = 0; p < k->param_count; p++)
-        ir_param(ir, p); /* declares every parameter, in order */
+    for (uint32_t i = 0; i < k->param_count; i++)
+        ir_param(ir, i); /* declares every parameter, in order */
     ir->group_lanes = group_lanes;
-    lowering l = {.ctx = ctx, .k = k, .ir = ir, .ridx = IR_NONE, .lane = IR_NONE};
+    lowering l = {.ctx = ctx, .k = k, .ir = ir, .ridx = IR_NONE, .lane = IR_NONE, .outputs = 1};
     base_map_init(&l.memo, &ctx->alloc);
     l.gid = ir_global_id(ir);
     if (group_lanes)
         l.lane = ir_lane(ir);
-    if (!unchecked) { /* in a group kernel, alike for the item's lanes */
-        ir_value in_range = ir_alu(ir, IR_LT, IR_BOOL, l.gid, lower_sym(&l, k->numel), IR_NONE);
-        ir_if(ir, in_range);
+    bool tiled = p->tile_m * p->tile_n > 1;
+    int64_t numel = 0;
+    if (tiled && !sym_is_const(k->numel, &numel) && ir->status == KILN_OK)
+        ir->status = KILN_ERROR_INTERNAL; /* tiles are chosen for constant sizes only */
+    int64_t items = numel / (tiled ? (int64_t)p->tile_m * p->tile_n : 1);
+    if (!p->unchecked) { /* in a group kernel, alike for the item's lanes */
+        ir_value n = tiled ? ir_const_i(ir, ir->index_type, items) : lower_sym(&l, k->numel);
+        ir_if(ir, ir_alu(ir, IR_LT, IR_BOOL, l.gid, n, IR_NONE));
     }
+    if (tiled && ir->status == KILN_OK)
+        lower_tile(&l, p, items);
     if (k->reduction_count > 0)
         lower_reductions(&l);
-    ir_value v = lower_value(&l, k->value);
-    if (v != IR_NONE && ir->insts.data[v].type != k->out_type)
-        v = ir_cast(ir, k->out_type, v);
-    if (group_lanes) /* lane 0 stores the item's result */
-        ir_if(ir, ir_alu(ir, IR_EQ, IR_BOOL, l.lane, zero(ir, ir->index_type), IR_NONE));
-    ir_store(ir, 0, k->out_index ? lower_sym(&l, k->out_index) : l.gid, v);
-    if (group_lanes)
-        ir_endif(ir);
-    if (!unchecked)
+    for (l.out = 0; l.out < l.outputs; l.out++) {
+        ir_value v = lower_value(&l, k->value);
+        if (v != IR_NONE && ir->insts.data[v].type != k->out_type)
+            v = ir_cast(ir, k->out_type, v);
+        if (group_lanes) /* lane 0 stores the item's result */
+            ir_if(ir, ir_alu(ir, IR_EQ, IR_BOOL, l.lane, zero(ir, ir->index_type), IR_NONE));
+        ir_value at = k->out_index ? lower_index(&l, k->out_index)
+                      : tiled      ? lower_sym(&l, l.out_gidx[l.out])
+                                   : l.gid;
+        ir_store(ir, 0, at, v);
+        if (group_lanes)
+            ir_endif(ir);
+    }
+    if (!p->unchecked)
         ir_endif(ir);
     base_map_finish(&l.memo);
     if (ir->status != KILN_OK)

@@ -19,14 +19,20 @@ static bool wants_interpreter(const char *device) {
  * and the interpreter; 65536 on a GPU) and the lanes of a group reduction: 64 on a GPU; on a
  * CPU its subgroup size (lavapipe's 8: one SIMD row, so the workgroup barriers switch
  * nothing); the test-only option's count if given; a power of two within the device's
- * workgroup limits. */
+ * workgroup limits. Output tiles (lower.c): on a CPU 8 elementwise outputs per invocation and
+ * 8 x 8 for reductions (LAVAPIPE.md: several outputs per invocation, register blocking); on a
+ * GPU one elementwise output (neighbouring invocations read neighbouring elements) and 4 x 4. */
 void eng_runtime_tune(kiln_context *ctx) {
     ctx->parallelism = 2048;
+    ctx->tile_ew = 8;
+    ctx->tile_rows = ctx->tile_cols = 8;
     uint32_t want = 8, limit = 1024;
     if (!ctx->interpreter) {
         const vkd_caps *caps = vkd_device_caps(ctx->dev);
         if (vkd_device_info_of(ctx->dev)->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU) {
             ctx->parallelism = 65536;
+            ctx->tile_ew = 1;
+            ctx->tile_rows = ctx->tile_cols = 4;
             want = 64;
         } else if (caps->subgroup_size >= 2 && caps->subgroup_size <= 64) {
             want = caps->subgroup_size;
@@ -365,6 +371,7 @@ static void choose_variant(kiln_context *ctx, const eng_kernel *k, eng_program *
         ctx->interpreter ? UINT32_MAX : vkd_device_caps(ctx->dev)->max_workgroup_count[0];
     int64_t n;
     if (sym_is_const(k->numel, &n)) {
+        n /= (int64_t)p->tile_m * p->tile_n; /* the items */
         p->unchecked = n > 0 && (uint64_t)n % wg == 0 && (uint64_t)n / wg <= max_x;
         return;
     }
@@ -408,6 +415,7 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
     p->group_lanes = eng_kernel_group_lanes(ctx, k);
     if (p->group_lanes)
         p->workgroup_size = p->group_lanes;
+    eng_kernel_tile(ctx, k, p);
     choose_variant(ctx, k, p);
     uint32_t *words = NULL;
     size_t count = 0;
@@ -420,7 +428,7 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
     }
     if (st != KILN_ERROR_NOT_FOUND)
         return st;
-    st = eng_kernel_lower(ctx, k, p->unchecked, p->group_lanes, &p->ir);
+    st = eng_kernel_lower(ctx, k, p, &p->ir);
     if (st == KILN_OK)
         st = ir_verify(&p->ir, &ctx->err);
     if (st != KILN_OK)
@@ -631,6 +639,7 @@ kiln_status eng_batch_run(kiln_context *ctx, eng_batch *b, const eng_program *p,
         st = global_size(ctx, k, &n);
     if (st != KILN_OK || n == 0) /* an empty result needs no dispatch */
         return st;
+    n /= (uint64_t)p->tile_m * p->tile_n; /* the items (tiles divide constant sizes exactly) */
     ctx->stats.dispatches++;
     if (base_log_verbosity() >= 2) {
         dispatched d = {k->hash, n, k->reduction_count > 0};
