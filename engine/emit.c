@@ -14,6 +14,7 @@ typedef struct emitter {
     spv_id *loop_header;   /* RANGE -> header label */
     spv_id *counter;       /* RANGE -> counter variable */
     spv_id buffers[IR_MAX_BUFFERS];
+    spv_id vectors[IR_MAX_BUFFERS]; /* the same bindings as arrays of 4-vectors (LOAD4/STORE4) */
     spv_id push;         /* push-constant block variable */
     spv_id param_buffer; /* or the parameters' storage buffer */
     spv_id global_id;    /* linear invocation index, index type */
@@ -399,6 +400,23 @@ static void store(emitter *e, const ir_inst *i) {
     spv_store(b, spv_buffer_element(b, e->buffers[i->arg], e->ids[i->src[0]]), v);
 }
 
+/* Four elements from index (a multiple of 4): element index / 4 of the buffer's vector view. */
+static spv_id vector_element(emitter *e, const ir_inst *i) {
+    spv_builder *b = e->b;
+    spv_id index = e->ids[i->src[0]];
+    spv_id two = spv_const_int(b, compute_type(b, e->k->index_type), 2);
+    return spv_buffer_element(b, e->vectors[i->arg],
+                              spv_binop(b, SpvOpShiftRightLogical, index, two));
+}
+
+static void store4(emitter *e, const ir_inst *i) {
+    spv_builder *b = e->b;
+    spv_id parts[4], type = spv_type_vector(b, storage_type(b, i->type), 4);
+    for (uint32_t c = 0; c < 4; c++)
+        parts[c] = e->ids[i->src[1 + c]];
+    spv_store(b, vector_element(e, i), spv_composite_construct(b, type, 4, parts));
+}
+
 /* ---- control flow -------------------------------------------------------------------------- */
 
 static void begin_if(emitter *e, uint32_t at, const ir_inst *i) {
@@ -459,6 +477,11 @@ static void declare_interface(emitter *e) {
                             : buf->written            ? SPV_ACCESS_WRITE
                                                       : SPV_ACCESS_READ;
         e->buffers[i] = spv_storage_buffer(b, storage_type(b, buf->type), 0, i, access);
+        /* Vector access goes through a second variable on the same binding (Vulkan allows
+         * several; the lowering never mixes both kinds on elements a kernel writes). */
+        if (buf->vector)
+            e->vectors[i] = spv_storage_buffer(
+                b, spv_type_vector(b, storage_type(b, buf->type), 4), 0, i, access);
     }
     if (k->param_count > 0 && e->params_in_buffer) {
         e->param_buffer = spv_storage_buffer(b, compute_type(b, k->index_type), 0, k->buffer_count,
@@ -540,6 +563,15 @@ static void emit_inst(emitter *e, uint32_t at, uint32_t *open, uint32_t *depth) 
         break;
     case IR_STORE:
         store(e, i);
+        break;
+    case IR_LOAD4:
+        e->ids[at] = spv_load(b, vector_element(e, i));
+        break;
+    case IR_EXTRACT:
+        e->ids[at] = spv_composite_extract(b, e->ids[i->src[0]], i->arg);
+        break;
+    case IR_STORE4:
+        store4(e, i);
         break;
     case IR_IF:
         begin_if(e, at, i);

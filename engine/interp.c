@@ -359,6 +359,17 @@ static kiln_status check_element(machine *m, uint32_t at, uint32_t buffer, int64
                           (unsigned long long)m->buffers[buffer].count);
 }
 
+/* Four elements from index: in the buffer, and aligned as the device's vector access needs. */
+static kiln_status check_vector(machine *m, uint32_t at, uint32_t buffer, int64_t index) {
+    if (index % 4 != 0)
+        return base_error_set(m->err, KILN_ERROR_INTERNAL,
+                              "kernel instruction %u accessed 4 elements from %lld of buffer %u, "
+                              "not a multiple of 4 (a code-generation bug)",
+                              at, (long long)index, buffer);
+    kiln_status st = check_element(m, at, buffer, index);
+    return st == KILN_OK ? check_element(m, at, buffer, index + 3) : st;
+}
+
 static slot alu(const machine *m, const ir_inst *i) {
     const slot *v = m->values;
     ir_type src_type = m->k->insts.data[i->src[0]].type;
@@ -416,6 +427,29 @@ static kiln_status invoke(machine *m, slot *v, int64_t gid, int64_t lane, uint32
             if (st != KILN_OK)
                 return st;
             write_element(&m->buffers[i->arg], i->type, (uint64_t)e, v[i->src[1]]);
+            break;
+        }
+        case IR_LOAD4: { /* the vector's first element: its EXTRACTs follow at once */
+            int64_t e = v[i->src[0]].i;
+            kiln_status st = check_vector(m, at, i->arg, e);
+            if (st != KILN_OK)
+                return st;
+            v[at].i = e;
+            break;
+        }
+        case IR_EXTRACT: {
+            const ir_inst *vec = &m->k->insts.data[i->src[0]];
+            uint64_t e = (uint64_t)v[i->src[0]].i + i->arg;
+            v[at] = read_element(&m->buffers[vec->arg], i->type, e);
+            break;
+        }
+        case IR_STORE4: {
+            int64_t e = v[i->src[0]].i;
+            kiln_status st = check_vector(m, at, i->arg, e);
+            if (st != KILN_OK)
+                return st;
+            for (uint32_t c = 0; c < 4; c++)
+                write_element(&m->buffers[i->arg], i->type, (uint64_t)e + c, v[i->src[1 + c]]);
             break;
         }
         case IR_IF:

@@ -170,6 +170,45 @@ void ir_store(ir_kernel *k, uint32_t buffer, ir_value index, ir_value value) {
     emit(k, i);
 }
 
+bool ir_vector_type(ir_type t) {
+    return t == IR_F32 || t == IR_I32 || t == IR_U32;
+}
+
+static bool vector_buffer(ir_kernel *k, uint32_t buffer) {
+    if (buffer < k->buffer_count && ir_vector_type(k->buffers[buffer].type))
+        return true;
+    if (k->status == KILN_OK)
+        k->status = KILN_ERROR_INTERNAL;
+    return false;
+}
+
+ir_value ir_load4(ir_kernel *k, uint32_t buffer, ir_value index) {
+    if (!vector_buffer(k, buffer))
+        return IR_NONE;
+    k->buffers[buffer].read = k->buffers[buffer].vector = true;
+    ir_inst i = inst_of(IR_LOAD4, k->buffers[buffer].type, index, IR_NONE, IR_NONE);
+    i.arg = buffer;
+    return emit(k, i);
+}
+
+ir_value ir_extract(ir_kernel *k, ir_value vector, uint32_t element) {
+    ir_type t = vector < k->insts.len ? k->insts.data[vector].type : IR_F32;
+    ir_inst i = inst_of(IR_EXTRACT, t, vector, IR_NONE, IR_NONE);
+    i.arg = element;
+    return emit(k, i);
+}
+
+void ir_store4(ir_kernel *k, uint32_t buffer, ir_value index, const ir_value values[4]) {
+    if (!vector_buffer(k, buffer))
+        return;
+    k->buffers[buffer].written = k->buffers[buffer].vector = true;
+    ir_inst i = inst_of(IR_STORE4, k->buffers[buffer].type, index, values[0], values[1]);
+    i.src[3] = values[2];
+    i.src[4] = values[3];
+    i.arg = buffer;
+    emit(k, i);
+}
+
 ir_value ir_alu(ir_kernel *k, ir_op op, ir_type type, ir_value a, ir_value b, ir_value c) {
     return emit(k, inst_of(op, type, a, b, c));
 }
@@ -248,13 +287,30 @@ static kiln_status verify_types(verifier *v, uint32_t at) {
         return s[i->src[0]].type == v->k->index_type ? KILN_OK : bad(v, at, "end not an index");
     case IR_LOAD:
     case IR_STORE:
+    case IR_LOAD4:
+    case IR_STORE4:
         if (i->arg >= v->k->buffer_count)
             return bad(v, at, "no such buffer");
         if (ir_type_is_float(s[i->src[0]].type) || s[i->src[0]].type == IR_BOOL)
             return bad(v, at, "element index is not an integer");
-        if (i->op == IR_STORE && s[i->src[1]].type != v->k->buffers[i->arg].type)
-            return bad(v, at, "stored value has the wrong type");
+        if ((i->op == IR_LOAD4 || i->op == IR_STORE4) &&
+            !ir_vector_type(v->k->buffers[i->arg].type))
+            return bad(v, at, "vector access to a buffer of a type other than f32, i32, u32");
+        for (uint32_t n = 1; i->op != IR_LOAD && n < ir_op_operands(i->op); n++) {
+            if (s[i->src[n]].type != v->k->buffers[i->arg].type)
+                return bad(v, at, "stored value has the wrong type");
+        }
         return KILN_OK;
+    case IR_EXTRACT: {
+        /* a run of EXTRACTs right after the LOAD4 (the interpreter reads the elements then) */
+        if (s[i->src[0]].op != IR_LOAD4 || i->arg >= 4 || i->type != s[i->src[0]].type)
+            return bad(v, at, "EXTRACT needs a LOAD4, an element below 4 and its type");
+        for (uint32_t j = i->src[0] + 1; j < at; j++) {
+            if (s[j].op != IR_EXTRACT)
+                return bad(v, at, "EXTRACT not in the run right after its LOAD4");
+        }
+        return KILN_OK;
+    }
     case IR_SET:
         if (s[i->src[0]].op != IR_VAR || s[i->src[1]].type != s[i->src[0]].type)
             return bad(v, at, "SET needs a VAR and a value of its type");
@@ -324,8 +380,11 @@ static kiln_status verify_inst(verifier *v, uint32_t at) {
         if (!visible(v, i->src[n]))
             return bad(v, at, "operand out of scope");
         ir_op sop = v->k->insts.data[i->src[n]].op;
-        if (sop == IR_STORE || sop == IR_ENDIF || sop == IR_ENDRANGE || sop == IR_SET)
+        if (sop == IR_STORE || sop == IR_STORE4 || sop == IR_ENDIF || sop == IR_ENDRANGE ||
+            sop == IR_SET)
             return bad(v, at, "operand defines no value");
+        if (sop == IR_LOAD4 && i->op != IR_EXTRACT)
+            return bad(v, at, "a LOAD4's vector used other than by EXTRACT");
     }
     kiln_status st = verify_types(v, at);
     if (st != KILN_OK)
@@ -402,7 +461,8 @@ size_t ir_dump(const ir_kernel *k, char *buf, size_t cap) {
             else
                 OUT(" %lld", (long long)i->imm.i);
         }
-        if (i->op == IR_LOAD || i->op == IR_STORE || i->op == IR_PARAM)
+        if (i->op == IR_LOAD || i->op == IR_STORE || i->op == IR_PARAM || i->op == IR_LOAD4 ||
+            i->op == IR_STORE4 || i->op == IR_EXTRACT)
             OUT(" [%u]", i->arg);
         if (i->op == IR_GROUP)
             OUT(" %s", ir_op_name((ir_op)i->arg));
@@ -420,7 +480,7 @@ uint64_t ir_hash(const ir_kernel *k) {
     h = base_hash_u64(h, k->param_count);
     h = base_hash_u64(h, k->group_lanes);
     for (uint32_t b = 0; b < k->buffer_count; b++)
-        h = base_hash_u64(h, k->buffers[b].type);
+        h = base_hash_u64(h, k->buffers[b].type | (uint64_t)k->buffers[b].vector << 8);
     for (uint32_t at = 0; at < k->insts.len; at++) {
         const ir_inst *i = &k->insts.data[at];
         h = base_hash_u64(h, ((uint64_t)i->op << 8) | (uint64_t)i->type);

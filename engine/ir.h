@@ -86,7 +86,10 @@ const char *ir_type_name(ir_type t);
     X(SET, 2, MEMORY) /* variable src0 = src1 */                                                   \
     X(GET, 1, MEMORY) /* the value of variable src0 */                                             \
     X(LANE, 0, LEAF)  /* group kernels: the invocation's lane in [0, group_lanes) */               \
-    X(GROUP, 1, ALU)  /* group kernels: src0 combined with op arg over the item's lanes */
+    X(GROUP, 1, ALU)  /* group kernels: src0 combined with op arg over the item's lanes */         \
+    X(LOAD4, 1, MEMORY)  /* buffer arg, elements src0 .. src0 + 3 (src0 % 4 == 0): a vector */     \
+    X(EXTRACT, 1, ALU)   /* element arg of the LOAD4 src0 (a run of them follows the LOAD4) */     \
+    X(STORE4, 5, MEMORY) /* buffer arg, elements src0 .. src0 + 3 (src0 % 4 == 0) = src1..src4 */
 
 typedef enum ir_op {
 #define X(name, n, kind) IR_##name,
@@ -99,12 +102,12 @@ const char *ir_op_name(ir_op op);
 uint32_t ir_op_operands(ir_op op);
 
 typedef uint32_t ir_value; /* an instruction index */
-enum { IR_NONE = UINT32_MAX, IR_MAX_BUFFERS = 16 };
+enum { IR_NONE = UINT32_MAX, IR_MAX_BUFFERS = 16, IR_MAX_OPERANDS = 5 };
 
 typedef struct ir_inst {
     ir_op op;
     ir_type type; /* the result type (LOAD: the buffer's; STORE/control: unused) */
-    ir_value src[3];
+    ir_value src[IR_MAX_OPERANDS];
     uint32_t arg; /* buffer or parameter number */
     union {
         int64_t i;
@@ -115,6 +118,7 @@ typedef struct ir_inst {
 typedef struct ir_buffer {
     ir_type type;
     bool read, written;
+    bool vector; /* accessed by LOAD4/STORE4 too (32-bit types only) */
 } ir_buffer;
 
 /* A kernel: instructions plus its interface. */
@@ -146,6 +150,13 @@ ir_value ir_lane(ir_kernel *k);
 ir_value ir_group(ir_kernel *k, ir_op op, ir_value value);
 ir_value ir_load(ir_kernel *k, uint32_t buffer, ir_value index);
 void ir_store(ir_kernel *k, uint32_t buffer, ir_value index, ir_value value);
+/* Vector access to four elements from index, a multiple of 4, of a buffer of a 32-bit type
+ * (ir_vector_type): a LOAD4 followed at once by the EXTRACTs of the elements wanted, or
+ * one STORE4. Of a buffer both read and written, elements are accessed one way only. */
+bool ir_vector_type(ir_type t);
+ir_value ir_load4(ir_kernel *k, uint32_t buffer, ir_value index);
+ir_value ir_extract(ir_kernel *k, ir_value vector, uint32_t element);
+void ir_store4(ir_kernel *k, uint32_t buffer, ir_value index, const ir_value values[4]);
 /* ALU ops; type is the result type (comparisons: IR_BOOL). */
 ir_value ir_alu(ir_kernel *k, ir_op op, ir_type type, ir_value a, ir_value b, ir_value c);
 ir_value ir_cast(ir_kernel *k, ir_type type, ir_value a);

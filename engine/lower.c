@@ -32,7 +32,7 @@ typedef struct lowering {
     ir_value lane; /* group kernels: the lane (IR_NONE otherwise) */
     /* Tiling: the output being lowered, each output's gidx (NULL: untiled, gidx is the
      * invocation), and the tile Variables with their values. */
-    uint32_t out, outputs;
+    uint32_t out, outputs, tile_n;
     const sym_node *out_gidx[MAX_TILE];
     const sym_node *tile_var[2];
     ir_value tile_value[2];
@@ -171,15 +171,37 @@ static ir_value lower_sym(lowering *l, const sym_node *s) {
 
 /* An index expression of the kernel (over gidx) as it reads for the output being lowered:
  * in a tiled kernel, gidx replaced by that output's expression of the tile Variables. */
-static const sym_node *for_output(lowering *l, const sym_node *s) {
+static const sym_node *for_output_at(lowering *l, const sym_node *s, uint32_t out) {
     if (!s || !l->out_gidx[0])
         return s;
-    const sym_node *from[1] = {l->k->gidx}, *to[1] = {l->out_gidx[l->out]};
+    const sym_node *from[1] = {l->k->gidx}, *to[1] = {l->out_gidx[out]};
     const sym_node *t = sym_substitute(l->ctx->sym, s, from, to, 1);
     if (!t && l->ir->status == KILN_OK)
         l->ir->status = sym_ctx_status(l->ctx->sym) != KILN_OK ? sym_ctx_status(l->ctx->sym)
                                                                : KILN_ERROR_INTERNAL;
     return t;
+}
+
+static const sym_node *for_output(lowering *l, const sym_node *s) {
+    return for_output_at(l, s, l->out);
+}
+
+/* Whether outputs out .. out + 3 (one row of the tile) access the elements index .. index + 3
+ * of a buffer, index a multiple of 4: then one vector access serves them. at[c] receives each
+ * output's index expression. */
+static bool vector_run(lowering *l, const sym_node *s, const sym_node *at[4]) {
+    uint32_t tn = l->tile_n;
+    if (l->outputs < 4 || tn % 4 != 0 || (l->out % tn) % 4 != 0)
+        return false;
+    sym_ctx *sc = l->ctx->sym;
+    int64_t c0;
+    for (uint32_t c = 0; c < 4; c++) {
+        at[c] = for_output_at(l, s, l->out + c);
+        int64_t d;
+        if (!at[c] || !sym_is_const(sym_sub(sc, at[c], at[0]), &d) || d != (int64_t)c)
+            return false;
+    }
+    return sym_is_const(sym_floormod_c(sc, at[0], 4), &c0) && c0 == 0;
 }
 
 static ir_value lower_index(lowering *l, const sym_node *s) {
@@ -237,14 +259,52 @@ static ir_value lower_load_uncached(lowering *l, const kast *a, const sym_node *
     return ir_load(ir, a->buffer, index);
 }
 
-/* A load, made once per body for each (buffer, index, validity) whichever output needs it. */
+/* Four loads as one vector load (vector_run's elements, under one validity): each element's
+ * value is kept for the output that reads it. Returns the first. */
+static ir_value lower_load4(lowering *l, const kast *a, const sym_node *const at[4],
+                            const sym_node *valid) {
+    ir_kernel *ir = l->ir;
+    ir_value index = lower_sym(l, at[0]), ok = IR_NONE;
+    bool masked = valid && !(sym_is_const(valid, NULL) && sym_vmin(valid) == 1);
+    if (masked) {
+        ok = lower_sym(l, valid);
+        if (!sym_is_bool(valid))
+            ok = ir_cast(ir, IR_BOOL, ok);
+        index = ir_alu(ir, IR_WHERE, ir->index_type, ok, index, zero(ir, ir->index_type));
+    }
+    ir_value vec = ir_load4(ir, a->buffer, index), parts[4];
+    for (uint32_t c = 0; c < 4; c++)
+        parts[c] = ir_extract(ir, vec, c);
+    for (uint32_t c = 0; c < 4; c++) {
+        if (masked)
+            parts[c] = ir_alu(ir, IR_WHERE, a->type, ok, parts[c], zero(ir, a->type));
+        memo_put(l, (memo_key){at[c], valid, LOAD_SLOT + a->buffer}, parts[c]);
+    }
+    return parts[0];
+}
+
+/* A load, made once per body for each (buffer, index, validity) whichever output needs it; at
+ * the first output of a row of four that read four aligned elements under one validity, one
+ * vector load for the four (never of the output buffer: a kernel that writes it accesses its
+ * elements one way only). */
 static ir_value lower_load(lowering *l, const kast *a) {
     const sym_node *index = for_output(l, a->index), *valid = for_output(l, a->valid);
     if (!index || (a->valid && !valid))
         return IR_NONE;
     memo_key key = {index, valid, LOAD_SLOT + a->buffer};
     ir_value v = memo_get(l, key);
-    return v != IR_NONE ? v : memo_put(l, key, lower_load_uncached(l, a, index, valid));
+    if (v != IR_NONE)
+        return v;
+    const sym_node *at[4];
+    if (a->buffer != 0 && ir_vector_type(l->k->buffer_types[a->buffer]) &&
+        vector_run(l, a->index, at)) {
+        bool alike = true;
+        for (uint32_t c = 1; c < 4; c++)
+            alike = alike && for_output_at(l, a->valid, l->out + c) == valid;
+        if (alike)
+            return lower_load4(l, a, at, valid);
+    }
+    return memo_put(l, key, lower_load_uncached(l, a, index, valid));
 }
 
 static ir_value lower_value_uncached(lowering *l, const kast *a) {
@@ -461,6 +521,25 @@ uint32_t eng_kernel_group_lanes(const kiln_context *ctx, const eng_kernel *k) {
     return lanes;
 }
 
+static bool tree_reads_buffer0(const kast *a) {
+    if (!a)
+        return false;
+    if (a->kind == KAST_LOAD && a->buffer == 0)
+        return true;
+    for (uint32_t i = 0; i < a->nsrc; i++) {
+        if (tree_reads_buffer0(a->src[i]))
+            return true;
+    }
+    return false;
+}
+
+static bool reads_buffer0(const eng_kernel *k) {
+    bool reads = tree_reads_buffer0(k->value);
+    for (uint32_t i = 0; i < k->reduction_count; i++)
+        reads = reads || tree_reads_buffer0(k->reductions[i].value);
+    return reads;
+}
+
 /* Output tiles (CPU devices: lavapipe vectorises across invocations, so work per invocation
  * amortises its per-invocation cost; GPUs keep one output per invocation for coalescing, and
  * a small register tile for reductions): with constant sizes, every output row of width W (the
@@ -536,6 +615,7 @@ static void lower_tile(lowering *l, const eng_program *p, int64_t items) {
         l->tile_value[1] = ir_alu(ir, IR_MOD, it, l->gid, c, IR_NONE);
     }
     l->outputs = p->tile_m * p->tile_n;
+    l->tile_n = p->tile_n;
     for (uint32_t di = 0; di < p->tile_m; di++) {
         for (uint32_t dj = 0; dj < p->tile_n; dj++) {
             const sym_node *row = sym_add_c(sc, sym_mul_c(sc, l->tile_var[0], p->tile_m), di);
@@ -585,18 +665,33 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_p
         lower_tile(&l, p, items);
     if (k->reduction_count > 0)
         lower_reductions(&l);
-    for (l.out = 0; l.out < l.outputs; l.out++) {
-        ir_value v = lower_value(&l, k->value);
-        if (v != IR_NONE && ir->insts.data[v].type != k->out_type)
-            v = ir_cast(ir, k->out_type, v);
+    /* a kernel that reads the output buffer (an in-place write) stores one element at a time */
+    bool vector_stores = tiled && ir_vector_type(k->buffer_types[0]) && !reads_buffer0(k);
+    for (l.out = 0; l.out < l.outputs;) {
+        const sym_node *run[4];
+        uint32_t n = 1;
+        if (vector_stores && vector_run(&l, k->out_index ? k->out_index : k->gidx, run))
+            n = 4;
+        ir_value v[4];
+        for (uint32_t c = 0; c < n; c++, l.out++) {
+            v[c] = lower_value(&l, k->value);
+            if (v[c] != IR_NONE && ir->insts.data[v[c]].type != k->out_type)
+                v[c] = ir_cast(ir, k->out_type, v[c]);
+        }
+        if (n == 4) {
+            ir_store4(ir, 0, lower_sym(&l, run[0]), v);
+            continue;
+        }
+        l.out--;
         if (group_lanes) /* lane 0 stores the item's result */
             ir_if(ir, ir_alu(ir, IR_EQ, IR_BOOL, l.lane, zero(ir, ir->index_type), IR_NONE));
         ir_value at = k->out_index ? lower_index(&l, k->out_index)
                       : tiled      ? lower_sym(&l, l.out_gidx[l.out])
                                    : l.gid;
-        ir_store(ir, 0, at, v);
+        ir_store(ir, 0, at, v[0]);
         if (group_lanes)
             ir_endif(ir);
+        l.out++;
     }
     if (!p->unchecked)
         ir_endif(ir);

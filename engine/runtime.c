@@ -434,6 +434,11 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
     if (st != KILN_OK)
         return st;
     ctx->stats.kernels_compiled++; /* code generated in this process */
+    ctx->stats.kernels_tiled += p->tile_m * p->tile_n > 1;
+    bool vector = false;
+    for (uint32_t i = 0; i < p->ir.buffer_count; i++)
+        vector = vector || p->ir.buffers[i].vector;
+    ctx->stats.kernels_vector += vector;
     p->index_type = p->ir.index_type;
     p->param_count = p->ir.param_count;
     p->binding_count = p->ir.buffer_count;

@@ -1,0 +1,231 @@
+/* Output tiles and vector access (engine/lower.c): kernels of constant size compute several
+ * outputs per invocation, reductions with a 2-D output a register tile of them, and rows of four
+ * aligned elements move as one vector. Each case compares with results computed here, on the
+ * device and on the interpreter; the views are chosen to take each path: aligned rows (vector),
+ * an offset or a flip (scalar loads in a tiled kernel), masks alike or unlike along a row, a last
+ * dim the tile does not divide (the flat index is tiled), an in-place write (scalar stores),
+ * types without vector access. On a CPU device and on the interpreter the statistics must show
+ * the tiled and vector kernels. */
+#include "engine_fixture.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* CPU devices (lavapipe) and the interpreter tile; a GPU keeps one elementwise output each. */
+static bool cpu_tiles(const eng_fixture *f) {
+    return !f->device || strstr(kiln_context_device_name(f->ctx), "llvmpipe") != NULL;
+}
+
+static float *values(size_t n, uint32_t seed) {
+    float *v = malloc(n * sizeof *v);
+    assert_non_null(v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (float)((i * 7 + seed * 13) % 23) - 11.0f + 0.25f * (float)seed;
+    return v;
+}
+
+typedef struct delta {
+    uint64_t tiled, vector;
+} delta;
+
+static delta stats_delta(const kiln_stats *a, const kiln_stats *b) {
+    return (delta){b->kernels_tiled - a->kernels_tiled, b->kernels_vector - a->kernels_vector};
+}
+
+static void test_tiles_elementwise_rows_move_as_vectors(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = f->ctx;
+    enum { R = 64, C = 256, N = R * C };
+    float *a = values(N, 1), *b = values(N, 2), *c = values(N, 3), *want = values(N, 0);
+    for (size_t i = 0; i < N; i++)
+        want[i] = a[i] * b[i] + c[i];
+    const int64_t shape[2] = {R, C};
+    kiln_tensor *ta = fx_f32(ctx, 2, shape, a), *tb = fx_f32(ctx, 2, shape, b),
+                *tc = fx_f32(ctx, 2, shape, c);
+    kiln_stats before = kiln_context_stats(ctx);
+    kiln_tensor *out = kiln_add(kiln_mul(ta, tb), tc);
+    assert_int_equal(kiln_realize(out), KILN_OK);
+    kiln_stats after = kiln_context_stats(ctx);
+    if (cpu_tiles(f)) {
+        delta d = stats_delta(&before, &after);
+        assert_int_equal(d.tiled, 1);
+        assert_int_equal(d.vector, 1);
+    }
+    fx_check_f32(out, want, N, 0, 0);
+    free(a);
+    free(b);
+    free(c);
+    free(want);
+}
+
+/* x[1:] (offset 1: no aligned row), flip(x) (descending), against an aligned operand. */
+static void test_tiles_unaligned_and_flipped_views(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    enum { N = 16384 };
+    float *x = values(N + 1, 4), *y = values(N, 5), *want = values(N, 0);
+    kiln_tensor *tx = fx_f32(ctx, 1, (const int64_t[]){N + 1}, x);
+    kiln_tensor *ty = fx_f32(ctx, 1, (const int64_t[]){N}, y);
+    kiln_tensor *shifted = kiln_narrow(tx, 0, 1, N);
+    for (size_t i = 0; i < N; i++)
+        want[i] = x[i + 1] + y[i];
+    fx_check_f32(kiln_add(shifted, ty), want, N, 0, 0);
+    kiln_tensor *flipped = kiln_flip(kiln_narrow(tx, 0, 0, N), 0);
+    for (size_t i = 0; i < N; i++)
+        want[i] = x[N - 1 - i] * y[i];
+    fx_check_f32(kiln_mul(flipped, ty), want, N, 0, 0);
+    free(x);
+    free(y);
+    free(want);
+}
+
+/* Padding along the last dim masks each column on its own (scalar loads); along the first dim
+ * a whole row shares its mask (a masked vector load). */
+static void test_tiles_padded_views(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    enum { R = 64, C = 256 };
+    float *x = values(R * C, 6), *want = values(R * C, 0);
+    kiln_tensor *cols = fx_f32(ctx, 2, (const int64_t[]){R, C - 4}, x);
+    kiln_tensor *padded = kiln_pad(cols, (const int64_t[]){0, 0, 2, 2});
+    for (size_t r = 0; r < R; r++) {
+        for (size_t c = 0; c < C; c++)
+            want[r * C + c] = c < 2 || c >= C - 2 ? 1.0f : x[r * (C - 4) + c - 2] + 1.0f;
+    }
+    fx_check_f32(kiln_add_scalar(padded, 1.0), want, R * C, 0, 0);
+    kiln_tensor *rows = fx_f32(ctx, 2, (const int64_t[]){R - 4, C}, x);
+    padded = kiln_pad(rows, (const int64_t[]){2, 2, 0, 0});
+    for (size_t r = 0; r < R; r++) {
+        for (size_t c = 0; c < C; c++)
+            want[r * C + c] = r < 2 || r >= R - 2 ? 0.0f : 2.0f * x[(r - 2) * C + c];
+    }
+    fx_check_f32(kiln_mul_scalar(padded, 2.0), want, R * C, 0, 0);
+    free(x);
+    free(want);
+}
+
+/* A last dim of 3: the tile runs over the flat index; the broadcast operand's index is then
+ * a division of it. */
+static void test_tiles_flat_index_when_the_last_dim_does_not_divide(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    enum { R = 8192, C = 3 };
+    float *x = values(R * C, 7), *want = values(R * C, 0);
+    const float w[C] = {0.5f, -2.0f, 4.0f};
+    kiln_tensor *tx = fx_f32(ctx, 2, (const int64_t[]){R, C}, x);
+    kiln_tensor *tw = fx_f32(ctx, 2, (const int64_t[]){1, C}, w);
+    for (size_t i = 0; i < (size_t)R * C; i++)
+        want[i] = x[i] * w[i % C];
+    fx_check_f32(kiln_mul(tx, tw), want, (size_t)R * C, 0, 0);
+    free(x);
+    free(want);
+}
+
+/* matmul: an 8 x 8 register tile on a CPU, loads of a's row and b's column shared. */
+static void test_tiles_matmul_register_tile(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = f->ctx;
+    enum { M = 256, K = 24, N = 512 };
+    float *a = values(M * K, 8), *b = values(K * N, 9), *want = values(M * N, 0);
+    for (size_t i = 0; i < M; i++) {
+        for (size_t j = 0; j < N; j++) {
+            float acc = 0;
+            for (size_t k = 0; k < K; k++)
+                acc += a[i * K + k] * b[k * N + j];
+            want[i * N + j] = acc;
+        }
+    }
+    kiln_tensor *ta = fx_f32(ctx, 2, (const int64_t[]){M, K}, a);
+    kiln_tensor *tb = fx_f32(ctx, 2, (const int64_t[]){K, N}, b);
+    kiln_stats before = kiln_context_stats(ctx);
+    kiln_tensor *out = kiln_matmul(ta, tb);
+    assert_int_equal(kiln_realize(out), KILN_OK);
+    kiln_stats after = kiln_context_stats(ctx);
+    if (cpu_tiles(f))
+        assert_int_equal(stats_delta(&before, &after).tiled, 1);
+    fx_check_f32(out, want, (size_t)M * N, 1e-3, 1e-5);
+    free(a);
+    free(b);
+    free(want);
+}
+
+/* A reduction over the middle axis: a 2-D output (64 x 512) whose tile shrinks to keep enough
+ * invocations; each output sums its own column of 33 (not a multiple of the unroll). */
+static void test_tiles_reduction_with_a_2d_output(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    enum { A = 64, B = 33, C = 512 };
+    float *x = values(A * B * C, 10), *want = values(A * C, 0);
+    for (size_t i = 0; i < A; i++) {
+        for (size_t k = 0; k < C; k++) {
+            float m = -1e30f;
+            for (size_t j = 0; j < B; j++) {
+                float v = x[(i * B + j) * C + k];
+                m = v > m ? v : m;
+            }
+            want[i * C + k] = m;
+        }
+    }
+    kiln_tensor *tx = fx_f32(ctx, 3, (const int64_t[]){A, B, C}, x);
+    fx_check_f32(kiln_max(tx, 1, (const int32_t[]){1}, false), want, (size_t)A * C, 0, 0);
+    free(x);
+    free(want);
+}
+
+/* dst += src through a view of dst's storage: the kernel reads the buffer it writes, so its
+ * stores stay one element at a time (the loads of src may still be vectors). */
+static void test_tiles_in_place_write(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    enum { R = 64, C = 512, W = 256 };
+    float *x = values(R * C, 11), *y = values(R * W, 12), *want = values(R * C, 0);
+    memcpy(want, x, sizeof(float) * R * C);
+    for (size_t r = 0; r < R; r++) {
+        for (size_t c = 0; c < W; c++)
+            want[r * C + 128 + c] += y[r * W + c];
+    }
+    kiln_tensor *tx = fx_f32(ctx, 2, (const int64_t[]){R, C}, x);
+    kiln_tensor *ty = fx_f32(ctx, 2, (const int64_t[]){R, W}, y);
+    assert_int_equal(kiln_add_(kiln_narrow(tx, 1, 128, W), ty), KILN_OK);
+    fx_check_f32(tx, want, (size_t)R * C, 0, 0);
+    free(x);
+    free(y);
+    free(want);
+}
+
+/* f16 and u8 have no vector access: tiled, element by element. i32 has. */
+static void test_tiles_types_without_vectors(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    enum { R = 64, C = 256, N = R * C };
+    float *x = values(N, 13), *want = values(N, 0);
+    kiln_tensor *tx = fx_f32(ctx, 2, (const int64_t[]){R, C}, x);
+    kiln_tensor *half = kiln_cast(kiln_mul_scalar(kiln_cast(tx, KILN_F16), 2.0), KILN_F32);
+    for (size_t i = 0; i < N; i++)
+        want[i] = 2.0f * x[i]; /* exact in f16: quarters below 16 */
+    fx_check_f32(half, want, N, 0, 0);
+    int32_t *xi = malloc(N * sizeof *xi), *wi = malloc(N * sizeof *wi);
+    uint8_t *wu = malloc(N);
+    assert_true(xi && wi && wu);
+    for (size_t i = 0; i < N; i++) {
+        xi[i] = (int32_t)(i % 1000) - 500;
+        wi[i] = xi[i] * 3;
+        wu[i] = (uint8_t)(xi[i] + 7);
+    }
+    kiln_tensor *ti = fx_i32(ctx, 2, (const int64_t[]){R, C}, xi);
+    fx_check_i32(kiln_mul_scalar(ti, 3), wi, N);
+    fx_check_u8(kiln_add_scalar(kiln_cast(ti, KILN_U8), 7), KILN_U8, wu, N);
+    free(x);
+    free(want);
+    free(xi);
+    free(wi);
+    free(wu);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        ENG_TEST(test_tiles_elementwise_rows_move_as_vectors),
+        ENG_TEST(test_tiles_unaligned_and_flipped_views),
+        ENG_TEST(test_tiles_padded_views),
+        ENG_TEST(test_tiles_flat_index_when_the_last_dim_does_not_divide),
+        ENG_TEST(test_tiles_matmul_register_tile),
+        ENG_TEST(test_tiles_reduction_with_a_2d_output),
+        ENG_TEST(test_tiles_in_place_write),
+        ENG_TEST(test_tiles_types_without_vectors),
+    };
+    return ENG_RUN_BOTH(tests);
+}
