@@ -479,6 +479,10 @@ static void kiln_fail(row *r, kiln_context *ctx, const char *what) {
 static bool kiln_measure(row *r, const kiln_case *c, kiln_tensor **out) {
     double times[MAX_REPS];
     int reps = g.reps;
+    if (c->prepare && !c->prepare(c->user, 0)) { /* the inputs: outside the result's scope */
+        kiln_fail(r, c->ctx, "inputs");
+        return false;
+    }
     kiln_scope_begin(c->ctx);
     for (int rep = 0; rep <= reps; rep++) {
         if (c->prepare && !c->prepare(c->user, rep)) {

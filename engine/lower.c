@@ -186,22 +186,28 @@ static const sym_node *for_output(lowering *l, const sym_node *s) {
     return for_output_at(l, s, l->out);
 }
 
-/* Whether outputs out .. out + 3 (one row of the tile) access the elements index .. index + 3
- * of a buffer, index a multiple of 4: then one vector access serves them. at[c] receives each
- * output's index expression. */
-static bool vector_run(lowering *l, const sym_node *s, const sym_node *at[4]) {
+/* Whether outputs out .. out + 3 (one row of the tile) access four elements of a buffer that
+ * one vector access serves: index + c for output c (returns 1) or index - c (a flipped view,
+ * returns -1), the lowest of them a multiple of 4; else 0. at[c] receives each output's index
+ * expression. */
+static int vector_run(lowering *l, const sym_node *s, const sym_node *at[4]) {
     uint32_t tn = l->tile_n;
     if (l->outputs < 4 || tn % 4 != 0 || (l->out % tn) % 4 != 0)
-        return false;
+        return 0;
     sym_ctx *sc = l->ctx->sym;
-    int64_t c0;
+    int64_t step = 0, low;
     for (uint32_t c = 0; c < 4; c++) {
         at[c] = for_output_at(l, s, l->out + c);
         int64_t d;
-        if (!at[c] || !sym_is_const(sym_sub(sc, at[c], at[0]), &d) || d != (int64_t)c)
-            return false;
+        if (!at[c] || !sym_is_const(sym_sub(sc, at[c], at[0]), &d))
+            return 0;
+        if (c == 1)
+            step = d;
+        if (c > 0 && ((step != 1 && step != -1) || d != step * (int64_t)c))
+            return 0;
     }
-    return sym_is_const(sym_floormod_c(sc, at[0], 4), &c0) && c0 == 0;
+    bool aligned = sym_is_const(sym_floormod_c(sc, at[step > 0 ? 0 : 3], 4), &low) && low == 0;
+    return aligned ? (int)step : 0;
 }
 
 static ir_value lower_index(lowering *l, const sym_node *s) {
@@ -259,12 +265,12 @@ static ir_value lower_load_uncached(lowering *l, const kast *a, const sym_node *
     return ir_load(ir, a->buffer, index);
 }
 
-/* Four loads as one vector load (vector_run's elements, under one validity): each element's
- * value is kept for the output that reads it. Returns the first. */
+/* Four loads as one vector load (vector_run's elements in direction step, under one validity):
+ * each element's value is kept for the output that reads it. Returns the first output's. */
 static ir_value lower_load4(lowering *l, const kast *a, const sym_node *const at[4],
-                            const sym_node *valid) {
+                            const sym_node *valid, int step) {
     ir_kernel *ir = l->ir;
-    ir_value index = lower_sym(l, at[0]), ok = IR_NONE;
+    ir_value index = lower_sym(l, at[step > 0 ? 0 : 3]), ok = IR_NONE;
     bool masked = valid && !(sym_is_const(valid, NULL) && sym_vmin(valid) == 1);
     if (masked) {
         ok = lower_sym(l, valid);
@@ -274,7 +280,7 @@ static ir_value lower_load4(lowering *l, const kast *a, const sym_node *const at
     }
     ir_value vec = ir_load4(ir, a->buffer, index), parts[4];
     for (uint32_t c = 0; c < 4; c++)
-        parts[c] = ir_extract(ir, vec, c);
+        parts[c] = ir_extract(ir, vec, step > 0 ? c : 3 - c);
     for (uint32_t c = 0; c < 4; c++) {
         if (masked)
             parts[c] = ir_alu(ir, IR_WHERE, a->type, ok, parts[c], zero(ir, a->type));
@@ -296,13 +302,15 @@ static ir_value lower_load(lowering *l, const kast *a) {
     if (v != IR_NONE)
         return v;
     const sym_node *at[4];
-    if (a->buffer != 0 && ir_vector_type(l->k->buffer_types[a->buffer]) &&
-        vector_run(l, a->index, at)) {
+    int step = a->buffer != 0 && ir_vector_type(l->k->buffer_types[a->buffer])
+                   ? vector_run(l, a->index, at)
+                   : 0;
+    if (step != 0) {
         bool alike = true;
         for (uint32_t c = 1; c < 4; c++)
             alike = alike && for_output_at(l, a->valid, l->out + c) == valid;
         if (alike)
-            return lower_load4(l, a, at, valid);
+            return lower_load4(l, a, at, valid, step);
     }
     return memo_put(l, key, lower_load_uncached(l, a, index, valid));
 }
@@ -669,17 +677,19 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_p
     bool vector_stores = tiled && ir_vector_type(k->buffer_types[0]) && !reads_buffer0(k);
     for (l.out = 0; l.out < l.outputs;) {
         const sym_node *run[4];
-        uint32_t n = 1;
-        if (vector_stores && vector_run(&l, k->out_index ? k->out_index : k->gidx, run))
-            n = 4;
+        int step = vector_stores ? vector_run(&l, k->out_index ? k->out_index : k->gidx, run) : 0;
+        uint32_t n = step != 0 ? 4 : 1;
         ir_value v[4];
         for (uint32_t c = 0; c < n; c++, l.out++) {
             v[c] = lower_value(&l, k->value);
             if (v[c] != IR_NONE && ir->insts.data[v[c]].type != k->out_type)
                 v[c] = ir_cast(ir, k->out_type, v[c]);
         }
-        if (n == 4) {
-            ir_store4(ir, 0, lower_sym(&l, run[0]), v);
+        if (n == 4) { /* a flipped destination stores the four in reverse */
+            ir_value w[4] = {v[0], v[1], v[2], v[3]};
+            if (step < 0)
+                w[0] = v[3], w[1] = v[2], w[2] = v[1], w[3] = v[0];
+            ir_store4(ir, 0, lower_sym(&l, run[step > 0 ? 0 : 3]), w);
             continue;
         }
         l.out--;

@@ -2,7 +2,7 @@
  * outputs per invocation, reductions with a 2-D output a register tile of them, and rows of four
  * aligned elements move as one vector. Each case compares with results computed here, on the
  * device and on the interpreter; the views are chosen to take each path: aligned rows (vector),
- * an offset or a flip (scalar loads in a tiled kernel), masks alike or unlike along a row, a last
+ * an offset (scalar loads in a tiled kernel), a flip (vectors in reverse), masks alike or unlike along a row, a last
  * dim the tile does not divide (the flat index is tiled), an in-place write (scalar stores),
  * types without vector access. On a CPU device and on the interpreter the statistics must show
  * the tiled and vector kernels. */
@@ -73,6 +73,29 @@ static void test_tiles_unaligned_and_flipped_views(void **state) {
     for (size_t i = 0; i < N; i++)
         want[i] = x[N - 1 - i] * y[i];
     fx_check_f32(kiln_mul(flipped, ty), want, N, 0, 0);
+    free(x);
+    free(y);
+    free(want);
+}
+
+/* A copy into a flipped view of the destination: rows of four stored in reverse. */
+static void test_tiles_copy_into_a_flipped_view(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = f->ctx;
+    enum { R = 64, C = 256 };
+    float *x = values(R * C, 14), *y = values(R * C, 15), *want = values(R * C, 0);
+    for (size_t r = 0; r < R; r++) {
+        for (size_t c = 0; c < C; c++)
+            want[r * C + (C - 1 - c)] = y[r * C + c];
+    }
+    kiln_tensor *tx = fx_f32(ctx, 2, (const int64_t[]){R, C}, x);
+    kiln_tensor *ty = fx_f32(ctx, 2, (const int64_t[]){R, C}, y);
+    kiln_stats before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_copy_(kiln_flip(tx, 1), ty), KILN_OK);
+    kiln_stats after = kiln_context_stats(ctx);
+    if (cpu_tiles(f))
+        assert_int_equal(stats_delta(&before, &after).vector, 1);
+    fx_check_f32(tx, want, (size_t)R * C, 0, 0);
     free(x);
     free(y);
     free(want);
@@ -220,6 +243,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_tiles_elementwise_rows_move_as_vectors),
         ENG_TEST(test_tiles_unaligned_and_flipped_views),
+        ENG_TEST(test_tiles_copy_into_a_flipped_view),
         ENG_TEST(test_tiles_padded_views),
         ENG_TEST(test_tiles_flat_index_when_the_last_dim_does_not_divide),
         ENG_TEST(test_tiles_matmul_register_tile),
