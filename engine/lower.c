@@ -37,6 +37,14 @@ typedef struct lowering {
     const sym_node *tile_var[2];
     ir_value tile_value[2];
     ir_value results[MAX_TILE][ENG_MAX_REDUCTIONS]; /* each reduction's value after the range */
+    /* Vector loads along a reduction (step_var set): in an unrolled range without bounds checks
+     * of a one-output kernel, ridx at unroll step u is step_var * 4 + u (step_var: the range's
+     * counter, step_value); four consecutive aligned elements over u are loaded at u = 0 and
+     * kept in step_memo for the steps after. */
+    const sym_node *step_var;
+    ir_value step_value;
+    uint32_t step_u;
+    base_map step_memo;
 } lowering;
 
 /* Memo keys: a sym node (slot 0); a kast for one output (slot 1 + output); a load of buffer b
@@ -64,22 +72,30 @@ static uint64_t key_hash(const memo_key *k) {
     return base_hash_u64(base_hash_u64(h, (uint64_t)(uintptr_t)k->b), k->slot);
 }
 
-static ir_value memo_get(lowering *l, memo_key key) {
-    memo_entry *e = base_map_find(&l->memo, key_hash(&key), &key, memo_eq, NULL);
+static ir_value memo_get_in(base_map *m, memo_key key) {
+    memo_entry *e = base_map_find(m, key_hash(&key), &key, memo_eq, NULL);
     return e ? e->value : IR_NONE;
 }
 
-static ir_value memo_put(lowering *l, memo_key key, ir_value v) {
+static ir_value memo_get(lowering *l, memo_key key) {
+    return memo_get_in(&l->memo, key);
+}
+
+static ir_value memo_put_in(lowering *l, base_map *m, memo_key key, ir_value v) {
     if (v == IR_NONE)
         return v;
     memo_entry *e = base_arena_alloc(&l->ctx->arena, sizeof *e, _Alignof(memo_entry));
-    if (!e || base_map_insert(&l->memo, key_hash(&key), e) != KILN_OK) {
+    if (!e || base_map_insert(m, key_hash(&key), e) != KILN_OK) {
         l->ir->status = KILN_ERROR_OUT_OF_HOST_MEMORY;
         return IR_NONE;
     }
     e->key = key;
     e->value = v;
     return v;
+}
+
+static ir_value memo_put(lowering *l, memo_key key, ir_value v) {
+    return memo_put_in(l, &l->memo, key, v);
 }
 
 /* ---- index expressions ---------------------------------------------------------------------- */
@@ -96,6 +112,8 @@ static ir_value sym_var_value(lowering *l, const sym_node *s) {
         if (l->tile_var[t] && s == l->tile_var[t])
             return l->tile_value[t];
     }
+    if (l->step_var && s == l->step_var)
+        return l->step_value;
     for (uint32_t p = 0; p < k->param_count; p++) {
         if (k->params[p] == s)
             return ir_param(l->ir, p);
@@ -265,9 +283,10 @@ static ir_value lower_load_uncached(lowering *l, const kast *a, const sym_node *
     return ir_load(ir, a->buffer, index);
 }
 
-/* Four loads as one vector load (vector_run's elements in direction step, under one validity):
- * each element's value is kept for the output that reads it. Returns the first output's. */
-static ir_value lower_load4(lowering *l, const kast *a, const sym_node *const at[4],
+/* Four loads as one vector load (elements at[c] in direction step, under one validity): each
+ * element's value is kept in map for the output (or unroll step) that reads it. Returns the
+ * first's. */
+static ir_value lower_load4(lowering *l, base_map *map, const kast *a, const sym_node *const at[4],
                             const sym_node *valid, int step) {
     ir_kernel *ir = l->ir;
     ir_value index = lower_sym(l, at[step > 0 ? 0 : 3]), ok = IR_NONE;
@@ -284,9 +303,45 @@ static ir_value lower_load4(lowering *l, const kast *a, const sym_node *const at
     for (uint32_t c = 0; c < 4; c++) {
         if (masked)
             parts[c] = ir_alu(ir, IR_WHERE, a->type, ok, parts[c], zero(ir, a->type));
-        memo_put(l, (memo_key){at[c], valid, LOAD_SLOT + a->buffer}, parts[c]);
+        memo_put_in(l, map, (memo_key){at[c], valid, LOAD_SLOT + a->buffer}, parts[c]);
     }
     return parts[0];
+}
+
+/* ridx at unroll step u of the current range step, in a range with vector steps. */
+static const sym_node *at_step(lowering *l, const sym_node *s, uint32_t u) {
+    sym_ctx *sc = l->ctx->sym;
+    const sym_node *from[1] = {l->k->ridx};
+    const sym_node *to[1] = {sym_add_c(sc, sym_mul_c(sc, l->step_var, 4), u)};
+    return s && to[0] ? sym_substitute(sc, s, from, to, 1) : s;
+}
+
+/* A load in a range with vector steps: looked up among the vectors loaded at step 0, or, at
+ * step 0, loaded as a vector when the four steps read four consecutive aligned elements under
+ * one validity. IR_NONE: load it the plain way. */
+static ir_value lower_step_load(lowering *l, const kast *a, const sym_node *index,
+                                const sym_node *valid) {
+    const sym_node *at[4], *ok[4];
+    for (uint32_t u = 0; u < 4; u++) {
+        at[u] = at_step(l, index, u);
+        ok[u] = at_step(l, valid, u);
+        if (!at[u] || (valid && !ok[u]))
+            return IR_NONE;
+    }
+    uint32_t u = l->step_u;
+    ir_value v = memo_get_in(&l->step_memo, (memo_key){at[u], ok[u], LOAD_SLOT + a->buffer});
+    if (v != IR_NONE || u != 0 || a->buffer == 0 ||
+        !ir_vector_type(l->k->buffer_types[a->buffer]))
+        return v;
+    sym_ctx *sc = l->ctx->sym;
+    int64_t d, low;
+    for (uint32_t c = 1; c < 4; c++) {
+        if (ok[c] != ok[0] || !sym_is_const(sym_sub(sc, at[c], at[0]), &d) || d != (int64_t)c)
+            return IR_NONE;
+    }
+    if (!sym_is_const(sym_floormod_c(sc, at[0], 4), &low) || low != 0)
+        return IR_NONE;
+    return lower_load4(l, &l->step_memo, a, at, ok[0], 1);
 }
 
 /* A load, made once per body for each (buffer, index, validity) whichever output needs it; at
@@ -301,6 +356,8 @@ static ir_value lower_load(lowering *l, const kast *a) {
     ir_value v = memo_get(l, key);
     if (v != IR_NONE)
         return v;
+    if (l->step_var && (v = lower_step_load(l, a, index, valid)) != IR_NONE)
+        return memo_put(l, key, v);
     const sym_node *at[4];
     int step = a->buffer != 0 && ir_vector_type(l->k->buffer_types[a->buffer])
                    ? vector_run(l, a->index, at)
@@ -310,7 +367,7 @@ static ir_value lower_load(lowering *l, const kast *a) {
         for (uint32_t c = 1; c < 4; c++)
             alike = alike && for_output_at(l, a->valid, l->out + c) == valid;
         if (alike)
-            return lower_load4(l, a, at, valid, step);
+            return lower_load4(l, &l->memo, a, at, valid, step);
     }
     return memo_put(l, key, lower_load_uncached(l, a, index, valid));
 }
@@ -436,10 +493,19 @@ static void lower_reductions(lowering *l) {
         steps = ir_alu(ir, IR_DIV, it, up, ir_const_i(ir, it, per_step), IR_NONE);
     }
     ir_value q = ir_range(ir, steps);
+    /* Vector loads along the range: four steps of one output without bounds checks. */
+    if (exact && unroll == 4 && stride == 1 && l->outputs == 1) {
+        char name[48];
+        snprintf(name, sizeof name, "rstep:%lld", (long long)(constant / 4 - 1));
+        l->step_var = sym_var(l->ctx->sym, name, 0, constant / 4 - 1);
+        l->step_value = q;
+        base_map_init(&l->step_memo, &l->ctx->alloc);
+    }
     /* Values inside a body are not visible after it: each element's body has its own memo. */
     base_map outer = l->memo;
     for (uint32_t u = 0; u < unroll; u++) {
         base_map_init(&l->memo, &l->ctx->alloc);
+        l->step_u = u;
         l->ridx = q;
         if (unroll > 1) {
             ir_value base = ir_alu(ir, IR_MUL, it, q, ir_const_i(ir, it, unroll), IR_NONE);
@@ -464,6 +530,9 @@ static void lower_reductions(lowering *l) {
         base_map_finish(&l->memo);
     }
     l->memo = outer;
+    if (l->step_var)
+        base_map_finish(&l->step_memo);
+    l->step_var = NULL;
     ir_endrange(ir);
     l->ridx = IR_NONE;
     for (uint32_t o = 0; o < l->outputs; o++) {

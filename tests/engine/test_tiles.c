@@ -192,6 +192,43 @@ static void test_tiles_reduction_with_a_2d_output(void **state) {
     free(want);
 }
 
+/* Sums along contiguous rows: the unrolled steps of the range read four consecutive aligned
+ * elements (one vector load per four steps); a row offset by one element or padded per element
+ * is read element by element. */
+static void test_tiles_reduction_steps_load_vectors(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = f->ctx;
+    enum { R = 4096, C = 68 }; /* enough rows that each is one invocation (no group) */
+    float *x = values(R * C, 16), *want = values(R, 0);
+    kiln_tensor *tx = fx_f32(ctx, 2, (const int64_t[]){R, C}, x);
+    const int32_t last[1] = {-1};
+    for (int variant = 0; variant < 3; variant++) {
+        /* 0: x[:, :64]; 1: x[:, 1:65]; 2: pad(x[:, :60], 2 each side) */
+        kiln_tensor *v = variant == 0   ? kiln_narrow(tx, 1, 0, 64)
+                         : variant == 1 ? kiln_narrow(tx, 1, 1, 64)
+                                        : kiln_pad(kiln_narrow(tx, 1, 0, 60),
+                                                   (const int64_t[]){0, 0, 2, 2});
+        for (size_t r = 0; r < R; r++) {
+            float acc = 0;
+            for (size_t c = 0; c < 64; c++) {
+                if (variant == 2 && (c < 2 || c >= 62))
+                    continue;
+                acc += x[r * C + c + (variant == 1) - (variant == 2 ? 2 : 0)];
+            }
+            want[r] = acc;
+        }
+        kiln_stats before = kiln_context_stats(ctx);
+        kiln_tensor *sum = kiln_sum(v, 1, last, false);
+        assert_int_equal(kiln_realize(sum), KILN_OK);
+        kiln_stats after = kiln_context_stats(ctx);
+        if (cpu_tiles(f))
+            assert_int_equal(stats_delta(&before, &after).vector, variant == 0 ? 1 : 0);
+        fx_check_f32(sum, want, R, 1e-3, 1e-5);
+    }
+    free(x);
+    free(want);
+}
+
 /* dst += src through a view of dst's storage: the kernel reads the buffer it writes, so its
  * stores stay one element at a time (the loads of src may still be vectors). */
 static void test_tiles_in_place_write(void **state) {
@@ -249,6 +286,7 @@ int main(void) {
         ENG_TEST(test_tiles_flat_index_when_the_last_dim_does_not_divide),
         ENG_TEST(test_tiles_matmul_register_tile),
         ENG_TEST(test_tiles_reduction_with_a_2d_output),
+        ENG_TEST(test_tiles_reduction_steps_load_vectors),
         ENG_TEST(test_tiles_in_place_write),
         ENG_TEST(test_tiles_types_without_vectors),
     };
