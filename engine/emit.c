@@ -15,9 +15,9 @@ typedef struct emitter {
     spv_id *counter;       /* RANGE -> counter variable */
     spv_id buffers[IR_MAX_BUFFERS];
     spv_id vectors[IR_MAX_BUFFERS]; /* the same bindings as arrays of 4-vectors (LOAD4/STORE4) */
-    spv_id push;         /* push-constant block variable */
-    spv_id param_buffer; /* or the parameters' storage buffer */
-    spv_id global_id;    /* linear invocation index, index type */
+    spv_id push;                    /* push-constant block variable */
+    spv_id param_buffer;            /* or the parameters' storage buffer */
+    spv_id global_id;               /* linear invocation index, index type */
     bool params_in_buffer;
     spv_id wg_size_x;
     spv_id lane; /* group kernels: LocalInvocationIndex (u32) */
@@ -480,8 +480,8 @@ static void declare_interface(emitter *e) {
         /* Vector access goes through a second variable on the same binding (Vulkan allows
          * several; the lowering never mixes both kinds on elements a kernel writes). */
         if (buf->vector)
-            e->vectors[i] = spv_storage_buffer(
-                b, spv_type_vector(b, storage_type(b, buf->type), 4), 0, i, access);
+            e->vectors[i] = spv_storage_buffer(b, spv_type_vector(b, storage_type(b, buf->type), 4),
+                                               0, i, access);
     }
     if (k->param_count > 0 && e->params_in_buffer) {
         e->param_buffer = spv_storage_buffer(b, compute_type(b, k->index_type), 0, k->buffer_count,

@@ -129,7 +129,7 @@ typedef struct eng_reduction {
 typedef struct eng_kernel {
     kast *value; /* stored at the output element gidx */
     ir_type out_type;
-    uint32_t ndim;                         /* gidx runs row-major over dims (unbound) */
+    uint32_t ndim; /* gidx runs row-major over dims (unbound) */
     const sym_node *dims[SHAPE_MAX_DIMS];
     const sym_node *numel;     /* output elements (unbound) */
     const sym_node *out_index; /* the storage element written (NULL: gidx, a fresh output) */
@@ -194,12 +194,12 @@ struct kiln_context {
     uint64_t next_id;
     uint64_t next_mark;
     bool interpreter;
-    bool force_specialization; /* test-only: specialise symbolic sizes too (guards) */
-    bool timing;               /* timestamp queries around each realize's batch */
-    uint32_t parallelism;      /* invocations worth keeping busy (splits big reductions) */
-    uint32_t group_lanes;      /* lanes per output of a group reduction (a power of two) */
-    uint32_t test_group_lanes; /* kiln_context_options.test_group_lanes */
-    uint32_t tile_ew;          /* outputs per invocation of an elementwise kernel */
+    bool force_specialization;     /* test-only: specialise symbolic sizes too (guards) */
+    bool timing;                   /* timestamp queries around each realize's batch */
+    uint32_t parallelism;          /* invocations worth keeping busy (splits big reductions) */
+    uint32_t group_lanes;          /* lanes per output of a group reduction (a power of two) */
+    uint32_t test_group_lanes;     /* kiln_context_options.test_group_lanes */
+    uint32_t tile_ew;              /* outputs per invocation of an elementwise kernel */
     uint32_t tile_rows, tile_cols; /* register tile of a reduction with a 2-D output */
     vkd_instance *inst;
     vkd_device *dev;

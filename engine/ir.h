@@ -82,11 +82,11 @@ const char *ir_type_name(ir_type t);
     X(ENDIF, 0, CONTROL)                                                                           \
     X(RANGE, 1, CONTROL) /* counter in [0, src0) */                                                \
     X(ENDRANGE, 0, CONTROL)                                                                        \
-    X(VAR, 1, MEMORY) /* a variable initialised to src0 */                                         \
-    X(SET, 2, MEMORY) /* variable src0 = src1 */                                                   \
-    X(GET, 1, MEMORY) /* the value of variable src0 */                                             \
-    X(LANE, 0, LEAF)  /* group kernels: the invocation's lane in [0, group_lanes) */               \
-    X(GROUP, 1, ALU)  /* group kernels: src0 combined with op arg over the item's lanes */         \
+    X(VAR, 1, MEMORY)    /* a variable initialised to src0 */                                      \
+    X(SET, 2, MEMORY)    /* variable src0 = src1 */                                                \
+    X(GET, 1, MEMORY)    /* the value of variable src0 */                                          \
+    X(LANE, 0, LEAF)     /* group kernels: the invocation's lane in [0, group_lanes) */            \
+    X(GROUP, 1, ALU)     /* group kernels: src0 combined with op arg over the item's lanes */      \
     X(LOAD4, 1, MEMORY)  /* buffer arg, elements src0 .. src0 + 3 (src0 % 4 == 0): a vector */     \
     X(EXTRACT, 1, ALU)   /* element arg of the LOAD4 src0 (a run of them follows the LOAD4) */     \
     X(STORE4, 5, MEMORY) /* buffer arg, elements src0 .. src0 + 3 (src0 % 4 == 0) = src1..src4 */

@@ -330,8 +330,7 @@ static ir_value lower_step_load(lowering *l, const kast *a, const sym_node *inde
     }
     uint32_t u = l->step_u;
     ir_value v = memo_get_in(&l->step_memo, (memo_key){at[u], ok[u], LOAD_SLOT + a->buffer});
-    if (v != IR_NONE || u != 0 || a->buffer == 0 ||
-        !ir_vector_type(l->k->buffer_types[a->buffer]))
+    if (v != IR_NONE || u != 0 || a->buffer == 0 || !ir_vector_type(l->k->buffer_types[a->buffer]))
         return v;
     sym_ctx *sc = l->ctx->sym;
     int64_t d, low;
@@ -697,8 +696,7 @@ static void lower_tile(lowering *l, const eng_program *p, int64_t items) {
         for (uint32_t dj = 0; dj < p->tile_n; dj++) {
             const sym_node *row = sym_add_c(sc, sym_mul_c(sc, l->tile_var[0], p->tile_m), di);
             const sym_node *col = sym_add_c(sc, sym_mul_c(sc, l->tile_var[1], p->tile_n), dj);
-            l->out_gidx[di * p->tile_n + dj] =
-                sym_add(sc, sym_mul_c(sc, row, p->tile_width), col);
+            l->out_gidx[di * p->tile_n + dj] = sym_add(sc, sym_mul_c(sc, row, p->tile_width), col);
         }
     }
     for (uint32_t o = 0; o < l->outputs; o++) {

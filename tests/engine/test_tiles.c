@@ -2,10 +2,10 @@
  * outputs per invocation, reductions with a 2-D output a register tile of them, and rows of four
  * aligned elements move as one vector. Each case compares with results computed here, on the
  * device and on the interpreter; the views are chosen to take each path: aligned rows (vector),
- * an offset (scalar loads in a tiled kernel), a flip (vectors in reverse), masks alike or unlike along a row, a last
- * dim the tile does not divide (the flat index is tiled), an in-place write (scalar stores),
- * types without vector access. On a CPU device and on the interpreter the statistics must show
- * the tiled and vector kernels. */
+ * an offset (scalar loads in a tiled kernel), a flip (vectors in reverse), masks alike or unlike
+ * along a row, a last dim the tile does not divide (the flat index is tiled), an in-place write
+ * (scalar stores), types without vector access. On a CPU device and on the interpreter the
+ * statistics must show the tiled and vector kernels. */
 #include "engine_fixture.h"
 
 #include <stdlib.h>
@@ -204,10 +204,10 @@ static void test_tiles_reduction_steps_load_vectors(void **state) {
     const int32_t last[1] = {-1};
     for (int variant = 0; variant < 3; variant++) {
         /* 0: x[:, :64]; 1: x[:, 1:65]; 2: pad(x[:, :60], 2 each side) */
-        kiln_tensor *v = variant == 0   ? kiln_narrow(tx, 1, 0, 64)
-                         : variant == 1 ? kiln_narrow(tx, 1, 1, 64)
-                                        : kiln_pad(kiln_narrow(tx, 1, 0, 60),
-                                                   (const int64_t[]){0, 0, 2, 2});
+        kiln_tensor *v = variant == 0 ? kiln_narrow(tx, 1, 0, 64)
+                         : variant == 1
+                             ? kiln_narrow(tx, 1, 1, 64)
+                             : kiln_pad(kiln_narrow(tx, 1, 0, 60), (const int64_t[]){0, 0, 2, 2});
         for (size_t r = 0; r < R; r++) {
             float acc = 0;
             for (size_t c = 0; c < 64; c++) {
