@@ -616,6 +616,49 @@ static bool reads_buffer0(const eng_kernel *k) {
     return reads;
 }
 
+/* Whether some load of the tree reads the same element for output gidx and gidx + shift (a
+ * value the outputs of a tile can share). */
+static bool shares_load(sym_ctx *sc, const eng_kernel *k, const kast *a, int64_t shift) {
+    if (!a)
+        return false;
+    if (a->kind == KAST_LOAD) {
+        const sym_node *from[1] = {k->gidx}, *to[1] = {sym_add_c(sc, k->gidx, shift)};
+        if (to[0] && sym_substitute(sc, a->index, from, to, 1) == a->index)
+            return true;
+        sym_ctx_clear_error(sc);
+    }
+    for (uint32_t i = 0; i < a->nsrc; i++) {
+        if (shares_load(sc, k, a->src[i], shift))
+            return true;
+    }
+    return false;
+}
+
+/* Whether some load of the tree reads four consecutive elements for four consecutive outputs
+ * 4 t .. 4 t + 3 (probe: a Variable t): then a tile along the outputs reads vectors. */
+static bool steps_by_one(sym_ctx *sc, const eng_kernel *k, const kast *a, const sym_node *probe) {
+    if (!a)
+        return false;
+    if (a->kind == KAST_LOAD) {
+        const sym_node *from[1] = {k->gidx}, *at[4];
+        bool ok = true;
+        for (int64_t c = 0; c < 4 && ok; c++) {
+            const sym_node *to[1] = {sym_add_c(sc, sym_mul_c(sc, probe, 4), c)};
+            at[c] = to[0] ? sym_substitute(sc, a->index, from, to, 1) : NULL;
+            int64_t d;
+            ok = at[c] && sym_is_const(sym_sub(sc, at[c], at[0]), &d) && d == c;
+        }
+        sym_ctx_clear_error(sc);
+        if (ok)
+            return true;
+    }
+    for (uint32_t i = 0; i < a->nsrc; i++) {
+        if (steps_by_one(sc, k, a->src[i], probe))
+            return true;
+    }
+    return false;
+}
+
 /* Output tiles (CPU devices: lavapipe vectorises across invocations, so work per invocation
  * amortises its per-invocation cost; GPUs keep one output per invocation for coalescing, and
  * a small register tile for reductions): with constant sizes, every output row of width W (the
@@ -644,8 +687,20 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
     }
     int64_t rows = numel / width, tm = 1, tn = ctx->tile_ew;
     if (k->reduction_count > 0) {
-        tm = rows > 1 ? ctx->tile_rows : 1;
-        tn = rows > 1 ? ctx->tile_cols : 1;
+        /* rows of a tile only pay when a load is the same along a column (matmul's right
+         * operand); then columns too (its left operand along a row) */
+        bool share = false, vectors = false;
+        for (uint32_t i = 0; i < k->reduction_count && rows > 1; i++)
+            share = share || shares_load(ctx->sym, k, k->reductions[i].value, width);
+        if (!share && width % 4 == 0) { /* else columns pay only when their loads are vectors */
+            char name[48];
+            snprintf(name, sizeof name, "tile_probe:%lld", (long long)(numel / 4 - 1));
+            const sym_node *probe = sym_var(ctx->sym, name, 0, numel / 4 - 1);
+            for (uint32_t i = 0; i < k->reduction_count && probe; i++)
+                vectors = vectors || steps_by_one(ctx->sym, k, k->reductions[i].value, probe);
+        }
+        tm = share ? ctx->tile_rows : 1;
+        tn = share || vectors ? ctx->tile_cols : 1;
     } else if (width % tn != 0) {
         width = numel;
         rows = 1;

@@ -459,6 +459,51 @@ static kiln_tensor *split_reduce(kiln_tensor *x, ir_op op, uint32_t mask) {
     return total ? kiln_reshape_sym(total, v->ndim, final) : NULL;
 }
 
+/* A column reduction (the kept dims' last one contiguous in memory, constant sizes) on a
+ * device that tiles reductions over columns (CPUs: lower.c): the reduced dims moved first, as
+ * (P, R / P, C) reduced over its middle dim, then over P. The first stage's tiles are runs of
+ * contiguous columns (read as vectors) of one strip of rows, P chosen so that about 16 x
+ * parallelism outputs keep the device busy; the second combines P partials per column. NULL:
+ * one stage is best. */
+static kiln_tensor *strip_split(kiln_tensor *x, ir_op op, uint32_t mask) {
+    kiln_context *ctx = x->ctx;
+    const shape_view *v = view_of(x);
+    int64_t rows = 1, cols = 1, size, stride = 0;
+    int32_t perm[SHAPE_MAX_DIMS];
+    uint32_t n = 0;
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        if (!sym_is_const(v->shape[d], &size))
+            return NULL;
+        if (mask & (1u << d)) {
+            rows *= size;
+            perm[n++] = (int32_t)d;
+        } else {
+            cols *= size;
+            if (!sym_is_const(v->strides[d], &stride))
+                stride = 0;
+        }
+    }
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        if (!(mask & (1u << d)))
+            perm[n++] = (int32_t)d;
+    }
+    int64_t want = 16 * (int64_t)ctx->parallelism;
+    if (ctx->tile_cols < 4 || stride != 1 || rows < 1024 || cols % 4 != 0 || cols >= want)
+        return NULL;
+    int64_t p = 1;
+    while (rows % (2 * p) == 0 && p * cols < want && rows / (2 * p) >= 256)
+        p *= 2;
+    if (p < 2)
+        return NULL;
+    const kiln_expr *shape[3] = {kiln_int(ctx, p), kiln_int(ctx, rows / p), kiln_int(ctx, cols)};
+    const kiln_expr *final[SHAPE_MAX_DIMS];
+    for (uint32_t d = 0; d < v->ndim; d++)
+        final[d] = (const kiln_expr *)(mask & (1u << d) ? sym_const(ctx->sym, 1) : v->shape[d]);
+    kiln_tensor *y = kiln_reshape_sym(kiln_permute(x, perm), 3, shape);
+    kiln_tensor *total = reduce_node(reduce_node(y, op, 1u << 1), op, 1u << 0);
+    return total ? kiln_reshape_sym(total, v->ndim, final) : NULL;
+}
+
 static kiln_tensor *reduce(const char *name, ir_op op, kiln_tensor *t, uint32_t naxes,
                            const int32_t *axes, bool keepdim) {
     uint32_t mask;
@@ -480,6 +525,8 @@ static kiln_tensor *reduce(const char *name, ir_op op, kiln_tensor *t, uint32_t 
     }
     kiln_tensor *x = cast_to(t, acc);
     kiln_tensor *r = x ? split_reduce(x, op, mask) : NULL;
+    if (!r && x)
+        r = strip_split(x, op, mask);
     if (!r)
         r = reduce_node(x, op, mask);
     if (type == IR_F16 || ((op == IR_MAX || op == IR_MIN) && acc != type))

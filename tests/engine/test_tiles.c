@@ -229,6 +229,42 @@ static void test_tiles_reduction_steps_load_vectors(void **state) {
     free(want);
 }
 
+/* Column reductions run in strips of rows (ops.c strip_split): a first kernel reduces each
+ * strip over vectors of columns, a second the strips. Over axis 0 of x, and over the last axis
+ * of x.T (the same columns through a permuted view); mean and var on top. */
+static void test_tiles_column_reductions_in_strips(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = f->ctx;
+    enum { R = 2048, C = 64 };
+    float *x = values(R * C, 17);
+    float want_max[C], want_sum[C], want_var[C];
+    for (size_t c = 0; c < C; c++) {
+        double m = -1e30, sum = 0, sq = 0;
+        for (size_t r = 0; r < R; r++) {
+            double v = x[r * C + c];
+            m = v > m ? v : m;
+            sum += v;
+        }
+        for (size_t r = 0; r < R; r++)
+            sq += (x[r * C + c] - sum / R) * (x[r * C + c] - sum / R);
+        want_max[c] = (float)m;
+        want_sum[c] = (float)sum;
+        want_var[c] = (float)(sq / (R - 1));
+    }
+    kiln_tensor *tx = fx_f32(ctx, 2, (const int64_t[]){R, C}, x);
+    const int32_t first[1] = {0}, last[1] = {-1};
+    kiln_stats before = kiln_context_stats(ctx);
+    kiln_tensor *m = kiln_max(tx, 1, first, false);
+    assert_int_equal(kiln_realize(m), KILN_OK);
+    kiln_stats after = kiln_context_stats(ctx);
+    if (cpu_tiles(f))
+        assert_int_equal(after.dispatches - before.dispatches, 2);
+    fx_check_f32(m, want_max, C, 0, 0);
+    fx_check_f32(kiln_sum(kiln_transpose(tx, 0, 1), 1, last, false), want_sum, C, 1e-2, 1e-5);
+    fx_check_f32(kiln_var(tx, 1, first, 1, false), want_var, C, 1e-3, 1e-4);
+    free(x);
+}
+
 /* dst += src through a view of dst's storage: the kernel reads the buffer it writes, so its
  * stores stay one element at a time (the loads of src may still be vectors). */
 static void test_tiles_in_place_write(void **state) {
@@ -287,6 +323,7 @@ int main(void) {
         ENG_TEST(test_tiles_matmul_register_tile),
         ENG_TEST(test_tiles_reduction_with_a_2d_output),
         ENG_TEST(test_tiles_reduction_steps_load_vectors),
+        ENG_TEST(test_tiles_column_reductions_in_strips),
         ENG_TEST(test_tiles_in_place_write),
         ENG_TEST(test_tiles_types_without_vectors),
     };
