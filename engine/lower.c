@@ -38,9 +38,9 @@ typedef struct lowering {
     ir_value tile_value[2];
     ir_value results[MAX_TILE][ENG_MAX_REDUCTIONS]; /* each reduction's value after the range */
     /* Vector loads along a reduction (step_var set): in an unrolled range without bounds checks
-     * of a one-output kernel, ridx at unroll step u is step_var * 4 + u (step_var: the range's
+     * (of a group of one lane), ridx at unroll step u is step_var * 4 + u (step_var: the range's
      * counter, step_value); four consecutive aligned elements over u are loaded at u = 0 and
-     * kept in step_memo for the steps after. */
+     * kept in step_memo for the steps after (a matmul's left operand along k). */
     const sym_node *step_var;
     ir_value step_value;
     uint32_t step_u;
@@ -492,8 +492,8 @@ static void lower_reductions(lowering *l) {
         steps = ir_alu(ir, IR_DIV, it, up, ir_const_i(ir, it, per_step), IR_NONE);
     }
     ir_value q = ir_range(ir, steps);
-    /* Vector loads along the range: four steps of one output without bounds checks. */
-    if (exact && unroll == 4 && stride == 1 && l->outputs == 1) {
+    /* Vector loads along the range: four steps without bounds checks, lanes not interleaved. */
+    if (exact && unroll == 4 && stride == 1) {
         char name[48];
         snprintf(name, sizeof name, "rstep:%lld", (long long)(constant / 4 - 1));
         l->step_var = sym_var(l->ctx->sym, name, 0, constant / 4 - 1);

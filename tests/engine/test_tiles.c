@@ -142,7 +142,8 @@ static void test_tiles_flat_index_when_the_last_dim_does_not_divide(void **state
     free(want);
 }
 
-/* matmul: an 8 x 8 register tile on a CPU, loads of a's row and b's column shared. */
+/* matmul: an 8 x 8 register tile on a CPU, loads of a's row and b's column shared, both read
+ * as vectors (a's along the unrolled steps over k). */
 static void test_tiles_matmul_register_tile(void **state) {
     eng_fixture *f = *state;
     kiln_context *ctx = f->ctx;
@@ -162,8 +163,10 @@ static void test_tiles_matmul_register_tile(void **state) {
     kiln_tensor *out = kiln_matmul(ta, tb);
     assert_int_equal(kiln_realize(out), KILN_OK);
     kiln_stats after = kiln_context_stats(ctx);
-    if (cpu_tiles(f))
+    if (cpu_tiles(f)) { /* a's rows read as vectors along k, b's along its columns */
         assert_int_equal(stats_delta(&before, &after).tiled, 1);
+        assert_int_equal(stats_delta(&before, &after).vector, 1);
+    }
     fx_check_f32(out, want, (size_t)M * N, 1e-3, 1e-5);
     free(a);
     free(b);
