@@ -616,12 +616,21 @@ static bool reads_buffer0(const eng_kernel *k) {
     return reads;
 }
 
-/* Whether some load of the tree reads the same element for output gidx and gidx + shift (a
- * value the outputs of a tile can share). */
+/* Whether a load's element changes along the reduction (a load in its loop; the others are
+ * made once per output and matter little). */
+static bool in_loop(sym_ctx *sc, const eng_kernel *k, const kast *a) {
+    const sym_node *from[1] = {k->ridx}, *to[1] = {sym_add_c(sc, k->ridx, 1)};
+    bool varies = to[0] && sym_substitute(sc, a->index, from, to, 1) != a->index;
+    sym_ctx_clear_error(sc);
+    return varies;
+}
+
+/* Whether some load in the reduction's loop reads the same element for output gidx and
+ * gidx + shift (a value the outputs of a tile can share). */
 static bool shares_load(sym_ctx *sc, const eng_kernel *k, const kast *a, int64_t shift) {
     if (!a)
         return false;
-    if (a->kind == KAST_LOAD) {
+    if (a->kind == KAST_LOAD && in_loop(sc, k, a)) {
         const sym_node *from[1] = {k->gidx}, *to[1] = {sym_add_c(sc, k->gidx, shift)};
         if (to[0] && sym_substitute(sc, a->index, from, to, 1) == a->index)
             return true;
@@ -634,12 +643,13 @@ static bool shares_load(sym_ctx *sc, const eng_kernel *k, const kast *a, int64_t
     return false;
 }
 
-/* Whether some load of the tree reads four consecutive elements for four consecutive outputs
- * 4 t .. 4 t + 3 (probe: a Variable t): then a tile along the outputs reads vectors. */
+/* Whether some load in the reduction's loop reads four consecutive elements for four
+ * consecutive outputs 4 t .. 4 t + 3 (probe: a Variable t): then a tile along the outputs
+ * reads vectors. */
 static bool steps_by_one(sym_ctx *sc, const eng_kernel *k, const kast *a, const sym_node *probe) {
     if (!a)
         return false;
-    if (a->kind == KAST_LOAD) {
+    if (a->kind == KAST_LOAD && in_loop(sc, k, a)) {
         const sym_node *from[1] = {k->gidx}, *at[4];
         bool ok = true;
         for (int64_t c = 0; c < 4 && ok; c++) {
