@@ -1517,7 +1517,16 @@ static bool raw_create(raw_vk *r, const uint32_t *words, size_t count, const vkd
 
 /* Records count dispatches (each after a barrier on the one before, as vk/ and Kiln do), submits
  * and waits. */
-static bool raw_run(raw_vk *r, uint32_t count, VkQueryPool timestamps) {
+static bool raw_poll(raw_vk *r) {
+    VkResult res;
+    while ((res = r->vk->vkGetFenceStatus(r->dev, r->fence)) == VK_NOT_READY)
+        ;
+    return res == VK_SUCCESS;
+}
+
+/* Records count dispatches, submits them and waits: blocking in vkWaitForFences, or (poll)
+ * spinning on vkGetFenceStatus. */
+static bool raw_run(raw_vk *r, uint32_t count, VkQueryPool timestamps, bool poll) {
     const struct VolkDeviceTable *vk = r->vk;
     VkMemoryBarrier barrier = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                                .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
@@ -1553,7 +1562,8 @@ static bool raw_run(raw_vk *r, uint32_t count, VkQueryPool timestamps) {
                                              .commandBufferCount = 1,
                                              .pCommandBuffers = &r->cmd},
                              r->fence) == VK_SUCCESS &&
-           vk->vkWaitForFences(r->dev, 1, &r->fence, VK_TRUE, UINT64_MAX) == VK_SUCCESS;
+           (poll ? raw_poll(r)
+                 : vk->vkWaitForFences(r->dev, 1, &r->fence, VK_TRUE, UINT64_MAX) == VK_SUCCESS);
 }
 
 /* The same Kiln figure against 1,000 empty dispatches recorded with bare Vulkan calls (no vk/
@@ -1590,7 +1600,7 @@ static void dispatch_raw_row(const char *id, const row *kiln_row) {
     for (int timed = 0; ok && timed < 2; timed++) {
         for (int rep = 0; ok && rep <= g.reps; rep++) {
             double t0 = bench_now_ms();
-            ok = raw_run(&raw, CHAINS * STEPS, timed ? qp : VK_NULL_HANDLE);
+            ok = raw_run(&raw, CHAINS * STEPS, timed ? qp : VK_NULL_HANDLE, false);
             if (rep == 0 && !timed)
                 r->ref_first_ms = bench_now_ms() - t0;
             else if (rep > 0)
@@ -1610,6 +1620,86 @@ static void dispatch_raw_row(const char *id, const row *kiln_row) {
     raw_destroy(&raw);
     vkd_buffer_destroy(b);
     free(words);
+}
+
+/* The per-call time of a small symbolic computation (the symbolic-shapes issue): n rebound to
+ * a new value in [1, 4096] on every call, sum(x[:n]) built, realized and read back (one
+ * compiled kernel serves every call), against the floor of any Vulkan program for one result:
+ * one empty dispatch recorded, submitted and waited for with bare Vulkan calls (blocking in
+ * vkWaitForFences or polling the fence: the faster counts). Medians over PER_CALLS calls,
+ * alternating Kiln and the references in blocks of 100. */
+enum { PER_CALLS = 2000, PER_BLOCK = 100 };
+
+static void case_per_call(void) {
+    const char *id = "per_call", *name = "symbolic sum per call";
+    if (!selected(id, name))
+        return;
+    row *r = row_new(id, name, "bare vk submit+wait", 1, UNIT_US);
+    float *host = alloc_floats(4096);
+    kiln_context *ctx = kiln_open(r);
+    uint32_t *words = NULL;
+    size_t count;
+    double glslc_ms;
+    vkd_buffer *b = ref_buffer(NULL, 64);
+    if (!r || !host || !ctx || !b || !g.have_glslc ||
+        !glslc_compile("empty", &words, &count, &glslc_ms)) {
+        if (r)
+            row_note(r, "skipped (no device, glslc or memory)");
+        goto done;
+    }
+    for (int i = 0; i < 4096; i++)
+        host[i] = (float)(i % 7);
+    kiln_tensor *x = kiln_from_data(ctx, KILN_F32, 1, (int64_t[]){4096}, host);
+    const kiln_expr *n = kiln_variable(ctx, "n", 1, 4096);
+    raw_vk raw = {0};
+    bool ok = x && n && raw_create(&raw, words, count, b);
+    static double kt[PER_CALLS], rt[PER_CALLS], pt[PER_CALLS];
+    uint64_t compiled = kiln_context_stats(ctx).kernels_compiled;
+    for (int block = 0; ok && block < PER_CALLS / PER_BLOCK; block++) {
+        for (int i = block * PER_BLOCK; ok && i < (block + 1) * PER_BLOCK; i++) {
+            double t0 = bench_now_ms();
+            kiln_scope_begin(ctx);
+            const kiln_expr *v = kiln_bind(ctx, n, 1 + (i * 37) % 4096);
+            float sum;
+            ok = kiln_read(kiln_sum(kiln_narrow_sym(x, 0, kiln_int(ctx, 0), v), 0, NULL, false),
+                           &sum, sizeof sum) == KILN_OK;
+            ok = kiln_scope_end(ctx, 0, NULL) == KILN_OK && ok;
+            kt[i] = bench_now_ms() - t0;
+        }
+        for (int i = block * PER_BLOCK; ok && i < (block + 1) * PER_BLOCK; i++) {
+            double t0 = bench_now_ms();
+            ok = raw_run(&raw, 1, VK_NULL_HANDLE, false);
+            rt[i] = bench_now_ms() - t0;
+            t0 = bench_now_ms();
+            ok = ok && raw_run(&raw, 1, VK_NULL_HANDLE, true);
+            pt[i] = bench_now_ms() - t0;
+        }
+    }
+    if (ok) {
+        r->kiln_ms = bench_median(kt, PER_CALLS);
+        double wait = bench_median(rt, PER_CALLS), poll = bench_median(pt, PER_CALLS);
+        r->ref_ms = wait < poll ? wait : poll; /* the better of the two waits is the floor */
+        snprintf(r->ref, sizeof r->ref, "bare vk submit+%s", wait < poll ? "wait" : "poll");
+        snprintf(r->variants, sizeof r->variants, "vkWaitForFences %.4f ms, polling %.4f ms", wait,
+                 poll);
+        r->dispatches = PER_CALLS;
+        uint64_t more = kiln_context_stats(ctx).kernels_compiled - compiled;
+        char msg[96];
+        snprintf(msg, sizeof msg, "%llu kernels compiled for %d calls (1 expected)",
+                 (unsigned long long)more, PER_CALLS);
+        if (more != 1)
+            row_note(r, msg);
+    } else {
+        row_note(r, kiln_context_status(ctx) != KILN_OK ? kiln_context_message(ctx)
+                                                        : "bare Vulkan run failed");
+    }
+    if (raw.vk)
+        raw_destroy(&raw);
+done:
+    free(words);
+    vkd_buffer_destroy(b);
+    kiln_context_destroy(ctx);
+    free(host);
 }
 
 static void case_dispatch(void) {
@@ -2011,6 +2101,7 @@ int main(void) {
     case_strided_sum();
     case_strided_copy();
     case_dispatch();
+    case_per_call();
     case_compile();
     print_table();
     write_json();
