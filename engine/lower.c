@@ -283,28 +283,24 @@ static ir_value lower_load_uncached(lowering *l, const kast *a, const sym_node *
     return ir_load(ir, a->buffer, index);
 }
 
-/* Four loads as one vector load (elements at[c] in direction step, under one validity): each
- * element's value is kept in map for the output (or unroll step) that reads it. Returns the
- * first's. */
+/* Whether a load may be one element of a vector load: of an input buffer of a 32-bit type,
+ * never masked (a masked element reads element 0 instead, and a storage may hold fewer than
+ * four elements). */
+static bool vector_load_ok(const lowering *l, const kast *a, const sym_node *valid) {
+    return a->buffer != 0 && ir_vector_type(l->k->buffer_types[a->buffer]) &&
+           (!valid || (sym_is_const(valid, NULL) && sym_vmin(valid) == 1));
+}
+
+/* Four loads as one vector load (elements at[c] in direction step): each element's value is
+ * kept in map for the output (or unroll step) that reads it. Returns the first's. */
 static ir_value lower_load4(lowering *l, base_map *map, const kast *a, const sym_node *const at[4],
                             const sym_node *valid, int step) {
     ir_kernel *ir = l->ir;
-    ir_value index = lower_sym(l, at[step > 0 ? 0 : 3]), ok = IR_NONE;
-    bool masked = valid && !(sym_is_const(valid, NULL) && sym_vmin(valid) == 1);
-    if (masked) {
-        ok = lower_sym(l, valid);
-        if (!sym_is_bool(valid))
-            ok = ir_cast(ir, IR_BOOL, ok);
-        index = ir_alu(ir, IR_WHERE, ir->index_type, ok, index, zero(ir, ir->index_type));
-    }
-    ir_value vec = ir_load4(ir, a->buffer, index), parts[4];
+    ir_value vec = ir_load4(ir, a->buffer, lower_sym(l, at[step > 0 ? 0 : 3])), parts[4];
     for (uint32_t c = 0; c < 4; c++)
         parts[c] = ir_extract(ir, vec, step > 0 ? c : 3 - c);
-    for (uint32_t c = 0; c < 4; c++) {
-        if (masked)
-            parts[c] = ir_alu(ir, IR_WHERE, a->type, ok, parts[c], zero(ir, a->type));
+    for (uint32_t c = 0; c < 4; c++)
         memo_put_in(l, map, (memo_key){at[c], valid, LOAD_SLOT + a->buffer}, parts[c]);
-    }
     return parts[0];
 }
 
@@ -317,8 +313,8 @@ static const sym_node *at_step(lowering *l, const sym_node *s, uint32_t u) {
 }
 
 /* A load in a range with vector steps: looked up among the vectors loaded at step 0, or, at
- * step 0, loaded as a vector when the four steps read four consecutive aligned elements under
- * one validity. IR_NONE: load it the plain way. */
+ * step 0, loaded as a vector when the four steps read four consecutive aligned elements.
+ * IR_NONE: load it the plain way. */
 static ir_value lower_step_load(lowering *l, const kast *a, const sym_node *index,
                                 const sym_node *valid) {
     const sym_node *at[4], *ok[4];
@@ -330,7 +326,7 @@ static ir_value lower_step_load(lowering *l, const kast *a, const sym_node *inde
     }
     uint32_t u = l->step_u;
     ir_value v = memo_get_in(&l->step_memo, (memo_key){at[u], ok[u], LOAD_SLOT + a->buffer});
-    if (v != IR_NONE || u != 0 || a->buffer == 0 || !ir_vector_type(l->k->buffer_types[a->buffer]))
+    if (v != IR_NONE || u != 0 || !vector_load_ok(l, a, valid))
         return v;
     sym_ctx *sc = l->ctx->sym;
     int64_t d, low;
@@ -344,9 +340,9 @@ static ir_value lower_step_load(lowering *l, const kast *a, const sym_node *inde
 }
 
 /* A load, made once per body for each (buffer, index, validity) whichever output needs it; at
- * the first output of a row of four that read four aligned elements under one validity, one
- * vector load for the four (never of the output buffer: a kernel that writes it accesses its
- * elements one way only). */
+ * the first output of a row of four that read four aligned elements, one vector load for the
+ * four (never of the output buffer: a kernel that writes it accesses its elements one way
+ * only). */
 static ir_value lower_load(lowering *l, const kast *a) {
     const sym_node *index = for_output(l, a->index), *valid = for_output(l, a->valid);
     if (!index || (a->valid && !valid))
@@ -358,16 +354,9 @@ static ir_value lower_load(lowering *l, const kast *a) {
     if (l->step_var && (v = lower_step_load(l, a, index, valid)) != IR_NONE)
         return memo_put(l, key, v);
     const sym_node *at[4];
-    int step = a->buffer != 0 && ir_vector_type(l->k->buffer_types[a->buffer])
-                   ? vector_run(l, a->index, at)
-                   : 0;
-    if (step != 0) {
-        bool alike = true;
-        for (uint32_t c = 1; c < 4; c++)
-            alike = alike && for_output_at(l, a->valid, l->out + c) == valid;
-        if (alike)
-            return lower_load4(l, &l->memo, a, at, valid, step);
-    }
+    int step = vector_load_ok(l, a, valid) ? vector_run(l, a->index, at) : 0;
+    if (step != 0)
+        return lower_load4(l, &l->memo, a, at, valid, step);
     return memo_put(l, key, lower_load_uncached(l, a, index, valid));
 }
 

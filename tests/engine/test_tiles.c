@@ -1,11 +1,12 @@
-/* Output tiles and vector access (engine/lower.c): kernels of constant size compute several
- * outputs per invocation, reductions with a 2-D output a register tile of them, and rows of four
- * aligned elements move as one vector. Each case compares with results computed here, on the
- * device and on the interpreter; the views are chosen to take each path: aligned rows (vector),
- * an offset (scalar loads in a tiled kernel), a flip (vectors in reverse), masks alike or unlike
- * along a row, a last dim the tile does not divide (the flat index is tiled), an in-place write
- * (scalar stores), types without vector access. On a CPU device and on the interpreter the
- * statistics must show the tiled and vector kernels. */
+/* Output tiles and vector access (engine/lower.c, ops.c): kernels of constant size compute
+ * several outputs per invocation, reductions a register tile of them where loads are shared or
+ * are vectors, and four aligned elements (along a tile row or a reduction's unrolled steps)
+ * move as one vector. Each case compares with results computed here, on the device and on the
+ * interpreter; the views are chosen to take each path: aligned rows (vector), an offset (scalar
+ * loads in a tiled kernel), a flip (vectors in reverse), masked loads (scalar), a last dim the
+ * tile does not divide (the flat index is tiled), column reductions (in strips), an in-place
+ * write (scalar stores), types without vector access. On a CPU device and on the interpreter
+ * the statistics must show the tiled and vector kernels. */
 #include "engine_fixture.h"
 
 #include <stdlib.h>
@@ -102,8 +103,8 @@ static void test_tiles_copy_into_a_flipped_view(void **state) {
     free(want);
 }
 
-/* Padding along the last dim masks each column on its own (scalar loads); along the first dim
- * a whole row shares its mask (a masked vector load). */
+/* Padded views: masked loads stay scalar in a tiled kernel (along the last dim each column
+ * has a mask of its own; along the first dim a row shares one). */
 static void test_tiles_padded_views(void **state) {
     kiln_context *ctx = fx_ctx(state);
     enum { R = 64, C = 256 };
