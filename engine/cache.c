@@ -6,7 +6,7 @@
 #include <string.h>
 
 /* Version of the payload layout below: another value makes every entry a miss. */
-enum { CACHE_PAYLOAD_VERSION = 4, CACHE_HEADER_WORDS = 9 };
+enum { CACHE_PAYLOAD_VERSION = 5, CACHE_HEADER_WORDS = 9 };
 static const uint32_t payload_magic = 0x4e524b4bu; /* "KKRN" */
 
 kiln_status eng_cache_open(kiln_context *ctx, const kiln_context_options *opt,
