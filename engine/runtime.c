@@ -19,12 +19,12 @@ static bool wants_interpreter(const char *device) {
  * and the interpreter; 65536 on a GPU) and the lanes of a group reduction: 64 on a GPU; on a
  * CPU its subgroup size (lavapipe's 8: one SIMD row, so the workgroup barriers switch
  * nothing); the test-only option's count if given; a power of two within the device's
- * workgroup limits. Output tiles (lower.c): on a CPU 8 elementwise outputs per invocation and
+ * workgroup limits. Output tiles (lower.c): on a CPU 16 elementwise outputs per invocation and
  * 8 x 8 for reductions (LAVAPIPE.md: several outputs per invocation, register blocking); on a
  * GPU one elementwise output (neighbouring invocations read neighbouring elements) and 4 x 4. */
 void eng_runtime_tune(kiln_context *ctx) {
     ctx->parallelism = 2048;
-    ctx->tile_ew = 8;
+    ctx->tile_ew = 16;
     ctx->tile_rows = ctx->tile_cols = 8;
     uint32_t want = 8, limit = 1024;
     if (!ctx->interpreter) {
