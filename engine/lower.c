@@ -11,6 +11,10 @@
  * are expressions of two tile Variables (the item's tile row and column), substituted into
  * every index expression, so that a load whose index is the same for several outputs (a row of
  * a matmul's left operand, a broadcast value) is made once and shared: register tiling.
+ * Four loads (or stores) of consecutive elements whose lowest index is provably a multiple of
+ * 4, by four outputs of a tile row or by a reduction's four unrolled steps, become one vector
+ * access (LOAD4 + EXTRACT, STORE4). Whether a tiled kernel was compiled, and whether it holds
+ * vectors, is deterministic from the AST and the tile (part of the cache key).
  *
  * Index expressions (symbolic) become integer arithmetic of the index type (i32 when every
  * bound fits, else i64); floor division and modulo whose operands are provably non-negative use
