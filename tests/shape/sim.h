@@ -57,7 +57,7 @@ static inline void sim_remap(sim *s, uint32_t nd, const int64_t *nshape, sim_map
         return;
     }
     for (int64_t k = 0; k < o.n; k++) {
-        int64_t ni[SHAPE_MAX_DIMS], oi[SHAPE_MAX_DIMS];
+        int64_t ni[SHAPE_MAX_DIMS] = {0}, oi[SHAPE_MAX_DIMS] = {0}; /* (for GCC -O3) */
         unravel(nshape, nd, k, ni);
         o.data[k] = f(ni, oi, arg) ? s->data[ravel(s->shape, s->ndim, oi)] : -1;
     }

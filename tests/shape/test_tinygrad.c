@@ -66,7 +66,7 @@ static void ck_remap(ck *z, uint32_t n, const int64_t *ns,
     int64_t m = prod(ns, n);
     assert_true(m <= CK_MAX);
     for (int64_t k = 0; k < m; k++) {
-        int64_t idx[SHAPE_MAX_DIMS];
+        int64_t idx[SHAPE_MAX_DIMS] = {0}; /* (GCC -O3 cannot see unravel fill n of them) */
         unravel(ns, n, k, idx);
         out[k] = f(z, idx, arg);
     }
