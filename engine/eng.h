@@ -119,10 +119,11 @@ enum { ENG_MAX_BUFFERS = 16, ENG_MAX_PARAMS = 32, ENG_MAX_REDUCTIONS = 4 };
 
 /* One reduction of a kernel. Every reduction of a kernel combines over the same range. */
 typedef struct eng_reduction {
-    ir_op op;     /* ADD, MUL, MAX, MIN */
-    ir_type type; /* of the combined values */
-    bool arg;     /* MAX that yields the index (i32) of the first maximum */
-    kast *value;  /* the value combined, over ridx */
+    ir_op op;       /* ADD, MUL, MAX, MIN */
+    ir_type type;   /* of the combined values */
+    bool arg;       /* MAX that yields the index (i32) of the first maximum */
+    uint32_t stage; /* combined after the reductions of lower stages its value reads */
+    kast *value;    /* the value combined, over ridx */
     eng_node *node;
 } eng_reduction;
 
@@ -130,6 +131,9 @@ typedef struct eng_kernel {
     kast *value; /* stored at the output element gidx */
     ir_type out_type;
     uint32_t ndim; /* gidx runs row-major over dims (unbound) */
+    /* Row mode: reductions over the last dim read along each output row (softmax's max and
+     * sum) are fused; one invocation owns a row, runs them once, then writes the row. */
+    bool rows;
     const sym_node *dims[SHAPE_MAX_DIMS];
     const sym_node *numel;     /* output elements (unbound) */
     const sym_node *out_index; /* the storage element written (NULL: gidx, a fresh output) */
@@ -166,6 +170,8 @@ typedef struct eng_program {
      * of tile_width outputs times tile_n consecutive columns (1 x 1: one output each). */
     uint32_t tile_m, tile_n;
     int64_t tile_width;
+    bool row_loop;     /* row mode: the tiles of a row run in a loop of one invocation */
+    uint64_t per_item; /* outputs per invocation (tile_m * tile_n, or a row's width) */
     /* The dispatch interface (from the IR, or from the disk cache when there is no IR). */
     ir_type index_type;
     uint32_t param_count;

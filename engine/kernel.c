@@ -5,9 +5,12 @@
  *
  * Fusion: elementwise nodes are inlined into their consumer; a reduction is fused into the
  * kernel when it is the kernel's own output or when the elementwise output reads it element for
- * element (mean = sum * 1/n); any other unrealized reduction is a dependency that must be
- * realized by an earlier kernel. No input is made contiguous first: every load reads through
- * its view's index expression. */
+ * element (mean = sum * 1/n), or, in row mode, when an elementwise kernel of constant sizes
+ * reads a reduction over its last dim along each output row (softmax's max and sum, a row
+ * mean): such reductions become stages of the kernel (a stage's value may read the results of
+ * lower ones) and one invocation owns a row (lower.c). Any other unrealized reduction is a
+ * dependency that must be realized by an earlier kernel. No input is made contiguous first:
+ * every load reads through its view's index expression. */
 #include "eng.h"
 
 #include <stdio.h>
@@ -28,6 +31,8 @@ typedef struct kbuild {
     bool at_output;        /* the current logical index is the output element's own */
     eng_node *inlined_top; /* the outermost unrealized node being inlined (NULL: none) */
     eng_node *last_top;    /* the last such node (its loads may fill the buffer table) */
+    bool row_ok;           /* an elementwise kernel of constant sizes: row mode is possible */
+    const sym_node *out_idx[SHAPE_MAX_DIMS]; /* the output element's indices */
     kiln_status status;
 } kbuild;
 
@@ -190,6 +195,37 @@ static bool is_identity(const eng_src *s) {
 static kast *reduction_input(kbuild *b, eng_node *r, const sym_node *const *out_idx);
 static bool joins_range(kbuild *b, eng_node *r);
 
+/* Whether reduction n, read at index at, can run in row mode: the kernel is elementwise over
+ * constant dims, n reduces the last dim of an input of the kernel's shape, and the element
+ * read is the output row's (the output's indices but the last, which is 0). */
+static bool row_read(kbuild *b, const eng_node *n, const sym_node *const *at) {
+    const eng_kernel *k = b->k;
+    uint32_t nd = k->ndim;
+    if (!b->row_ok || nd == 0 || n->ndim != nd || n->arg || n->reduce_mask != 1u << (nd - 1))
+        return false;
+    const shape_view *in = shape_tracker_last(n->src[0].st);
+    if (in->ndim != nd)
+        return false;
+    for (uint32_t d = 0; d < nd; d++) {
+        if (in->shape[d] != k->dims[d] || (d + 1 < nd && at[d] != b->out_idx[d]))
+            return false;
+    }
+    int64_t last;
+    return sym_is_const(at[nd - 1], &last) && last == 0;
+}
+
+/* 1 + the highest stage of the reductions the tree reads (0: none). */
+static uint32_t stage_after(const eng_kernel *k, const kast *a) {
+    if (!a)
+        return 0;
+    uint32_t s = a->kind == KAST_REDUCE ? k->reductions[a->reduction].stage + 1 : 0;
+    for (uint32_t i = 0; i < a->nsrc; i++) {
+        uint32_t t = stage_after(k, a->src[i]);
+        s = t > s ? t : s;
+    }
+    return s;
+}
+
 /* The view is dense at offset 0 and covers all of n's elements. */
 static bool flat_identity(kbuild *b, const eng_src *s) {
     if (!shape_tracker_contiguous(s->st))
@@ -245,10 +281,14 @@ static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx) 
             value = node_value(b, n, at);
             if (top)
                 b->inlined_top = NULL;
-        } else if (same_element && !b->in_reduce && joins_range(b, n))
+        } else if (same_element && !b->in_reduce && joins_range(b, n)) {
             value = reduction_input(b, n, at);
-        else
+        } else if (row_read(b, n, at) && joins_range(b, n)) {
+            b->k->rows = true;
+            value = reduction_input(b, n, b->out_idx);
+        } else {
             need(b, n);
+        }
         b->at_output = outer_at_output;
     }
     b->valid = outer;
@@ -351,12 +391,14 @@ static kast *reduction_input(kbuild *b, eng_node *r, const sym_node *const *out_
         red->op = r->op;
         red->arg = r->arg;
         red->type = r->src[0].node->type;
-        bool outer_at_output = b->at_output;
+        bool outer_at_output = b->at_output, outer_in_reduce = b->in_reduce;
         b->in_reduce = true;
         b->at_output = false;
-        red->value = src_value(b, &r->src[0], idx);
-        b->in_reduce = false;
+        kast *value = src_value(b, &r->src[0], idx);
+        b->in_reduce = outer_in_reduce;
         b->at_output = outer_at_output;
+        k->reductions[i].value = value;
+        k->reductions[i].stage = stage_after(k, value);
     }
     kast *a = kast_new(b, KAST_REDUCE, IR_CONST, r->type);
     if (a)
@@ -436,11 +478,13 @@ static void finish_kernel(kbuild *b) {
     h = base_hash_u64(h, sym_hash_or_zero(k->out_index));
     for (uint32_t i = 0; i < k->reduction_count; i++) {
         const eng_reduction *r = &k->reductions[i];
-        h = base_hash_u64(h, ((uint64_t)r->op << 16) | ((uint64_t)r->type << 8) | r->arg);
+        h = base_hash_u64(h, ((uint64_t)r->stage << 24) | ((uint64_t)r->op << 16) |
+                                 ((uint64_t)r->type << 8) | r->arg);
         h = base_hash_u64(h, finish_tree(b, r->value));
     }
     h = base_hash_u64(h, sym_hash_or_zero(k->reduce_count));
     h = base_hash_u64(h, sym_hash_or_zero(k->ridx));
+    h = base_hash_u64(h, k->rows);
     h = base_hash_u64(h, k->buffer_count);
     for (uint32_t i = 0; i < k->buffer_count; i++)
         h = base_hash_u64(h, k->buffer_types[i]);
@@ -527,6 +571,10 @@ kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, e
     if (!k->gidx)
         return build_fail(&b, KILN_ERROR_OUT_OF_HOST_MEMORY, "the kernel's index");
     unravel(&b, k->gidx, node->ndim, node->shape, idx);
+    memcpy(b.out_idx, idx, node->ndim * sizeof *idx);
+    b.row_ok = node->kind == ENG_EW && node->ndim > 0;
+    for (uint32_t d = 0; b.row_ok && d < node->ndim; d++)
+        b.row_ok = sym_is_const(node->shape[d], NULL);
     if (node->kind == ENG_WRITE)
         build_write(&b, node);
     else if (node->kind == ENG_REDUCE)

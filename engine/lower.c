@@ -16,6 +16,10 @@
  * access (LOAD4 + EXTRACT, STORE4). Whether a tiled kernel was compiled, and whether it holds
  * vectors, is deterministic from the AST and the tile (part of the cache key).
  *
+ * Row mode (kernel.c fused reductions read along rows): the item is a row; its reductions run
+ * once, stage after stage, each over its own RANGE, then a RANGE over the row's tiles stores
+ * the outputs (the tile column Variable is that loop's counter).
+ *
  * Index expressions (symbolic) become integer arithmetic of the index type (i32 when every
  * bound fits, else i64); floor division and modulo whose operands are provably non-negative use
  * the unsigned (cheap) forms. Values are memoized per body. */
@@ -454,7 +458,7 @@ enum { REDUCE_UNROLL = 4 };
  * maximum wins) and are never grouped. A tiled kernel keeps one accumulator per output and
  * reduction (its outputs are the independent chains), the U elements of a step combined in
  * order. */
-static void lower_reductions(lowering *l) {
+static void lower_stage(lowering *l, uint32_t stage) {
     const eng_kernel *k = l->k;
     ir_kernel *ir = l->ir;
     ir_value acc[MAX_TILE][REDUCE_UNROLL][ENG_MAX_REDUCTIONS]; /* 4 KiB */
@@ -464,13 +468,15 @@ static void lower_reductions(lowering *l) {
     if (sym_is_const(k->reduce_count, &constant) && constant < 2 * REDUCE_UNROLL)
         unroll = 1;
     for (uint32_t i = 0; i < k->reduction_count; i++)
-        unroll = k->reductions[i].arg ? 1 : unroll;
+        unroll = k->reductions[i].arg && k->reductions[i].stage == stage ? 1 : unroll;
     uint32_t chains = l->outputs > 1 ? 1 : unroll; /* accumulators per output and reduction */
     int64_t stride = l->ir->group_lanes ? l->ir->group_lanes : 1;
     /* no element needs a bounds check */
     bool exact = constant >= 0 && constant % ((int64_t)unroll * stride) == 0;
     for (uint32_t i = 0; i < k->reduction_count; i++) {
         const eng_reduction *r = &k->reductions[i];
+        if (r->stage != stage)
+            continue;
         for (uint32_t o = 0; o < l->outputs; o++) {
             for (uint32_t u = 0; u < chains; u++)
                 acc[o][u][i] = ir_var(ir, reduce_identity(ir, r->op, r->type));
@@ -513,6 +519,8 @@ static void lower_reductions(lowering *l) {
         for (l->out = 0; l->out < l->outputs; l->out++) {
             for (uint32_t i = 0; i < k->reduction_count; i++) {
                 const eng_reduction *r = &k->reductions[i];
+                if (r->stage != stage)
+                    continue;
                 combine(l, r, acc[l->out][chains > 1 ? u : 0][i], at[i], lower_value(l, r->value));
             }
         }
@@ -530,6 +538,8 @@ static void lower_reductions(lowering *l) {
     for (uint32_t o = 0; o < l->outputs; o++) {
         for (uint32_t i = 0; i < k->reduction_count; i++) {
             const eng_reduction *r = &k->reductions[i];
+            if (r->stage != stage)
+                continue;
             if (r->arg) {
                 l->results[o][i] = ir_get(ir, at[i]);
                 continue;
@@ -544,6 +554,15 @@ static void lower_reductions(lowering *l) {
             l->results[o][i] = stride > 1 ? ir_group(ir, r->op, part[0]) : part[0];
         }
     }
+}
+
+/* Every reduction, stage by stage: a stage's values may read the results of lower ones. */
+static void lower_reductions(lowering *l) {
+    uint32_t stages = 0;
+    for (uint32_t i = 0; i < l->k->reduction_count; i++)
+        stages = l->k->reductions[i].stage + 1 > stages ? l->k->reductions[i].stage + 1 : stages;
+    for (uint32_t s = 0; s < stages; s++)
+        lower_stage(l, s);
 }
 
 /* Whether every index expression's bounds fit in int32. */
@@ -577,7 +596,7 @@ static bool tree_fits_i32(const kast *a) {
  * i32 and u32 accumulators only (workgroup memory of other widths needs more features). */
 uint32_t eng_kernel_group_lanes(const kiln_context *ctx, const eng_kernel *k) {
     uint32_t lanes = ctx->group_lanes;
-    if (k->reduction_count == 0 || lanes < 2)
+    if (k->reduction_count == 0 || k->rows || lanes < 2)
         return 0;
     for (uint32_t i = 0; i < k->reduction_count; i++) {
         const eng_reduction *r = &k->reductions[i];
@@ -672,7 +691,20 @@ static bool steps_by_one(sym_ctx *sc, const eng_kernel *k, const kast *a, const 
 void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *p) {
     p->tile_m = p->tile_n = 1;
     p->tile_width = 0;
+    p->row_loop = false;
+    p->per_item = 1;
     int64_t numel, width = 1;
+    if (k->rows && sym_is_const(k->dims[k->ndim - 1], &width) && width > 0) {
+        /* row mode: an invocation per row, its tiles of tile_n in a loop */
+        int64_t tn = ctx->tile_ew;
+        while (tn > 1 && width % tn != 0)
+            tn /= 2;
+        p->tile_n = (uint32_t)tn;
+        p->tile_width = width;
+        p->row_loop = true;
+        p->per_item = (uint64_t)width;
+        return;
+    }
     if (p->group_lanes || !sym_is_const(k->numel, &numel) || numel <= 1)
         return;
     for (uint32_t i = 0; i < k->reduction_count; i++) {
@@ -723,6 +755,7 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
     p->tile_m = (uint32_t)tm;
     p->tile_n = (uint32_t)tn;
     p->tile_width = width;
+    p->per_item = (uint64_t)(tm * tn);
 }
 
 /* The tile Variables and their values from the item (gid): row gid / (W / tile_n), column
@@ -731,7 +764,8 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
 static void lower_tile(lowering *l, const eng_program *p, int64_t items) {
     ir_kernel *ir = l->ir;
     sym_ctx *sc = l->ctx->sym;
-    int64_t columns = p->tile_width / p->tile_n, max[2] = {items / columns - 1, columns - 1};
+    int64_t columns = p->tile_width / p->tile_n;
+    int64_t max[2] = {p->row_loop ? items - 1 : items / columns - 1, columns - 1};
     static const char *const names[2] = {"tile_row", "tile_col"};
     for (int t = 0; t < 2; t++) {
         char name[48];
@@ -740,7 +774,10 @@ static void lower_tile(lowering *l, const eng_program *p, int64_t items) {
     }
     ir_type it = ir->index_type;
     ir_value c = ir_const_i(ir, it, columns);
-    if (it == IR_I32) { /* non-negative: the unsigned forms */
+    if (p->row_loop) { /* the row is the item; the column, the row loop's counter (later) */
+        l->tile_value[0] = l->gid;
+        l->tile_value[1] = IR_NONE;
+    } else if (it == IR_I32) { /* non-negative: the unsigned forms */
         ir_value ug = ir_cast(ir, IR_U32, l->gid), uc = ir_cast(ir, IR_U32, c);
         l->tile_value[0] = ir_cast(ir, IR_I32, ir_alu(ir, IR_DIV, IR_U32, ug, uc, IR_NONE));
         l->tile_value[1] = ir_cast(ir, IR_I32, ir_alu(ir, IR_MOD, IR_U32, ug, uc, IR_NONE));
@@ -761,6 +798,45 @@ static void lower_tile(lowering *l, const eng_program *p, int64_t items) {
         if (!l->out_gidx[o] && ir->status == KILN_OK)
             ir->status = sym_ctx_status(sc) != KILN_OK ? sym_ctx_status(sc) : KILN_ERROR_INTERNAL;
     }
+}
+
+/* The stores of every output of the item (a tile), in rows of four as vectors where they
+ * can; a kernel that reads its output buffer (an in-place write) stores one element at a
+ * time. */
+static void lower_outputs(lowering *l, bool tiled) {
+    const eng_kernel *k = l->k;
+    ir_kernel *ir = l->ir;
+    uint32_t group_lanes = ir->group_lanes;
+    bool vector_stores = tiled && ir_vector_type(k->buffer_types[0]) && !reads_buffer0(k);
+    for (l->out = 0; l->out < l->outputs;) {
+        const sym_node *run[4];
+        int step = vector_stores ? vector_run(l, k->out_index ? k->out_index : k->gidx, run) : 0;
+        uint32_t n = step != 0 ? 4 : 1;
+        ir_value v[4];
+        for (uint32_t c = 0; c < n; c++, l->out++) {
+            v[c] = lower_value(l, k->value);
+            if (v[c] != IR_NONE && ir->insts.data[v[c]].type != k->out_type)
+                v[c] = ir_cast(ir, k->out_type, v[c]);
+        }
+        if (n == 4) { /* a flipped destination stores the four in reverse */
+            ir_value w[4] = {v[0], v[1], v[2], v[3]};
+            if (step < 0)
+                w[0] = v[3], w[1] = v[2], w[2] = v[1], w[3] = v[0];
+            ir_store4(ir, 0, lower_sym(l, run[step > 0 ? 0 : 3]), w);
+            continue;
+        }
+        l->out--;
+        if (group_lanes) /* lane 0 stores the item's result */
+            ir_if(ir, ir_alu(ir, IR_EQ, IR_BOOL, l->lane, zero(ir, ir->index_type), IR_NONE));
+        ir_value at = k->out_index ? lower_index(l, k->out_index)
+                      : tiled      ? lower_sym(l, l->out_gidx[l->out])
+                                   : l->gid;
+        ir_store(ir, 0, at, v[0]);
+        if (group_lanes)
+            ir_endif(ir);
+        l->out++;
+    }
+    l->out = 0;
 }
 
 kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_program *p,
@@ -785,48 +861,37 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_p
     l.gid = ir_global_id(ir);
     if (group_lanes)
         l.lane = ir_lane(ir);
-    bool tiled = p->tile_m * p->tile_n > 1;
+    bool tiled = p->per_item > 1 || p->row_loop;
     int64_t numel = 0;
     if (tiled && !sym_is_const(k->numel, &numel) && ir->status == KILN_OK)
         ir->status = KILN_ERROR_INTERNAL; /* tiles are chosen for constant sizes only */
-    int64_t items = numel / (tiled ? (int64_t)p->tile_m * p->tile_n : 1);
+    int64_t items = numel / (int64_t)(p->per_item ? p->per_item : 1);
     if (!p->unchecked) { /* in a group kernel, alike for the item's lanes */
         ir_value n = tiled ? ir_const_i(ir, ir->index_type, items) : lower_sym(&l, k->numel);
         ir_if(ir, ir_alu(ir, IR_LT, IR_BOOL, l.gid, n, IR_NONE));
     }
     if (tiled && ir->status == KILN_OK)
         lower_tile(&l, p, items);
-    if (k->reduction_count > 0)
+    base_map outer = l.memo; /* (replaced before the row loop) */
+    if (p->row_loop) { /* the row's reductions once (output 0's), then a loop over its tiles */
+        l.outputs = 1;
+        if (k->reduction_count > 0)
+            lower_reductions(&l);
+        l.outputs = p->tile_n;
+        for (uint32_t o = 1; o < l.outputs; o++)
+            memcpy(l.results[o], l.results[0], sizeof l.results[0]);
+        l.tile_value[1] =
+            ir_range(ir, ir_const_i(ir, ir->index_type, p->tile_width / (int64_t)p->tile_n));
+        outer = l.memo;
+        base_map_init(&l.memo, &ctx->alloc); /* the loop's body */
+    } else if (k->reduction_count > 0) {
         lower_reductions(&l);
-    /* a kernel that reads the output buffer (an in-place write) stores one element at a time */
-    bool vector_stores = tiled && ir_vector_type(k->buffer_types[0]) && !reads_buffer0(k);
-    for (l.out = 0; l.out < l.outputs;) {
-        const sym_node *run[4];
-        int step = vector_stores ? vector_run(&l, k->out_index ? k->out_index : k->gidx, run) : 0;
-        uint32_t n = step != 0 ? 4 : 1;
-        ir_value v[4];
-        for (uint32_t c = 0; c < n; c++, l.out++) {
-            v[c] = lower_value(&l, k->value);
-            if (v[c] != IR_NONE && ir->insts.data[v[c]].type != k->out_type)
-                v[c] = ir_cast(ir, k->out_type, v[c]);
-        }
-        if (n == 4) { /* a flipped destination stores the four in reverse */
-            ir_value w[4] = {v[0], v[1], v[2], v[3]};
-            if (step < 0)
-                w[0] = v[3], w[1] = v[2], w[2] = v[1], w[3] = v[0];
-            ir_store4(ir, 0, lower_sym(&l, run[step > 0 ? 0 : 3]), w);
-            continue;
-        }
-        l.out--;
-        if (group_lanes) /* lane 0 stores the item's result */
-            ir_if(ir, ir_alu(ir, IR_EQ, IR_BOOL, l.lane, zero(ir, ir->index_type), IR_NONE));
-        ir_value at = k->out_index ? lower_index(&l, k->out_index)
-                      : tiled      ? lower_sym(&l, l.out_gidx[l.out])
-                                   : l.gid;
-        ir_store(ir, 0, at, v[0]);
-        if (group_lanes)
-            ir_endif(ir);
-        l.out++;
+    }
+    lower_outputs(&l, tiled);
+    if (p->row_loop) {
+        base_map_finish(&l.memo);
+        l.memo = outer;
+        ir_endrange(ir);
     }
     if (!p->unchecked)
         ir_endif(ir);

@@ -371,7 +371,7 @@ static void choose_variant(kiln_context *ctx, const eng_kernel *k, eng_program *
         ctx->interpreter ? UINT32_MAX : vkd_device_caps(ctx->dev)->max_workgroup_count[0];
     int64_t n;
     if (sym_is_const(k->numel, &n)) {
-        n /= (int64_t)p->tile_m * p->tile_n; /* the items */
+        n /= (int64_t)p->per_item; /* the items */
         p->unchecked = n > 0 && (uint64_t)n % wg == 0 && (uint64_t)n / wg <= max_x;
         return;
     }
@@ -434,7 +434,7 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
     if (st != KILN_OK)
         return st;
     ctx->stats.kernels_compiled++; /* code generated in this process */
-    ctx->stats.kernels_tiled += p->tile_m * p->tile_n > 1;
+    ctx->stats.kernels_tiled += p->per_item > 1;
     bool vector = false;
     for (uint32_t i = 0; i < p->ir.buffer_count; i++)
         vector = vector || p->ir.buffers[i].vector;
@@ -644,7 +644,7 @@ kiln_status eng_batch_run(kiln_context *ctx, eng_batch *b, const eng_program *p,
         st = global_size(ctx, k, &n);
     if (st != KILN_OK || n == 0) /* an empty result needs no dispatch */
         return st;
-    n /= (uint64_t)p->tile_m * p->tile_n; /* the items (tiles divide constant sizes exactly) */
+    n /= p->per_item; /* the items (tiles and rows divide constant sizes exactly) */
     ctx->stats.dispatches++;
     if (base_log_verbosity() >= 2) {
         dispatched d = {k->hash, n, k->reduction_count > 0};

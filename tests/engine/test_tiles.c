@@ -9,6 +9,7 @@
  * the statistics must show the tiled and vector kernels. */
 #include "engine_fixture.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -269,6 +270,67 @@ static void test_tiles_column_reductions_in_strips(void **state) {
     free(x);
 }
 
+/* Row mode: reductions over the last dim that an elementwise kernel reads along each row
+ * (softmax's max and sum, a row mean) fuse into it; one invocation owns a row. A reduction over
+ * another dim stays a kernel of its own. */
+static void test_tiles_row_mode(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    enum { R = 64, C = 256 };
+    float *x = values(R * C, 18), *want = values(R * C, 0);
+    for (size_t i = 0; i < (size_t)R * C; i++)
+        x[i] *= 0.25f;
+    kiln_tensor *tx = fx_f32(ctx, 2, (const int64_t[]){R, C}, x);
+    const int32_t last[1] = {-1}, first[1] = {0};
+    for (int kind = 0; kind < 4; kind++) {
+        for (size_t r = 0; r < R; r++) {
+            double m = -1e30, sum = 0, mean = 0;
+            for (size_t c = 0; c < C; c++) {
+                m = x[r * C + c] > m ? x[r * C + c] : m;
+                mean += x[r * C + c] / C;
+            }
+            for (size_t c = 0; c < C; c++)
+                sum += exp(x[r * C + c] - m);
+            for (size_t c = 0; c < C; c++) {
+                double v = x[r * C + c];
+                double colmax = -1e30;
+                for (size_t q = 0; q < R; q++)
+                    colmax = x[q * C + c] > colmax ? x[q * C + c] : colmax;
+                want[r * C + c] = (float)(kind == 0   ? exp(v - m) / sum
+                                          : kind == 1 ? (v - m) - log(sum)
+                                          : kind == 2 ? v - mean
+                                                      : v - colmax);
+            }
+        }
+        kiln_tensor *out = kind == 0   ? kiln_softmax(tx, -1)
+                           : kind == 1 ? kiln_log_softmax(tx, -1)
+                           : kind == 2 ? kiln_sub(tx, kiln_mean(tx, 1, last, true))
+                                       : kiln_sub(tx, kiln_max(tx, 1, first, true));
+        kiln_stats before = kiln_context_stats(ctx);
+        assert_int_equal(kiln_realize(out), KILN_OK);
+        kiln_stats after = kiln_context_stats(ctx);
+        assert_int_equal(after.dispatches - before.dispatches, kind == 3 ? 2 : 1);
+        fx_check_f32(out, want, (size_t)R * C, 1e-5, 1e-4);
+    }
+    /* three dims: rows of the last dim under two leading dims */
+    kiln_tensor *t3 = kiln_reshape(tx, 3, (const int64_t[]){4, 16, C});
+    for (size_t r = 0; r < R; r++) {
+        double m = -1e30, sum = 0;
+        for (size_t c = 0; c < C; c++)
+            m = x[r * C + c] > m ? x[r * C + c] : m;
+        for (size_t c = 0; c < C; c++)
+            sum += exp(x[r * C + c] - m);
+        for (size_t c = 0; c < C; c++)
+            want[r * C + c] = (float)(exp(x[r * C + c] - m) / sum);
+    }
+    kiln_stats before = kiln_context_stats(ctx);
+    kiln_tensor *sm = kiln_softmax(t3, 2);
+    assert_int_equal(kiln_realize(sm), KILN_OK);
+    assert_int_equal(kiln_context_stats(ctx).dispatches - before.dispatches, 1);
+    fx_check_f32(sm, want, (size_t)R * C, 1e-6, 1e-4);
+    free(x);
+    free(want);
+}
+
 /* dst += src through a view of dst's storage: the kernel reads the buffer it writes, so its
  * stores stay one element at a time (the loads of src may still be vectors). */
 static void test_tiles_in_place_write(void **state) {
@@ -328,6 +390,7 @@ int main(void) {
         ENG_TEST(test_tiles_reduction_with_a_2d_output),
         ENG_TEST(test_tiles_reduction_steps_load_vectors),
         ENG_TEST(test_tiles_column_reductions_in_strips),
+        ENG_TEST(test_tiles_row_mode),
         ENG_TEST(test_tiles_in_place_write),
         ENG_TEST(test_tiles_types_without_vectors),
     };
