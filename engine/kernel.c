@@ -572,9 +572,15 @@ kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, e
         return build_fail(&b, KILN_ERROR_OUT_OF_HOST_MEMORY, "the kernel's index");
     unravel(&b, k->gidx, node->ndim, node->shape, idx);
     memcpy(b.out_idx, idx, node->ndim * sizeof *idx);
+    /* Row mode: constant sizes, and on a GPU enough rows to keep it busy (a CPU's lanes run
+     * a row's loops as vectors: any count of rows will do). */
+    int64_t rows = 1, size = 0;
     b.row_ok = node->kind == ENG_EW && node->ndim > 0;
-    for (uint32_t d = 0; b.row_ok && d < node->ndim; d++)
-        b.row_ok = sym_is_const(node->shape[d], NULL);
+    for (uint32_t d = 0; b.row_ok && d < node->ndim; d++) {
+        b.row_ok = sym_is_const(node->shape[d], &size);
+        rows *= d + 1 < node->ndim ? size : 1;
+    }
+    b.row_ok = b.row_ok && (ctx->tile_ew > 1 || rows >= (int64_t)ctx->parallelism);
     if (node->kind == ENG_WRITE)
         build_write(&b, node);
     else if (node->kind == ENG_REDUCE)
