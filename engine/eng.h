@@ -205,6 +205,7 @@ struct kiln_context {
     uint32_t parallelism;          /* invocations worth keeping busy (splits big reductions) */
     uint32_t group_lanes;          /* lanes per output of a group reduction (a power of two) */
     uint32_t test_group_lanes;     /* kiln_context_options.test_group_lanes */
+    bool test_gpu_tuning;          /* kiln_context_options.test_gpu_tuning */
     uint32_t tile_ew;              /* outputs per invocation of an elementwise kernel */
     uint32_t tile_rows, tile_cols; /* register tile of a reduction with a 2-D output */
     vkd_instance *inst;

@@ -21,25 +21,28 @@ static bool wants_interpreter(const char *device) {
  * nothing); the test-only option's count if given; a power of two within the device's
  * workgroup limits. Output tiles (lower.c): on a CPU 16 elementwise outputs per invocation and
  * 8 x 8 for reductions (LAVAPIPE.md: several outputs per invocation, register blocking); on a
- * GPU one elementwise output (neighbouring invocations read neighbouring elements) and 4 x 4. */
+ * GPU one elementwise output (neighbouring invocations read neighbouring elements) and 4 x 4.
+ * The test-only option test_gpu_tuning chooses the GPU's figures on any device. */
 void eng_runtime_tune(kiln_context *ctx) {
     ctx->parallelism = 2048;
     ctx->tile_ew = 16;
     ctx->tile_rows = ctx->tile_cols = 8;
     uint32_t want = 8, limit = 1024;
+    bool gpu = ctx->test_gpu_tuning;
     if (!ctx->interpreter) {
         const vkd_caps *caps = vkd_device_caps(ctx->dev);
-        if (vkd_device_info_of(ctx->dev)->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU) {
-            ctx->parallelism = 65536;
-            ctx->tile_ew = 1;
-            ctx->tile_rows = ctx->tile_cols = 4;
-            want = 64;
-        } else if (caps->subgroup_size >= 2 && caps->subgroup_size <= 64) {
+        gpu = gpu || vkd_device_info_of(ctx->dev)->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
+        if (!gpu && caps->subgroup_size >= 2 && caps->subgroup_size <= 64)
             want = caps->subgroup_size;
-        }
         limit = caps->max_workgroup_invocations < caps->max_workgroup_size[0]
                     ? caps->max_workgroup_invocations
                     : caps->max_workgroup_size[0];
+    }
+    if (gpu) {
+        ctx->parallelism = 65536;
+        ctx->tile_ew = 1;
+        ctx->tile_rows = ctx->tile_cols = 4;
+        want = 64;
     }
     if (ctx->test_group_lanes)
         want = ctx->test_group_lanes;
@@ -52,6 +55,7 @@ void eng_runtime_tune(kiln_context *ctx) {
 kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt) {
     const char *device = opt->device ? opt->device : getenv("KILN_DEVICE");
     ctx->test_group_lanes = opt->test_group_lanes;
+    ctx->test_gpu_tuning = opt->test_gpu_tuning;
     if (wants_interpreter(device)) {
         ctx->interpreter = true;
         snprintf(ctx->device_name, sizeof ctx->device_name, "interpreter");

@@ -92,6 +92,10 @@ typedef struct kiln_context_options {
     /* Test-only: the lanes a reduction with few outputs shares its elements among (0: 64 on a
      * GPU, the subgroup size on a CPU; rounded down to a power of two the device allows). */
     uint32_t test_group_lanes;
+    /* Test-only: tune kernels as for a discrete GPU whatever the device (its parallelism,
+     * group lanes, one elementwise output per invocation, 4 x 4 reduction tiles, row mode only
+     * with enough rows). */
+    bool test_gpu_tuning;
 } kiln_context_options;
 
 /* Statuses: KILN_ERROR_NOT_FOUND (no device matches), KILN_ERROR_OUT_OF_HOST_MEMORY, Vulkan

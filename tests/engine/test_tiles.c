@@ -331,6 +331,85 @@ static void test_tiles_row_mode(void **state) {
     free(want);
 }
 
+/* The figures a GPU is tuned with (test-only option, on this device and the interpreter): one
+ * elementwise output per invocation, 4 x 4 matmul tiles (vectors of four columns), softmax as
+ * three kernels when there are few rows, column reductions in strips; the same results. */
+static void test_tiles_gpu_tuning(void **state) {
+    const eng_fixture *f = *state;
+    kiln_context_options opt = {
+        .device = f->device ? NULL : "interp", .validation = f->device, .test_gpu_tuning = true};
+    kiln_context *ctx = NULL;
+    assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
+    enum { M = 256, K = 24, N = 512, R = 2048, C = 64 };
+    float *a = values(M * K, 19), *b = values(K * N, 20), *want = values(M * N, 0);
+    for (size_t i = 0; i < M; i++) {
+        for (size_t j = 0; j < N; j++) {
+            float acc = 0;
+            for (size_t k = 0; k < K; k++)
+                acc += a[i * K + k] * b[k * N + j];
+            want[i * N + j] = acc;
+        }
+    }
+    kiln_tensor *ta = fx_f32(ctx, 2, (const int64_t[]){M, K}, a);
+    kiln_tensor *tb = fx_f32(ctx, 2, (const int64_t[]){K, N}, b);
+    kiln_stats before = kiln_context_stats(ctx);
+    kiln_tensor *mm = kiln_matmul(ta, tb);
+    assert_int_equal(kiln_realize(mm), KILN_OK);
+    kiln_stats after = kiln_context_stats(ctx);
+    assert_int_equal(stats_delta(&before, &after).tiled, 1);
+    assert_int_equal(stats_delta(&before, &after).vector, 1);
+    fx_check_f32(mm, want, (size_t)M * N, 1e-3, 1e-5);
+
+    /* elementwise: untiled */
+    for (size_t i = 0; i < (size_t)M * K; i++)
+        want[i] = a[i] * a[i] + 1.0f;
+    before = kiln_context_stats(ctx);
+    kiln_tensor *ew = kiln_add_scalar(kiln_mul(ta, ta), 1.0);
+    assert_int_equal(kiln_realize(ew), KILN_OK);
+    after = kiln_context_stats(ctx);
+    assert_int_equal(stats_delta(&before, &after).tiled, 0);
+    fx_check_f32(ew, want, (size_t)M * K, 0, 0);
+
+    /* softmax over 256 rows of 512: three kernels */
+    for (size_t r = 0; r < M; r++) {
+        double m = -1e30, sum = 0;
+        for (size_t c = 0; c < N; c++)
+            m = b[(r % K) * N + c] > m ? b[(r % K) * N + c] : m;
+        for (size_t c = 0; c < N; c++)
+            sum += exp(b[(r % K) * N + c] - m);
+        for (size_t c = 0; c < N; c++)
+            want[r * N + c] = (float)(exp(b[(r % K) * N + c] - m) / sum);
+    }
+    float *rows = values(M * N, 0);
+    for (size_t r = 0; r < M; r++)
+        memcpy(rows + r * N, b + (r % K) * N, N * sizeof *rows);
+    kiln_tensor *tr = fx_f32(ctx, 2, (const int64_t[]){M, N}, rows);
+    before = kiln_context_stats(ctx);
+    kiln_tensor *sm = kiln_softmax(tr, -1);
+    assert_int_equal(kiln_realize(sm), KILN_OK);
+    after = kiln_context_stats(ctx);
+    assert_int_equal(after.dispatches - before.dispatches, 3);
+    fx_check_f32(sm, want, (size_t)M * N, 1e-6, 1e-4);
+
+    /* a column reduction in strips */
+    float *x = values(R * C, 21), colmax[C];
+    for (size_t c = 0; c < C; c++) {
+        colmax[c] = -1e30f;
+        for (size_t r = 0; r < R; r++)
+            colmax[c] = x[r * C + c] > colmax[c] ? x[r * C + c] : colmax[c];
+    }
+    kiln_tensor *tx = fx_f32(ctx, 2, (const int64_t[]){R, C}, x);
+    fx_check_f32(kiln_max(tx, 1, (const int32_t[]){0}, false), colmax, C, 0, 0);
+    assert_int_equal(kiln_context_status(ctx), KILN_OK);
+    eng_fixture_assert_no_messages(ctx);
+    kiln_context_destroy(ctx);
+    free(a);
+    free(b);
+    free(want);
+    free(rows);
+    free(x);
+}
+
 /* dst += src through a view of dst's storage: the kernel reads the buffer it writes, so its
  * stores stay one element at a time (the loads of src may still be vectors). */
 static void test_tiles_in_place_write(void **state) {
@@ -391,6 +470,7 @@ int main(void) {
         ENG_TEST(test_tiles_reduction_steps_load_vectors),
         ENG_TEST(test_tiles_column_reductions_in_strips),
         ENG_TEST(test_tiles_row_mode),
+        ENG_TEST(test_tiles_gpu_tuning),
         ENG_TEST(test_tiles_in_place_write),
         ENG_TEST(test_tiles_types_without_vectors),
     };
