@@ -34,6 +34,31 @@ static delta stats_delta(const kiln_stats *a, const kiln_stats *b) {
     return (delta){b->kernels_tiled - a->kernels_tiled, b->kernels_vector - a->kernels_vector};
 }
 
+/* out (m, n) = a (m, k) @ b (k, n), in order along k. */
+static void host_matmul(const float *a, const float *b, size_t m, size_t k, size_t n, float *out) {
+    for (size_t i = 0; i < m; i++) {
+        for (size_t j = 0; j < n; j++) {
+            float acc = 0;
+            for (size_t q = 0; q < k; q++)
+                acc += a[i * k + q] * b[q * n + j];
+            out[i * n + j] = acc;
+        }
+    }
+}
+
+/* Softmax of each of rows rows of cols elements, in double. */
+static void host_softmax(const float *x, size_t rows, size_t cols, float *out) {
+    for (size_t r = 0; r < rows; r++) {
+        double m = -1e30, sum = 0;
+        for (size_t c = 0; c < cols; c++)
+            m = x[r * cols + c] > m ? x[r * cols + c] : m;
+        for (size_t c = 0; c < cols; c++)
+            sum += exp(x[r * cols + c] - m);
+        for (size_t c = 0; c < cols; c++)
+            out[r * cols + c] = (float)(exp(x[r * cols + c] - m) / sum);
+    }
+}
+
 static void test_tiles_elementwise_rows_move_as_vectors(void **state) {
     eng_fixture *f = *state;
     kiln_context *ctx = f->ctx;
@@ -151,14 +176,7 @@ static void test_tiles_matmul_register_tile(void **state) {
     kiln_context *ctx = f->ctx;
     enum { M = 256, K = 24, N = 512 };
     float *a = values(M * K, 8), *b = values(K * N, 9), *want = values(M * N, 0);
-    for (size_t i = 0; i < M; i++) {
-        for (size_t j = 0; j < N; j++) {
-            float acc = 0;
-            for (size_t k = 0; k < K; k++)
-                acc += a[i * K + k] * b[k * N + j];
-            want[i * N + j] = acc;
-        }
-    }
+    host_matmul(a, b, M, K, N, want);
     kiln_tensor *ta = fx_f32(ctx, 2, (const int64_t[]){M, K}, a);
     kiln_tensor *tb = fx_f32(ctx, 2, (const int64_t[]){K, N}, b);
     kiln_stats before = kiln_context_stats(ctx);
@@ -313,15 +331,7 @@ static void test_tiles_row_mode(void **state) {
     }
     /* three dims: rows of the last dim under two leading dims */
     kiln_tensor *t3 = kiln_reshape(tx, 3, (const int64_t[]){4, 16, C});
-    for (size_t r = 0; r < R; r++) {
-        double m = -1e30, sum = 0;
-        for (size_t c = 0; c < C; c++)
-            m = x[r * C + c] > m ? x[r * C + c] : m;
-        for (size_t c = 0; c < C; c++)
-            sum += exp(x[r * C + c] - m);
-        for (size_t c = 0; c < C; c++)
-            want[r * C + c] = (float)(exp(x[r * C + c] - m) / sum);
-    }
+    host_softmax(x, R, C, want);
     kiln_stats before = kiln_context_stats(ctx);
     kiln_tensor *sm = kiln_softmax(t3, 2);
     assert_int_equal(kiln_realize(sm), KILN_OK);
@@ -342,14 +352,7 @@ static void test_tiles_gpu_tuning(void **state) {
     assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
     enum { M = 256, K = 24, N = 512, R = 2048, C = 64 };
     float *a = values(M * K, 19), *b = values(K * N, 20), *want = values(M * N, 0);
-    for (size_t i = 0; i < M; i++) {
-        for (size_t j = 0; j < N; j++) {
-            float acc = 0;
-            for (size_t k = 0; k < K; k++)
-                acc += a[i * K + k] * b[k * N + j];
-            want[i * N + j] = acc;
-        }
-    }
+    host_matmul(a, b, M, K, N, want);
     kiln_tensor *ta = fx_f32(ctx, 2, (const int64_t[]){M, K}, a);
     kiln_tensor *tb = fx_f32(ctx, 2, (const int64_t[]){K, N}, b);
     kiln_stats before = kiln_context_stats(ctx);
@@ -371,18 +374,10 @@ static void test_tiles_gpu_tuning(void **state) {
     fx_check_f32(ew, want, (size_t)M * K, 0, 0);
 
     /* softmax over 256 rows of 512: three kernels */
-    for (size_t r = 0; r < M; r++) {
-        double m = -1e30, sum = 0;
-        for (size_t c = 0; c < N; c++)
-            m = b[(r % K) * N + c] > m ? b[(r % K) * N + c] : m;
-        for (size_t c = 0; c < N; c++)
-            sum += exp(b[(r % K) * N + c] - m);
-        for (size_t c = 0; c < N; c++)
-            want[r * N + c] = (float)(exp(b[(r % K) * N + c] - m) / sum);
-    }
     float *rows = values(M * N, 0);
     for (size_t r = 0; r < M; r++)
         memcpy(rows + r * N, b + (r % K) * N, N * sizeof *rows);
+    host_softmax(rows, M, N, want);
     kiln_tensor *tr = fx_f32(ctx, 2, (const int64_t[]){M, N}, rows);
     before = kiln_context_stats(ctx);
     kiln_tensor *sm = kiln_softmax(tr, -1);
