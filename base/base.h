@@ -201,6 +201,11 @@ typedef enum base_log_level {
 int base_log_verbosity(void);
 bool base_log_enabled(base_log_level level);
 void base_log(base_log_level level, const char *module, const char *fmt, ...) BASE_PRINTF(3, 4);
+/* ---- clock -------------------------------------------------------------------------------- */
+/* Nanoseconds of C11's wall clock (TIME_UTC; 0 when it is unavailable). For durations: a step
+ * of the clock shows as one wrong (possibly negative) duration, which callers clamp. */
+int64_t base_now_ns(void);
+
 /* Test hook: redirect log lines (NULL restores stderr). The sink receives one whole line. */
 typedef void (*base_log_sink)(void *user, base_log_level level, const char *line);
 void base_log_set_sink(base_log_sink sink, void *user);

@@ -318,7 +318,10 @@ static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_p
                        .params_in_buffer = p->params_in_buffer};
     emit_result r;
     base_error err = {0};
+    int64_t t0 = base_now_ns();
     kiln_status st = emit_spirv(&p->ir, &eo, &r, &err);
+    int64_t t1 = base_now_ns();
+    ctx->stats.codegen_ns += t1 > t0 ? (uint64_t)(t1 - t0) : 0;
     if (st != KILN_OK)
         return base_error_set(&ctx->err, st, "SPIR-V emission: %s", base_error_message(&err));
     spv_debug_dump(r.words, r.word_count, "kernel");
@@ -432,9 +435,12 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
     }
     if (st != KILN_ERROR_NOT_FOUND)
         return st;
+    int64_t t0 = base_now_ns();
     st = eng_kernel_lower(ctx, k, p, &p->ir);
     if (st == KILN_OK)
         st = ir_verify(&p->ir, &ctx->err);
+    int64_t t1 = base_now_ns();
+    ctx->stats.codegen_ns += t1 > t0 ? (uint64_t)(t1 - t0) : 0;
     if (st != KILN_OK)
         return st;
     ctx->stats.kernels_compiled++; /* code generated in this process */

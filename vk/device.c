@@ -3,7 +3,6 @@
 #include "vkd_internal.h"
 
 #include <string.h>
-#include <time.h>
 
 /* The features Kiln enables when present, chained for vkCreateDevice. */
 typedef struct feature_chain {
@@ -354,22 +353,16 @@ vkd_stats vkd_device_stats(const vkd_device *dev) {
     return dev->stats;
 }
 
-static int64_t wall_ns(void) {
-    struct timespec ts;
-    if (timespec_get(&ts, TIME_UTC) != TIME_UTC)
-        return 0;
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Polls the fence for up to options.fence_spin_ns before blocking in vkWaitForFences: a small
  * kernel finishes within the poll, and the caller is not put to sleep and woken again (two
  * context switches, about a third of a small realize on lavapipe). The clock is C11's wall
- * clock: a step backwards or forwards only ends the poll early. */
+ * clock (base_now_ns): a step backwards or forwards only ends the poll early. */
 kiln_status vkd_wait_fence(vkd_device *dev, VkFence fence, const char *what, base_error *err) {
     VkResult r = dev->vk.vkGetFenceStatus(dev->handle, fence);
-    int64_t start = r == VK_NOT_READY ? wall_ns() : 0, spin = (int64_t)dev->options.fence_spin_ns;
+    int64_t start = r == VK_NOT_READY ? base_now_ns() : 0;
+    int64_t spin = (int64_t)dev->options.fence_spin_ns;
     while (r == VK_NOT_READY) {
-        int64_t elapsed = wall_ns() - start;
+        int64_t elapsed = base_now_ns() - start;
         if (elapsed < 0 || elapsed >= spin)
             break;
         r = dev->vk.vkGetFenceStatus(dev->handle, fence);
