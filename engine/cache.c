@@ -6,7 +6,7 @@
 #include <string.h>
 
 /* Version of the payload layout below: another value makes every entry a miss. */
-enum { CACHE_PAYLOAD_VERSION = 5, CACHE_HEADER_WORDS = 9 };
+enum { CACHE_PAYLOAD_VERSION = 6, CACHE_HEADER_WORDS = 9 };
 static const uint32_t payload_magic = 0x4e524b4bu; /* "KKRN" */
 
 kiln_status eng_cache_open(kiln_context *ctx, const kiln_context_options *opt,
@@ -62,7 +62,7 @@ static size_t cache_key(const kiln_context *ctx, const eng_kernel *k, const eng_
     put_u32(key + 8, (uint32_t)k->hash);
     put_u32(key + 12, (uint32_t)(k->hash >> 32));
     put_u32(key + 16, p->unchecked | p->group_lanes << 1 | p->tile_m << 12 | p->tile_n << 20 |
-                          (uint32_t)p->row_loop << 28);
+                          (uint32_t)p->row_loop << 28 | (uint32_t)ctx->opaque_multipliers << 29);
     put_u32(key + 20, p->workgroup_size);
     put_u32(key + 24, caps->spirv_version);
     put_u32(key + 28, caps->maintenance4);

@@ -20,7 +20,10 @@ typedef struct emitter {
     spv_id global_id;               /* linear invocation index, index type */
     bool params_in_buffer;
     spv_id wg_size_x;
-    spv_id lane; /* group kernels: LocalInvocationIndex (u32) */
+    spv_id lane;       /* group kernels: LocalInvocationIndex (u32) */
+    spv_id groups_z;   /* NumWorkgroups.z (u32): 1 in every dispatch */
+    spv_id *multiplier; /* IR constant -> its opaque stand-in (0: none), see opaque_multipliers */
+    bool *div;          /* IR value -> it may differ between invocations (divergent) */
 } emitter;
 
 /* ---- types ------------------------------------------------------------------------------- */
@@ -308,6 +311,10 @@ static spv_id alu(emitter *e, const ir_inst *i) {
     const ir_inst *insts = e->k->insts.data;
     spv_id x = e->ids[i->src[0]];
     spv_id y = ir_op_operands(i->op) > 1 ? e->ids[i->src[1]] : 0;
+    if (i->op == IR_MUL && e->multiplier) { /* the stand-ins of opaque_multipliers */
+        x = e->multiplier[i->src[0]] ? e->multiplier[i->src[0]] : x;
+        y = e->multiplier[i->src[1]] ? e->multiplier[i->src[1]] : y;
+    }
     ir_type st = insts[i->src[0]].type;
     if (i->op == IR_CAST)
         return convert(b, i->type, st, x);
@@ -400,13 +407,53 @@ static void store(emitter *e, const ir_inst *i) {
     spv_store(b, spv_buffer_element(b, e->buffers[i->arg], e->ids[i->src[0]]), v);
 }
 
+/* Index value v / 4 written as a sum of products whose constants are divided by 4, or 0 when v
+ * is not such a sum of multiples of 4 (constants, products by constants): a row stride then
+ * stays a multiplier, which llvmpipe's loads prefer to a shift of the element index (sum over
+ * rows: 6.6 ms with the shift, 6.0 without; bench/README.md). Exact: every term is a multiple
+ * of 4. */
+static spv_id quarter(emitter *e, ir_value v, int depth) {
+    spv_builder *b = e->b;
+    const ir_inst *insts = e->k->insts.data, *i = &insts[v];
+    ir_type t = e->k->index_type;
+    if (depth > 8 || i->type != t)
+        return 0;
+    if (i->op == IR_CONST)
+        return i->imm.i % 4 == 0 ? spv_const_int(b, compute_type(b, t), i->imm.i / 4) : 0;
+    if (i->op == IR_ADD || i->op == IR_SUB) {
+        spv_id x = quarter(e, i->src[0], depth + 1);
+        spv_id y = x ? quarter(e, i->src[1], depth + 1) : 0;
+        return y ? spv_binop(b, i->op == IR_ADD ? SpvOpIAdd : SpvOpISub, x, y) : 0;
+    }
+    if (i->op != IR_MUL)
+        return 0;
+    for (int s = 0; s < 2; s++) {
+        const ir_inst *c = &insts[i->src[s]];
+        ir_value other = i->src[1 - s];
+        if (c->op != IR_CONST || c->imm.i % 4 != 0)
+            continue;
+        spv_id q = spv_const_int(b, compute_type(b, t), c->imm.i / 4);
+        if (e->multiplier && e->div[other] && c->imm.i / 4 != 1 && c->imm.i / 4 != -1) {
+            spv_id z = t == IR_I64 ? spv_convert(b, SpvOpUConvert, spv_type_int(b, 64, true),
+                                                 e->groups_z)
+                                   : spv_convert(b, SpvOpBitcast, spv_type_int(b, 32, true),
+                                                 e->groups_z);
+            q = spv_binop(b, SpvOpIMul, q, z); /* opaque, as opaque_multipliers' */
+        }
+        return c->imm.i / 4 == 0 ? q : spv_binop(b, SpvOpIMul, e->ids[other], q);
+    }
+    return 0;
+}
+
 /* Four elements from index (a multiple of 4): element index / 4 of the buffer's vector view. */
 static spv_id vector_element(emitter *e, const ir_inst *i) {
     spv_builder *b = e->b;
-    spv_id index = e->ids[i->src[0]];
-    spv_id two = spv_const_int(b, compute_type(b, e->k->index_type), 2);
-    return spv_buffer_element(b, e->vectors[i->arg],
-                              spv_binop(b, SpvOpShiftRightLogical, index, two));
+    spv_id index = quarter(e, i->src[0], 0);
+    if (!index) {
+        spv_id two = spv_const_int(b, compute_type(b, e->k->index_type), 2);
+        index = spv_binop(b, SpvOpShiftRightLogical, e->ids[i->src[0]], two);
+    }
+    return spv_buffer_element(b, e->vectors[i->arg], index);
 }
 
 static void store4(emitter *e, const ir_inst *i) {
@@ -494,6 +541,73 @@ static void declare_interface(emitter *e) {
     }
 }
 
+/* The SPIR-V constant of an IR_CONST (an integer in compute form: wrapped to the IR type's
+ * width). */
+static spv_id const_id(spv_builder *b, const ir_inst *i) {
+    if (i->type == IR_BOOL)
+        return spv_const_bool(b, i->imm.i != 0);
+    if (ir_type_is_float(i->type))
+        return spv_const_float(b, compute_type(b, i->type), i->imm.f);
+    return spv_const_int(b, compute_type(b, i->type),
+                         i->type == IR_I8    ? (int8_t)i->imm.i
+                         : i->type == IR_U8  ? (uint8_t)i->imm.i
+                         : i->type == IR_I32 ? (int32_t)i->imm.i
+                         : i->type == IR_U32 ? (uint32_t)i->imm.i
+                                             : i->imm.i);
+}
+
+/* Whether IR value at may differ between the invocations of a dispatch: it depends on the
+ * invocation's index or lane, or on memory (a variable's value counts as memory). div holds
+ * the answer for every earlier value. */
+static bool divergent(const ir_inst *insts, const bool *div, uint32_t at) {
+    const ir_inst *i = &insts[at];
+    switch (i->op) {
+    case IR_GLOBAL_ID:
+    case IR_LANE:
+    case IR_LOAD:
+    case IR_LOAD4:
+    case IR_GET:
+        return true;
+    default:
+        break;
+    }
+    for (uint32_t s = 0; s < ir_op_operands(i->op); s++) {
+        if (div[i->src[s]])
+            return true;
+    }
+    return false;
+}
+
+/* emit_options.opaque_multipliers: on llvmpipe, an invocation's index multiplied by a
+ * compile-time constant (a row stride) makes slower loads than the same product by a value
+ * the driver's compiler cannot see (a row sum over (4096, 4096): about 5%, bench/README.md).
+ * Such a multiplication (an integer value that differs between invocations, times a constant
+ * other than 0 and +-1) therefore multiplies by constant * NumWorkgroups.z, a product made
+ * once at the top of the function: NumWorkgroups.z is 1 in every dispatch the host records
+ * (runtime.c), so the values are the same, only hidden from constant folding. Products of
+ * values every invocation shares (a loop counter's) keep their constants. */
+static void opaque_multipliers(emitter *e) {
+    spv_builder *b = e->b;
+    const ir_inst *insts = e->k->insts.data;
+    const bool *div = e->div;
+    for (uint32_t at = 0; at < e->k->insts.len; at++) {
+        const ir_inst *i = &insts[at];
+        if (i->op != IR_MUL || (i->type != IR_I32 && i->type != IR_I64))
+            continue;
+        for (int s = 0; s < 2; s++) {
+            uint32_t c = i->src[s];
+            const ir_inst *ci = &insts[c];
+            if (ci->op != IR_CONST || !div[i->src[1 - s]] || e->multiplier[c] || ci->imm.i == 0 ||
+                ci->imm.i == 1 || ci->imm.i == -1)
+                continue;
+            spv_id z = i->type == IR_I64
+                           ? spv_convert(b, SpvOpUConvert, spv_type_int(b, 64, true), e->groups_z)
+                           : spv_convert(b, SpvOpBitcast, spv_type_int(b, 32, true), e->groups_z);
+            e->multiplier[c] = spv_binop(b, SpvOpIMul, const_id(b, ci), z);
+        }
+    }
+}
+
 static void compute_global_id(emitter *e) {
     spv_builder *b = e->b;
     spv_id u32 = spv_type_int(b, 32, false);
@@ -501,6 +615,7 @@ static void compute_global_id(emitter *e) {
     spv_id gid =
         spv_load(b, spv_builtin(b, grouped ? SpvBuiltInWorkgroupId : SpvBuiltInGlobalInvocationId));
     spv_id groups = spv_load(b, spv_builtin(b, SpvBuiltInNumWorkgroups));
+    e->groups_z = spv_composite_extract(b, groups, 2);
     spv_id x = spv_composite_extract(b, gid, 0), y = spv_composite_extract(b, gid, 1);
     spv_id width = spv_composite_extract(b, groups, 0);
     if (!grouped)
@@ -527,17 +642,7 @@ static void emit_inst(emitter *e, uint32_t at, uint32_t *open, uint32_t *depth) 
     const ir_inst *i = &e->k->insts.data[at];
     switch (i->op) {
     case IR_CONST:
-        if (i->type == IR_BOOL)
-            e->ids[at] = spv_const_bool(b, i->imm.i != 0);
-        else if (ir_type_is_float(i->type))
-            e->ids[at] = spv_const_float(b, compute_type(b, i->type), i->imm.f);
-        else /* the constant in compute form: wrapped to the IR type's width */
-            e->ids[at] = spv_const_int(b, compute_type(b, i->type),
-                                       i->type == IR_I8    ? (int8_t)i->imm.i
-                                       : i->type == IR_U8  ? (uint8_t)i->imm.i
-                                       : i->type == IR_I32 ? (int32_t)i->imm.i
-                                       : i->type == IR_U32 ? (uint32_t)i->imm.i
-                                                           : i->imm.i);
+        e->ids[at] = const_id(b, i);
         break;
     case IR_PARAM:
         if (e->params_in_buffer)
@@ -622,8 +727,11 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
     if (st != KILN_OK)
         return st;
     size_t n = k->insts.len ? k->insts.len : 1;
-    spv_id *arrays = base_calloc(&k->alloc, 5 * n, sizeof *arrays);
-    if (!arrays) {
+    spv_id *arrays = base_calloc(&k->alloc, 6 * n, sizeof *arrays);
+    bool *div = base_calloc(&k->alloc, n, sizeof *div);
+    if (!arrays || !div) {
+        base_free(&k->alloc, arrays, arrays ? 6 * n * sizeof *arrays : 0);
+        base_free(&k->alloc, div, div ? n * sizeof *div : 0);
         spv_builder_destroy(e.b);
         return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory to emit SPIR-V");
     }
@@ -632,6 +740,8 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
     e.loop_continue = arrays + 2 * n;
     e.loop_header = arrays + 3 * n;
     e.counter = arrays + 4 * n;
+    e.multiplier = opt->opaque_multipliers ? arrays + 5 * n : NULL;
+    e.div = div;
 
     declare_interface(&e);
     spv_id fn = spv_function_begin(e.b, "main");
@@ -645,6 +755,10 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
     e.wg_size_x = wg[0];
     compute_global_id(&e);
     uint32_t open[64], depth = 0;
+    for (uint32_t at = 0; at < k->insts.len; at++)
+        e.div[at] = divergent(k->insts.data, e.div, at);
+    if (e.multiplier)
+        opaque_multipliers(&e);
     for (uint32_t at = 0; at < k->insts.len && depth < 64; at++)
         emit_inst(&e, at, open, &depth);
     spv_return(e.b);
@@ -666,7 +780,8 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
                 k->buffer_count + (opt->params_in_buffer && k->param_count > 0 ? 1u : 0u);
         }
     }
-    base_free(&k->alloc, arrays, 5 * n * sizeof *arrays);
+    base_free(&k->alloc, arrays, 6 * n * sizeof *arrays);
+    base_free(&k->alloc, div, n * sizeof *div);
     spv_builder_destroy(e.b);
     return st;
 }

@@ -207,6 +207,7 @@ struct kiln_context {
     uint32_t test_group_lanes;     /* kiln_context_options.test_group_lanes */
     bool test_gpu_tuning;          /* kiln_context_options.test_gpu_tuning */
     uint32_t tile_ew;              /* outputs per invocation of an elementwise kernel */
+    bool opaque_multipliers;       /* emit_options.opaque_multipliers: CPU devices */
     uint32_t tile_rows, tile_cols; /* register tile of a reduction with a 2-D output */
     vkd_instance *inst;
     vkd_device *dev;

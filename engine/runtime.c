@@ -22,7 +22,9 @@ static bool wants_interpreter(const char *device) {
  * workgroup limits. Output tiles (lower.c): on a CPU 16 elementwise outputs per invocation and
  * 8 x 8 for reductions (LAVAPIPE.md: several outputs per invocation, register blocking); on a
  * GPU one elementwise output (neighbouring invocations read neighbouring elements) and 4 x 4.
- * The test-only option test_gpu_tuning chooses the GPU's figures on any device. */
+ * On a CPU, index products by constants are emitted as products by run-time values (emit.c
+ * opaque_multipliers); a GPU's compiler keeps its constants. The test-only option
+ * test_gpu_tuning chooses the GPU's figures on any device. */
 void eng_runtime_tune(kiln_context *ctx) {
     ctx->parallelism = 2048;
     ctx->tile_ew = 16;
@@ -38,6 +40,7 @@ void eng_runtime_tune(kiln_context *ctx) {
                     ? caps->max_workgroup_invocations
                     : caps->max_workgroup_size[0];
     }
+    ctx->opaque_multipliers = !gpu; /* llvmpipe's loads: emit.c */
     if (gpu) {
         ctx->parallelism = 65536;
         ctx->tile_ew = 1;
@@ -315,7 +318,8 @@ static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_p
     emit_options eo = {.spirv_version = caps->spirv_version,
                        .maintenance4 = caps->maintenance4,
                        .workgroup_size = p->workgroup_size,
-                       .params_in_buffer = p->params_in_buffer};
+                       .params_in_buffer = p->params_in_buffer,
+                       .opaque_multipliers = ctx->opaque_multipliers};
     emit_result r;
     base_error err = {0};
     int64_t t0 = base_now_ns();
@@ -614,6 +618,7 @@ static kiln_status run_device(kiln_context *ctx, eng_batch *b, const eng_program
     uint64_t groups = p->group_lanes ? n : (n + p->workgroup_size - 1) / p->workgroup_size;
     uint64_t max_x = vkd_device_caps(ctx->dev)->max_workgroup_count[0];
     uint64_t rows = (groups + max_x - 1) / max_x;
+    /* z stays 1: kernels read NumWorkgroups.z as a run-time 1 (emit.c, opaque_multipliers). */
     uint32_t grid[3] = {(uint32_t)((groups + rows - 1) / rows), (uint32_t)rows, 1};
     kiln_status st = vkd_batch_dispatch(b->batch, p->pipeline, bindings, binding_count,
                                         push_size ? &push : NULL, push_size, grid, &err);

@@ -62,6 +62,67 @@ static void test_ir_vector_interpreted_and_emitted(void **state) {
 
 /* An element index that is not a multiple of 4, or four elements past the end: an error that
  * names the code-generation bug, not a wild access. */
+/* How many instructions of opcode op the module has. */
+static int count_op(const emit_result *r, uint32_t op) {
+    int n = 0;
+    for (size_t at = 5; at < r->word_count && r->words[at] >> 16; at += r->words[at] >> 16)
+        n += (r->words[at] & 0xffffu) == op;
+    return n;
+}
+
+/* out[4g .. 4g+3] = in[i .. i+3] for i = g * 4096 + 8 (quarterable: the vector index is
+ * g * 1024 + 2) or i = (g * 2) * 2 (not: the constants are not multiples of 4). */
+static void copy4_kernel(ir_kernel *k, bool quarterable) {
+    ir_kernel_init(k, alloc(), IR_I32);
+    ir_buffer_add(k, IR_F32);
+    ir_buffer_add(k, IR_F32);
+    ir_value g = ir_global_id(k);
+    ir_value at;
+    if (quarterable)
+        at = ir_alu(k, IR_ADD, IR_I32,
+                    ir_alu(k, IR_MUL, IR_I32, g, ir_const_i(k, IR_I32, 4096), IR_NONE),
+                    ir_const_i(k, IR_I32, 8), IR_NONE);
+    else
+        at = ir_alu(k, IR_MUL, IR_I32,
+                    ir_alu(k, IR_MUL, IR_I32, g, ir_const_i(k, IR_I32, 2), IR_NONE),
+                    ir_const_i(k, IR_I32, 2), IR_NONE);
+    ir_value vec = ir_load4(k, 1, at), v[4];
+    for (uint32_t c = 0; c < 4; c++)
+        v[c] = ir_extract(k, vec, c);
+    ir_store4(k, 0, ir_alu(k, IR_MUL, IR_I32, g, ir_const_i(k, IR_I32, 4), IR_NONE), v);
+}
+
+/* A vector index is the element index's terms divided by 4 when they are multiples of 4 (no
+ * shift), else the element index shifted; with opaque_multipliers an invocation's index is
+ * multiplied by constant * NumWorkgroups.z (one more multiplication per such constant). */
+static void test_ir_vector_index_emission(void **state) {
+    (void)state;
+    enum { OP_IMUL = 132, OP_SHIFT_RIGHT_LOGICAL = 194 };
+    for (int quarterable = 0; quarterable < 2; quarterable++) {
+        int muls[2];
+        for (int opaque = 0; opaque < 2; opaque++) {
+            ir_kernel k;
+            copy4_kernel(&k, quarterable);
+            base_error err = {0};
+            assert_int_equal(ir_verify(&k, &err), KILN_OK);
+            emit_options opt = {.spirv_version = 0x10300, .opaque_multipliers = opaque};
+            emit_result r;
+            assert_int_equal(emit_spirv(&k, &opt, &r, &err), KILN_OK);
+            if (spv_tools_available())
+                assert_int_equal(
+                    spv_validate(r.words, r.word_count, (1u << 22) | (1u << 12), &err), KILN_OK);
+            /* The store's index g * 4 is quarterable in both kernels. */
+            assert_int_equal(count_op(&r, OP_SHIFT_RIGHT_LOGICAL), quarterable ? 0 : 1);
+            muls[opaque] = count_op(&r, OP_IMUL);
+            emit_result_free(alloc(), &r);
+            ir_kernel_finish(&k);
+        }
+        /* Opaque stand-ins: 1024 (quarterable load) or 2 twice over (the other), and the
+         * element-index products g * 4096 or g * 2 of the IR themselves. */
+        assert_true(muls[1] > muls[0]);
+    }
+}
+
 static void test_ir_vector_interpreter_checks(void **state) {
     (void)state;
     ir_kernel k;
@@ -121,6 +182,7 @@ static void test_ir_vector_verifier_rules(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ir_vector_interpreted_and_emitted),
+        cmocka_unit_test(test_ir_vector_index_emission),
         cmocka_unit_test(test_ir_vector_interpreter_checks),
         cmocka_unit_test(test_ir_vector_verifier_rules),
     };
