@@ -24,6 +24,7 @@ typedef struct emitter {
     spv_id groups_z;   /* NumWorkgroups.z (u32): 1 in every dispatch */
     spv_id *multiplier; /* IR constant -> its opaque stand-in (0: none), see opaque_multipliers */
     bool *div;          /* IR value -> it may differ between invocations (divergent) */
+    bool *loop;         /* IR value -> it is, or flows into, an instruction inside a RANGE */
 } emitter;
 
 /* ---- types ------------------------------------------------------------------------------- */
@@ -412,7 +413,7 @@ static void store(emitter *e, const ir_inst *i) {
  * stays a multiplier, which llvmpipe's loads prefer to a shift of the element index (sum over
  * rows: 6.6 ms with the shift, 6.0 without; bench/README.md). Exact: every term is a multiple
  * of 4. */
-static spv_id quarter(emitter *e, ir_value v, int depth) {
+static spv_id quarter(emitter *e, ir_value v, bool opaque, int depth) {
     spv_builder *b = e->b;
     const ir_inst *insts = e->k->insts.data, *i = &insts[v];
     ir_type t = e->k->index_type;
@@ -421,8 +422,8 @@ static spv_id quarter(emitter *e, ir_value v, int depth) {
     if (i->op == IR_CONST)
         return i->imm.i % 4 == 0 ? spv_const_int(b, compute_type(b, t), i->imm.i / 4) : 0;
     if (i->op == IR_ADD || i->op == IR_SUB) {
-        spv_id x = quarter(e, i->src[0], depth + 1);
-        spv_id y = x ? quarter(e, i->src[1], depth + 1) : 0;
+        spv_id x = quarter(e, i->src[0], opaque, depth + 1);
+        spv_id y = x ? quarter(e, i->src[1], opaque, depth + 1) : 0;
         return y ? spv_binop(b, i->op == IR_ADD ? SpvOpIAdd : SpvOpISub, x, y) : 0;
     }
     if (i->op != IR_MUL)
@@ -433,7 +434,7 @@ static spv_id quarter(emitter *e, ir_value v, int depth) {
         if (c->op != IR_CONST || c->imm.i % 4 != 0)
             continue;
         spv_id q = spv_const_int(b, compute_type(b, t), c->imm.i / 4);
-        if (e->multiplier && e->div[other] && c->imm.i / 4 != 1 && c->imm.i / 4 != -1) {
+        if (opaque && e->div[other] && c->imm.i / 4 != 1 && c->imm.i / 4 != -1) {
             spv_id z = t == IR_I64 ? spv_convert(b, SpvOpUConvert, spv_type_int(b, 64, true),
                                                  e->groups_z)
                                    : spv_convert(b, SpvOpBitcast, spv_type_int(b, 32, true),
@@ -448,7 +449,8 @@ static spv_id quarter(emitter *e, ir_value v, int depth) {
 /* Four elements from index (a multiple of 4): element index / 4 of the buffer's vector view. */
 static spv_id vector_element(emitter *e, const ir_inst *i) {
     spv_builder *b = e->b;
-    spv_id index = quarter(e, i->src[0], 0);
+    bool opaque = e->multiplier && e->loop[i - e->k->insts.data];
+    spv_id index = quarter(e, i->src[0], opaque, 0);
     if (!index) {
         spv_id two = spv_const_int(b, compute_type(b, e->k->index_type), 2);
         index = spv_binop(b, SpvOpShiftRightLogical, e->ids[i->src[0]], two);
@@ -578,21 +580,23 @@ static bool divergent(const ir_inst *insts, const bool *div, uint32_t at) {
     return false;
 }
 
-/* emit_options.opaque_multipliers: on llvmpipe, an invocation's index multiplied by a
- * compile-time constant (a row stride) makes slower loads than the same product by a value
- * the driver's compiler cannot see (a row sum over (4096, 4096): about 5%, bench/README.md).
- * Such a multiplication (an integer value that differs between invocations, times a constant
- * other than 0 and +-1) therefore multiplies by constant * NumWorkgroups.z, a product made
- * once at the top of the function: NumWorkgroups.z is 1 in every dispatch the host records
- * (runtime.c), so the values are the same, only hidden from constant folding. Products of
- * values every invocation shares (a loop counter's) keep their constants. */
+/* emit_options.opaque_multipliers: on llvmpipe, loads inside a loop whose index is an
+ * invocation's value times a compile-time constant (a row stride) run slower than with the
+ * same product by a value the driver's compiler cannot see (a row sum over (4096, 4096):
+ * about 5%, bench/README.md); in straight-line code (an elementwise tile) the constant is
+ * better. Such a multiplication (an integer value that differs between invocations, times a
+ * constant other than 0 and +-1, flowing into a loop) therefore multiplies by constant *
+ * NumWorkgroups.z, a product made once at the top of the function: NumWorkgroups.z is 1 in
+ * every dispatch the host records (runtime.c), so the values are the same, only hidden from
+ * constant folding. Products of values every invocation shares (a loop counter's) keep their
+ * constants. */
 static void opaque_multipliers(emitter *e) {
     spv_builder *b = e->b;
     const ir_inst *insts = e->k->insts.data;
     const bool *div = e->div;
     for (uint32_t at = 0; at < e->k->insts.len; at++) {
         const ir_inst *i = &insts[at];
-        if (i->op != IR_MUL || (i->type != IR_I32 && i->type != IR_I64))
+        if (i->op != IR_MUL || (i->type != IR_I32 && i->type != IR_I64) || !e->loop[at])
             continue;
         for (int s = 0; s < 2; s++) {
             uint32_t c = i->src[s];
@@ -728,10 +732,10 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
         return st;
     size_t n = k->insts.len ? k->insts.len : 1;
     spv_id *arrays = base_calloc(&k->alloc, 6 * n, sizeof *arrays);
-    bool *div = base_calloc(&k->alloc, n, sizeof *div);
+    bool *div = base_calloc(&k->alloc, 2 * n, sizeof *div);
     if (!arrays || !div) {
         base_free(&k->alloc, arrays, arrays ? 6 * n * sizeof *arrays : 0);
-        base_free(&k->alloc, div, div ? n * sizeof *div : 0);
+        base_free(&k->alloc, div, div ? 2 * n * sizeof *div : 0);
         spv_builder_destroy(e.b);
         return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory to emit SPIR-V");
     }
@@ -742,6 +746,7 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
     e.counter = arrays + 4 * n;
     e.multiplier = opt->opaque_multipliers ? arrays + 5 * n : NULL;
     e.div = div;
+    e.loop = div + n;
 
     declare_interface(&e);
     spv_id fn = spv_function_begin(e.b, "main");
@@ -755,8 +760,18 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
     e.wg_size_x = wg[0];
     compute_global_id(&e);
     uint32_t open[64], depth = 0;
-    for (uint32_t at = 0; at < k->insts.len; at++)
+    for (uint32_t at = 0, d = 0; at < k->insts.len; at++) {
+        const ir_inst *i = &k->insts.data[at];
         e.div[at] = divergent(k->insts.data, e.div, at);
+        d -= i->op == IR_ENDRANGE && d > 0;
+        e.loop[at] = d > 0;
+        d += i->op == IR_RANGE;
+    }
+    for (uint32_t at = (uint32_t)k->insts.len; at-- > 0;) { /* what flows into a loop */
+        const ir_inst *i = &k->insts.data[at];
+        for (uint32_t s = 0; e.loop[at] && s < ir_op_operands(i->op); s++)
+            e.loop[i->src[s]] = true;
+    }
     if (e.multiplier)
         opaque_multipliers(&e);
     for (uint32_t at = 0; at < k->insts.len && depth < 64; at++)
@@ -781,7 +796,7 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
         }
     }
     base_free(&k->alloc, arrays, 6 * n * sizeof *arrays);
-    base_free(&k->alloc, div, n * sizeof *div);
+    base_free(&k->alloc, div, 2 * n * sizeof *div);
     spv_builder_destroy(e.b);
     return st;
 }

@@ -71,12 +71,14 @@ static int count_op(const emit_result *r, uint32_t op) {
 }
 
 /* out[4g .. 4g+3] = in[i .. i+3] for i = g * 4096 + 8 (quarterable: the vector index is
- * g * 1024 + 2) or i = (g * 2) * 2 (not: the constants are not multiples of 4). */
-static void copy4_kernel(ir_kernel *k, bool quarterable) {
+ * g * 1024 + 2) or i = (g * 2) * 2 (not: the constants are not multiples of 4); looped: the
+ * copy inside a loop of one iteration t, with t * 8 added to i. */
+static void copy4_kernel(ir_kernel *k, bool quarterable, bool looped) {
     ir_kernel_init(k, alloc(), IR_I32);
     ir_buffer_add(k, IR_F32);
     ir_buffer_add(k, IR_F32);
     ir_value g = ir_global_id(k);
+    ir_value t = looped ? ir_range(k, ir_const_i(k, IR_I32, 1)) : IR_NONE;
     ir_value at;
     if (quarterable)
         at = ir_alu(k, IR_ADD, IR_I32,
@@ -86,40 +88,56 @@ static void copy4_kernel(ir_kernel *k, bool quarterable) {
         at = ir_alu(k, IR_MUL, IR_I32,
                     ir_alu(k, IR_MUL, IR_I32, g, ir_const_i(k, IR_I32, 2), IR_NONE),
                     ir_const_i(k, IR_I32, 2), IR_NONE);
+    if (looped)
+        at = ir_alu(k, IR_ADD, IR_I32, at,
+                    ir_alu(k, IR_MUL, IR_I32, t, ir_const_i(k, IR_I32, 8), IR_NONE), IR_NONE);
     ir_value vec = ir_load4(k, 1, at), v[4];
     for (uint32_t c = 0; c < 4; c++)
         v[c] = ir_extract(k, vec, c);
     ir_store4(k, 0, ir_alu(k, IR_MUL, IR_I32, g, ir_const_i(k, IR_I32, 4), IR_NONE), v);
+    if (looped)
+        ir_endrange(k);
 }
 
 /* A vector index is the element index's terms divided by 4 when they are multiples of 4 (no
- * shift), else the element index shifted; with opaque_multipliers an invocation's index is
- * multiplied by constant * NumWorkgroups.z (one more multiplication per such constant). */
+ * shift), else the element index shifted. With opaque_multipliers, an invocation's index
+ * that flows into a loop is multiplied by constant * NumWorkgroups.z (one more multiplication
+ * per such constant); straight-line code keeps its constants. */
 static void test_ir_vector_index_emission(void **state) {
     (void)state;
     enum { OP_IMUL = 132, OP_SHIFT_RIGHT_LOGICAL = 194 };
-    for (int quarterable = 0; quarterable < 2; quarterable++) {
-        int muls[2];
-        for (int opaque = 0; opaque < 2; opaque++) {
-            ir_kernel k;
-            copy4_kernel(&k, quarterable);
-            base_error err = {0};
-            assert_int_equal(ir_verify(&k, &err), KILN_OK);
-            emit_options opt = {.spirv_version = 0x10300, .opaque_multipliers = opaque};
-            emit_result r;
-            assert_int_equal(emit_spirv(&k, &opt, &r, &err), KILN_OK);
-            if (spv_tools_available())
-                assert_int_equal(
-                    spv_validate(r.words, r.word_count, (1u << 22) | (1u << 12), &err), KILN_OK);
-            /* The store's index g * 4 is quarterable in both kernels. */
-            assert_int_equal(count_op(&r, OP_SHIFT_RIGHT_LOGICAL), quarterable ? 0 : 1);
-            muls[opaque] = count_op(&r, OP_IMUL);
-            emit_result_free(alloc(), &r);
-            ir_kernel_finish(&k);
+    for (int looped = 0; looped < 2; looped++) {
+        for (int quarterable = 0; quarterable < 2; quarterable++) {
+            int muls[2];
+            for (int opaque = 0; opaque < 2; opaque++) {
+                ir_kernel k;
+                copy4_kernel(&k, quarterable, looped);
+                base_error err = {0};
+                assert_int_equal(ir_verify(&k, &err), KILN_OK);
+                float in[8200], out[8] = {0};
+                for (int x = 0; x < 8200; x++)
+                    in[x] = (float)x;
+                interp_buffer b[2] = {{out, 8}, {in, 8200}};
+                assert_int_equal(interp_run(&k, b, NULL, 2, &err), KILN_OK);
+                assert_true(out[4] == (quarterable ? 4104.0f : 4.0f)); /* g = 1 */
+                emit_options opt = {.spirv_version = 0x10300, .opaque_multipliers = opaque};
+                emit_result r;
+                assert_int_equal(emit_spirv(&k, &opt, &r, &err), KILN_OK);
+                if (spv_tools_available())
+                    assert_int_equal(
+                        spv_validate(r.words, r.word_count, (1u << 22) | (1u << 12), &err),
+                        KILN_OK);
+                /* The store's index g * 4 is quarterable in both kernels. */
+                assert_int_equal(count_op(&r, OP_SHIFT_RIGHT_LOGICAL), quarterable ? 0 : 1);
+                muls[opaque] = count_op(&r, OP_IMUL);
+                emit_result_free(alloc(), &r);
+                ir_kernel_finish(&k);
+            }
+            if (looped)
+                assert_true(muls[1] > muls[0]);
+            else
+                assert_int_equal(muls[1], muls[0]);
         }
-        /* Opaque stand-ins: 1024 (quarterable load) or 2 twice over (the other), and the
-         * element-index products g * 4096 or g * 2 of the IR themselves. */
-        assert_true(muls[1] > muls[0]);
     }
 }
 
