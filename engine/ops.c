@@ -462,9 +462,10 @@ static kiln_tensor *split_reduce(kiln_tensor *x, ir_op op, uint32_t mask) {
 /* A column reduction (the kept dims' last one contiguous in memory, constant sizes) on a
  * device that tiles reductions over columns (CPUs: lower.c): the reduced dims moved first, as
  * (P, R / P, C) reduced over its middle dim, then over P. The first stage's tiles are runs of
- * contiguous columns (read as vectors) of one strip of rows, P chosen so that about 16 x
- * parallelism outputs keep the device busy; the second combines P partials per column. NULL:
- * one stage is best. */
+ * contiguous columns (read as vectors) of one strip of rows, P chosen so that up to 32 x
+ * parallelism outputs keep the device busy with strips of at least 256 rows (max over axis 0
+ * of (4096, 4096) on lavapipe: 16 strips 7-9% faster than 8); the second combines P partials
+ * per column. NULL: one stage is best. */
 static kiln_tensor *strip_split(kiln_tensor *x, ir_op op, uint32_t mask) {
     kiln_context *ctx = x->ctx;
     const shape_view *v = view_of(x);
@@ -487,7 +488,7 @@ static kiln_tensor *strip_split(kiln_tensor *x, ir_op op, uint32_t mask) {
         if (!(mask & (1u << d)))
             perm[n++] = (int32_t)d;
     }
-    int64_t want = 16 * (int64_t)ctx->parallelism;
+    int64_t want = 32 * (int64_t)ctx->parallelism;
     if (ctx->tile_cols < 4 || stride != 1 || rows < 1024 || cols % 4 != 0 || cols >= want)
         return NULL;
     int64_t p = 1;
