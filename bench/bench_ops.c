@@ -22,11 +22,11 @@
  * below is exact in f32 in any order, so results are compared exactly except softmax.
  *
  * Environment: KILN_BENCH_FILTER=substring (case ids or names), KILN_BENCH_QUICK=1 (skips the
- * 2048^3 matmul, fewer repetitions), KILN_BENCH_PAIRS=n (paired repetitions, default 15), KILN_BENCH_JSON=path (default bench/results.json),
- * KILN_DEVICE (as Kiln). MESA_SHADER_CACHE_DIR is pointed at a fresh temporary folder unless
- * it is set: first-use (compile) figures are then those of a cold cache on every run instead of
- * depending on what earlier runs left in the user's cache (Mesa's cache stays on; it is not
- * disabled). */
+ * 2048^3 matmul, fewer repetitions), KILN_BENCH_PAIRS=n (paired repetitions, default 15),
+ * KILN_BENCH_JSON=path (default bench/results.json), KILN_DEVICE (as Kiln). MESA_SHADER_CACHE_DIR
+ * is pointed at a fresh temporary folder unless it is set: first-use (compile) figures are then
+ * those of a cold cache on every run instead of depending on what earlier runs left in the user's
+ * cache (Mesa's cache stays on; it is not disabled). */
 #include <kiln/kiln.h>
 
 #include "bench_util.h"
@@ -115,8 +115,7 @@ static row *row_new(const char *id, const char *name, const char *ref, double wo
     snprintf(r->name, sizeof r->name, "%s", name);
     snprintf(r->ref, sizeof r->ref, "%s", ref);
     r->kiln_ms = r->kiln_first_ms = r->kiln_dev_ms = r->ref_ms = r->ref_first_ms = r->ref_dev_ms =
-        r->kiln_alone_ms = r->ref_alone_ms = r->ratio = r->ratio_lo = r->ratio_hi = r->target =
-            NAN;
+        r->kiln_alone_ms = r->ref_alone_ms = r->ratio = r->ratio_lo = r->ratio_hi = r->target = NAN;
     r->work = work;
     r->unit = u;
     snprintf(r->status, sizeof r->status, "ok");
@@ -719,7 +718,7 @@ static int median_ci_rank(int n) {
     int j = 0;
     double cdf = 0, p = 1;
     for (int i = 0; i < n; i++)
-        p *= 0.5; /* P(B = 0) */
+        p *= 0.5;                 /* P(B = 0) */
     for (int k = 0; k < n; k++) { /* cdf = P(B <= k) */
         cdf += p;
         if (cdf > 0.025)
@@ -2194,9 +2193,9 @@ static void fmt_num(char *buf, size_t size, double v) {
 }
 
 static void print_table(void) {
-    printf("\n%-34s %10s %10s %-18s %10s %8s %-13s %6s %-6s %10s %10s %-8s %s\n", "case",
-           "kiln ms", "first ms", "reference", "ref ms", "kiln/ref", "interval", "target",
-           "", "kiln thr.", "ref thr.", "unit", "status");
+    printf("\n%-34s %10s %10s %-18s %10s %8s %-13s %6s %-6s %10s %10s %-8s %s\n", "case", "kiln ms",
+           "first ms", "reference", "ref ms", "kiln/ref", "interval", "target", "", "kiln thr.",
+           "ref thr.", "unit", "status");
     for (int i = 0; i < g.row_count; i++) {
         const row *r = &g.rows[i];
         char k[24], f[24], rf[24], ratio[24], kt[24], rt[24], ci[40] = "-", tg[24];
@@ -2314,9 +2313,9 @@ static bool setup(void) {
         printf("python3 with numpy not found: numpy references skipped\n");
     if (!ref_device_open())
         g.have_glslc = false; /* no device: no GLSL references either */
-    printf("bench_ops on %s; %d repetitions after a warm-up, then %d pairs%s%s%s\n",
-           g.device_name, g.reps, g.pairs,
-           g.quick ? "; quick" : "", g.filter ? "; filter " : "", g.filter ? g.filter : "");
+    printf("bench_ops on %s; %d repetitions after a warm-up, then %d pairs%s%s%s\n", g.device_name,
+           g.reps, g.pairs, g.quick ? "; quick" : "", g.filter ? "; filter " : "",
+           g.filter ? g.filter : "");
     return true;
 }
 

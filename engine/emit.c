@@ -20,8 +20,8 @@ typedef struct emitter {
     spv_id global_id;               /* linear invocation index, index type */
     bool params_in_buffer;
     spv_id wg_size_x;
-    spv_id lane;       /* group kernels: LocalInvocationIndex (u32) */
-    spv_id groups_z;   /* NumWorkgroups.z (u32): 1 in every dispatch */
+    spv_id lane;        /* group kernels: LocalInvocationIndex (u32) */
+    spv_id groups_z;    /* NumWorkgroups.z (u32): 1 in every dispatch */
     spv_id *multiplier; /* IR constant -> its opaque stand-in (0: none), see opaque_multipliers */
     bool *div;          /* IR value -> it may differ between invocations (divergent) */
     bool *loop;         /* IR value -> it is, or flows into, an instruction inside a RANGE */
@@ -435,10 +435,9 @@ static spv_id quarter(emitter *e, ir_value v, bool opaque, int depth) {
             continue;
         spv_id q = spv_const_int(b, compute_type(b, t), c->imm.i / 4);
         if (opaque && e->div[other] && c->imm.i / 4 != 1 && c->imm.i / 4 != -1) {
-            spv_id z = t == IR_I64 ? spv_convert(b, SpvOpUConvert, spv_type_int(b, 64, true),
-                                                 e->groups_z)
-                                   : spv_convert(b, SpvOpBitcast, spv_type_int(b, 32, true),
-                                                 e->groups_z);
+            spv_id z = t == IR_I64
+                           ? spv_convert(b, SpvOpUConvert, spv_type_int(b, 64, true), e->groups_z)
+                           : spv_convert(b, SpvOpBitcast, spv_type_int(b, 32, true), e->groups_z);
             q = spv_binop(b, SpvOpIMul, q, z); /* opaque, as opaque_multipliers' */
         }
         return c->imm.i / 4 == 0 ? q : spv_binop(b, SpvOpIMul, e->ids[other], q);

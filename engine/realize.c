@@ -143,13 +143,13 @@ kiln_status eng_realize(kiln_context *ctx, uint32_t count, eng_node *const *node
         unassign(&s);
     ctx->stats.realizes++;
     if (base_log_verbosity() >= 1)
-        base_log(
-            BASE_LOG_INFO, "engine",
-            "realize: %zu kernels; compiled %llu (%.3f ms), cached %llu, dispatches %llu, "
-            "device %.3f ms",
-            s.kernels.len, (unsigned long long)ctx->stats.kernels_compiled,
-            (double)ctx->stats.codegen_ns / 1e6, (unsigned long long)ctx->stats.kernels_cached,
-            (unsigned long long)ctx->stats.dispatches, (double)ctx->stats.device_time_ns / 1e6);
+        base_log(BASE_LOG_INFO, "engine",
+                 "realize: %zu kernels; compiled %llu (%.3f ms), cached %llu, dispatches %llu, "
+                 "device %.3f ms",
+                 s.kernels.len, (unsigned long long)ctx->stats.kernels_compiled,
+                 (double)ctx->stats.codegen_ns / 1e6, (unsigned long long)ctx->stats.kernels_cached,
+                 (unsigned long long)ctx->stats.dispatches,
+                 (double)ctx->stats.device_time_ns / 1e6);
     BASE_VEC_FREE(&ctx->alloc, &s.kernels);
     BASE_VEC_FREE(&ctx->alloc, &s.assigned);
     return st;
