@@ -20,11 +20,12 @@ typedef struct emitter {
     spv_id global_id;               /* linear invocation index, index type */
     bool params_in_buffer;
     spv_id wg_size_x;
-    spv_id lane;        /* group kernels: LocalInvocationIndex (u32) */
-    spv_id groups_z;    /* NumWorkgroups.z (u32): 1 in every dispatch */
-    spv_id *multiplier; /* IR constant -> its opaque stand-in (0: none), see opaque_multipliers */
-    bool *div;          /* IR value -> it may differ between invocations (divergent) */
-    bool *loop;         /* IR value -> it is, or flows into, an instruction inside a RANGE */
+    spv_id lane;      /* group kernels: LocalInvocationIndex (u32) */
+    spv_id groups_z;  /* NumWorkgroups.z (u32): 1 in every dispatch */
+    spv_id *stand_in; /* IR constant -> its opaque stand-in (0: none), see opaque_multipliers */
+    bool *opaque_mul; /* IR MUL -> its constant operand is replaced by the stand-in (NULL: none) */
+    bool *div;        /* IR value -> it may differ between invocations (divergent) */
+    bool *loop;       /* IR value -> it is, or flows into, an instruction inside a RANGE */
 } emitter;
 
 /* ---- types ------------------------------------------------------------------------------- */
@@ -312,9 +313,9 @@ static spv_id alu(emitter *e, const ir_inst *i) {
     const ir_inst *insts = e->k->insts.data;
     spv_id x = e->ids[i->src[0]];
     spv_id y = ir_op_operands(i->op) > 1 ? e->ids[i->src[1]] : 0;
-    if (i->op == IR_MUL && e->multiplier) { /* the stand-ins of opaque_multipliers */
-        x = e->multiplier[i->src[0]] ? e->multiplier[i->src[0]] : x;
-        y = e->multiplier[i->src[1]] ? e->multiplier[i->src[1]] : y;
+    if (e->opaque_mul && e->opaque_mul[i - insts]) { /* opaque_multipliers */
+        x = e->stand_in[i->src[0]] ? e->stand_in[i->src[0]] : x;
+        y = e->stand_in[i->src[1]] ? e->stand_in[i->src[1]] : y;
     }
     ir_type st = insts[i->src[0]].type;
     if (i->op == IR_CAST)
@@ -408,6 +409,15 @@ static void store(emitter *e, const ir_inst *i) {
     spv_store(b, spv_buffer_element(b, e->buffers[i->arg], e->ids[i->src[0]]), v);
 }
 
+/* The integer constant value (of type t, I32 or I64) times NumWorkgroups.z: the same value, which
+ * the driver's compiler cannot fold (opaque_multipliers). */
+static spv_id hidden(emitter *e, ir_type t, spv_id value) {
+    spv_builder *b = e->b;
+    spv_id z = t == IR_I64 ? spv_convert(b, SpvOpUConvert, spv_type_int(b, 64, true), e->groups_z)
+                           : spv_convert(b, SpvOpBitcast, spv_type_int(b, 32, true), e->groups_z);
+    return spv_binop(b, SpvOpIMul, value, z);
+}
+
 /* Index value v / 4 written as a sum of products whose constants are divided by 4, or 0 when v
  * is not such a sum of multiples of 4 (constants, products by constants): a row stride then
  * stays a multiplier, which llvmpipe's loads prefer to a shift of the element index (sum over
@@ -434,12 +444,8 @@ static spv_id quarter(emitter *e, ir_value v, bool opaque, int depth) {
         if (c->op != IR_CONST || c->imm.i % 4 != 0)
             continue;
         spv_id q = spv_const_int(b, compute_type(b, t), c->imm.i / 4);
-        if (opaque && e->div[other] && c->imm.i / 4 != 1 && c->imm.i / 4 != -1) {
-            spv_id z = t == IR_I64
-                           ? spv_convert(b, SpvOpUConvert, spv_type_int(b, 64, true), e->groups_z)
-                           : spv_convert(b, SpvOpBitcast, spv_type_int(b, 32, true), e->groups_z);
-            q = spv_binop(b, SpvOpIMul, q, z); /* opaque, as opaque_multipliers' */
-        }
+        if (opaque && e->div[other] && c->imm.i / 4 != 1 && c->imm.i / 4 != -1)
+            q = hidden(e, t, q); /* as opaque_multipliers does */
         return c->imm.i / 4 == 0 ? q : spv_binop(b, SpvOpIMul, e->ids[other], q);
     }
     return 0;
@@ -448,7 +454,7 @@ static spv_id quarter(emitter *e, ir_value v, bool opaque, int depth) {
 /* Four elements from index (a multiple of 4): element index / 4 of the buffer's vector view. */
 static spv_id vector_element(emitter *e, const ir_inst *i) {
     spv_builder *b = e->b;
-    bool opaque = e->multiplier && e->loop[i - e->k->insts.data];
+    bool opaque = e->opaque_mul && e->loop[i - e->k->insts.data];
     spv_id index = quarter(e, i->src[0], opaque, 0);
     if (!index) {
         spv_id two = spv_const_int(b, compute_type(b, e->k->index_type), 2);
@@ -590,9 +596,7 @@ static bool divergent(const ir_inst *insts, const bool *div, uint32_t at) {
  * constant folding. Products of values every invocation shares (a loop counter's) keep their
  * constants. */
 static void opaque_multipliers(emitter *e) {
-    spv_builder *b = e->b;
     const ir_inst *insts = e->k->insts.data;
-    const bool *div = e->div;
     for (uint32_t at = 0; at < e->k->insts.len; at++) {
         const ir_inst *i = &insts[at];
         if (i->op != IR_MUL || (i->type != IR_I32 && i->type != IR_I64) || !e->loop[at])
@@ -600,13 +604,12 @@ static void opaque_multipliers(emitter *e) {
         for (int s = 0; s < 2; s++) {
             uint32_t c = i->src[s];
             const ir_inst *ci = &insts[c];
-            if (ci->op != IR_CONST || !div[i->src[1 - s]] || e->multiplier[c] || ci->imm.i == 0 ||
-                ci->imm.i == 1 || ci->imm.i == -1)
+            if (ci->op != IR_CONST || !e->div[i->src[1 - s]] || ci->imm.i == 0 || ci->imm.i == 1 ||
+                ci->imm.i == -1)
                 continue;
-            spv_id z = i->type == IR_I64
-                           ? spv_convert(b, SpvOpUConvert, spv_type_int(b, 64, true), e->groups_z)
-                           : spv_convert(b, SpvOpBitcast, spv_type_int(b, 32, true), e->groups_z);
-            e->multiplier[c] = spv_binop(b, SpvOpIMul, const_id(b, ci), z);
+            if (!e->stand_in[c])
+                e->stand_in[c] = hidden(e, i->type, const_id(e->b, ci));
+            e->opaque_mul[at] = true;
         }
     }
 }
@@ -731,10 +734,10 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
         return st;
     size_t n = k->insts.len ? k->insts.len : 1;
     spv_id *arrays = base_calloc(&k->alloc, 6 * n, sizeof *arrays);
-    bool *div = base_calloc(&k->alloc, 2 * n, sizeof *div);
+    bool *div = base_calloc(&k->alloc, 3 * n, sizeof *div);
     if (!arrays || !div) {
         base_free(&k->alloc, arrays, arrays ? 6 * n * sizeof *arrays : 0);
-        base_free(&k->alloc, div, div ? 2 * n * sizeof *div : 0);
+        base_free(&k->alloc, div, div ? 3 * n * sizeof *div : 0);
         spv_builder_destroy(e.b);
         return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory to emit SPIR-V");
     }
@@ -743,9 +746,10 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
     e.loop_continue = arrays + 2 * n;
     e.loop_header = arrays + 3 * n;
     e.counter = arrays + 4 * n;
-    e.multiplier = opt->opaque_multipliers ? arrays + 5 * n : NULL;
+    e.stand_in = arrays + 5 * n;
     e.div = div;
     e.loop = div + n;
+    e.opaque_mul = opt->opaque_multipliers ? div + 2 * n : NULL;
 
     declare_interface(&e);
     spv_id fn = spv_function_begin(e.b, "main");
@@ -771,7 +775,7 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
         for (uint32_t s = 0; e.loop[at] && s < ir_op_operands(i->op); s++)
             e.loop[i->src[s]] = true;
     }
-    if (e.multiplier)
+    if (e.opaque_mul)
         opaque_multipliers(&e);
     for (uint32_t at = 0; at < k->insts.len && depth < 64; at++)
         emit_inst(&e, at, open, &depth);
@@ -795,7 +799,7 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
         }
     }
     base_free(&k->alloc, arrays, 6 * n * sizeof *arrays);
-    base_free(&k->alloc, div, 2 * n * sizeof *div);
+    base_free(&k->alloc, div, 3 * n * sizeof *div);
     spv_builder_destroy(e.b);
     return st;
 }
