@@ -10,9 +10,9 @@
  * against the reference's output, and the reference against a host computation, for every case.
  *
  * References: GLSL compute shaders in bench/shaders (compiled at run time by glslc, a
- * benchmark-only dependency) run through vk/ on a device of their own, the same physical device
- * Kiln uses; host figures: memcpy with 2 threads, numpy through a python3 subprocess. A missing
- * tool skips its references with a message.
+ * benchmark-only dependency) run through vk/ on the Vulkan device of the case's Kiln context
+ * (kiln_open); host figures: memcpy with 2 threads, numpy through a python3 subprocess. A
+ * missing tool skips its references with a message.
  *
  * Repetitions reuse Kiln's compiled kernels but need a new graph: nodes are hash-consed, so an
  * identical graph would be the already realized node. Each repetition therefore reads one fresh
