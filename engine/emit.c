@@ -418,12 +418,13 @@ static spv_id hidden(emitter *e, ir_type t, spv_id value) {
     return spv_binop(b, SpvOpIMul, value, z);
 }
 
-/* Index value v / 4 written as a sum of products whose constants are divided by 4, or 0 when v
- * is not such a sum of multiples of 4 (constants, products by constants): a row stride then
- * stays a multiplier, which llvmpipe's loads prefer to a shift of the element index (sum over
- * rows: 6.6 ms with the shift, 6.0 without; bench/README.md). Exact: every term is a multiple
- * of 4. */
-static spv_id quarter(emitter *e, ir_value v, bool opaque, int depth) {
+/* Index value v / 4 written as a sum of products whose constants are divided by 4 (hidden, as
+ * opaque_multipliers hides them, where they multiply an invocation's value), or 0 when v is not
+ * such a sum of multiples of 4 (constants, products by constants): a row stride then stays a
+ * multiplier, which llvmpipe's loads in a loop prefer to a shift of the element index (sum
+ * over rows: 6.6 ms with the shift, 6.0 without; bench/README.md). Exact: every term is a
+ * multiple of 4. */
+static spv_id quarter(emitter *e, ir_value v, int depth) {
     spv_builder *b = e->b;
     const ir_inst *insts = e->k->insts.data, *i = &insts[v];
     ir_type t = e->k->index_type;
@@ -432,8 +433,8 @@ static spv_id quarter(emitter *e, ir_value v, bool opaque, int depth) {
     if (i->op == IR_CONST)
         return i->imm.i % 4 == 0 ? spv_const_int(b, compute_type(b, t), i->imm.i / 4) : 0;
     if (i->op == IR_ADD || i->op == IR_SUB) {
-        spv_id x = quarter(e, i->src[0], opaque, depth + 1);
-        spv_id y = x ? quarter(e, i->src[1], opaque, depth + 1) : 0;
+        spv_id x = quarter(e, i->src[0], depth + 1);
+        spv_id y = x ? quarter(e, i->src[1], depth + 1) : 0;
         return y ? spv_binop(b, i->op == IR_ADD ? SpvOpIAdd : SpvOpISub, x, y) : 0;
     }
     if (i->op != IR_MUL)
@@ -444,18 +445,20 @@ static spv_id quarter(emitter *e, ir_value v, bool opaque, int depth) {
         if (c->op != IR_CONST || c->imm.i % 4 != 0)
             continue;
         spv_id q = spv_const_int(b, compute_type(b, t), c->imm.i / 4);
-        if (opaque && e->div[other] && c->imm.i / 4 != 1 && c->imm.i / 4 != -1)
-            q = hidden(e, t, q); /* as opaque_multipliers does */
+        if (e->div[other] && c->imm.i / 4 != 1 && c->imm.i / 4 != -1)
+            q = hidden(e, t, q);
         return c->imm.i / 4 == 0 ? q : spv_binop(b, SpvOpIMul, e->ids[other], q);
     }
     return 0;
 }
 
-/* Four elements from index (a multiple of 4): element index / 4 of the buffer's vector view. */
+/* Four elements from index (a multiple of 4): element index / 4 of the buffer's vector view;
+ * in a loop on a CPU device (opaque_multipliers) the quarter terms, elsewhere the shifted
+ * element index (elementwise tiles measured no better with quarters). */
 static spv_id vector_element(emitter *e, const ir_inst *i) {
     spv_builder *b = e->b;
     bool opaque = e->opaque_mul && e->loop[i - e->k->insts.data];
-    spv_id index = quarter(e, i->src[0], opaque, 0);
+    spv_id index = opaque ? quarter(e, i->src[0], 0) : 0;
     if (!index) {
         spv_id two = spv_const_int(b, compute_type(b, e->k->index_type), 2);
         index = spv_binop(b, SpvOpShiftRightLogical, e->ids[i->src[0]], two);
