@@ -706,12 +706,6 @@ static double ref_once(void *state) {
     return ok ? ms : NAN;
 }
 
-/* The k-th smallest (from 0) of v[0..n) after sorting. */
-static double sorted_at(double *v, int n, int k) {
-    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
-    return v[k < 0 ? 0 : k >= n ? n - 1 : k];
-}
-
 /* The rank (from 0) of the lower end of the confidence interval of a median of n: the largest
  * j with P(Binomial(n, 1/2) <= j - 1) <= 2.5%, at least 0 (then the interval is [min, max]). */
 static int median_ci_rank(int n) {
@@ -756,10 +750,10 @@ static void pair_run(row *r, side kiln, side ref, int pairs) {
     r->ref_alone_ms = r->ref_ms;
     r->kiln_ms = bench_median(kt, pairs);
     r->ref_ms = bench_median(rt, pairs);
-    r->ratio = bench_median(ratio, pairs); /* sorts ratio */
+    r->ratio = bench_median(ratio, pairs); /* sorts ratio: the interval's ends are ranks */
     int lo = median_ci_rank(pairs);
-    r->ratio_lo = sorted_at(ratio, pairs, lo);
-    r->ratio_hi = sorted_at(ratio, pairs, pairs - 1 - lo);
+    r->ratio_lo = ratio[lo];
+    r->ratio_hi = ratio[pairs - 1 - lo];
     r->pairs = pairs;
 }
 

@@ -14,8 +14,9 @@ typedef struct emit_options {
                                 is its group_lanes, and the pipeline must keep it */
     bool params_in_buffer;   /* parameters in a storage buffer (binding buffer_count), not
                                 push constants: for devices whose limit they exceed */
-    bool opaque_multipliers; /* index products by constants as products by run-time values
-                                (CPU drivers: faster loads on llvmpipe; emit.c) */
+    bool opaque_multipliers; /* in loops, an invocation's index times a constant as a product
+                                by a run-time value, vector indices as quarter terms (CPU
+                                drivers: faster loads on llvmpipe; emit.c) */
 } emit_options;
 
 /* The module's interface: buffer i is set 0 binding i; push constants are the kernel's

@@ -22,8 +22,9 @@ static bool wants_interpreter(const char *device) {
  * workgroup limits. Output tiles (lower.c): on a CPU 16 elementwise outputs per invocation and
  * 8 x 8 for reductions (LAVAPIPE.md: several outputs per invocation, register blocking); on a
  * GPU one elementwise output (neighbouring invocations read neighbouring elements) and 4 x 4.
- * On a CPU, index products by constants are emitted as products by run-time values (emit.c
- * opaque_multipliers); a GPU's compiler keeps its constants. The test-only option
+ * On a CPU, an invocation's index times a constant, where it flows into a loop, is emitted as a
+ * product by a run-time value (emit.c opaque_multipliers); a GPU's compiler keeps its
+ * constants. The test-only option
  * test_gpu_tuning chooses the GPU's figures on any device. */
 void eng_runtime_tune(kiln_context *ctx) {
     ctx->parallelism = 2048;
@@ -307,6 +308,12 @@ static kiln_status pipeline_from_words(kiln_context *ctx, eng_program *p, const 
     return KILN_OK;
 }
 
+/* Adds the time since start (base_now_ns) to the code-generation statistic. */
+static void count_codegen(kiln_context *ctx, int64_t start) {
+    int64_t end = base_now_ns();
+    ctx->stats.codegen_ns += end > start ? (uint64_t)(end - start) : 0;
+}
+
 /* Emits p's IR as SPIR-V, keeps the words on disk, and creates the pipeline. */
 static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_program *p) {
     const vkd_caps *caps = vkd_device_caps(ctx->dev);
@@ -322,10 +329,9 @@ static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_p
                        .opaque_multipliers = ctx->opaque_multipliers};
     emit_result r;
     base_error err = {0};
-    int64_t t0 = base_now_ns();
+    int64_t start = base_now_ns();
     kiln_status st = emit_spirv(&p->ir, &eo, &r, &err);
-    int64_t t1 = base_now_ns();
-    ctx->stats.codegen_ns += t1 > t0 ? (uint64_t)(t1 - t0) : 0;
+    count_codegen(ctx, start);
     if (st != KILN_OK)
         return base_error_set(&ctx->err, st, "SPIR-V emission: %s", base_error_message(&err));
     spv_debug_dump(r.words, r.word_count, "kernel");
@@ -439,12 +445,11 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
     }
     if (st != KILN_ERROR_NOT_FOUND)
         return st;
-    int64_t t0 = base_now_ns();
+    int64_t start = base_now_ns();
     st = eng_kernel_lower(ctx, k, p, &p->ir);
     if (st == KILN_OK)
         st = ir_verify(&p->ir, &ctx->err);
-    int64_t t1 = base_now_ns();
-    ctx->stats.codegen_ns += t1 > t0 ? (uint64_t)(t1 - t0) : 0;
+    count_codegen(ctx, start);
     if (st != KILN_OK)
         return st;
     ctx->stats.kernels_compiled++; /* code generated in this process */

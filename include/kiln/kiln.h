@@ -115,8 +115,8 @@ typedef struct kiln_stats {
     uint64_t kernels_cached;   /* found in the memory cache */
     uint64_t kernels_tiled;    /* of those generated: several outputs per invocation */
     uint64_t kernels_vector;   /* of those generated: 4-element vector loads or stores */
-    uint64_t codegen_ns;       /* generating them: lowering, checks and SPIR-V emission (not the
-                                  driver's pipeline creation, nor the disk cache) */
+    uint64_t codegen_ns;       /* generating the kernels_compiled: lowering, checks, SPIR-V
+                                  emission (not the driver's pipeline, nor the disk cache) */
     uint64_t disk_hits;        /* found in the disk cache (no code generated) */
     uint64_t disk_misses;      /* looked up on disk, then generated */
     uint64_t guard_failures;   /* cached variants skipped because their guard failed */
