@@ -456,8 +456,8 @@ enum { REDUCE_UNROLL = 4 };
  * are (acc0 op acc1) op (acc2 op acc3) after the range, in a group kernel then combined over
  * its S lanes (S = 1, lane = 0 otherwise). Arg reductions keep one accumulator (the first
  * maximum wins) and are never grouped. A tiled kernel keeps one accumulator per output and
- * reduction (its outputs are the independent chains), the U elements of a step combined in
- * order. */
+ * reduction (its outputs are the independent chains); without bounds checks a step's U
+ * elements are combined first, then into the accumulator (stepwise, below). */
 static void lower_stage(lowering *l, uint32_t stage) {
     const eng_kernel *k = l->k;
     ir_kernel *ir = l->ir;
@@ -499,6 +499,12 @@ static void lower_stage(lowering *l, uint32_t stage) {
         l->step_value = q;
         base_map_init(&l->step_memo, &l->ctx->alloc);
     }
+    /* A tiled kernel without bounds checks combines a step's elements first and the step's
+     * value into the accumulator once: acc + (((v0 + v1) + v2) + v3), as a hand-written sgemm
+     * does. One update of each accumulator per step instead of four (lavapipe keeps a matmul's
+     * 64 in memory); matmul 1024^3 on lavapipe measured about 1% faster. */
+    bool stepwise = chains == 1 && unroll > 1 && exact;
+    ir_value step[MAX_TILE][ENG_MAX_REDUCTIONS];
     /* Values inside a body are not visible after it: each element's body has its own memo. */
     base_map outer = l->memo;
     for (uint32_t u = 0; u < unroll; u++) {
@@ -521,7 +527,15 @@ static void lower_stage(lowering *l, uint32_t stage) {
                 const eng_reduction *r = &k->reductions[i];
                 if (r->stage != stage)
                     continue;
-                combine(l, r, acc[l->out][chains > 1 ? u : 0][i], at[i], lower_value(l, r->value));
+                ir_value v = lower_value(l, r->value);
+                if (!stepwise || r->arg) {
+                    combine(l, r, acc[l->out][chains > 1 ? u : 0][i], at[i], v);
+                    continue;
+                }
+                ir_value *p = &step[l->out][i];
+                *p = u == 0 ? v : ir_alu(ir, r->op, r->type, *p, v, IR_NONE);
+                if (u == unroll - 1)
+                    combine(l, r, acc[l->out][0][i], at[i], *p);
             }
         }
         l->out = 0;

@@ -252,6 +252,35 @@ static void test_tiles_reduction_steps_load_vectors(void **state) {
     free(want);
 }
 
+/* The order a tiled reduction adds in (lower.c lower_stage): the four elements of an unrolled
+ * step first, then their sum into the output's accumulator, acc + (((v0 + v1) + v2) + v3) as a
+ * hand-written kernel does; untiled (a GPU) four accumulators, (a0 + a1) + (a2 + a3). Column
+ * sums of 8 rows whose f32 rounding tells the orders apart: 16 against 24 (in element order
+ * it would be 24 too). */
+static void test_tiles_reduction_step_order(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = f->ctx;
+    enum { R = 8, C = 4096 };
+    static const float column[R] = {1e8f, 0, 0, 0, 5, 5, 5, -1e8f};
+    float *x = values(R * C, 0), *want = values(C, 0);
+    for (size_t r = 0; r < R; r++) {
+        for (size_t c = 0; c < C; c++)
+            x[r * C + c] = column[r];
+    }
+    kiln_tensor *tx = fx_f32(ctx, 2, (const int64_t[]){R, C}, x);
+    kiln_stats before = kiln_context_stats(ctx);
+    kiln_tensor *sum = kiln_sum(tx, 1, (const int32_t[]){0}, false);
+    assert_int_equal(kiln_realize(sum), KILN_OK);
+    kiln_stats after = kiln_context_stats(ctx);
+    bool tiled = cpu_tiles(f);
+    assert_int_equal(stats_delta(&before, &after).tiled, tiled ? 1 : 0);
+    for (size_t c = 0; c < C; c++)
+        want[c] = tiled ? 16.0f : 24.0f;
+    fx_check_f32(sum, want, C, 0, 0);
+    free(x);
+    free(want);
+}
+
 /* Column reductions run in strips of rows (ops.c strip_split): a first kernel reduces each
  * strip over vectors of columns, a second the strips. Over axis 0 of x, and over the last axis
  * of x.T (the same columns through a permuted view); mean and var on top. */
@@ -463,6 +492,7 @@ int main(void) {
         ENG_TEST(test_tiles_matmul_register_tile),
         ENG_TEST(test_tiles_reduction_with_a_2d_output),
         ENG_TEST(test_tiles_reduction_steps_load_vectors),
+        ENG_TEST(test_tiles_reduction_step_order),
         ENG_TEST(test_tiles_column_reductions_in_strips),
         ENG_TEST(test_tiles_row_mode),
         ENG_TEST(test_tiles_gpu_tuning),
