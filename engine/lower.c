@@ -741,7 +741,8 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
         bool share = false, vectors = false;
         for (uint32_t i = 0; i < k->reduction_count && rows > 1; i++)
             share = share || shares_load(ctx->sym, k, k->reductions[i].value, width);
-        if (!share && width % 4 == 0) { /* else columns pay only when their loads are vectors */
+        if (!share && width % 4 == 0) { /* else columns pay only when their loads are vectors
+                                         * (then wider: nothing else is in registers) */
             char name[48];
             snprintf(name, sizeof name, "tile_probe:%lld", (long long)(numel / 4 - 1));
             const sym_node *probe = sym_var(ctx->sym, name, 0, numel / 4 - 1);
@@ -749,7 +750,7 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
                 vectors = vectors || steps_by_one(ctx->sym, k, k->reductions[i].value, probe);
         }
         tm = share ? ctx->tile_rows : 1;
-        tn = share || vectors ? ctx->tile_cols : 1;
+        tn = share ? ctx->tile_cols : vectors ? ctx->tile_vector_cols : 1;
     } else if (width % tn != 0) {
         width = numel;
         rows = 1;

@@ -489,7 +489,7 @@ static kiln_tensor *strip_split(kiln_tensor *x, ir_op op, uint32_t mask) {
             perm[n++] = (int32_t)d;
     }
     int64_t want = 32 * (int64_t)ctx->parallelism;
-    if (ctx->tile_cols < 4 || stride != 1 || rows < 1024 || cols % 4 != 0 || cols >= want)
+    if (ctx->tile_vector_cols < 4 || stride != 1 || rows < 1024 || cols % 4 != 0 || cols >= want)
         return NULL;
     int64_t p = 1;
     while (rows % (2 * p) == 0 && p * cols < want && rows / (2 * p) >= 256)
