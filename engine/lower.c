@@ -502,7 +502,8 @@ static void lower_stage(lowering *l, uint32_t stage) {
     /* A tiled kernel without bounds checks combines a step's elements first and the step's
      * value into the accumulator once: acc + (((v0 + v1) + v2) + v3), as a hand-written sgemm
      * does. One update of each accumulator per step instead of four (lavapipe keeps a matmul's
-     * 64 in memory); matmul 1024^3 on lavapipe measured about 1% faster. */
+     * 64 in memory). Measured on lavapipe against the old order in one process: matmul
+     * 1024^3 0.99-1.01, 2048^3 0.96. */
     bool stepwise = chains == 1 && unroll > 1 && exact;
     ir_value step[MAX_TILE][ENG_MAX_REDUCTIONS];
     /* Values inside a body are not visible after it: each element's body has its own memo. */
