@@ -209,7 +209,7 @@ struct kiln_context {
     uint32_t tile_ew;              /* outputs per invocation of an elementwise kernel */
     bool opaque_multipliers;       /* emit_options.opaque_multipliers: CPU devices */
     uint32_t tile_rows, tile_cols; /* register tile of a reduction with a 2-D output */
-    uint32_t tile_vector_cols;     /* a reduction's tile of columns read as vectors, alone */
+    uint32_t tile_vector_cols;     /* columns of a reduction's tile that only reads vectors */
     vkd_instance *inst;
     vkd_device *dev;
     vkd_batch *batch; /* the command buffer every realize records into (reset each time) */

@@ -23,7 +23,7 @@ static bool wants_interpreter(const char *device) {
  * 8 x 8 for reductions that share loads (LAVAPIPE.md: several outputs per invocation, register
  * blocking) and 16 columns for those whose tile only reads vectors (column reductions: 10-15%
  * faster than 8 on lavapipe, measured in one process against 8); on a GPU one elementwise
- * output (neighbouring invocations read neighbouring elements) and 4 x 4 or 4.
+ * output (neighbouring invocations read neighbouring elements), 4 x 4 and 4 columns.
  * On a CPU, an invocation's index times a constant, where it flows into a loop, is emitted as a
  * product by a run-time value (emit.c opaque_multipliers); a GPU's compiler keeps its
  * constants. The test-only option
