@@ -116,6 +116,7 @@ typedef struct kast {
 } kast;
 
 enum { ENG_MAX_BUFFERS = 16, ENG_MAX_PARAMS = 32, ENG_MAX_REDUCTIONS = 4 };
+enum { ENG_MAX_TILE = 64 }; /* outputs per invocation of a tiled kernel */
 
 /* One reduction of a kernel. Every reduction of a kernel combines over the same range. */
 typedef struct eng_reduction {
@@ -200,14 +201,15 @@ struct kiln_context {
     uint64_t next_id;
     uint64_t next_mark;
     bool interpreter;
-    bool force_specialization;     /* test-only: specialise symbolic sizes too (guards) */
-    bool timing;                   /* timestamp queries around each realize's batch */
-    uint32_t parallelism;          /* invocations worth keeping busy (splits big reductions) */
-    uint32_t group_lanes;          /* lanes per output of a group reduction (a power of two) */
-    uint32_t test_group_lanes;     /* kiln_context_options.test_group_lanes */
-    bool test_gpu_tuning;          /* kiln_context_options.test_gpu_tuning */
-    uint32_t tile_ew;              /* outputs per invocation of an elementwise kernel */
-    bool opaque_multipliers;       /* emit_options.opaque_multipliers: CPU devices */
+    bool force_specialization; /* test-only: specialise symbolic sizes too (guards) */
+    bool timing;               /* timestamp queries around each realize's batch */
+    uint32_t parallelism;      /* invocations worth keeping busy (splits big reductions) */
+    uint32_t group_lanes;      /* lanes per output of a group reduction (a power of two) */
+    uint32_t test_group_lanes; /* kiln_context_options.test_group_lanes */
+    bool test_gpu_tuning;      /* kiln_context_options.test_gpu_tuning */
+    uint32_t test_tile[4];     /* kiln_context_options.test_tile_ew, _rows, _cols, _vector_cols */
+    uint32_t tile_ew;          /* outputs per invocation of an elementwise kernel */
+    bool opaque_multipliers;   /* emit_options.opaque_multipliers: CPU devices */
     uint32_t tile_rows, tile_cols; /* register tile of a reduction with a 2-D output */
     uint32_t tile_vector_cols;     /* columns of a reduction's tile that only reads vectors */
     vkd_instance *inst;

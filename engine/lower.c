@@ -29,7 +29,7 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { MAX_TILE = 64 }; /* outputs per invocation */
+enum { MAX_TILE = ENG_MAX_TILE };
 
 typedef struct lowering {
     kiln_context *ctx;

@@ -26,8 +26,8 @@ static bool wants_interpreter(const char *device) {
  * output (neighbouring invocations read neighbouring elements), 4 x 4 and 4 columns.
  * On a CPU, an invocation's index times a constant, where it flows into a loop, is emitted as a
  * product by a run-time value (emit.c opaque_multipliers); a GPU's compiler keeps its
- * constants. The test-only option
- * test_gpu_tuning chooses the GPU's figures on any device. */
+ * constants. The test-only option test_gpu_tuning chooses the GPU's figures on any device;
+ * test_tile_* then set tiles. */
 void eng_runtime_tune(kiln_context *ctx) {
     ctx->parallelism = 2048;
     ctx->tile_ew = 16;
@@ -51,6 +51,15 @@ void eng_runtime_tune(kiln_context *ctx) {
         ctx->tile_rows = ctx->tile_cols = ctx->tile_vector_cols = 4;
         want = 64;
     }
+    uint32_t *tiles[4] = {&ctx->tile_ew, &ctx->tile_rows, &ctx->tile_cols, &ctx->tile_vector_cols};
+    for (int i = 0; i < 4; i++) {
+        if (!ctx->test_tile[i])
+            continue;
+        uint32_t t = 1;
+        while (t * 2 <= ctx->test_tile[i] && t * 2 <= ENG_MAX_TILE)
+            t *= 2;
+        *tiles[i] = t;
+    }
     if (ctx->test_group_lanes)
         want = ctx->test_group_lanes;
     uint32_t lanes = 1;
@@ -63,6 +72,10 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
     const char *device = opt->device ? opt->device : getenv("KILN_DEVICE");
     ctx->test_group_lanes = opt->test_group_lanes;
     ctx->test_gpu_tuning = opt->test_gpu_tuning;
+    ctx->test_tile[0] = opt->test_tile_ew;
+    ctx->test_tile[1] = opt->test_tile_rows;
+    ctx->test_tile[2] = opt->test_tile_cols;
+    ctx->test_tile[3] = opt->test_tile_vector_cols;
     if (wants_interpreter(device)) {
         ctx->interpreter = true;
         snprintf(ctx->device_name, sizeof ctx->device_name, "interpreter");

@@ -96,6 +96,12 @@ typedef struct kiln_context_options {
      * group lanes, one elementwise output per invocation, 4 x 4 reduction tiles, row mode only
      * with enough rows). */
     bool test_gpu_tuning;
+    /* Test and benchmark only: output tiles (outputs per invocation) other than the device's
+     * (0: the device's; else rounded down to a power of two, at most 64): of an elementwise
+     * kernel; of a reduction whose loads are shared along rows and columns (rows x cols, a
+     * matmul's: over 64 outputs it is not tiled); of a reduction whose tile only reads vectors
+     * (columns). Applied after test_gpu_tuning. bench_tuning compares tiles in one process. */
+    uint32_t test_tile_ew, test_tile_rows, test_tile_cols, test_tile_vector_cols;
 } kiln_context_options;
 
 /* Statuses: KILN_ERROR_NOT_FOUND (no device matches), KILN_ERROR_OUT_OF_HOST_MEMORY, Vulkan

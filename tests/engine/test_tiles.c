@@ -372,6 +372,67 @@ static void test_tiles_row_mode(void **state) {
     free(want);
 }
 
+/* The test-only tile options (kiln_context_options.test_tile_*, which bench_tuning compares):
+ * each is rounded down to a power of two and capped at 64 outputs, and every tile they choose
+ * computes the same results: a matmul (16 x 16 is past the cap: untiled), a broadcast add, a
+ * column max. Whether the column sums are tiled shows in their add order (step_order: 16
+ * tiled, 24 untiled): one vector column is no tile. */
+static void test_tiles_tile_options(void **state) {
+    const eng_fixture *f = *state;
+    static const struct {
+        uint32_t ew, rows, cols, vector_cols;
+        float column_sum;
+    } cases[] = {{1, 1, 1, 1, 24}, {3, 4, 16, 100, 16}, {32, 16, 16, 8, 16}, {64, 2, 8, 2, 16}};
+    enum { M = 256, K = 24, N = 512, R = 8, C = 32768 };
+    static const float column[R] = {1e8f, 0, 0, 0, 5, 5, 5, -1e8f};
+    float *a = values(M * K, 8), *b = values(K * N, 9), *mm = values(M * N, 0);
+    float *x = values(R * C, 0), *xs = values(R * C, 0), *sums = values(C, 0);
+    float *bcast = values(R * C, 0), *maxes = values(C, 0), *col = values(R, 3);
+    host_matmul(a, b, M, K, N, mm);
+    for (size_t c = 0; c < C; c++) {
+        maxes[c] = -INFINITY;
+        for (size_t r = 0; r < R; r++) {
+            xs[r * C + c] = column[r];
+            x[r * C + c] = xs[r * C + c] * 1e-7f + (float)(c % 5);
+            bcast[r * C + c] = x[r * C + c] + col[r];
+            maxes[c] = x[r * C + c] > maxes[c] ? x[r * C + c] : maxes[c];
+        }
+    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kiln_context_options opt = {.device = f->device ? NULL : "interp",
+                                    .validation = f->device,
+                                    .test_tile_ew = cases[i].ew,
+                                    .test_tile_rows = cases[i].rows,
+                                    .test_tile_cols = cases[i].cols,
+                                    .test_tile_vector_cols = cases[i].vector_cols};
+        kiln_context *ctx = NULL;
+        assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
+        kiln_tensor *ta = fx_f32(ctx, 2, (const int64_t[]){M, K}, a);
+        kiln_tensor *tb = fx_f32(ctx, 2, (const int64_t[]){K, N}, b);
+        fx_check_f32(kiln_matmul(ta, tb), mm, (size_t)M * N, 1e-3, 1e-5);
+        kiln_tensor *tx = fx_f32(ctx, 2, (const int64_t[]){R, C}, x);
+        kiln_tensor *tc = fx_f32(ctx, 2, (const int64_t[]){R, 1}, col);
+        fx_check_f32(kiln_add(tx, tc), bcast, (size_t)R * C, 0, 0);
+        fx_check_f32(kiln_max(tx, 1, (const int32_t[]){0}, false), maxes, C, 0, 0);
+        kiln_tensor *ts = fx_f32(ctx, 2, (const int64_t[]){R, C}, xs);
+        for (size_t c = 0; c < C; c++)
+            sums[c] = cases[i].column_sum;
+        fx_check_f32(kiln_sum(ts, 1, (const int32_t[]){0}, false), sums, C, 0, 0);
+        assert_int_equal(kiln_context_status(ctx), KILN_OK);
+        eng_fixture_assert_no_messages(ctx);
+        kiln_context_destroy(ctx);
+    }
+    free(a);
+    free(b);
+    free(mm);
+    free(x);
+    free(xs);
+    free(sums);
+    free(bcast);
+    free(maxes);
+    free(col);
+}
+
 /* The figures a GPU is tuned with (test-only option, on this device and the interpreter): one
  * elementwise output per invocation, 4 x 4 matmul tiles (vectors of four columns), softmax as
  * three kernels when there are few rows, column reductions in strips; the same results. */
@@ -498,6 +559,7 @@ int main(void) {
         ENG_TEST(test_tiles_column_reductions_in_strips),
         ENG_TEST(test_tiles_row_mode),
         ENG_TEST(test_tiles_gpu_tuning),
+        ENG_TEST(test_tiles_tile_options),
         ENG_TEST(test_tiles_in_place_write),
         ENG_TEST(test_tiles_types_without_vectors),
     };
