@@ -183,15 +183,6 @@ static double throughput(double work, unit u, double ms) {
 
 /* ---- data ------------------------------------------------------------------------------------ */
 
-/* Multiples of 1/4 in [-1, 1] from a seed. */
-static void fill_quarters(float *x, size_t n, uint64_t seed) {
-    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (size_t i = 0; i < n; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        x[i] = (float)((int)((s >> 33) % 9) - 4) * 0.25f;
-    }
-}
-
 static float *alloc_floats(size_t n) {
     float *p = malloc(n * sizeof *p);
     if (!p)
@@ -706,23 +697,6 @@ static double ref_once(void *state) {
     return ok ? ms : NAN;
 }
 
-/* The rank (from 0) of the lower end of the confidence interval of a median of n: the largest
- * j with P(Binomial(n, 1/2) <= j - 1) <= 2.5%, at least 0 (then the interval is [min, max]). */
-static int median_ci_rank(int n) {
-    int j = 0;
-    double cdf = 0, p = 1;
-    for (int i = 0; i < n; i++)
-        p *= 0.5;                 /* P(B = 0) */
-    for (int k = 0; k < n; k++) { /* cdf = P(B <= k) */
-        cdf += p;
-        if (cdf > 0.025)
-            break;
-        j = k + 1;
-        p = p * (n - k) / (k + 1);
-    }
-    return j;
-}
-
 /* Runs kiln and ref in alternation, pairs times each (after a warm-up pair that is not
  * counted), and makes the row's figures the paired ones: medians of each side, and the median
  * ratio kiln/ref of the pairs with its interval. The figures before pairing stay in
@@ -751,7 +725,7 @@ static void pair_run(row *r, side kiln, side ref, int pairs) {
     r->kiln_ms = bench_median(kt, pairs);
     r->ref_ms = bench_median(rt, pairs);
     r->ratio = bench_median(ratio, pairs); /* sorts ratio: the interval's ends are ranks */
-    int lo = median_ci_rank(pairs);
+    int lo = bench_median_ci_rank(pairs);
     r->ratio_lo = ratio[lo];
     r->ratio_hi = ratio[pairs - 1 - lo];
     r->pairs = pairs;
@@ -833,9 +807,9 @@ static void case_ew_fma(void) {
     kiln_context *ctx = kiln_open(r);
     if (!ha || !hb || !hc || !want || !got || !refo || !ctx)
         goto done;
-    fill_quarters(ha, N16M, 1);
-    fill_quarters(hb, N16M, 2);
-    fill_quarters(hc, N16M, 3);
+    bench_fill_quarters(ha, N16M, 1);
+    bench_fill_quarters(hb, N16M, 2);
+    bench_fill_quarters(hc, N16M, 3);
     for (size_t i = 0; i < N16M; i++)
         want[i] = ha[i] * hb[i] + hc[i];
     int64_t shape[1] = {N16M};
@@ -906,8 +880,8 @@ static void case_ew_bcast(void) {
     kiln_context *ctx = kiln_open(r);
     if (!ha || !hb || !want || !got || !refo || !ctx)
         goto done;
-    fill_quarters(ha, N16M, 4);
-    fill_quarters(hb, SIDE, 5);
+    bench_fill_quarters(ha, N16M, 4);
+    bench_fill_quarters(hb, SIDE, 5);
     for (size_t i = 0; i < N16M; i++)
         want[i] = ha[i] + hb[i / SIDE];
     ew_state s = {.ctx = ctx, .host_c = hb, .ndim = 2, .shape_c = {SIDE, 1}, .broadcast = true};
@@ -1110,7 +1084,7 @@ static void case_reduction(red_kind kind, const char *id, const char *name) {
     kiln_context *ctx = kiln_open(r);
     if (!hx || !want || !got || !refo || !ctx)
         goto done;
-    fill_quarters(hx, N16M, 6);
+    bench_fill_quarters(hx, N16M, 6);
     red_host(kind, hx, want);
     red_state s = {.ctx = ctx, .host = hx, .kind = kind};
     kiln_case c = {.ctx = ctx, .prepare = red_prepare, .build = red_build, .user = &s};
@@ -1190,7 +1164,7 @@ static void case_softmax(void) {
     kiln_context *ctx = kiln_open(r);
     if (!hx || !want || !got || !refo || !ctx)
         goto done;
-    fill_quarters(hx, N, 7);
+    bench_fill_quarters(hx, N, 7);
     softmax_host(hx, want);
     sm_state s = {.ctx = ctx, .host = hx};
     kiln_case c = {.ctx = ctx, .prepare = sm_prepare, .build = sm_build, .user = &s};
@@ -1290,8 +1264,8 @@ static void case_matmul(uint32_t n) {
         goto done;
     if (n > 1024 && g.reps > 2)
         g.reps = 2; /* seconds per repetition */
-    fill_quarters(ha, nn, 8);
-    fill_quarters(hb, nn, 9);
+    bench_fill_quarters(ha, nn, 8);
+    bench_fill_quarters(hb, nn, 9);
     mm_state s = {.ctx = ctx, .host_a = ha, .n = n};
     s.b = kiln_from_data(ctx, KILN_F32, 2, (int64_t[]){n, n}, hb);
     kiln_case c = {.ctx = ctx, .prepare = mm_prepare, .build = mm_build, .user = &s};
@@ -1369,7 +1343,7 @@ static void case_strided_sum(void) {
     kiln_context *ctx = kiln_open(r);
     if (!hx || !want || !got || !refo || !ctx)
         goto done;
-    fill_quarters(hx, N16M, 10);
+    bench_fill_quarters(hx, N16M, 10);
     /* The column sums (the rows of x.T). */
     for (size_t j = 0; j < SIDE; j++) {
         double sum = 0;
@@ -1492,7 +1466,7 @@ static void case_strided_copy(void) {
     kiln_context *ctx = kiln_open(r);
     if (!hx || !got || !want || !ctx)
         goto done;
-    fill_quarters(hx, N16M, 11);
+    bench_fill_quarters(hx, N16M, 11);
     for (size_t i = 0; i < SIDE; i++) {
         for (size_t j = 0; j < SIDE; j++)
             want[i * SIDE + j] = hx[i * SIDE + SIDE - 1 - j];
@@ -1915,7 +1889,7 @@ static void case_dispatch(void) {
         for (int j = 0; j < VEC; j++)
             hw[k * VEC + j] = j == (k * 5 + 3) % VEC ? 1.0f : 0.0f;
     }
-    fill_quarters(hx, CHAINS * VEC, 12);
+    bench_fill_quarters(hx, CHAINS * VEC, 12);
     for (int c = 0; c < CHAINS; c++) { /* t[j] <- t[k] where j = perm(k), STEPS times */
         float t[VEC], u[VEC];
         memcpy(t, hx + c * VEC, sizeof t);
