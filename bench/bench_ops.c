@@ -423,11 +423,41 @@ static void variant_finish(ref_variant *v) {
     v->count = 0;
 }
 
-/* Measures every variant twice (all of them, then all again: a variant measured first on a
- * machine that is still settling is not judged by that alone; each keeps the faster median),
- * checks each one's output (read back from out) against the host's, and keeps the fastest
- * correct one: its name, times and output (refo) go to the row, and the variant itself to *best
- * when best is not NULL (the caller then finishes it). Finishes the other variants. */
+/* A reference's side: its dispatches recorded in one command buffer, submitted and waited for. */
+typedef struct ref_side {
+    const ref_dispatch *d;
+    uint32_t count;
+    vkd_batch *batch;
+    bool used;
+} ref_side;
+
+static double ref_once(void *state) {
+    ref_side *s = state;
+    base_error err = {0};
+    double t0 = bench_now_ms();
+    bool ok = !s->used || vkd_batch_reset(s->batch, &err) == KILN_OK;
+    s->used = true;
+    for (uint32_t j = 0; ok && j < s->count; j++) {
+        const ref_dispatch *d = &s->d[j];
+        vkd_binding b[REF_MAX_BINDINGS];
+        for (uint32_t k = 0; k < d->binding_count; k++)
+            b[k] = (vkd_binding){.buffer = d->buffers[k]};
+        ok = vkd_batch_dispatch(s->batch, d->pipe, b, d->binding_count,
+                                d->push_size ? d->push : NULL, d->push_size, d->groups,
+                                &err) == KILN_OK;
+    }
+    ok = ok && vkd_batch_submit(s->batch, &err) == KILN_OK;
+    double ms = bench_now_ms() - t0;
+    if (!ok)
+        fprintf(stderr, "bench_ops: reference run: %s\n", base_error_message(&err));
+    return ok ? ms : NAN;
+}
+
+/* Measures every variant on its own (a warm-up, the repetitions: its first time and device
+ * time), checks each one's output (read back from out) against the host's, then runs the
+ * correct ones in interleaved rounds and keeps the fastest by the median of its rounds: its
+ * name, times and output (refo) go to the row, and the variant itself to *best when best is
+ * not NULL (the caller then finishes it). Finishes the other variants. */
 static bool ref_best(row *r, ref_variant *v, int nv, const vkd_buffer *out, float *refo, size_t n,
                      const float *host, double rtol, double atol, ref_variant *best_out) {
     float *outs[MAX_VARIANTS] = {NULL};
@@ -449,13 +479,37 @@ static bool ref_best(row *r, ref_variant *v, int nv, const vkd_buffer *out, floa
         }
         outs[i] = tmp;
     }
+    /* The choice: rounds in which every correct variant runs once (in rotating order), each
+     * variant's figure the median of its rounds, so that a variant measured alone in a quiet
+     * moment cannot win over a faster one measured under load (a slow reference would flatter
+     * Kiln). */
+    ref_side sides[MAX_VARIANTS] = {{0}};
+    double rounds[MAX_VARIANTS][MAX_REPS];
+    for (int i = 0; i < nv; i++) {
+        base_error err = {0};
+        sides[i] = (ref_side){.d = v[i].d, .count = v[i].count};
+        if (outs[i] && vkd_batch_create(g.dev, &sides[i].batch, &err) != KILN_OK) {
+            free(outs[i]);
+            outs[i] = NULL;
+        }
+    }
+    for (int rep = 0; rep < g.reps; rep++) {
+        for (int j = 0; j < nv; j++) {
+            int i = (j + rep) % nv;
+            rounds[i][rep] = outs[i] ? ref_once(&sides[i]) : NAN;
+        }
+    }
     int best = -1;
     for (int i = 0; i < nv; i++) {
-        double again, f, d;
+        vkd_batch_destroy(sides[i].batch);
         if (!outs[i])
             continue;
-        if (ref_measure(v[i].d, v[i].count, &f, &again, &d) && again < med[i])
-            med[i] = again;
+        med[i] = bench_median(rounds[i], g.reps);
+        if (isnan(med[i])) {
+            free(outs[i]);
+            outs[i] = NULL;
+            continue;
+        }
         size_t len = strlen(r->variants);
         snprintf(r->variants + len, sizeof r->variants - len, "%s%s %.3f ms", len ? ", " : "",
                  v[i].name, med[i]);
@@ -665,36 +719,6 @@ static double kiln_once(void *state) {
     double ms = bench_now_ms() - t0;
     bool ok = st == KILN_OK && kiln_scope_end(c->ctx, 0, NULL) == KILN_OK;
     return ok && kiln_context_stats(c->ctx).dispatches > before ? ms : NAN;
-}
-
-/* A reference's side: its dispatches recorded in one command buffer, submitted and waited for. */
-typedef struct ref_side {
-    const ref_dispatch *d;
-    uint32_t count;
-    vkd_batch *batch;
-    bool used;
-} ref_side;
-
-static double ref_once(void *state) {
-    ref_side *s = state;
-    base_error err = {0};
-    double t0 = bench_now_ms();
-    bool ok = !s->used || vkd_batch_reset(s->batch, &err) == KILN_OK;
-    s->used = true;
-    for (uint32_t j = 0; ok && j < s->count; j++) {
-        const ref_dispatch *d = &s->d[j];
-        vkd_binding b[REF_MAX_BINDINGS];
-        for (uint32_t k = 0; k < d->binding_count; k++)
-            b[k] = (vkd_binding){.buffer = d->buffers[k]};
-        ok = vkd_batch_dispatch(s->batch, d->pipe, b, d->binding_count,
-                                d->push_size ? d->push : NULL, d->push_size, d->groups,
-                                &err) == KILN_OK;
-    }
-    ok = ok && vkd_batch_submit(s->batch, &err) == KILN_OK;
-    double ms = bench_now_ms() - t0;
-    if (!ok)
-        fprintf(stderr, "bench_ops: reference run: %s\n", base_error_message(&err));
-    return ok ? ms : NAN;
 }
 
 /* Runs kiln and ref in alternation, pairs times each (after a warm-up pair that is not
