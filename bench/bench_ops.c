@@ -504,12 +504,15 @@ static bool ref_best(row *r, ref_variant *v, int nv, const vkd_buffer *out, floa
         vkd_batch_destroy(sides[i].batch);
         if (!outs[i])
             continue;
-        med[i] = bench_median(rounds[i], g.reps);
-        if (isnan(med[i])) {
+        bool failed = false;
+        for (int rep = 0; rep < g.reps; rep++)
+            failed = failed || isnan(rounds[i][rep]);
+        if (failed) {
             free(outs[i]);
             outs[i] = NULL;
             continue;
         }
+        med[i] = bench_median(rounds[i], g.reps);
         size_t len = strlen(r->variants);
         snprintf(r->variants + len, sizeof r->variants - len, "%s%s %.3f ms", len ? ", " : "",
                  v[i].name, med[i]);
