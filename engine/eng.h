@@ -171,6 +171,10 @@ typedef struct eng_program {
      * of tile_width outputs times tile_n consecutive columns (1 x 1: one output each). */
     uint32_t tile_m, tile_n;
     int64_t tile_width;
+    /* Consecutive items in blocks of block_m tile rows x block_n tile columns (1 x 1: items in
+     * row-major tile order), so that a workgroup's invocations share one panel of the operand
+     * loaded along columns. */
+    uint32_t block_m, block_n;
     bool row_loop;     /* row mode: the tiles of a row run in a loop of one invocation */
     uint64_t per_item; /* outputs per invocation (tile_m * tile_n, or a row's width) */
     /* The dispatch interface (from the IR, or from the disk cache when there is no IR). */
@@ -201,17 +205,19 @@ struct kiln_context {
     uint64_t next_id;
     uint64_t next_mark;
     bool interpreter;
-    bool force_specialization; /* test-only: specialise symbolic sizes too (guards) */
-    bool timing;               /* timestamp queries around each realize's batch */
-    uint32_t parallelism;      /* invocations worth keeping busy (splits big reductions) */
-    uint32_t group_lanes;      /* lanes per output of a group reduction (a power of two) */
-    uint32_t test_group_lanes; /* kiln_context_options.test_group_lanes */
-    bool test_gpu_tuning;      /* kiln_context_options.test_gpu_tuning */
-    uint32_t test_tile[4];     /* kiln_context_options.test_tile_ew, _rows, _cols, _vector_cols */
-    uint32_t tile_ew;          /* outputs per invocation of an elementwise kernel */
-    bool opaque_multipliers;   /* emit_options.opaque_multipliers: CPU devices */
+    bool force_specialization;     /* test-only: specialise symbolic sizes too (guards) */
+    bool timing;                   /* timestamp queries around each realize's batch */
+    uint32_t parallelism;          /* invocations worth keeping busy (splits big reductions) */
+    uint32_t group_lanes;          /* lanes per output of a group reduction (a power of two) */
+    uint32_t test_group_lanes;     /* kiln_context_options.test_group_lanes */
+    bool test_gpu_tuning;          /* kiln_context_options.test_gpu_tuning */
+    uint32_t test_tile[5];         /* kiln_context_options.test_tile_ew, _rows, _cols, _vector_cols,
+                                    * _block_rows */
+    uint32_t tile_ew;              /* outputs per invocation of an elementwise kernel */
+    bool opaque_multipliers;       /* emit_options.opaque_multipliers: CPU devices */
     uint32_t tile_rows, tile_cols; /* register tile of a reduction with a 2-D output */
     uint32_t tile_vector_cols;     /* columns of a reduction's tile that only reads vectors */
+    uint32_t tile_block_rows, tile_block_cols; /* items of a load-sharing tiled kernel in blocks */
     vkd_instance *inst;
     vkd_device *dev;
     vkd_batch *batch; /* the command buffer every realize records into (reset each time) */

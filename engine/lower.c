@@ -705,6 +705,7 @@ static bool steps_by_one(sym_ctx *sc, const eng_kernel *k, const kast *a, const 
  * tile shrinks until the items keep the device busy (parallelism). */
 void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *p) {
     p->tile_m = p->tile_n = 1;
+    p->block_m = p->block_n = 1;
     p->tile_width = 0;
     p->row_loop = false;
     p->per_item = 1;
@@ -772,10 +773,36 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
     p->tile_n = (uint32_t)tn;
     p->tile_width = width;
     p->per_item = (uint64_t)(tm * tn);
+    if (tm > 1) { /* a tile that shares loads along columns: items in blocks (lower_tile) */
+        int64_t bm = ctx->tile_block_rows, bn = ctx->tile_block_cols;
+        while (bm > 1 && (rows / tm) % bm != 0)
+            bm /= 2;
+        while (bn > 1 && (width / tn) % bn != 0)
+            bn /= 2;
+        if (bm > 1 && bn > 1) {
+            p->block_m = (uint32_t)bm;
+            p->block_n = (uint32_t)bn;
+        }
+    }
+}
+
+/* q[0] = v / d, q[1] = v % d for v >= 0 (32-bit indices: the unsigned forms). */
+static void div_mod(ir_kernel *ir, ir_value v, int64_t d, ir_value q[2]) {
+    ir_type it = ir->index_type;
+    if (it == IR_I32) {
+        ir_value uv = ir_cast(ir, IR_U32, v), ud = ir_const_i(ir, IR_U32, d);
+        q[0] = ir_cast(ir, IR_I32, ir_alu(ir, IR_DIV, IR_U32, uv, ud, IR_NONE));
+        q[1] = ir_cast(ir, IR_I32, ir_alu(ir, IR_MOD, IR_U32, uv, ud, IR_NONE));
+    } else {
+        ir_value c = ir_const_i(ir, it, d);
+        q[0] = ir_alu(ir, IR_DIV, it, v, c, IR_NONE);
+        q[1] = ir_alu(ir, IR_MOD, it, v, c, IR_NONE);
+    }
 }
 
 /* The tile Variables and their values from the item (gid): row gid / (W / tile_n), column
- * gid % (W / tile_n); output (di, dj) of the tile is gidx (row * tile_m + di) * W +
+ * gid % (W / tile_n), or in blocks of block_m x block_n tiles (the blocks in row-major order,
+ * and the tiles in each); output (di, dj) of the tile is gidx (row * tile_m + di) * W +
  * column * tile_n + dj. */
 static void lower_tile(lowering *l, const eng_program *p, int64_t items) {
     ir_kernel *ir = l->ir;
@@ -789,17 +816,24 @@ static void lower_tile(lowering *l, const eng_program *p, int64_t items) {
         l->tile_var[t] = sym_var(sc, name, 0, max[t]);
     }
     ir_type it = ir->index_type;
-    ir_value c = ir_const_i(ir, it, columns);
     if (p->row_loop) { /* the row is the item; the column, the row loop's counter (later) */
         l->tile_value[0] = l->gid;
         l->tile_value[1] = IR_NONE;
-    } else if (it == IR_I32) { /* non-negative: the unsigned forms */
-        ir_value ug = ir_cast(ir, IR_U32, l->gid), uc = ir_cast(ir, IR_U32, c);
-        l->tile_value[0] = ir_cast(ir, IR_I32, ir_alu(ir, IR_DIV, IR_U32, ug, uc, IR_NONE));
-        l->tile_value[1] = ir_cast(ir, IR_I32, ir_alu(ir, IR_MOD, IR_U32, ug, uc, IR_NONE));
+    } else if (p->block_m > 1) {
+        /* block gid / (bm bn) of the blocks in row-major order (columns / bn per row), item
+         * w = gid % (bm bn) of its block at row w / bn, column w % bn */
+        int64_t bm = p->block_m, bn = p->block_n;
+        ir_value item[2], block[2], at[2];
+        div_mod(ir, l->gid, bm * bn, item);
+        div_mod(ir, item[0], columns / bn, block);
+        div_mod(ir, item[1], bn, at);
+        for (int t = 0; t < 2; t++) {
+            ir_value corner =
+                ir_alu(ir, IR_MUL, it, block[t], ir_const_i(ir, it, t ? bn : bm), IR_NONE);
+            l->tile_value[t] = ir_alu(ir, IR_ADD, it, corner, at[t], IR_NONE);
+        }
     } else {
-        l->tile_value[0] = ir_alu(ir, IR_DIV, it, l->gid, c, IR_NONE);
-        l->tile_value[1] = ir_alu(ir, IR_MOD, it, l->gid, c, IR_NONE);
+        div_mod(ir, l->gid, columns, l->tile_value);
     }
     l->outputs = p->tile_m * p->tile_n;
     l->tile_n = p->tile_n;

@@ -33,6 +33,8 @@ void eng_runtime_tune(kiln_context *ctx) {
     ctx->tile_ew = 16;
     ctx->tile_rows = ctx->tile_cols = 8;
     ctx->tile_vector_cols = 16;
+    ctx->tile_block_rows = 32;
+    ctx->tile_block_cols = 8;
     uint32_t want = 8, limit = 1024;
     bool gpu = ctx->test_gpu_tuning;
     if (!ctx->interpreter) {
@@ -49,10 +51,12 @@ void eng_runtime_tune(kiln_context *ctx) {
         ctx->parallelism = 65536;
         ctx->tile_ew = 1;
         ctx->tile_rows = ctx->tile_cols = ctx->tile_vector_cols = 4;
+        ctx->tile_block_rows = ctx->tile_block_cols = 1;
         want = 64;
     }
-    uint32_t *tiles[4] = {&ctx->tile_ew, &ctx->tile_rows, &ctx->tile_cols, &ctx->tile_vector_cols};
-    for (int i = 0; i < 4; i++) {
+    uint32_t *tiles[5] = {&ctx->tile_ew, &ctx->tile_rows, &ctx->tile_cols, &ctx->tile_vector_cols,
+                          &ctx->tile_block_rows};
+    for (int i = 0; i < 5; i++) {
         if (!ctx->test_tile[i])
             continue;
         uint32_t t = 1;
@@ -76,6 +80,7 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
     ctx->test_tile[1] = opt->test_tile_rows;
     ctx->test_tile[2] = opt->test_tile_cols;
     ctx->test_tile[3] = opt->test_tile_vector_cols;
+    ctx->test_tile[4] = opt->test_tile_block_rows;
     if (wants_interpreter(device)) {
         ctx->interpreter = true;
         snprintf(ctx->device_name, sizeof ctx->device_name, "interpreter");

@@ -100,8 +100,11 @@ typedef struct kiln_context_options {
      * (0: the device's; else rounded down to a power of two, at most 64): of an elementwise
      * kernel; of a reduction whose loads are shared along rows and columns (rows x cols, a
      * matmul's: over 64 outputs it is not tiled); of a reduction whose tile only reads vectors
-     * (columns). Applied after test_gpu_tuning. bench_tuning compares tiles in one process. */
+     * (columns). test_tile_block_rows: the tile rows of a block of such a matmul-like
+     * kernel's consecutive invocations (its columns: 8 tiles on a CPU; 1: no blocks). Applied
+     * after test_gpu_tuning. bench_tuning compares tiles in one process. */
     uint32_t test_tile_ew, test_tile_rows, test_tile_cols, test_tile_vector_cols;
+    uint32_t test_tile_block_rows;
 } kiln_context_options;
 
 /* Statuses: KILN_ERROR_NOT_FOUND (no device matches), KILN_ERROR_OUT_OF_HOST_MEMORY, Vulkan

@@ -49,6 +49,14 @@ void eng_fixture_assert_no_messages(kiln_context *ctx) {
         fail_msg("the validation layer reported %u errors and %u warnings", errors, warnings);
 }
 
+void eng_fixture_context_destroy(kiln_context *ctx) {
+    if (!ctx)
+        return;
+    eng_fixture_assert_no_messages(ctx);
+    forget(ctx);
+    kiln_context_destroy(ctx);
+}
+
 kiln_context *eng_context_new(bool device) {
     static bool loaded;
     if (!loaded) {

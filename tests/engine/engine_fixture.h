@@ -29,6 +29,9 @@ int eng_fixture_teardown(void **state);
 int eng_fixture_check(void **state);
 /* Asserts that ctx's validation layer (if any) reported nothing since the last check. */
 void eng_fixture_assert_no_messages(kiln_context *ctx);
+/* Destroys a context a test created itself, after checking it caused no validation message
+ * (its tracked counts are dropped, so a later context at the same address starts afresh). */
+void eng_fixture_context_destroy(kiln_context *ctx);
 
 /* Runs tests on the device and on the interpreter; returns the number of failures. */
 #define ENG_RUN_BOTH(tests)                                                                        \

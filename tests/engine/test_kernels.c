@@ -57,8 +57,7 @@ static void test_engine_kernels_fused_reduction_is_one_kernel(void **state) {
     assert_int_equal(d.cached, 1);
     assert_int_equal(d.dispatches, 1);
     fx_check_f32(s2, (const float[]){14, 16}, 2, 0, 0);
-    eng_fixture_assert_no_messages(ctx);
-    kiln_context_destroy(ctx);
+    eng_fixture_context_destroy(ctx);
 }
 
 static void test_engine_kernels_mean_and_matmul_are_one_kernel(void **state) {
@@ -93,8 +92,7 @@ static void test_engine_kernels_mean_and_matmul_are_one_kernel(void **state) {
     assert_int_equal(kiln_realize(v), KILN_OK);
     after = kiln_context_stats(ctx);
     assert_int_equal(after.dispatches - before.dispatches, 1);
-    eng_fixture_assert_no_messages(ctx);
-    kiln_context_destroy(ctx);
+    eng_fixture_context_destroy(ctx);
 }
 
 static void test_engine_kernels_cache_tells_graphs_apart(void **state) {
@@ -127,8 +125,7 @@ static void test_engine_kernels_cache_tells_graphs_apart(void **state) {
     kiln_stats after = kiln_context_stats(ctx);
     assert_int_equal(after.kernels_compiled - before.kernels_compiled, 0);
     assert_int_equal(after.dispatches - before.dispatches, 1);
-    eng_fixture_assert_no_messages(ctx);
-    kiln_context_destroy(ctx);
+    eng_fixture_context_destroy(ctx);
 }
 
 int main(void) {
