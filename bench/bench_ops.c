@@ -1332,6 +1332,23 @@ static void case_matmul(uint32_t n) {
                                           .push_size = 12,
                                           .groups = {n / 8 / sh[1], n / sh[0] / sh[2], 1}});
     }
+    /* 8x8 per invocation, the row block's A shared within a subgroup of 8 (workgroup rows). */
+    const vkd_caps *caps = g.dev ? vkd_device_caps(g.dev) : NULL;
+    if (caps && caps->subgroup_size == 8 &&
+        (caps->subgroup_operations & VK_SUBGROUP_FEATURE_BALLOT_BIT)) {
+        static const uint32_t wgy[] = {8, 32};
+        for (uint32_t i = 0; bc && ba && bb && i < 2; i++) {
+            char vname[24];
+            snprintf(vname, sizeof vname, "8x8 bcast wg8x%u", wgy[i]);
+            v[nv++] = variant1(vname,
+                               ref_pipeline("sgemm_bcast", 3, 12, (const uint32_t[]){0, wgy[i]}, 2),
+                               (ref_dispatch){.buffers = {bc, ba, bb},
+                                              .binding_count = 3,
+                                              .push = {n, n, n},
+                                              .push_size = 12,
+                                              .groups = {n / 64, n / 8 / wgy[i], 1}});
+        }
+    }
     ref_variant best;
     bool ref_ok = ref_best(r, v, nv, bc, refo, nn, NULL, 0, 0, &best);
     check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, NULL, nn, 0, 0);

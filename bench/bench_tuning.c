@@ -21,11 +21,20 @@
 
 enum { SIDE = 4096, MM = 1024, MAX_PAIRS = 41 };
 
-typedef enum op { OP_SCALE, OP_MUL, OP_FMA, OP_BCAST, OP_MAX0, OP_SUM_T, OP_MATMUL } op;
+typedef enum op {
+    OP_SCALE,
+    OP_MUL,
+    OP_FMA,
+    OP_BCAST,
+    OP_MAX0,
+    OP_SUM_T,
+    OP_MATMUL,
+    OP_MATMUL_BIG
+} op;
 
 /* A tile choice: 0 keeps the device's. */
 typedef struct tiles {
-    uint32_t ew, rows, cols, vector_cols;
+    uint32_t ew, rows, cols, vector_cols, block_rows;
 } tiles;
 
 typedef struct bench_case {
@@ -62,10 +71,12 @@ static const bench_case cases[] = {
      "rows x cols",
      {{.rows = 4, .cols = 16}, {.rows = 16, .cols = 4}},
      2},
+    {"matmul 1024^3", OP_MATMUL, "tile blocks", {{.block_rows = 1}, {.block_rows = 8}}, 2},
+    {"matmul 2048^3", OP_MATMUL_BIG, "tile blocks", {{.block_rows = 1}, {.block_rows = 8}}, 2},
 };
 
 static size_t input_count(op o) {
-    return o == OP_FMA ? 3 : o == OP_MUL || o == OP_BCAST || o == OP_MATMUL ? 2 : 1;
+    return o == OP_FMA ? 3 : o == OP_MUL || o == OP_BCAST || o >= OP_MATMUL ? 2 : 1;
 }
 
 static bool side_open(side *s, const bench_case *c, const tiles *t, float *const host[3]) {
@@ -75,13 +86,14 @@ static bool side_open(side *s, const bench_case *c, const tiles *t, float *const
         opt.test_tile_rows = t->rows;
         opt.test_tile_cols = t->cols;
         opt.test_tile_vector_cols = t->vector_cols;
+        opt.test_tile_block_rows = t->block_rows;
     }
     memset(s, 0, sizeof *s);
     if (kiln_context_create(&opt, &s->ctx) != KILN_OK) {
         fprintf(stderr, "bench_tuning: no context\n");
         return false;
     }
-    int64_t n = c->op == OP_MATMUL ? MM : SIDE;
+    int64_t n = c->op == OP_MATMUL ? MM : c->op == OP_MATMUL_BIG ? 2 * MM : SIDE;
     for (size_t i = 0; i < input_count(c->op); i++) {
         int64_t cols = c->op == OP_BCAST && i == 1 ? 1 : n;
         s->in[i] = kiln_from_data(s->ctx, KILN_F32, 2, (int64_t[]){n, cols}, host[i]);
@@ -108,6 +120,7 @@ static kiln_tensor *build(const side *s, op o) {
     case OP_SUM_T:
         return kiln_sum(kiln_transpose(s->in[0], 0, 1), 1, (const int32_t[]){-1}, false);
     case OP_MATMUL:
+    case OP_MATMUL_BIG:
         return kiln_matmul(s->in[0], s->in[1]);
     }
     return NULL;
@@ -132,11 +145,14 @@ static double run_once(const side *s, op o, float *out, size_t n) {
 static size_t output_count(op o) {
     return o == OP_MAX0 || o == OP_SUM_T ? SIDE
            : o == OP_MATMUL              ? (size_t)MM * MM
+           : o == OP_MATMUL_BIG          ? (size_t)4 * MM * MM
                                          : (size_t)SIDE * SIDE;
 }
 
 static void describe(char *buf, size_t size, const tiles *t) {
-    if (t->rows || t->cols)
+    if (t->block_rows)
+        snprintf(buf, size, t->block_rows > 1 ? "%u x 8" : "none", t->block_rows);
+    else if (t->rows || t->cols)
         snprintf(buf, size, "%u x %u", t->rows, t->cols);
     else
         snprintf(buf, size, "%u", t->ew ? t->ew : t->vector_cols);

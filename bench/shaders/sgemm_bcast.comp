@@ -1,0 +1,42 @@
+// C = A B for row-major A (M, K), B (K, N); N a multiple of 64, K of 4, M of 8 * local_size_y.
+// As sgemm.comp with 8x8 outputs per invocation, but the eight invocations of a subgroup (one
+// workgroup row: local_size_x is the subgroup size, 8) share their row block: invocation l
+// loads the vec4 of A row l of the block, and every invocation takes the eight rows from the
+// subgroup with subgroupBroadcast (on lavapipe one load per row instead of one per invocation).
+#version 450
+#extension GL_KHR_shader_subgroup_ballot : require
+layout(local_size_x = 8, local_size_y_id = 1) in;
+layout(std430, binding = 0) writeonly buffer Cb { vec4 c[]; };
+layout(std430, binding = 1) readonly buffer Ab { vec4 a[]; };
+layout(std430, binding = 2) readonly buffer Bb { vec4 b[]; };
+layout(push_constant) uniform P { uint m; uint n; uint k; } p;
+void main() {
+    uint cb = gl_GlobalInvocationID.x; // column block of 8
+    uint rb = gl_GlobalInvocationID.y; // row block of 8
+    uint lane = gl_SubgroupInvocationID;
+    uint n4 = p.n / 4u, k4 = p.k / 4u;
+    vec4 acc0[8], acc1[8];
+    for (uint t = 0u; t < 8u; t++) {
+        acc0[t] = vec4(0.0);
+        acc1[t] = vec4(0.0);
+    }
+    for (uint kk = 0u; kk < k4; kk++) {
+        vec4 b00 = b[(kk * 4u + 0u) * n4 + 2u * cb], b01 = b[(kk * 4u + 0u) * n4 + 2u * cb + 1u];
+        vec4 b10 = b[(kk * 4u + 1u) * n4 + 2u * cb], b11 = b[(kk * 4u + 1u) * n4 + 2u * cb + 1u];
+        vec4 b20 = b[(kk * 4u + 2u) * n4 + 2u * cb], b21 = b[(kk * 4u + 2u) * n4 + 2u * cb + 1u];
+        vec4 b30 = b[(kk * 4u + 3u) * n4 + 2u * cb], b31 = b[(kk * 4u + 3u) * n4 + 2u * cb + 1u];
+        vec4 mine = a[(rb * 8u + lane) * k4 + kk];
+#define ROW(t)                                                                                     \
+    {                                                                                              \
+        vec4 av = subgroupBroadcast(mine, t);                                                      \
+        acc0[t] += av.x * b00 + av.y * b10 + av.z * b20 + av.w * b30;                              \
+        acc1[t] += av.x * b01 + av.y * b11 + av.z * b21 + av.w * b31;                              \
+    }
+        ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5) ROW(6) ROW(7)
+    }
+    for (uint t = 0u; t < 8u; t++) {
+        uint row = rb * 8u + t;
+        c[row * n4 + 2u * cb] = acc0[t];
+        c[row * n4 + 2u * cb + 1u] = acc1[t];
+    }
+}
