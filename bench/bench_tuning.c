@@ -35,6 +35,7 @@ typedef enum op {
 /* A tile choice: 0 keeps the device's. */
 typedef struct tiles {
     uint32_t ew, rows, cols, vector_cols, block_rows;
+    bool unshared; /* test_unshared_loads */
 } tiles;
 
 typedef struct bench_case {
@@ -72,7 +73,9 @@ static const bench_case cases[] = {
      {{.rows = 4, .cols = 16}, {.rows = 16, .cols = 4}},
      2},
     {"matmul 1024^3", OP_MATMUL, "tile blocks", {{.block_rows = 1}, {.block_rows = 8}}, 2},
+    {"matmul 1024^3", OP_MATMUL, "subgroup loads", {{.unshared = true}}, 1},
     {"matmul 2048^3", OP_MATMUL_BIG, "tile blocks", {{.block_rows = 1}, {.block_rows = 8}}, 2},
+    {"matmul 2048^3", OP_MATMUL_BIG, "subgroup loads", {{.unshared = true}}, 1},
 };
 
 static size_t input_count(op o) {
@@ -87,6 +90,7 @@ static bool side_open(side *s, const bench_case *c, const tiles *t, float *const
         opt.test_tile_cols = t->cols;
         opt.test_tile_vector_cols = t->vector_cols;
         opt.test_tile_block_rows = t->block_rows;
+        opt.test_unshared_loads = t->unshared;
     }
     memset(s, 0, sizeof *s);
     if (kiln_context_create(&opt, &s->ctx) != KILN_OK) {
@@ -150,7 +154,9 @@ static size_t output_count(op o) {
 }
 
 static void describe(char *buf, size_t size, const tiles *t) {
-    if (t->block_rows)
+    if (t->unshared)
+        snprintf(buf, size, "unshared");
+    else if (t->block_rows)
         snprintf(buf, size, t->block_rows > 1 ? "%u x 8" : "none", t->block_rows);
     else if (t->rows || t->cols)
         snprintf(buf, size, "%u x %u", t->rows, t->cols);

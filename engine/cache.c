@@ -7,7 +7,7 @@
 
 /* Version of the payload layout below and of the code it holds (7: tiled reductions add a
  * step's elements first): another value makes every entry a miss. */
-enum { CACHE_PAYLOAD_VERSION = 8, CACHE_HEADER_WORDS = 9 };
+enum { CACHE_PAYLOAD_VERSION = 9, CACHE_HEADER_WORDS = 9 };
 static const uint32_t payload_magic = 0x4e524b4bu; /* "KKRN" */
 
 kiln_status eng_cache_open(kiln_context *ctx, const kiln_context_options *opt,
@@ -66,7 +66,8 @@ static size_t cache_key(const kiln_context *ctx, const eng_kernel *k, const eng_
                           (uint32_t)p->row_loop << 28 | (uint32_t)ctx->opaque_multipliers << 29);
     put_u32(key + 20, p->workgroup_size);
     put_u32(key + 24, caps->spirv_version);
-    put_u32(key + 28, caps->maintenance4 | p->block_m << 8 | p->block_n << 16);
+    put_u32(key + 28,
+            caps->maintenance4 | p->block_m << 8 | p->block_n << 16 | p->share_lanes << 24);
     put_u32(key + 32, caps->max_push_constants_size);
     put_u32(key + 36, CACHE_PAYLOAD_VERSION);
     return 40;

@@ -20,7 +20,7 @@ typedef struct emitter {
     spv_id global_id;               /* linear invocation index, index type */
     bool params_in_buffer;
     spv_id wg_size_x;
-    spv_id lane;      /* group kernels: LocalInvocationIndex (u32) */
+    spv_id lane;      /* group kernels: LocalInvocationIndex; team kernels: the subgroup's (u32) */
     spv_id groups_z;  /* NumWorkgroups.z (u32): 1 in every dispatch */
     spv_id *stand_in; /* IR constant -> its opaque stand-in (0: none), see opaque_multipliers */
     bool *opaque_mul; /* IR MUL -> its constant operand is replaced by the stand-in (NULL: none) */
@@ -617,16 +617,29 @@ static void opaque_multipliers(emitter *e) {
     }
 }
 
+/* A team kernel's invocation index within its workgroup is SubgroupId * share_lanes +
+ * SubgroupLocalInvocationId, so that a team is a subgroup: the host makes team kernels only
+ * for devices whose subgroups are share_lanes wide and full (a CPU's SIMD row; workgroups of a
+ * multiple of it). */
 static void compute_global_id(emitter *e) {
     spv_builder *b = e->b;
     spv_id u32 = spv_type_int(b, 32, false);
     bool grouped = e->k->group_lanes > 0; /* the item: the linear workgroup index */
-    spv_id gid =
-        spv_load(b, spv_builtin(b, grouped ? SpvBuiltInWorkgroupId : SpvBuiltInGlobalInvocationId));
+    bool team = e->k->share_lanes > 0;
+    spv_id gid = spv_load(
+        b, spv_builtin(b, grouped || team ? SpvBuiltInWorkgroupId : SpvBuiltInGlobalInvocationId));
     spv_id groups = spv_load(b, spv_builtin(b, SpvBuiltInNumWorkgroups));
     e->groups_z = spv_composite_extract(b, groups, 2);
     spv_id x = spv_composite_extract(b, gid, 0), y = spv_composite_extract(b, gid, 1);
     spv_id width = spv_composite_extract(b, groups, 0);
+    if (team) { /* x: the workgroup's first invocation plus the index within it */
+        e->lane = spv_load(b, spv_builtin(b, SpvBuiltInSubgroupLocalInvocationId));
+        spv_id sub = spv_load(b, spv_builtin(b, SpvBuiltInSubgroupId));
+        spv_id within =
+            spv_binop(b, SpvOpIAdd, e->lane,
+                      spv_binop(b, SpvOpIMul, sub, spv_const_int(b, u32, e->k->share_lanes)));
+        x = spv_binop(b, SpvOpIAdd, spv_binop(b, SpvOpIMul, x, e->wg_size_x), within);
+    }
     if (!grouped)
         width = spv_binop(b, SpvOpIMul, width, e->wg_size_x);
     else
@@ -671,6 +684,9 @@ static void emit_inst(emitter *e, uint32_t at, uint32_t *open, uint32_t *depth) 
         break;
     case IR_GROUP:
         e->ids[at] = group(e, i);
+        break;
+    case IR_SHARE:
+        e->ids[at] = spv_subgroup_broadcast(b, e->ids[i->src[0]], i->arg);
         break;
     case IR_LOAD:
         e->ids[at] = load(e, i);

@@ -175,8 +175,9 @@ typedef struct eng_program {
      * row-major tile order), so that a workgroup's invocations share one panel of the operand
      * loaded along columns. */
     uint32_t block_m, block_n;
-    bool row_loop;     /* row mode: the tiles of a row run in a loop of one invocation */
-    uint64_t per_item; /* outputs per invocation (tile_m * tile_n, or a row's width) */
+    uint32_t share_lanes; /* a team kernel (ir.h): loads shared in subgroups of this many */
+    bool row_loop;        /* row mode: the tiles of a row run in a loop of one invocation */
+    uint64_t per_item;    /* outputs per invocation (tile_m * tile_n, or a row's width) */
     /* The dispatch interface (from the IR, or from the disk cache when there is no IR). */
     ir_type index_type;
     uint32_t param_count;
@@ -218,6 +219,8 @@ struct kiln_context {
     uint32_t tile_rows, tile_cols; /* register tile of a reduction with a 2-D output */
     uint32_t tile_vector_cols;     /* columns of a reduction's tile that only reads vectors */
     uint32_t tile_block_rows, tile_block_cols; /* items of a load-sharing tiled kernel in blocks */
+    uint32_t share_lanes;     /* subgroup width where team kernels share loads (0: none) */
+    bool test_unshared_loads; /* kiln_context_options.test_unshared_loads */
     vkd_instance *inst;
     vkd_device *dev;
     vkd_batch *batch; /* the command buffer every realize records into (reset each time) */
@@ -266,6 +269,9 @@ size_t eng_kernel_dump(const eng_kernel *k, char *buf, size_t cap);
 uint32_t eng_kernel_group_lanes(const kiln_context *ctx, const eng_kernel *k);
 /* The output tile of k's kernel (p->tile_m, tile_n, tile_width; 1 x 1 when untiled). */
 void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *p);
+/* Whether p's kernel runs in teams that share loads (p->share_lanes; after the tile and the
+ * bounds-check variant are chosen). */
+void eng_kernel_share(const kiln_context *ctx, eng_program *p);
 /* Lowers k as the variant p describes: p->unchecked omits the bounds check (the dispatch covers
  * exactly the items: outputs / tile, or workgroups of group_lanes lanes), p->group_lanes and
  * the tile as chosen above. */

@@ -401,6 +401,7 @@ static kiln_status invoke(machine *m, slot *v, int64_t gid, int64_t lane, uint32
             v[at].i = lane;
             break;
         case IR_GROUP:
+        case IR_SHARE:
             *pc = at;
             return KILN_OK;
         case IR_CONST:
@@ -487,27 +488,38 @@ static kiln_status invoke(machine *m, slot *v, int64_t gid, int64_t lane, uint32
     return KILN_OK;
 }
 
-/* Runs item g of a group kernel: every lane up to a GROUP (all lanes reach the same one), the
- * combination in the tree order the device uses, and on to the next GROUP or the end. */
-static kiln_status invoke_group(machine *m, slot *lanes, uint32_t *pcs, slot *tree, int64_t g) {
+/* Runs the lanes of item g of a group kernel, or of team g of a team kernel (its items
+ * g * lanes + l): every lane up to a GROUP or SHARE (all lanes reach the same one), there the
+ * combination in the tree order the device uses or the shared lane's value, and on to the
+ * next or the end. */
+static kiln_status invoke_lanes(machine *m, slot *lanes, uint32_t *pcs, slot *tree, int64_t g) {
     const ir_kernel *k = m->k;
-    uint32_t count = k->group_lanes;
+    bool team = k->share_lanes > 0;
+    uint32_t count = team ? k->share_lanes : k->group_lanes;
     size_t n = k->insts.len;
     for (uint32_t l = 0; l < count; l++)
         pcs[l] = 0;
     for (;;) {
         for (uint32_t l = 0; l < count; l++) {
-            kiln_status st = invoke(m, lanes + l * n, g, l, &pcs[l]);
+            kiln_status st =
+                invoke(m, lanes + l * n, team ? g * (int64_t)count + l : g, l, &pcs[l]);
             if (st != KILN_OK)
                 return st;
             if (pcs[l] != pcs[0])
                 return base_error_set(m->err, KILN_ERROR_INTERNAL,
-                                      "lanes of a group kernel diverged at a GROUP");
+                                      "lanes of a kernel diverged at a GROUP or SHARE");
         }
         uint32_t at = pcs[0];
         if (at >= n)
             return KILN_OK;
         const ir_inst *i = &k->insts.data[at];
+        if (i->op == IR_SHARE) {
+            for (uint32_t l = 0; l < count; l++) {
+                lanes[l * n + at] = lanes[i->arg * n + i->src[0]];
+                pcs[l] = at + 1;
+            }
+            continue;
+        }
         ir_inst op = {.op = (ir_op)i->arg, .type = i->type, .src = {0, 1, IR_NONE}};
         for (uint32_t l = 0; l < count; l++)
             tree[l] = lanes[l * n + i->src[0]];
@@ -559,19 +571,23 @@ kiln_status interp_run(const ir_kernel *k, interp_buffer *buffers, const int64_t
     if (st == KILN_OK)
         st = match_bodies(&m);
     slot *values = m.values;
-    if (st == KILN_OK && k->group_lanes) {
-        uint32_t count = k->group_lanes;
+    uint32_t count = k->share_lanes ? k->share_lanes : k->group_lanes;
+    if (st == KILN_OK && k->share_lanes && global_size % k->share_lanes != 0)
+        st = base_error_set(err, KILN_ERROR_INTERNAL, "%llu invocations are not whole teams of %u",
+                            (unsigned long long)global_size, k->share_lanes);
+    if (st == KILN_OK && count) {
         slot *lanes = base_calloc(&k->alloc, (size_t)count * n + count, sizeof *lanes);
         uint32_t *pcs = base_calloc(&k->alloc, count, sizeof *pcs);
         if (!lanes || !pcs)
             st = base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY,
-                                "no memory to interpret a group kernel");
-        for (uint64_t g = 0; st == KILN_OK && g < global_size; g++)
-            st = invoke_group(&m, lanes, pcs, lanes + (size_t)count * n, (int64_t)g);
+                                "no memory to interpret a group or team kernel");
+        uint64_t items = k->share_lanes ? global_size / count : global_size;
+        for (uint64_t g = 0; st == KILN_OK && g < items; g++)
+            st = invoke_lanes(&m, lanes, pcs, lanes + (size_t)count * n, (int64_t)g);
         base_free(&k->alloc, lanes, ((size_t)count * n + count) * sizeof *lanes);
         base_free(&k->alloc, pcs, count * sizeof *pcs);
     }
-    for (uint64_t g = 0; st == KILN_OK && !k->group_lanes && g < global_size; g++) {
+    for (uint64_t g = 0; st == KILN_OK && !count && g < global_size; g++) {
         uint32_t pc = 0;
         st = invoke(&m, values, (int64_t)g, 0, &pc);
     }

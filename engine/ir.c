@@ -146,6 +146,17 @@ ir_value ir_group(ir_kernel *k, ir_op op, ir_value value) {
     return emit(k, i);
 }
 
+ir_value ir_share(ir_kernel *k, ir_value value, uint32_t lane) {
+    if (value >= k->insts.len) {
+        if (k->status == KILN_OK)
+            k->status = KILN_ERROR_INTERNAL;
+        return IR_NONE;
+    }
+    ir_inst i = inst_of(IR_SHARE, k->insts.data[value].type, value, IR_NONE, IR_NONE);
+    i.arg = lane;
+    return emit(k, i);
+}
+
 ir_value ir_load(ir_kernel *k, uint32_t buffer, ir_value index) {
     if (buffer >= k->buffer_count) {
         if (k->status == KILN_OK)
@@ -330,7 +341,20 @@ static kiln_status verify_types(verifier *v, uint32_t at) {
             return bad(v, at, "comparison of unlike types or not bool");
         return KILN_OK;
     case IR_LANE:
-        return v->k->group_lanes ? KILN_OK : bad(v, at, "LANE outside a group kernel");
+        return v->k->group_lanes || v->k->share_lanes
+                   ? KILN_OK
+                   : bad(v, at, "LANE outside a group or team kernel");
+    case IR_SHARE:
+        if (!v->k->share_lanes || i->arg >= v->k->share_lanes)
+            return bad(v, at, "SHARE outside a team kernel or of a lane past its team");
+        if (s[i->src[0]].type != i->type || i->type == IR_F16 || i->type == IR_I8 ||
+            i->type == IR_U8)
+            return bad(v, at, "SHARE needs a value of its type (32 or 64 bits, or bool)");
+        for (uint32_t d = 0; d < v->depth; d++) {
+            if (s[v->open[d]].op == IR_IF)
+                return bad(v, at, "SHARE inside an IF");
+        }
+        return KILN_OK;
     case IR_GROUP:
         if (!v->k->group_lanes)
             return bad(v, at, "GROUP outside a group kernel");
@@ -413,6 +437,10 @@ kiln_status ir_verify(const ir_kernel *k, base_error *err) {
     if (k->group_lanes & (k->group_lanes - 1))
         return base_error_set(err, KILN_ERROR_INTERNAL, "kernel IR invalid: %u lanes per item",
                               k->group_lanes);
+    if ((k->share_lanes & (k->share_lanes - 1)) || (k->share_lanes && k->group_lanes))
+        return base_error_set(err, KILN_ERROR_INTERNAL,
+                              "kernel IR invalid: teams of %u lanes (in a group kernel: %u)",
+                              k->share_lanes, k->group_lanes);
     verifier v = {.k = k, .err = err};
     v.scope = base_calloc(&k->alloc, k->insts.len ? k->insts.len : 1, sizeof *v.scope);
     if (!v.scope)
@@ -446,8 +474,11 @@ size_t ir_dump(const ir_kernel *k, char *buf, size_t cap) {
 #define OUT(...) append(buf, cap, &n, __VA_ARGS__)
     if (cap > 0 && buf)
         buf[0] = '\0';
-    OUT("kernel: index %s, %u buffers, %u params, %u lanes per item\n", ir_type_name(k->index_type),
+    OUT("kernel: index %s, %u buffers, %u params, %u lanes per item", ir_type_name(k->index_type),
         k->buffer_count, k->param_count, k->group_lanes ? k->group_lanes : 1);
+    if (k->share_lanes)
+        OUT(", teams of %u", k->share_lanes);
+    OUT("\n");
     for (uint32_t at = 0; at < k->insts.len; at++) {
         const ir_inst *i = &k->insts.data[at];
         if (i->op == IR_ENDIF || i->op == IR_ENDRANGE)
@@ -466,6 +497,8 @@ size_t ir_dump(const ir_kernel *k, char *buf, size_t cap) {
             OUT(" [%u]", i->arg);
         if (i->op == IR_GROUP)
             OUT(" %s", ir_op_name((ir_op)i->arg));
+        if (i->op == IR_SHARE)
+            OUT(" lane %u", i->arg);
         OUT("\n");
         if (i->op == IR_IF || i->op == IR_RANGE)
             depth++;
@@ -479,6 +512,7 @@ uint64_t ir_hash(const ir_kernel *k) {
     h = base_hash_u64(h, k->buffer_count);
     h = base_hash_u64(h, k->param_count);
     h = base_hash_u64(h, k->group_lanes);
+    h = base_hash_u64(h, k->share_lanes);
     for (uint32_t b = 0; b < k->buffer_count; b++)
         h = base_hash_u64(h, k->buffers[b].type | (uint64_t)k->buffers[b].vector << 8);
     for (uint32_t at = 0; at < k->insts.len; at++) {

@@ -13,6 +13,12 @@
  * lane l takes op(x[l], x[l + s]) for s = lanes / 2, ..., 1) and gives the result to every lane.
  * GROUP stands outside every RANGE, and every IF around it must hold alike for all lanes.
  *
+ * A team kernel (share_lanes > 0) runs its invocations in teams of share_lanes consecutive
+ * items (a subgroup on the device: item g is lane g % share_lanes of team g / share_lanes, and
+ * LANE is that lane); SHARE gives every lane the value src0 has in lane arg of its team, so
+ * that one load serves the team (a tile row of matmul's left operand). A SHARE stands outside
+ * every IF, and global_size is a whole number of teams.
+ *
  * A value may be used only after its definition and, when defined inside a body, only inside
  * that body. Mutable state lives in variables: VAR defines one with an initial value, SET
  * assigns it, GET reads it (a reduction's accumulator). Arithmetic rounds to its type after
@@ -85,11 +91,12 @@ const char *ir_type_name(ir_type t);
     X(VAR, 1, MEMORY)    /* a variable initialised to src0 */                                      \
     X(SET, 2, MEMORY)    /* variable src0 = src1 */                                                \
     X(GET, 1, MEMORY)    /* the value of variable src0 */                                          \
-    X(LANE, 0, LEAF)     /* group kernels: the invocation's lane in [0, group_lanes) */            \
+    X(LANE, 0, LEAF)     /* group and team kernels: the lane in [0, group_lanes/share_lanes) */    \
     X(GROUP, 1, ALU)     /* group kernels: src0 combined with op arg over the item's lanes */      \
     X(LOAD4, 1, MEMORY)  /* buffer arg, elements src0 .. src0 + 3 (src0 % 4 == 0): a vector */     \
     X(EXTRACT, 1, ALU)   /* element arg of the LOAD4 src0 (a run of them follows the LOAD4) */     \
-    X(STORE4, 5, MEMORY) /* buffer arg, elements src0 .. src0 + 3 (src0 % 4 == 0) = src1..src4 */
+    X(STORE4, 5, MEMORY) /* buffer arg, elements src0 .. src0 + 3 (src0 % 4 == 0) = src1..src4 */  \
+    X(SHARE, 1, ALU)     /* team kernels: src0 as lane arg of the team computed it */
 
 typedef enum ir_op {
 #define X(name, n, kind) IR_##name,
@@ -130,6 +137,7 @@ typedef struct ir_kernel {
     ir_buffer buffers[IR_MAX_BUFFERS];
     uint32_t param_count; /* index-typed push-constant parameters */
     uint32_t group_lanes; /* 0: one invocation per item; else lanes per item (a power of two) */
+    uint32_t share_lanes; /* 0: no teams; else items per team (a power of two; not with groups) */
     kiln_status status;   /* first builder error (sticky) */
 } ir_kernel;
 
@@ -145,9 +153,11 @@ ir_value ir_const_f(ir_kernel *k, ir_type type, double value);
 ir_value ir_param(ir_kernel *k, uint32_t number);
 ir_value ir_global_id(ir_kernel *k);
 /* Group kernels (k->group_lanes set before): the lane, and value combined over the lanes with
- * op (ADD, MUL, MAX or MIN; f32, i32 or u32 values). */
+ * op (ADD, MUL, MAX or MIN; f32, i32 or u32 values). Team kernels (k->share_lanes set before):
+ * the lane, and value as lane `lane` of the team computed it. */
 ir_value ir_lane(ir_kernel *k);
 ir_value ir_group(ir_kernel *k, ir_op op, ir_value value);
+ir_value ir_share(ir_kernel *k, ir_value value, uint32_t lane);
 ir_value ir_load(ir_kernel *k, uint32_t buffer, ir_value index);
 void ir_store(ir_kernel *k, uint32_t buffer, ir_value index, ir_value value);
 /* Vector access to four elements from index, a multiple of 4, of a buffer of a 32-bit type

@@ -37,7 +37,10 @@ typedef struct lowering {
     ir_kernel *ir;
     base_map memo; /* (sym node | kast and output | load) -> IR value, per body */
     ir_value gid, ridx;
-    ir_value lane; /* group kernels: the lane (IR_NONE otherwise) */
+    ir_value lane; /* group and team kernels: the lane (IR_NONE otherwise) */
+    /* Team kernels: the lane as a Variable, and the gidx of the output at column 0 of the
+     * item's tile row `lane` (what lane_var's team-mate loads for its row). */
+    const sym_node *lane_var, *lane_gidx;
     /* Tiling: the output being lowered, each output's gidx (NULL: untiled, gidx is the
      * invocation), and the tile Variables with their values. */
     uint32_t out, outputs, tile_n;
@@ -122,6 +125,8 @@ static ir_value sym_var_value(lowering *l, const sym_node *s) {
     }
     if (l->step_var && s == l->step_var)
         return l->step_value;
+    if (l->lane_var && s == l->lane_var)
+        return l->lane;
     for (uint32_t p = 0; p < k->param_count; p++) {
         if (k->params[p] == s)
             return ir_param(l->ir, p);
@@ -320,6 +325,53 @@ static const sym_node *at_step(lowering *l, const sym_node *s, uint32_t u) {
     return s && to[0] ? sym_substitute(sc, s, from, to, 1) : s;
 }
 
+/* Whether the four elements at[c] are consecutive and the first a multiple of 4. */
+static bool aligned_run(sym_ctx *sc, const sym_node *const at[4]) {
+    int64_t d, low;
+    for (uint32_t c = 1; c < 4; c++) {
+        if (!at[c] || !sym_is_const(sym_sub(sc, at[c], at[0]), &d) || d != (int64_t)c)
+            return false;
+    }
+    return at[0] && sym_is_const(sym_floormod_c(sc, at[0], 4), &low) && low == 0;
+}
+
+/* In a team kernel, a vector load at step 0 (four elements at[c] for the output being lowered)
+ * whose elements depend on the output's tile row di but not on its column nor on the tile
+ * column (a matmul's left operand): lane L of the team loads the vector of its tile's row L
+ * once, and each row di takes the four elements from lane di (SHARE): one load per lane where
+ * each lane loaded every row's (on lavapipe each is a loop over the SIMD lanes). Team-mates
+ * are consecutive items of one tile row (eng_kernel_share). IR_NONE where it does not apply. */
+static ir_value lower_shared_load(lowering *l, const kast *a, const sym_node *index,
+                                  const sym_node *const at[4], const sym_node *valid) {
+    if (!l->lane_gidx)
+        return IR_NONE;
+    sym_ctx *sc = l->ctx->sym;
+    uint32_t di = l->out / l->tile_n;
+    const sym_node *from[1] = {l->k->gidx}, *to[1] = {l->lane_gidx};
+    const sym_node *mine = sym_substitute(sc, a->index, from, to, 1);
+    const sym_node *lane[1] = {l->lane_var}, *row[1] = {sym_const(sc, di)};
+    const sym_node *col[1] = {l->tile_var[1]}, *col0[1] = {sym_const(sc, 0)};
+    bool shared = mine && row[0] && col0[0] && sym_substitute(sc, mine, lane, row, 1) == index &&
+                  sym_substitute(sc, mine, col, col0, 1) == mine;
+    const sym_node *lane_at[4];
+    for (uint32_t u = 0; shared && u < 4; u++)
+        lane_at[u] = at_step(l, mine, u);
+    if (!shared || !aligned_run(sc, lane_at)) {
+        sym_ctx_clear_error(sc);
+        return IR_NONE;
+    }
+    ir_value parts[4];
+    memo_key key = {lane_at[0], valid, LOAD_SLOT + a->buffer};
+    if (memo_get_in(&l->step_memo, key) == IR_NONE)
+        lower_load4(l, &l->step_memo, a, lane_at, valid, 1);
+    for (uint32_t c = 0; c < 4; c++) {
+        key.a = lane_at[c];
+        parts[c] = ir_share(l->ir, memo_get_in(&l->step_memo, key), di);
+        memo_put_in(l, &l->step_memo, (memo_key){at[c], valid, LOAD_SLOT + a->buffer}, parts[c]);
+    }
+    return parts[0];
+}
+
 /* A load in a range with vector steps: looked up among the vectors loaded at step 0, or, at
  * step 0, loaded as a vector when the four steps read four consecutive aligned elements.
  * IR_NONE: load it the plain way. */
@@ -336,13 +388,13 @@ static ir_value lower_step_load(lowering *l, const kast *a, const sym_node *inde
     ir_value v = memo_get_in(&l->step_memo, (memo_key){at[u], ok[u], LOAD_SLOT + a->buffer});
     if (v != IR_NONE || u != 0 || !vector_load_ok(l, a, valid))
         return v;
-    sym_ctx *sc = l->ctx->sym;
-    int64_t d, low;
+    if ((v = lower_shared_load(l, a, index, at, ok[0])) != IR_NONE)
+        return v;
     for (uint32_t c = 1; c < 4; c++) {
-        if (ok[c] != ok[0] || !sym_is_const(sym_sub(sc, at[c], at[0]), &d) || d != (int64_t)c)
+        if (ok[c] != ok[0])
             return IR_NONE;
     }
-    if (!sym_is_const(sym_floormod_c(sc, at[0], 4), &low) || low != 0)
+    if (!aligned_run(l->ctx->sym, at))
         return IR_NONE;
     return lower_load4(l, &l->step_memo, a, at, ok[0], 1);
 }
@@ -844,10 +896,36 @@ static void lower_tile(lowering *l, const eng_program *p, int64_t items) {
             l->out_gidx[di * p->tile_n + dj] = sym_add(sc, sym_mul_c(sc, row, p->tile_width), col);
         }
     }
+    if (p->share_lanes) { /* row `lane` of the tile, column 0 */
+        char name[48];
+        snprintf(name, sizeof name, "share_lane:%u", p->share_lanes - 1);
+        l->lane_var = sym_var(sc, name, 0, p->share_lanes - 1);
+        const sym_node *row = sym_add(sc, sym_mul_c(sc, l->tile_var[0], p->tile_m), l->lane_var);
+        const sym_node *col = sym_mul_c(sc, l->tile_var[1], p->tile_n);
+        l->lane_gidx = sym_add(sc, sym_mul_c(sc, row, p->tile_width), col);
+        if (!l->lane_gidx && ir->status == KILN_OK)
+            ir->status = KILN_ERROR_INTERNAL;
+    }
     for (uint32_t o = 0; o < l->outputs; o++) {
         if (!l->out_gidx[o] && ir->status == KILN_OK)
             ir->status = sym_ctx_status(sc) != KILN_OK ? sym_ctx_status(sc) : KILN_ERROR_INTERNAL;
     }
+}
+
+/* Team kernels (ir.h: loads shared in a subgroup, lower_shared_load): on a device whose
+ * subgroups are ctx->share_lanes wide, a tile of as many rows that shares loads along its
+ * columns, without bounds checks (every lane reaches every SHARE), whose consecutive items
+ * run along one tile row in whole teams (a block's width, or the row's tiles, a multiple of
+ * the team) and whose workgroups are whole teams. */
+void eng_kernel_share(const kiln_context *ctx, eng_program *p) {
+    uint32_t s = ctx->share_lanes;
+    p->share_lanes = 0;
+    if (s < 2 || !p->unchecked || p->row_loop || p->group_lanes || p->tile_m != s ||
+        p->tile_n < 2 || p->workgroup_size % s != 0)
+        return;
+    int64_t run = p->block_m > 1 ? (int64_t)p->block_n : p->tile_width / p->tile_n;
+    if (run % s == 0)
+        p->share_lanes = s;
 }
 
 /* The stores of every output of the item (a tile), in rows of four as vectors where they
@@ -906,10 +984,11 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_p
     for (uint32_t i = 0; i < k->param_count; i++)
         ir_param(ir, i); /* declares every parameter, in order */
     ir->group_lanes = group_lanes;
+    ir->share_lanes = p->share_lanes;
     lowering l = {.ctx = ctx, .k = k, .ir = ir, .ridx = IR_NONE, .lane = IR_NONE, .outputs = 1};
     base_map_init(&l.memo, &ctx->alloc);
     l.gid = ir_global_id(ir);
-    if (group_lanes)
+    if (group_lanes || p->share_lanes)
         l.lane = ir_lane(ir);
     bool tiled = p->per_item > 1 || p->row_loop;
     int64_t numel = 0;

@@ -35,18 +35,24 @@ void eng_runtime_tune(kiln_context *ctx) {
     ctx->tile_vector_cols = 16;
     ctx->tile_block_rows = 32;
     ctx->tile_block_cols = 8;
+    ctx->share_lanes = 8; /* the interpreter runs a CPU's kernels, teams included */
     uint32_t want = 8, limit = 1024;
     bool gpu = ctx->test_gpu_tuning;
     if (!ctx->interpreter) {
         const vkd_caps *caps = vkd_device_caps(ctx->dev);
+        uint32_t sub = caps->subgroup_size;
         gpu = gpu || vkd_device_info_of(ctx->dev)->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
-        if (!gpu && caps->subgroup_size >= 2 && caps->subgroup_size <= 64)
-            want = caps->subgroup_size;
+        if (!gpu && sub >= 2 && sub <= 64)
+            want = sub;
+        bool ballot = caps->subgroup_operations & VK_SUBGROUP_FEATURE_BALLOT_BIT;
+        ctx->share_lanes = ballot && sub >= 2 && sub <= 64 && !(sub & (sub - 1)) ? sub : 0;
         limit = caps->max_workgroup_invocations < caps->max_workgroup_size[0]
                     ? caps->max_workgroup_invocations
                     : caps->max_workgroup_size[0];
     }
     ctx->opaque_multipliers = !gpu; /* llvmpipe's loads: emit.c */
+    if (gpu || ctx->test_unshared_loads)
+        ctx->share_lanes = 0;
     if (gpu) {
         ctx->parallelism = 65536;
         ctx->tile_ew = 1;
@@ -81,6 +87,7 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
     ctx->test_tile[2] = opt->test_tile_cols;
     ctx->test_tile[3] = opt->test_tile_vector_cols;
     ctx->test_tile[4] = opt->test_tile_block_rows;
+    ctx->test_unshared_loads = opt->test_unshared_loads;
     if (wants_interpreter(device)) {
         ctx->interpreter = true;
         snprintf(ctx->device_name, sizeof ctx->device_name, "interpreter");
@@ -455,6 +462,7 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
         p->workgroup_size = p->group_lanes;
     eng_kernel_tile(ctx, k, p);
     choose_variant(ctx, k, p);
+    eng_kernel_share(ctx, p);
     uint32_t *words = NULL;
     size_t count = 0;
     kiln_status st =
@@ -479,6 +487,10 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
     for (uint32_t i = 0; i < p->ir.buffer_count; i++)
         vector = vector || p->ir.buffers[i].vector;
     ctx->stats.kernels_vector += vector;
+    bool shared = false;
+    for (uint32_t i = 0; i < p->ir.insts.len && !shared; i++)
+        shared = p->ir.insts.data[i].op == IR_SHARE;
+    ctx->stats.kernels_shared += shared;
     p->index_type = p->ir.index_type;
     p->param_count = p->ir.param_count;
     p->binding_count = p->ir.buffer_count;

@@ -937,3 +937,14 @@ spv_id spv_subgroup_broadcast_first(spv_builder *b, spv_id value) {
     return spv_result(b, SpvOpGroupNonUniformBroadcastFirst, b->ids.data[spv_raw(value)].type, ops,
                       2, "OpGroupNonUniformBroadcastFirst");
 }
+
+spv_id spv_subgroup_broadcast(spv_builder *b, spv_id value, uint32_t lane) {
+    uint32_t n;
+    if (!spv_value_of_class(b, value, C_ANY, "a broadcast value", &n))
+        return 0;
+    spv_capability(b, SpvCapabilityGroupNonUniform);
+    spv_capability(b, SpvCapabilityGroupNonUniformBallot);
+    uint32_t ops[3] = {spv_u32(b, SpvScopeSubgroup), spv_raw(value), spv_u32(b, lane)};
+    return spv_result(b, SpvOpGroupNonUniformBroadcast, b->ids.data[spv_raw(value)].type, ops, 3,
+                      "OpGroupNonUniformBroadcast");
+}

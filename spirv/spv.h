@@ -260,6 +260,9 @@ spv_id spv_atomic_load(spv_builder *b, spv_id pointer, SpvScope scope, uint32_t 
 spv_id spv_subgroup_op(spv_builder *b, SpvOp op, SpvGroupOperation group, spv_id value);
 spv_id spv_subgroup_elect(spv_builder *b);                         /* GroupNonUniform */
 spv_id spv_subgroup_broadcast_first(spv_builder *b, spv_id value); /* GroupNonUniformBallot */
+/* value as the invocation with SubgroupLocalInvocationId lane has it (a constant id: SPIR-V
+ * before 1.5 requires one); that invocation must be active. GroupNonUniformBallot. */
+spv_id spv_subgroup_broadcast(spv_builder *b, spv_id value, uint32_t lane);
 
 /* ---- validation and debugging (SPIRV-Tools, when the build found it) --------------------- */
 

@@ -105,6 +105,9 @@ typedef struct kiln_context_options {
      * after test_gpu_tuning. bench_tuning compares tiles in one process. */
     uint32_t test_tile_ew, test_tile_rows, test_tile_cols, test_tile_vector_cols;
     uint32_t test_tile_block_rows;
+    /* Test and benchmark only: no loads shared within a subgroup (on a CPU device a matmul's
+     * left operand is loaded once per subgroup lane and broadcast to the others). */
+    bool test_unshared_loads;
 } kiln_context_options;
 
 /* Statuses: KILN_ERROR_NOT_FOUND (no device matches), KILN_ERROR_OUT_OF_HOST_MEMORY, Vulkan
@@ -124,6 +127,7 @@ typedef struct kiln_stats {
     uint64_t kernels_cached;   /* found in the memory cache */
     uint64_t kernels_tiled;    /* of those generated: several outputs per invocation */
     uint64_t kernels_vector;   /* of those generated: 4-element vector loads or stores */
+    uint64_t kernels_shared;   /* of those generated: loads shared within a subgroup */
     uint64_t codegen_ns;       /* generating the kernels_compiled: lowering, checks, SPIR-V
                                   emission (not the driver's pipeline, nor the disk cache) */
     uint64_t disk_hits;        /* found in the disk cache (no code generated) */

@@ -196,20 +196,27 @@ static void test_tiles_matmul_register_tile(void **state) {
 /* matmul's items in blocks of tile rows x 8 tile columns (32 x 8 on a CPU; lower.c
  * lower_tile): blocks that shrink to divide the row tiles (12 row tiles: 4 x 8), several
  * blocks along a row (40 column tiles: 5), no blocks (9 row tiles, 229 column tiles), and the
- * test-only option test_tile_block_rows (64, 3 -> 2, 1: none) on one shape. Every output is
- * computed once and in place, on the device and on the interpreter. */
+ * test-only option test_tile_block_rows (64, 3 -> 2, 1: none) on one shape. Where the items
+ * are whole workgroups (no bounds check) and k is a multiple of 4, a CPU's subgroup loads the
+ * left operand's vectors once per lane and shares them (SHARE), with blocks or without; the
+ * option test_unshared_loads turns that off. Every output is computed once and in place, on
+ * the device and on the interpreter (which runs the teams in lockstep). */
 static void test_tiles_matmul_blocks(void **state) {
     const eng_fixture *f = *state;
     static const struct {
         int64_t m, k, n;
         uint32_t block_rows;
-    } cases[] = {{96, 12, 1408, 0},  {512, 12, 320, 0}, {72, 5, 1832, 0},
-                 {512, 12, 320, 64}, {512, 12, 320, 3}, {512, 12, 320, 1}};
+        bool unshared, shared; /* the option; whether a CPU shares the left operand's loads */
+    } cases[] = {{96, 12, 1408, 0, false, false}, {512, 12, 320, 0, false, true},
+                 {72, 5, 1832, 0, false, false},  {512, 12, 320, 64, false, true},
+                 {512, 12, 320, 3, false, true},  {512, 12, 320, 1, false, true},
+                 {512, 12, 320, 0, true, false}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t m = (size_t)cases[i].m, k = (size_t)cases[i].k, n = (size_t)cases[i].n;
         kiln_context_options opt = {.device = f->device ? NULL : "interp",
                                     .validation = f->device,
-                                    .test_tile_block_rows = cases[i].block_rows};
+                                    .test_tile_block_rows = cases[i].block_rows,
+                                    .test_unshared_loads = cases[i].unshared};
         kiln_context *ctx = NULL;
         assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
         float *a = values(m * k, 8), *b = values(k * n, 9), *want = values(m * n, 0);
@@ -219,8 +226,10 @@ static void test_tiles_matmul_blocks(void **state) {
         kiln_stats before = kiln_context_stats(ctx);
         fx_check_f32(kiln_matmul(ta, tb), want, m * n, 0, 0);
         kiln_stats after = kiln_context_stats(ctx);
-        if (cpu_tiles(f))
+        if (cpu_tiles(f)) {
             assert_int_equal(stats_delta(&before, &after).tiled, 1);
+            assert_int_equal(after.kernels_shared - before.kernels_shared, cases[i].shared);
+        }
         assert_int_equal(kiln_context_status(ctx), KILN_OK);
         eng_fixture_context_destroy(ctx);
         free(a);
