@@ -557,45 +557,66 @@ static void lower_stage(lowering *l, uint32_t stage) {
      * 64 in memory). Measured on lavapipe against the old order in one process: matmul
      * 1024^3 0.99-1.01, 2048^3 0.96. */
     bool stepwise = chains == 1 && unroll > 1 && exact;
-    ir_value step[MAX_TILE][ENG_MAX_REDUCTIONS];
-    /* Values inside a body are not visible after it: each element's body has its own memo. */
-    base_map outer = l->memo;
-    for (uint32_t u = 0; u < unroll; u++) {
-        base_map_init(&l->memo, &l->ctx->alloc);
-        l->step_u = u;
-        l->ridx = q;
+    ir_value ridx[REDUCE_UNROLL];
+    for (uint32_t u = 0; u < unroll; u++) { /* element u of the step (and of the lane) */
+        ridx[u] = q;
         if (unroll > 1) {
             ir_value base = ir_alu(ir, IR_MUL, it, q, ir_const_i(ir, it, unroll), IR_NONE);
-            l->ridx = ir_alu(ir, IR_ADD, it, base, ir_const_i(ir, it, u), IR_NONE);
+            ridx[u] = ir_alu(ir, IR_ADD, it, base, ir_const_i(ir, it, u), IR_NONE);
         }
         if (stride > 1) {
-            ir_value base = ir_alu(ir, IR_MUL, it, l->ridx, ir_const_i(ir, it, stride), IR_NONE);
-            l->ridx = ir_alu(ir, IR_ADD, it, base, l->lane, IR_NONE);
+            ir_value base = ir_alu(ir, IR_MUL, it, ridx[u], ir_const_i(ir, it, stride), IR_NONE);
+            ridx[u] = ir_alu(ir, IR_ADD, it, base, l->lane, IR_NONE);
         }
+    }
+    /* Each element has its own memo (its ridx differs; and values inside an IF are not
+     * visible after it). A stepwise range goes output by output, each output's elements in
+     * turn, so that one output's partial step is live at a time (element by element, a matmul
+     * tile kept 64 of them live next to its 64 accumulators, and lavapipe spills); the
+     * elements' memos live across the outputs. Otherwise element by element, each under its
+     * bounds check. */
+    base_map outer = l->memo, memo[REDUCE_UNROLL];
+    for (uint32_t u = 0; u < unroll; u++)
+        base_map_init(&memo[u], &l->ctx->alloc);
+    for (uint32_t u = 0; !stepwise && u < unroll; u++) {
+        l->memo = memo[u];
+        l->step_u = u;
+        l->ridx = ridx[u];
         bool checked = (u > 0 || stride > 1) && !exact;
         if (checked)
             ir_if(ir, ir_alu(ir, IR_LT, IR_BOOL, l->ridx, count, IR_NONE));
         for (l->out = 0; l->out < l->outputs; l->out++) {
             for (uint32_t i = 0; i < k->reduction_count; i++) {
                 const eng_reduction *r = &k->reductions[i];
-                if (r->stage != stage)
-                    continue;
-                ir_value v = lower_value(l, r->value);
-                if (!stepwise || r->arg) {
-                    combine(l, r, acc[l->out][chains > 1 ? u : 0][i], at[i], v);
-                    continue;
-                }
-                ir_value *p = &step[l->out][i];
-                *p = u == 0 ? v : ir_alu(ir, r->op, r->type, *p, v, IR_NONE);
-                if (u == unroll - 1)
-                    combine(l, r, acc[l->out][0][i], at[i], *p);
+                if (r->stage == stage)
+                    combine(l, r, acc[l->out][chains > 1 ? u : 0][i], at[i],
+                            lower_value(l, r->value));
             }
         }
-        l->out = 0;
         if (checked)
             ir_endif(ir);
-        base_map_finish(&l->memo);
+        memo[u] = l->memo;
     }
+    for (l->out = 0; stepwise && l->out < l->outputs; l->out++) {
+        for (uint32_t i = 0; i < k->reduction_count; i++) {
+            const eng_reduction *r = &k->reductions[i];
+            if (r->stage != stage)
+                continue;
+            ir_value sum = IR_NONE;
+            for (uint32_t u = 0; u < unroll; u++) {
+                l->memo = memo[u];
+                l->step_u = u;
+                l->ridx = ridx[u];
+                ir_value v = lower_value(l, r->value);
+                memo[u] = l->memo;
+                sum = u == 0 ? v : ir_alu(ir, r->op, r->type, sum, v, IR_NONE);
+            }
+            combine(l, r, acc[l->out][0][i], at[i], sum);
+        }
+    }
+    l->out = 0;
+    for (uint32_t u = 0; u < unroll; u++)
+        base_map_finish(&memo[u]);
     l->memo = outer;
     if (l->step_var)
         base_map_finish(&l->step_memo);
