@@ -161,13 +161,14 @@ static spv_id is_nan(spv_builder *b, spv_id x) {
     return spv_binop(b, SpvOpFUnordNotEqual, x, x);
 }
 
-/* max/min that return NaN when either operand is NaN (torch.maximum). */
+/* max/min that return NaN when either operand is NaN (torch.maximum), defined as the
+ * interpreter defines them: x when x > y (x < y for min) or x is NaN, else y (NaN when y is;
+ * of equal values y, so max(-0, +0) is +0 on every device, where FMax leaves the choice to
+ * the driver). Four instructions where FMax and a NaN check took six; the column max of
+ * (4096, 4096) measured the same either way on lavapipe. */
 static spv_id float_minmax(spv_builder *b, bool is_max, spv_id x, spv_id y) {
-    spv_id f32 = spv_type_float(b, 32);
-    spv_id args[2] = {x, y};
-    spv_id m = spv_glsl(b, is_max ? GLSLstd450FMax : GLSLstd450FMin, f32, 2, args);
-    spv_id any_nan = spv_binop(b, SpvOpLogicalOr, is_nan(b, x), is_nan(b, y));
-    return spv_select(b, any_nan, spv_binop(b, SpvOpFAdd, x, y), m); /* x + y is NaN */
+    spv_id wins = spv_binop(b, is_max ? SpvOpFOrdGreaterThan : SpvOpFOrdLessThan, x, y);
+    return spv_select(b, spv_binop(b, SpvOpLogicalOr, wins, is_nan(b, x)), x, y);
 }
 
 /* torch.pow for floats: exp2(y * log2|x|) with the sign of x for odd integral y, NaN for

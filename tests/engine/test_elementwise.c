@@ -411,8 +411,20 @@ static void test_engine_ieee_specials(void **state) {
     /* NaN propagates through maximum, minimum and relu (as torch). */
     kiln_tensor *n = fx_f32(ctx, 1, s, (const float[]){NAN, 1});
     fx_check_f32(kiln_maximum(n, pm), (const float[]){NAN, 1}, 2, 0, 0);
+    fx_check_f32(kiln_maximum(pm, n), (const float[]){NAN, 1}, 2, 0, 0);
     fx_check_f32(kiln_minimum(pm, n), (const float[]){NAN, -1}, 2, 0, 0);
+    fx_check_f32(kiln_minimum(n, pm), (const float[]){NAN, -1}, 2, 0, 0);
     fx_check_f32(kiln_relu(n), (const float[]){NAN, 1}, 2, 0, 0);
+    /* Equal operands give the second, so the sign of a zero result is the device's and the
+     * interpreter's alike: maximum(-0, +0) = +0, maximum(+0, -0) = -0, and so for minimum. */
+    kiln_tensor *za = fx_f32(ctx, 1, s, (const float[]){-0.0f, 0.0f});
+    kiln_tensor *zb = fx_f32(ctx, 1, s, (const float[]){0.0f, -0.0f});
+    kiln_tensor *zeros[2] = {kiln_maximum(za, zb), kiln_minimum(za, zb)};
+    for (int i = 0; i < 2; i++) {
+        float got[2] = {1, 1};
+        assert_int_equal(kiln_read(zeros[i], got, sizeof got), KILN_OK);
+        assert_true(got[0] == 0 && !signbit(got[0]) && got[1] == 0 && signbit(got[1]));
+    }
 }
 
 /* Not yet right on lavapipe: the emitted SPIR-V does not declare SignedZeroInfNanPreserve, so
