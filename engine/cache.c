@@ -7,7 +7,7 @@
 
 /* Version of the payload layout below and of the code it holds (7: tiled reductions add a
  * step's elements first): another value makes every entry a miss. */
-enum { CACHE_PAYLOAD_VERSION = 9, CACHE_HEADER_WORDS = 9 };
+enum { CACHE_PAYLOAD_VERSION = 10, CACHE_HEADER_WORDS = 9 };
 static const uint32_t payload_magic = 0x4e524b4bu; /* "KKRN" */
 
 kiln_status eng_cache_open(kiln_context *ctx, const kiln_context_options *opt,
