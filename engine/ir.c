@@ -135,26 +135,24 @@ ir_value ir_lane(ir_kernel *k) {
     return emit(k, inst_of(IR_LANE, k->index_type, IR_NONE, IR_NONE, IR_NONE));
 }
 
-ir_value ir_group(ir_kernel *k, ir_op op, ir_value value) {
+/* An instruction of value's type on value, with arg (GROUP's op, SHARE's lane). */
+static ir_value emit_on(ir_kernel *k, ir_op op, ir_value value, uint32_t arg) {
     if (value >= k->insts.len) {
         if (k->status == KILN_OK)
             k->status = KILN_ERROR_INTERNAL;
         return IR_NONE;
     }
-    ir_inst i = inst_of(IR_GROUP, k->insts.data[value].type, value, IR_NONE, IR_NONE);
-    i.arg = (uint32_t)op;
+    ir_inst i = inst_of(op, k->insts.data[value].type, value, IR_NONE, IR_NONE);
+    i.arg = arg;
     return emit(k, i);
 }
 
+ir_value ir_group(ir_kernel *k, ir_op op, ir_value value) {
+    return emit_on(k, IR_GROUP, value, (uint32_t)op);
+}
+
 ir_value ir_share(ir_kernel *k, ir_value value, uint32_t lane) {
-    if (value >= k->insts.len) {
-        if (k->status == KILN_OK)
-            k->status = KILN_ERROR_INTERNAL;
-        return IR_NONE;
-    }
-    ir_inst i = inst_of(IR_SHARE, k->insts.data[value].type, value, IR_NONE, IR_NONE);
-    i.arg = lane;
-    return emit(k, i);
+    return emit_on(k, IR_SHARE, value, lane);
 }
 
 ir_value ir_load(ir_kernel *k, uint32_t buffer, ir_value index) {
