@@ -25,8 +25,9 @@ static bool wants_interpreter(const char *device) {
  * faster than 8 on lavapipe, measured in one process against 8); on a GPU one elementwise
  * output (neighbouring invocations read neighbouring elements), 4 x 4 and 4 columns.
  * On a CPU the 8 x 8 tiles of a workgroup's invocations lie in a block of 32 x 8 tiles (one
- * 64-column panel of a matmul's right operand for the workgroup: 2048^3 1.1-1.6x faster than
- * row-major items on lavapipe), and a subgroup of 8 with ballot operations shares the left
+ * 64-column panel of a matmul's right operand for the workgroup: on lavapipe 2048^3 ran
+ * 1.1-1.6x faster than with row-major items in five of seven one-process runs, the same in
+ * two), and a subgroup of 8 with ballot operations shares the left
  * operand's loads (share_lanes; the interpreter runs the same teams). On a CPU, an
  * invocation's index times a constant, where it flows into a loop, is emitted as a product by
  * a run-time value (emit.c opaque_multipliers); a GPU's compiler keeps its constants. The
