@@ -64,7 +64,8 @@ static size_t cache_key(const kiln_context *ctx, const eng_kernel *k, const eng_
     put_u32(key + 8, (uint32_t)k->hash);
     put_u32(key + 12, (uint32_t)(k->hash >> 32));
     put_u32(key + 16, p->unchecked | p->group_lanes << 1 | p->tile_m << 12 | p->tile_n << 20 |
-                          (uint32_t)p->row_loop << 28 | (uint32_t)ctx->opaque_multipliers << 29);
+                          (uint32_t)p->row_loop << 28 | (uint32_t)ctx->opaque_multipliers << 29 |
+                          (uint32_t)ctx->paired_vectors << 30);
     put_u32(key + 20, p->workgroup_size);
     put_u32(key + 24, caps->spirv_version);
     put_u32(key + 28,

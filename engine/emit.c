@@ -14,7 +14,9 @@ typedef struct emitter {
     spv_id *loop_header;   /* RANGE -> header label */
     spv_id *counter;       /* RANGE -> counter variable */
     spv_id buffers[IR_MAX_BUFFERS];
-    spv_id vectors[IR_MAX_BUFFERS]; /* the same bindings as arrays of 4-vectors (LOAD4/STORE4) */
+    spv_id vectors[IR_MAX_BUFFERS]; /* the same bindings as arrays of 4-vectors (LOAD4/STORE4),
+                                       or of pairs of 64-bit integers (paired_vectors) */
+    bool paired;                    /* emit_options.paired_vectors */
     spv_id push;                    /* push-constant block variable */
     spv_id param_buffer;            /* or the parameters' storage buffer */
     spv_id global_id;               /* linear invocation index, index type */
@@ -467,12 +469,39 @@ static spv_id vector_element(emitter *e, const ir_inst *i) {
     return spv_buffer_element(b, e->vectors[i->arg], index);
 }
 
+/* emit_options.paired_vectors: llvmpipe moves a vector load's or store's components one
+ * invocation at a time, each with its own bounds check and branch, so four 32-bit elements
+ * moved as two 64-bit integers cost half as much (a row sum with vec4 loads: 6.4 ms, with
+ * u64vec2 loads of the same bytes: 5.0; bench/README.md). The elements are the same bits:
+ * each 64-bit half is bitcast to or from two 32-bit elements. */
+static spv_id load4(emitter *e, const ir_inst *i) {
+    spv_builder *b = e->b;
+    spv_id v = spv_load(b, vector_element(e, i));
+    if (!e->paired)
+        return v;
+    spv_id elem = storage_type(b, i->type), two = spv_type_vector(b, elem, 2), halves[2];
+    for (uint32_t h = 0; h < 2; h++)
+        halves[h] = spv_convert(b, SpvOpBitcast, two, spv_composite_extract(b, v, h));
+    return spv_composite_construct(b, spv_type_vector(b, elem, 4), 2, halves);
+}
+
 static void store4(emitter *e, const ir_inst *i) {
     spv_builder *b = e->b;
-    spv_id parts[4], type = spv_type_vector(b, storage_type(b, i->type), 4);
+    spv_id elem = storage_type(b, i->type), parts[4];
     for (uint32_t c = 0; c < 4; c++)
         parts[c] = e->ids[i->src[1 + c]];
-    spv_store(b, vector_element(e, i), spv_composite_construct(b, type, 4, parts));
+    spv_id v;
+    if (e->paired) {
+        spv_id u64 = spv_type_int(b, 64, false), halves[2];
+        for (uint32_t h = 0; h < 2; h++)
+            halves[h] = spv_convert(
+                b, SpvOpBitcast, u64,
+                spv_composite_construct(b, spv_type_vector(b, elem, 2), 2, parts + 2 * h));
+        v = spv_composite_construct(b, spv_type_vector(b, u64, 2), 2, halves);
+    } else {
+        v = spv_composite_construct(b, spv_type_vector(b, elem, 4), 4, parts);
+    }
+    spv_store(b, vector_element(e, i), v);
 }
 
 /* ---- control flow -------------------------------------------------------------------------- */
@@ -537,7 +566,10 @@ static void declare_interface(emitter *e) {
         e->buffers[i] = spv_storage_buffer(b, storage_type(b, buf->type), 0, i, access);
         /* Vector access goes through a second variable on the same binding (Vulkan allows
          * several; the lowering never mixes both kinds on elements a kernel writes). */
-        if (buf->vector)
+        if (buf->vector && e->paired)
+            e->vectors[i] = spv_storage_buffer(b, spv_type_vector(b, spv_type_int(b, 64, false), 2),
+                                               0, i, access);
+        else if (buf->vector)
             e->vectors[i] = spv_storage_buffer(b, spv_type_vector(b, storage_type(b, buf->type), 4),
                                                0, i, access);
     }
@@ -696,7 +728,7 @@ static void emit_inst(emitter *e, uint32_t at, uint32_t *open, uint32_t *depth) 
         store(e, i);
         break;
     case IR_LOAD4:
-        e->ids[at] = spv_load(b, vector_element(e, i));
+        e->ids[at] = load4(e, i);
         break;
     case IR_EXTRACT:
         e->ids[at] = spv_composite_extract(b, e->ids[i->src[0]], i->arg);
@@ -770,6 +802,7 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
     e.div = div;
     e.loop = div + n;
     e.opaque_mul = opt->opaque_multipliers ? div + 2 * n : NULL;
+    e.paired = opt->paired_vectors;
 
     declare_interface(&e);
     spv_id fn = spv_function_begin(e.b, "main");

@@ -216,6 +216,7 @@ struct kiln_context {
                                     * _block_rows */
     uint32_t tile_ew;              /* outputs per invocation of an elementwise kernel */
     bool opaque_multipliers;       /* emit_options.opaque_multipliers: CPU devices */
+    bool paired_vectors;           /* emit_options.paired_vectors: CPU devices with int64 */
     uint32_t tile_rows, tile_cols; /* register tile of a reduction with a 2-D output */
     uint32_t tile_vector_cols;     /* columns of a reduction's tile that only reads vectors */
     uint32_t tile_block_rows, tile_block_cols; /* items of a load-sharing tiled kernel in blocks */

@@ -56,6 +56,7 @@ void eng_runtime_tune(kiln_context *ctx) {
                     : caps->max_workgroup_size[0];
     }
     ctx->opaque_multipliers = !gpu; /* llvmpipe's loads: emit.c */
+    ctx->paired_vectors = !gpu && !ctx->interpreter && vkd_device_caps(ctx->dev)->int64;
     if (gpu || ctx->test_unshared_loads)
         ctx->share_lanes = 0;
     if (gpu) {
@@ -359,7 +360,8 @@ static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_p
                        .maintenance4 = caps->maintenance4,
                        .workgroup_size = p->workgroup_size,
                        .params_in_buffer = p->params_in_buffer,
-                       .opaque_multipliers = ctx->opaque_multipliers};
+                       .opaque_multipliers = ctx->opaque_multipliers,
+                       .paired_vectors = ctx->paired_vectors};
     emit_result r;
     base_error err = {0};
     int64_t start = base_now_ns();

@@ -18,6 +18,14 @@ static const base_allocator *alloc(void) {
     return &a;
 }
 
+/* How many instructions of opcode op the module has. */
+static int count_op(const emit_result *r, uint32_t op) {
+    int n = 0;
+    for (size_t at = 5; at < r->word_count && r->words[at] >> 16; at += r->words[at] >> 16)
+        n += (r->words[at] & 0xffffu) == op;
+    return n;
+}
+
 /* out[4g .. 4g+3] = in[4g+3] + 1, in[4g+2] + 1, in[4g+1] + 1, in[4g] + 1 (each group of four
  * reversed), index offset by shift (0: aligned). */
 static void reverse_kernel(ir_kernel *k, int64_t shift) {
@@ -49,27 +57,33 @@ static void test_ir_vector_interpreted_and_emitted(void **state) {
     assert_memory_equal(out, want, sizeof want);
     assert_true(k.buffers[0].vector && k.buffers[1].vector);
 
-    emit_options opt = {.spirv_version = 0x10300};
-    emit_result r;
-    assert_int_equal(emit_spirv(&k, &opt, &r, &err), KILN_OK);
-    assert_true(r.word_count > 5);
-    if (spv_tools_available())
-        assert_int_equal(spv_validate(r.words, r.word_count, (1u << 22) | (1u << 12), &err),
-                         KILN_OK);
-    emit_result_free(alloc(), &r);
+    /* Paired (CPU drivers): each vector moves as two 64-bit integers, each bitcast to or from
+     * two elements (two bitcasts for the load, two for the store) and the module declares
+     * Int64; otherwise neither. */
+    enum { OP_CAPABILITY = 17, OP_BITCAST = 124, CAP_INT64 = 11 };
+    int bitcasts[2];
+    for (int paired = 0; paired < 2; paired++) {
+        emit_options opt = {.spirv_version = 0x10300, .paired_vectors = paired};
+        emit_result r;
+        assert_int_equal(emit_spirv(&k, &opt, &r, &err), KILN_OK);
+        assert_true(r.word_count > 5);
+        if (spv_tools_available())
+            assert_int_equal(spv_validate(r.words, r.word_count, (1u << 22) | (1u << 12), &err),
+                             KILN_OK);
+        bitcasts[paired] = count_op(&r, OP_BITCAST);
+        bool int64 = false;
+        for (size_t at = 5; at < r.word_count && r.words[at] >> 16; at += r.words[at] >> 16)
+            int64 =
+                int64 || ((r.words[at] & 0xffffu) == OP_CAPABILITY && r.words[at + 1] == CAP_INT64);
+        assert_int_equal(int64, paired);
+        emit_result_free(alloc(), &r);
+    }
+    assert_int_equal(bitcasts[1] - bitcasts[0], 4);
     ir_kernel_finish(&k);
 }
 
 /* An element index that is not a multiple of 4, or four elements past the end: an error that
  * names the code-generation bug, not a wild access. */
-/* How many instructions of opcode op the module has. */
-static int count_op(const emit_result *r, uint32_t op) {
-    int n = 0;
-    for (size_t at = 5; at < r->word_count && r->words[at] >> 16; at += r->words[at] >> 16)
-        n += (r->words[at] & 0xffffu) == op;
-    return n;
-}
-
 /* out[4g .. 4g+3] = in[i .. i+3] for i = g * 4096 + 8 (quarterable: the vector index is
  * g * 1024 + 2) or i = (g * 2) * 2 (not: the constants are not multiples of 4); looped: the
  * copy inside a loop of one iteration t, with t * 8 added to i. */
