@@ -103,6 +103,7 @@ static struct {
     vkd_device *own_dev; /* the benchmark's own device */
     char device_name[256];
     bool have_subgroup_arith;
+    bool have_int64; /* the references may use 64-bit integers (vector_form) */
     double matmul_1024_ms; /* Kiln's, for predicting 2048^3 (NAN: not measured) */
 } g;
 
@@ -254,12 +255,17 @@ static void remove_tmp(void) {
 }
 
 /* Compiles shaders/<name>.comp with glslc into the temporary folder; *ms is glslc's wall
- * time. The words are malloc'ed. */
+ * time. The words are malloc'ed. A name ending in "+paired" compiles the shader with PAIRED
+ * defined (vector buffers as pairs of 64-bit integers, shaders/vec.glsl). */
 static bool glslc_compile(const char *name, uint32_t **words, size_t *count, double *ms) {
     char src[512], out[256];
-    snprintf(src, sizeof src, "%s/%s.comp", KILN_BENCH_SHADER_DIR, name);
+    const char *plus = strchr(name, '+');
+    bool paired = plus && strcmp(plus, "+paired") == 0;
+    int len = plus ? (int)(plus - name) : (int)strlen(name);
+    snprintf(src, sizeof src, "%s/%.*s.comp", KILN_BENCH_SHADER_DIR, len, name);
     snprintf(out, sizeof out, "%s/%s.spv", g.tmp, name);
-    const char *argv[] = {"glslc", "-O", "--target-env=vulkan1.1", src, "-o", out, NULL};
+    const char *argv[] = {"glslc", "-O",  "--target-env=vulkan1.1", src, "-o", out,
+                          paired ? "-DPAIRED" : NULL, NULL};
     double t0 = bench_now_ms();
     int rc = run_quiet(argv, true);
     *ms = bench_now_ms() - t0;
@@ -299,6 +305,7 @@ static bool ref_device_open(void) {
              vkd_instance_device(g.inst, index)->props.deviceName);
     VkSubgroupFeatureFlags ops = vkd_device_caps(g.dev)->subgroup_operations;
     g.have_subgroup_arith = (ops & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0;
+    g.have_int64 = vkd_device_caps(g.dev)->int64;
     return true;
 }
 
@@ -406,7 +413,16 @@ static bool ref_measure(const ref_dispatch *d, uint32_t count, double *first, do
     return true;
 }
 
-enum { MAX_VARIANTS = 8 };
+enum { MAX_VARIANTS = 16 };
+
+/* The shader's name for vector form pr: 0 vec4, 1 pairs of 64-bit integers (devices with
+ * int64 only; NULL otherwise). */
+static const char *vector_form(const char *shader, int pr, char *buf, size_t size) {
+    if (pr && !g.have_int64)
+        return NULL;
+    snprintf(buf, size, "%s%s", shader, pr ? "+paired" : "");
+    return buf;
+}
 
 /* One way of computing a case's reference (several are measured; the fastest counts). */
 typedef struct ref_variant {
@@ -853,15 +869,19 @@ static void case_ew_fma(void) {
     int nv = 0;
     /* vec4 per invocation, contiguous or interleaved across the workgroup. */
     static const uint32_t shapes[][2] = {{2, 0}, {8, 0}, {2, 1}, {8, 1}};
-    for (uint32_t i = 0; bo && ba && bb && bc && i < 4; i++) {
-        char vname[24];
-        snprintf(vname, sizeof vname, "vec4 x%u%s", shapes[i][0], shapes[i][1] ? " il" : "");
-        v[nv++] = variant1(vname, ref_pipeline("ew_fma", 4, 4, shapes[i], 2),
+    for (uint32_t i = 0; bo && ba && bb && bc && i < 8; i++) {
+        char vname[24], shader[32];
+        if (!vector_form("ew_fma", i / 4, shader, sizeof shader))
+            break;
+        const uint32_t *sh = shapes[i % 4];
+        snprintf(vname, sizeof vname, "%s x%u%s", i / 4 ? "pairs" : "vec4", sh[0],
+                 sh[1] ? " il" : "");
+        v[nv++] = variant1(vname, ref_pipeline(shader, 4, 4, sh, 2),
                            (ref_dispatch){.buffers = {bo, ba, bb, bc},
                                           .binding_count = 4,
                                           .push = {N16M / 4},
                                           .push_size = 4,
-                                          .groups = {N16M / 4 / shapes[i][0] / 64, 1, 1}});
+                                          .groups = {N16M / 4 / sh[0] / 64, 1, 1}});
     }
     /* scalar loads, several consecutive outputs per invocation */
     static const uint32_t pers[] = {8, 16};
@@ -921,15 +941,19 @@ static void case_ew_bcast(void) {
     ref_variant v[MAX_VARIANTS];
     int nv = 0;
     static const uint32_t shapes[][2] = {{2, 0}, {8, 0}, {2, 1}, {8, 1}};
-    for (uint32_t i = 0; bo && ba && bb && i < 4; i++) {
-        char vname[24];
-        snprintf(vname, sizeof vname, "vec4 x%u%s", shapes[i][0], shapes[i][1] ? " il" : "");
-        v[nv++] = variant1(vname, ref_pipeline("ew_bcast", 3, 8, shapes[i], 2),
+    for (uint32_t i = 0; bo && ba && bb && i < 8; i++) {
+        char vname[24], shader[32];
+        if (!vector_form("ew_bcast", i / 4, shader, sizeof shader))
+            break;
+        const uint32_t *sh = shapes[i % 4];
+        snprintf(vname, sizeof vname, "%s x%u%s", i / 4 ? "pairs" : "vec4", sh[0],
+                 sh[1] ? " il" : "");
+        v[nv++] = variant1(vname, ref_pipeline(shader, 3, 8, sh, 2),
                            (ref_dispatch){.buffers = {bo, ba, bb},
                                           .binding_count = 3,
                                           .push = {N16M / 4, SIDE / 4},
                                           .push_size = 8,
-                                          .groups = {N16M / 4 / shapes[i][0] / 64, 1, 1}});
+                                          .groups = {N16M / 4 / sh[0] / 64, 1, 1}});
     }
     ref_variant best;
     bool ref_ok = ref_best(r, v, nv, bo, refo, N16M, want, 0, 0, &best);
@@ -1026,12 +1050,16 @@ enum { MAX_STRIPS = 32 };
 
 /* Column reductions in two stages: col_strips (CV vec4 per invocation, strips of rows) into
  * partial, then col_reduce over the strips. */
-static ref_variant col_strips_variant(uint32_t op, uint32_t cv, uint32_t strips, float scale,
+static ref_variant col_strips_variant(uint32_t op, uint32_t cv, uint32_t strips, float scale, int pr,
                                       vkd_buffer *x, vkd_buffer *out, vkd_buffer *partial) {
     ref_variant v = {.count = 2};
-    snprintf(v.name, sizeof v.name, "strips %ux%u", strips, cv);
-    v.pipes[0] = ref_pipeline("col_strips", 2, 8, (const uint32_t[]){op, cv}, 2);
-    v.pipes[1] = ref_pipeline("col_reduce", 2, 12, &op, 1);
+    char strips_name[32], reduce_name[32];
+    if (!vector_form("col_strips", pr, strips_name, sizeof strips_name) ||
+        !vector_form("col_reduce", pr, reduce_name, sizeof reduce_name))
+        return (ref_variant){.count = 0};
+    snprintf(v.name, sizeof v.name, "%sstrips %ux%u", pr ? "pairs " : "", strips, cv);
+    v.pipes[0] = ref_pipeline(strips_name, 2, 8, (const uint32_t[]){op, cv}, 2);
+    v.pipes[1] = ref_pipeline(reduce_name, 2, 12, &op, 1);
     if (!v.pipes[0] || !v.pipes[1])
         v.count = 0;
     v.d[0] = (ref_dispatch){.pipe = v.pipes[0],
@@ -1055,11 +1083,15 @@ static ref_variant col_strips_variant(uint32_t op, uint32_t cv, uint32_t strips,
 static int red_ref_variants(red_kind kind, ref_variant *v, vkd_buffer *x, vkd_buffer *out,
                             vkd_buffer *partial) {
     int nv = 0;
+    char shader[32];
     if (kind == RED_SUM_ALL) {
-        for (uint32_t groups = 16; groups <= 64; groups *= 2) {
-            vkd_pipeline *p = ref_pipeline("sum_blocks", 2, 4, NULL, 0);
+        for (uint32_t i = 0; i < 6 && vector_form("sum_blocks", i / 3, shader, sizeof shader);
+             i++) {
+            uint32_t groups = 16u << (i % 3);
+            vkd_pipeline *p = ref_pipeline(shader, 2, 4, NULL, 0);
             v[nv] = (ref_variant){.pipes = {p}, .count = p ? 2 : 0};
-            snprintf(v[nv].name, sizeof v[nv].name, "blocks %u wg", groups);
+            snprintf(v[nv].name, sizeof v[nv].name, "%sblocks %u wg", i / 3 ? "pairs " : "",
+                     groups);
             v[nv].d[0] = (ref_dispatch){.pipe = p,
                                         .buffers = {partial, x},
                                         .binding_count = 2,
@@ -1077,26 +1109,30 @@ static int red_ref_variants(red_kind kind, ref_variant *v, vkd_buffer *x, vkd_bu
         return nv;
     }
     if (kind == RED_SUM_ROWS) {
-        v[nv++] = variant1("row/invocation", ref_pipeline("sum_rows", 2, 8, NULL, 0),
-                           (ref_dispatch){.buffers = {out, x},
-                                          .binding_count = 2,
-                                          .push = {SIDE, SIDE / 4},
-                                          .push_size = 8,
-                                          .groups = {SIDE / 64, 1, 1}});
+        for (int pr = 0; pr < 2 && vector_form("sum_rows", pr, shader, sizeof shader); pr++)
+            v[nv++] = variant1(pr ? "pairs row/invocation" : "row/invocation",
+                               ref_pipeline(shader, 2, 8, NULL, 0),
+                               (ref_dispatch){.buffers = {out, x},
+                                              .binding_count = 2,
+                                              .push = {SIDE, SIDE / 4},
+                                              .push_size = 8,
+                                              .groups = {SIDE / 64, 1, 1}});
         return nv;
     }
     /* Over axis 0 (RED_SUM_T_ROWS: the column sums of the contiguous data). */
     uint32_t op = kind == RED_MAX_COLS ? 1 : 0;
     float scale = kind == RED_MEAN_COLS ? 1.0f / SIDE : 1.0f;
-    v[nv] = variant1("vec4 column", ref_pipeline("col_reduce", 2, 12, &op, 1),
-                     (ref_dispatch){.buffers = {out, x},
-                                    .binding_count = 2,
-                                    .push = {SIDE, SIDE / 4},
-                                    .push_size = 12,
-                                    .groups = {SIDE / 4 / 64, 1, 1}});
-    memcpy(&v[nv++].d[0].push[2], &scale, 4);
-    v[nv++] = col_strips_variant(op, 4, 16, scale, x, out, partial);
-    v[nv++] = col_strips_variant(op, 16, 32, scale, x, out, partial);
+    for (int pr = 0; pr < 2 && vector_form("col_reduce", pr, shader, sizeof shader); pr++) {
+        v[nv] = variant1(pr ? "pairs column" : "vec4 column", ref_pipeline(shader, 2, 12, &op, 1),
+                         (ref_dispatch){.buffers = {out, x},
+                                        .binding_count = 2,
+                                        .push = {SIDE, SIDE / 4},
+                                        .push_size = 12,
+                                        .groups = {SIDE / 4 / 64, 1, 1}});
+        memcpy(&v[nv++].d[0].push[2], &scale, 4);
+        v[nv++] = col_strips_variant(op, 4, 16, scale, pr, x, out, partial);
+        v[nv++] = col_strips_variant(op, 16, 32, scale, pr, x, out, partial);
+    }
     return nv;
 }
 
@@ -1199,19 +1235,24 @@ static void case_softmax(void) {
     bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, N);
 
     vkd_buffer *bo = ref_buffer(NULL, N), *bx = ref_buffer(hx, N);
-    ref_variant v[2];
+    ref_variant v[4];
     int nv = 0;
-    if (bo && bx) {
-        v[nv++] = variant1("row/invocation", ref_pipeline("softmax_rowinv", 2, 8, NULL, 0),
+    char shader[32];
+    for (int pr = 0; pr < 2 && bo && bx; pr++) {
+        if (!vector_form("softmax_rowinv", pr, shader, sizeof shader))
+            break;
+        v[nv++] = variant1(pr ? "pairs row/invocation" : "row/invocation",
+                           ref_pipeline(shader, 2, 8, NULL, 0),
                            (ref_dispatch){.buffers = {bo, bx},
                                           .binding_count = 2,
                                           .push = {SM_ROWS, SM_COLS / 4},
                                           .push_size = 8,
                                           .groups = {SM_ROWS / 64, 1, 1}});
+        vector_form("softmax_rows", pr, shader, sizeof shader);
         if (g.have_subgroup_arith) /* one workgroup per row, subgroup + shared reductions */
             v[nv++] = variant1(
-                "row/workgroup",
-                ref_pipeline("softmax_rows", 2, 0, (const uint32_t[]){SM_COLS / 256}, 1),
+                pr ? "pairs row/workgroup" : "row/workgroup",
+                ref_pipeline(shader, 2, 0, (const uint32_t[]){SM_COLS / 256}, 1),
                 (ref_dispatch){.buffers = {bo, bx}, .binding_count = 2, .groups = {SM_ROWS, 1, 1}});
     }
     ref_variant best;
@@ -1321,11 +1362,15 @@ static void case_matmul(uint32_t n) {
     int nv = 0;
     /* TM rows x 8 columns per invocation, workgroups of 64x1 or 8x8 invocations. */
     static const uint32_t shapes[][3] = {{2, 64, 1}, {4, 64, 1}, {4, 8, 8}, {8, 8, 8}};
-    for (uint32_t i = 0; bc && ba && bb && i < 4; i++) {
-        const uint32_t *sh = shapes[i];
+    char shader[32];
+    for (uint32_t i = 0; bc && ba && bb && i < 8; i++) {
+        const uint32_t *sh = shapes[i % 4];
         char vname[24];
-        snprintf(vname, sizeof vname, "%ux8/thr wg%ux%u", sh[0], sh[1], sh[2]);
-        v[nv++] = variant1(vname, ref_pipeline("sgemm", 3, 12, sh, 3),
+        if (!vector_form("sgemm", i / 4, shader, sizeof shader))
+            break;
+        snprintf(vname, sizeof vname, "%s%ux8/thr wg%ux%u", i / 4 ? "pairs " : "", sh[0], sh[1],
+                 sh[2]);
+        v[nv++] = variant1(vname, ref_pipeline(shader, 3, 12, sh, 3),
                            (ref_dispatch){.buffers = {bc, ba, bb},
                                           .binding_count = 3,
                                           .push = {n, n, n},
@@ -1337,16 +1382,18 @@ static void case_matmul(uint32_t n) {
     if (caps && caps->subgroup_size == 8 &&
         (caps->subgroup_operations & VK_SUBGROUP_FEATURE_BALLOT_BIT)) {
         static const uint32_t wgy[] = {8, 32};
-        for (uint32_t i = 0; bc && ba && bb && i < 2; i++) {
+        for (uint32_t i = 0; bc && ba && bb && i < 4; i++) {
             char vname[24];
-            snprintf(vname, sizeof vname, "8x8 bcast wg8x%u", wgy[i]);
+            if (!vector_form("sgemm_bcast", i / 2, shader, sizeof shader))
+                break;
+            snprintf(vname, sizeof vname, "%s8x8 bcast wg8x%u", i / 2 ? "pairs " : "", wgy[i % 2]);
             v[nv++] = variant1(vname,
-                               ref_pipeline("sgemm_bcast", 3, 12, (const uint32_t[]){0, wgy[i]}, 2),
+                               ref_pipeline(shader, 3, 12, (const uint32_t[]){0, wgy[i % 2]}, 2),
                                (ref_dispatch){.buffers = {bc, ba, bb},
                                               .binding_count = 3,
                                               .push = {n, n, n},
                                               .push_size = 12,
-                                              .groups = {n / 64, n / 8 / wgy[i], 1}});
+                                              .groups = {n / 64, n / 8 / wgy[i % 2], 1}});
         }
     }
     ref_variant best;

@@ -2,19 +2,20 @@
 // vec4 of columns walking down the rows (neighbouring invocations read neighbouring vec4).
 // OP 0: sum times scale (sum, mean); OP 1: max.
 #version 450
+#include "vec.glsl"
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint OP = 0;
-layout(std430, binding = 0) writeonly buffer O { vec4 o[]; };
-layout(std430, binding = 1) readonly buffer X { vec4 x[]; };
+layout(std430, binding = 0) writeonly buffer O { V4 o[]; };
+layout(std430, binding = 1) readonly buffer X { V4 x[]; };
 layout(push_constant) uniform P { uint rows; uint cols4; float scale; } p;
 void main() {
     uint j = gl_GlobalInvocationID.x;
     if (j >= p.cols4)
         return;
-    vec4 acc = OP == 1u ? x[j] : vec4(0.0);
+    vec4 acc = OP == 1u ? LD(x[j]) : vec4(0.0);
     for (uint r = OP == 1u ? 1u : 0u; r < p.rows; r++) {
-        vec4 v = x[r * p.cols4 + j];
+        vec4 v = LD(x[r * p.cols4 + j]);
         acc = OP == 1u ? max(acc, v) : acc + v;
     }
-    o[j] = OP == 1u ? acc : acc * p.scale;
+    o[j] = ST(OP == 1u ? acc : acc * p.scale);
 }

@@ -2,11 +2,12 @@
 // adds PER vec4 of one row: contiguous ones (INTERLEAVE 0) or one per step of the workgroup's
 // block (INTERLEAVE 1: neighbouring invocations read neighbouring vec4).
 #version 450
+#include "vec.glsl"
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint PER = 4;
 layout(constant_id = 1) const uint INTERLEAVE = 0;
-layout(std430, binding = 0) writeonly buffer O { vec4 o[]; };
-layout(std430, binding = 1) readonly buffer A { vec4 a[]; };
+layout(std430, binding = 0) writeonly buffer O { V4 o[]; };
+layout(std430, binding = 1) readonly buffer A { V4 a[]; };
 layout(std430, binding = 2) readonly buffer B { float b[]; };
 layout(push_constant) uniform P { uint n4; uint cols4; } p;
 void main() {
@@ -18,5 +19,5 @@ void main() {
         return;
     float s = b[base / p.cols4];
     for (uint k = 0u; k < PER; k++)
-        o[base + k * step] = a[base + k * step] + s;
+        o[base + k * step] = ST(LD(a[base + k * step]) + s);
 }

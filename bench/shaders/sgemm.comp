@@ -6,11 +6,12 @@
 // blocks, whose invocations (run one subgroup after another on lavapipe) reread the same B panel
 // from cache.
 #version 450
+#include "vec.glsl"
 layout(local_size_x_id = 1, local_size_y_id = 2) in;
 layout(constant_id = 0) const uint TM = 1;
-layout(std430, binding = 0) writeonly buffer Cb { vec4 c[]; };
-layout(std430, binding = 1) readonly buffer Ab { vec4 a[]; };
-layout(std430, binding = 2) readonly buffer Bb { vec4 b[]; };
+layout(std430, binding = 0) writeonly buffer Cb { V4 c[]; };
+layout(std430, binding = 1) readonly buffer Ab { V4 a[]; };
+layout(std430, binding = 2) readonly buffer Bb { V4 b[]; };
 layout(push_constant) uniform P { uint m; uint n; uint k; } p;
 void main() {
     uint cb = gl_GlobalInvocationID.x; // column block of 8
@@ -24,19 +25,23 @@ void main() {
         acc1[t] = vec4(0.0);
     }
     for (uint kk = 0u; kk < k4; kk++) {
-        vec4 b00 = b[(kk * 4u + 0u) * n4 + 2u * cb], b01 = b[(kk * 4u + 0u) * n4 + 2u * cb + 1u];
-        vec4 b10 = b[(kk * 4u + 1u) * n4 + 2u * cb], b11 = b[(kk * 4u + 1u) * n4 + 2u * cb + 1u];
-        vec4 b20 = b[(kk * 4u + 2u) * n4 + 2u * cb], b21 = b[(kk * 4u + 2u) * n4 + 2u * cb + 1u];
-        vec4 b30 = b[(kk * 4u + 3u) * n4 + 2u * cb], b31 = b[(kk * 4u + 3u) * n4 + 2u * cb + 1u];
+        vec4 b00 = LD(b[(kk * 4u + 0u) * n4 + 2u * cb]);
+        vec4 b01 = LD(b[(kk * 4u + 0u) * n4 + 2u * cb + 1u]);
+        vec4 b10 = LD(b[(kk * 4u + 1u) * n4 + 2u * cb]);
+        vec4 b11 = LD(b[(kk * 4u + 1u) * n4 + 2u * cb + 1u]);
+        vec4 b20 = LD(b[(kk * 4u + 2u) * n4 + 2u * cb]);
+        vec4 b21 = LD(b[(kk * 4u + 2u) * n4 + 2u * cb + 1u]);
+        vec4 b30 = LD(b[(kk * 4u + 3u) * n4 + 2u * cb]);
+        vec4 b31 = LD(b[(kk * 4u + 3u) * n4 + 2u * cb + 1u]);
         for (uint t = 0u; t < TM; t++) {
-            vec4 av = a[(rb * TM + t) * k4 + kk];
+            vec4 av = LD(a[(rb * TM + t) * k4 + kk]);
             acc0[t] += av.x * b00 + av.y * b10 + av.z * b20 + av.w * b30;
             acc1[t] += av.x * b01 + av.y * b11 + av.z * b21 + av.w * b31;
         }
     }
     for (uint t = 0u; t < TM; t++) {
         uint row = rb * TM + t;
-        c[row * n4 + 2u * cb] = acc0[t];
-        c[row * n4 + 2u * cb + 1u] = acc1[t];
+        c[row * n4 + 2u * cb] = ST(acc0[t]);
+        c[row * n4 + 2u * cb + 1u] = ST(acc1[t]);
     }
 }

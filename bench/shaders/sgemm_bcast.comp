@@ -5,10 +5,11 @@
 // subgroup with subgroupBroadcast (on lavapipe one load per row instead of one per invocation).
 #version 450
 #extension GL_KHR_shader_subgroup_ballot : require
+#include "vec.glsl"
 layout(local_size_x = 8, local_size_y_id = 1) in;
-layout(std430, binding = 0) writeonly buffer Cb { vec4 c[]; };
-layout(std430, binding = 1) readonly buffer Ab { vec4 a[]; };
-layout(std430, binding = 2) readonly buffer Bb { vec4 b[]; };
+layout(std430, binding = 0) writeonly buffer Cb { V4 c[]; };
+layout(std430, binding = 1) readonly buffer Ab { V4 a[]; };
+layout(std430, binding = 2) readonly buffer Bb { V4 b[]; };
 layout(push_constant) uniform P { uint m; uint n; uint k; } p;
 void main() {
     uint cb = gl_GlobalInvocationID.x; // column block of 8
@@ -21,11 +22,15 @@ void main() {
         acc1[t] = vec4(0.0);
     }
     for (uint kk = 0u; kk < k4; kk++) {
-        vec4 b00 = b[(kk * 4u + 0u) * n4 + 2u * cb], b01 = b[(kk * 4u + 0u) * n4 + 2u * cb + 1u];
-        vec4 b10 = b[(kk * 4u + 1u) * n4 + 2u * cb], b11 = b[(kk * 4u + 1u) * n4 + 2u * cb + 1u];
-        vec4 b20 = b[(kk * 4u + 2u) * n4 + 2u * cb], b21 = b[(kk * 4u + 2u) * n4 + 2u * cb + 1u];
-        vec4 b30 = b[(kk * 4u + 3u) * n4 + 2u * cb], b31 = b[(kk * 4u + 3u) * n4 + 2u * cb + 1u];
-        vec4 mine = a[(rb * 8u + lane) * k4 + kk];
+        vec4 b00 = LD(b[(kk * 4u + 0u) * n4 + 2u * cb]);
+        vec4 b01 = LD(b[(kk * 4u + 0u) * n4 + 2u * cb + 1u]);
+        vec4 b10 = LD(b[(kk * 4u + 1u) * n4 + 2u * cb]);
+        vec4 b11 = LD(b[(kk * 4u + 1u) * n4 + 2u * cb + 1u]);
+        vec4 b20 = LD(b[(kk * 4u + 2u) * n4 + 2u * cb]);
+        vec4 b21 = LD(b[(kk * 4u + 2u) * n4 + 2u * cb + 1u]);
+        vec4 b30 = LD(b[(kk * 4u + 3u) * n4 + 2u * cb]);
+        vec4 b31 = LD(b[(kk * 4u + 3u) * n4 + 2u * cb + 1u]);
+        vec4 mine = LD(a[(rb * 8u + lane) * k4 + kk]);
 #define ROW(t)                                                                                     \
     {                                                                                              \
         vec4 av = subgroupBroadcast(mine, t);                                                      \
@@ -36,7 +41,7 @@ void main() {
     }
     for (uint t = 0u; t < 8u; t++) {
         uint row = rb * 8u + t;
-        c[row * n4 + 2u * cb] = acc0[t];
-        c[row * n4 + 2u * cb + 1u] = acc1[t];
+        c[row * n4 + 2u * cb] = ST(acc0[t]);
+        c[row * n4 + 2u * cb + 1u] = ST(acc1[t]);
     }
 }

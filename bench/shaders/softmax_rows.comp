@@ -3,10 +3,11 @@
 // with subgroup operations and shared memory.
 #version 450
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#include "vec.glsl"
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint VPI = 4;
-layout(std430, binding = 0) writeonly buffer O { vec4 o[]; };
-layout(std430, binding = 1) readonly buffer X { vec4 x[]; };
+layout(std430, binding = 0) writeonly buffer O { V4 o[]; };
+layout(std430, binding = 1) readonly buffer X { V4 x[]; };
 shared float part[64];
 
 float workgroup_max(float v) {
@@ -38,7 +39,7 @@ void main() {
     vec4 v[VPI];
     vec4 m4 = vec4(-3.402823e38);
     for (uint k = 0u; k < VPI; k++) {
-        v[k] = x[base + k];
+        v[k] = LD(x[base + k]);
         m4 = max(m4, v[k]);
     }
     float m = workgroup_max(max(max(m4.x, m4.y), max(m4.z, m4.w)));
@@ -49,5 +50,5 @@ void main() {
     }
     float inv = 1.0 / workgroup_sum((s4.x + s4.y) + (s4.z + s4.w));
     for (uint k = 0u; k < VPI; k++)
-        o[base + k] = v[k] * inv;
+        o[base + k] = ST(v[k] * inv);
 }

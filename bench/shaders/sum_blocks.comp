@@ -3,9 +3,10 @@
 // workgroups), then the workgroup combines with subgroup adds and shared memory.
 #version 450
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#include "vec.glsl"
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) writeonly buffer O { float o[]; };
-layout(std430, binding = 1) readonly buffer X { vec4 x[]; };
+layout(std430, binding = 1) readonly buffer X { V4 x[]; };
 layout(push_constant) uniform P { uint n4; } p;
 shared float part[64];
 void main() {
@@ -15,7 +16,7 @@ void main() {
     uint end = min(begin + per, p.n4);
     vec4 acc = vec4(0.0);
     for (uint i = begin; i < end; i++)
-        acc += x[i];
+        acc += LD(x[i]);
     float s = subgroupAdd(acc.x + acc.y + acc.z + acc.w);
     if (subgroupElect())
         part[gl_SubgroupID] = s;
