@@ -103,7 +103,7 @@ static struct {
     vkd_device *own_dev; /* the benchmark's own device */
     char device_name[256];
     bool have_subgroup_arith;
-    bool have_int64; /* the references may use 64-bit integers (vector_form) */
+    bool have_int64;       /* the references may use 64-bit integers (vector_form) */
     double matmul_1024_ms; /* Kiln's, for predicting 2048^3 (NAN: not measured) */
 } g;
 
@@ -264,8 +264,8 @@ static bool glslc_compile(const char *name, uint32_t **words, size_t *count, dou
     int len = plus ? (int)(plus - name) : (int)strlen(name);
     snprintf(src, sizeof src, "%s/%.*s.comp", KILN_BENCH_SHADER_DIR, len, name);
     snprintf(out, sizeof out, "%s/%s.spv", g.tmp, name);
-    const char *argv[] = {"glslc", "-O",  "--target-env=vulkan1.1", src, "-o", out,
-                          paired ? "-DPAIRED" : NULL, NULL};
+    const char *argv[] = {"glslc", "-O", "--target-env=vulkan1.1",   src,
+                          "-o",    out,  paired ? "-DPAIRED" : NULL, NULL};
     double t0 = bench_now_ms();
     int rc = run_quiet(argv, true);
     *ms = bench_now_ms() - t0;
@@ -1050,8 +1050,8 @@ enum { MAX_STRIPS = 32 };
 
 /* Column reductions in two stages: col_strips (CV vec4 per invocation, strips of rows) into
  * partial, then col_reduce over the strips. */
-static ref_variant col_strips_variant(uint32_t op, uint32_t cv, uint32_t strips, float scale, int pr,
-                                      vkd_buffer *x, vkd_buffer *out, vkd_buffer *partial) {
+static ref_variant col_strips_variant(uint32_t op, uint32_t cv, uint32_t strips, float scale,
+                                      int pr, vkd_buffer *x, vkd_buffer *out, vkd_buffer *partial) {
     ref_variant v = {.count = 2};
     char strips_name[32], reduce_name[32];
     if (!vector_form("col_strips", pr, strips_name, sizeof strips_name) ||
@@ -1387,13 +1387,13 @@ static void case_matmul(uint32_t n) {
             if (!vector_form("sgemm_bcast", i / 2, shader, sizeof shader))
                 break;
             snprintf(vname, sizeof vname, "%s8x8 bcast wg8x%u", i / 2 ? "pairs " : "", wgy[i % 2]);
-            v[nv++] = variant1(vname,
-                               ref_pipeline(shader, 3, 12, (const uint32_t[]){0, wgy[i % 2]}, 2),
-                               (ref_dispatch){.buffers = {bc, ba, bb},
-                                              .binding_count = 3,
-                                              .push = {n, n, n},
-                                              .push_size = 12,
-                                              .groups = {n / 64, n / 8 / wgy[i % 2], 1}});
+            v[nv++] =
+                variant1(vname, ref_pipeline(shader, 3, 12, (const uint32_t[]){0, wgy[i % 2]}, 2),
+                         (ref_dispatch){.buffers = {bc, ba, bb},
+                                        .binding_count = 3,
+                                        .push = {n, n, n},
+                                        .push_size = 12,
+                                        .groups = {n / 64, n / 8 / wgy[i % 2], 1}});
         }
     }
     ref_variant best;
