@@ -8,7 +8,8 @@
 typedef struct emitter {
     spv_builder *b;
     const ir_kernel *k;
-    spv_id *ids;           /* IR value -> SPIR-V id */
+    spv_id *ids;           /* IR value -> SPIR-V id (LOAD8: its elements 0..3) */
+    spv_id *high;          /* LOAD8 -> its elements 4..7 */
     spv_id *loop_merge;    /* RANGE -> merge label; IF -> merge label */
     spv_id *loop_continue; /* RANGE -> continue label */
     spv_id *loop_header;   /* RANGE -> header label */
@@ -16,6 +17,7 @@ typedef struct emitter {
     spv_id buffers[IR_MAX_BUFFERS];
     spv_id vectors[IR_MAX_BUFFERS]; /* the same bindings as arrays of 4-vectors (LOAD4/STORE4),
                                        or of pairs of 64-bit integers (paired_vectors) */
+    spv_id octets[IR_MAX_BUFFERS];  /* paired_vectors: of four 64-bit integers (LOAD8/STORE8) */
     bool paired;                    /* emit_options.paired_vectors */
     spv_id push;                    /* push-constant block variable */
     spv_id param_buffer;            /* or the parameters' storage buffer */
@@ -421,23 +423,23 @@ static spv_id hidden(emitter *e, ir_type t, spv_id value) {
     return spv_binop(b, SpvOpIMul, value, z);
 }
 
-/* Index value v / 4 written as a sum of products whose constants are divided by 4 (hidden, as
- * opaque_multipliers hides them, where they multiply an invocation's value), or 0 when v is not
- * such a sum of multiples of 4 (constants, products by constants): a row stride then stays a
- * multiplier, which llvmpipe's loads in a loop prefer to a shift of the element index (sum
- * over rows: 6.6 ms with the shift, 6.0 without; bench/README.md). Exact: every term is a
- * multiple of 4. */
-static spv_id quarter(emitter *e, ir_value v, int depth) {
+/* Index value v / d (d: 4 or 8) written as a sum of products whose constants are divided by d
+ * (hidden, as opaque_multipliers hides them, where they multiply an invocation's value), or 0
+ * when v is not such a sum of multiples of d (constants, products by constants): a row stride
+ * then stays a multiplier, which llvmpipe's loads in a loop prefer to a shift of the element
+ * index (sum over rows: 6.6 ms with the shift, 6.0 without; bench/README.md). Exact: every
+ * term is a multiple of d. */
+static spv_id divided(emitter *e, ir_value v, int64_t d, int depth) {
     spv_builder *b = e->b;
     const ir_inst *insts = e->k->insts.data, *i = &insts[v];
     ir_type t = e->k->index_type;
     if (depth > 8 || i->type != t)
         return 0;
     if (i->op == IR_CONST)
-        return i->imm.i % 4 == 0 ? spv_const_int(b, compute_type(b, t), i->imm.i / 4) : 0;
+        return i->imm.i % d == 0 ? spv_const_int(b, compute_type(b, t), i->imm.i / d) : 0;
     if (i->op == IR_ADD || i->op == IR_SUB) {
-        spv_id x = quarter(e, i->src[0], depth + 1);
-        spv_id y = x ? quarter(e, i->src[1], depth + 1) : 0;
+        spv_id x = divided(e, i->src[0], d, depth + 1);
+        spv_id y = x ? divided(e, i->src[1], d, depth + 1) : 0;
         return y ? spv_binop(b, i->op == IR_ADD ? SpvOpIAdd : SpvOpISub, x, y) : 0;
     }
     if (i->op != IR_MUL)
@@ -445,63 +447,97 @@ static spv_id quarter(emitter *e, ir_value v, int depth) {
     for (int s = 0; s < 2; s++) {
         const ir_inst *c = &insts[i->src[s]];
         ir_value other = i->src[1 - s];
-        if (c->op != IR_CONST || c->imm.i % 4 != 0)
+        if (c->op != IR_CONST || c->imm.i % d != 0)
             continue;
-        spv_id q = spv_const_int(b, compute_type(b, t), c->imm.i / 4);
-        if (e->div[other] && c->imm.i / 4 != 1 && c->imm.i / 4 != -1)
+        spv_id q = spv_const_int(b, compute_type(b, t), c->imm.i / d);
+        if (e->div[other] && c->imm.i / d != 1 && c->imm.i / d != -1)
             q = hidden(e, t, q);
-        return c->imm.i / 4 == 0 ? q : spv_binop(b, SpvOpIMul, e->ids[other], q);
+        return c->imm.i / d == 0 ? q : spv_binop(b, SpvOpIMul, e->ids[other], q);
     }
     return 0;
 }
 
-/* Four elements from index (a multiple of 4): element index / 4 of the buffer's vector view;
- * in a loop on a CPU device (opaque_multipliers) the quarter terms, elsewhere the shifted
- * element index (elementwise tiles measured no better with quarters). */
-static spv_id vector_element(emitter *e, const ir_inst *i) {
+/* The index of a vector access's first element (a multiple of width, 4 or 8) in a view of
+ * width-element vectors: in a loop on a CPU device (opaque_multipliers) the divided terms,
+ * elsewhere the shifted element index (elementwise tiles measured no better divided). */
+static spv_id vector_index(emitter *e, const ir_inst *i, uint32_t width) {
     spv_builder *b = e->b;
     bool opaque = e->opaque_mul && e->loop[i - e->k->insts.data];
-    spv_id index = opaque ? quarter(e, i->src[0], 0) : 0;
+    spv_id index = opaque ? divided(e, i->src[0], width, 0) : 0;
     if (!index) {
-        spv_id two = spv_const_int(b, compute_type(b, e->k->index_type), 2);
-        index = spv_binop(b, SpvOpShiftRightLogical, e->ids[i->src[0]], two);
+        spv_id shift = spv_const_int(b, compute_type(b, e->k->index_type), width == 8 ? 3 : 2);
+        index = spv_binop(b, SpvOpShiftRightLogical, e->ids[i->src[0]], shift);
     }
-    return spv_buffer_element(b, e->vectors[i->arg], index);
+    return index;
 }
 
 /* emit_options.paired_vectors: llvmpipe moves a vector load's or store's components one
- * invocation at a time, each with its own bounds check and branch, so four 32-bit elements
- * moved as two 64-bit integers cost half as much (a row sum with vec4 loads: 6.4 ms, with
- * u64vec2 loads of the same bytes: 5.0; bench/README.md). The elements are the same bits:
- * each 64-bit half is bitcast to or from two 32-bit elements. */
-static spv_id load4(emitter *e, const ir_inst *i) {
+ * invocation at a time, each with its own bounds check and branch, so 32-bit elements moved
+ * as 64-bit integers cost half as much (a row sum with vec4 loads: 6.4 ms, with u64vec2 loads
+ * of the same bytes: 5.0; bench/README.md), and eight as one u64vec4 less again. The elements
+ * are the same bits: each 64-bit component is bitcast to or from two 32-bit elements. */
+
+/* Four elements of type t from the 64-bit components first and first + 1 of v. */
+static spv_id unpair(emitter *e, ir_type t, spv_id v, uint32_t first) {
     spv_builder *b = e->b;
-    spv_id v = spv_load(b, vector_element(e, i));
-    if (!e->paired)
-        return v;
-    spv_id elem = storage_type(b, i->type), two = spv_type_vector(b, elem, 2), halves[2];
+    spv_id elem = storage_type(b, t), two = spv_type_vector(b, elem, 2), halves[2];
     for (uint32_t h = 0; h < 2; h++)
-        halves[h] = spv_convert(b, SpvOpBitcast, two, spv_composite_extract(b, v, h));
+        halves[h] = spv_convert(b, SpvOpBitcast, two, spv_composite_extract(b, v, first + h));
     return spv_composite_construct(b, spv_type_vector(b, elem, 4), 2, halves);
 }
 
-static void store4(emitter *e, const ir_inst *i) {
+/* Four values of type t as two 64-bit integers out[0], out[1]. */
+static void pair(emitter *e, ir_type t, const spv_id *parts, spv_id *out) {
     spv_builder *b = e->b;
-    spv_id elem = storage_type(b, i->type), parts[4];
-    for (uint32_t c = 0; c < 4; c++)
-        parts[c] = e->ids[i->src[1 + c]];
-    spv_id v;
-    if (e->paired) {
-        spv_id u64 = spv_type_int(b, 64, false), halves[2];
-        for (uint32_t h = 0; h < 2; h++)
-            halves[h] = spv_convert(
-                b, SpvOpBitcast, u64,
-                spv_composite_construct(b, spv_type_vector(b, elem, 2), 2, parts + 2 * h));
-        v = spv_composite_construct(b, spv_type_vector(b, u64, 2), 2, halves);
-    } else {
-        v = spv_composite_construct(b, spv_type_vector(b, elem, 4), 4, parts);
+    spv_id two = spv_type_vector(b, storage_type(b, t), 2), u64 = spv_type_int(b, 64, false);
+    for (uint32_t h = 0; h < 2; h++)
+        out[h] =
+            spv_convert(b, SpvOpBitcast, u64, spv_composite_construct(b, two, 2, parts + 2 * h));
+}
+
+/* LOAD4: the vector in ids; LOAD8: elements 0..3 in ids, 4..7 in high (unpaired: two vector
+ * loads). */
+static void load_vector(emitter *e, uint32_t at, const ir_inst *i) {
+    spv_builder *b = e->b;
+    uint32_t width = ir_vector_width(i->op);
+    bool octet = e->paired && width == 8;
+    spv_id index = vector_index(e, i, octet ? 8 : 4);
+    spv_id v = spv_load(b, spv_buffer_element(b, (octet ? e->octets : e->vectors)[i->arg], index));
+    e->ids[at] = e->paired ? unpair(e, i->type, v, 0) : v;
+    if (octet) {
+        e->high[at] = unpair(e, i->type, v, 2);
+    } else if (width == 8) {
+        spv_id one = spv_const_int(b, compute_type(b, e->k->index_type), 1);
+        spv_id next =
+            spv_buffer_element(b, e->vectors[i->arg], spv_binop(b, SpvOpIAdd, index, one));
+        e->high[at] = spv_load(b, next);
     }
-    spv_store(b, vector_element(e, i), v);
+}
+
+static void store_vector(emitter *e, const ir_inst *i) {
+    spv_builder *b = e->b;
+    uint32_t width = ir_vector_width(i->op);
+    bool octet = e->paired && width == 8;
+    spv_id parts[8], index = vector_index(e, i, octet ? 8 : 4);
+    for (uint32_t c = 0; c < width; c++)
+        parts[c] = e->ids[i->src[1 + c]];
+    if (e->paired) { /* one store of width / 2 64-bit integers */
+        spv_id words[4];
+        for (uint32_t q = 0; q < width / 4; q++)
+            pair(e, i->type, parts + 4 * q, words + 2 * q);
+        spv_id type = spv_type_vector(b, spv_type_int(b, 64, false), width / 2);
+        spv_id at = spv_buffer_element(b, (octet ? e->octets : e->vectors)[i->arg], index);
+        spv_store(b, at, spv_composite_construct(b, type, width / 2, words));
+        return;
+    }
+    spv_id type = spv_type_vector(b, storage_type(b, i->type), 4);
+    for (uint32_t q = 0; q < width / 4; q++) {
+        if (q > 0)
+            index = spv_binop(b, SpvOpIAdd, index,
+                              spv_const_int(b, compute_type(b, e->k->index_type), 1));
+        spv_store(b, spv_buffer_element(b, e->vectors[i->arg], index),
+                  spv_composite_construct(b, type, 4, parts + 4 * q));
+    }
 }
 
 /* ---- control flow -------------------------------------------------------------------------- */
@@ -566,9 +602,11 @@ static void declare_interface(emitter *e) {
         e->buffers[i] = spv_storage_buffer(b, storage_type(b, buf->type), 0, i, access);
         /* Vector access goes through a second variable on the same binding (Vulkan allows
          * several; the lowering never mixes both kinds on elements a kernel writes). */
+        spv_id u64 = e->paired && buf->vector ? spv_type_int(b, 64, false) : 0;
+        if (buf->octets && e->paired)
+            e->octets[i] = spv_storage_buffer(b, spv_type_vector(b, u64, 4), 0, i, access);
         if (buf->vector && e->paired)
-            e->vectors[i] = spv_storage_buffer(b, spv_type_vector(b, spv_type_int(b, 64, false), 2),
-                                               0, i, access);
+            e->vectors[i] = spv_storage_buffer(b, spv_type_vector(b, u64, 2), 0, i, access);
         else if (buf->vector)
             e->vectors[i] = spv_storage_buffer(b, spv_type_vector(b, storage_type(b, buf->type), 4),
                                                0, i, access);
@@ -609,6 +647,7 @@ static bool divergent(const ir_inst *insts, const bool *div, uint32_t at) {
     case IR_LANE:
     case IR_LOAD:
     case IR_LOAD4:
+    case IR_LOAD8:
     case IR_GET:
         return true;
     default:
@@ -728,13 +767,16 @@ static void emit_inst(emitter *e, uint32_t at, uint32_t *open, uint32_t *depth) 
         store(e, i);
         break;
     case IR_LOAD4:
-        e->ids[at] = load4(e, i);
+    case IR_LOAD8:
+        load_vector(e, at, i);
         break;
-    case IR_EXTRACT:
-        e->ids[at] = spv_composite_extract(b, e->ids[i->src[0]], i->arg);
+    case IR_EXTRACT: /* of a LOAD8, elements 4..7 from its high half */
+        e->ids[at] = i->arg < 4 ? spv_composite_extract(b, e->ids[i->src[0]], i->arg)
+                                : spv_composite_extract(b, e->high[i->src[0]], i->arg - 4);
         break;
     case IR_STORE4:
-        store4(e, i);
+    case IR_STORE8:
+        store_vector(e, i);
         break;
     case IR_IF:
         begin_if(e, at, i);
@@ -785,10 +827,10 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
     if (st != KILN_OK)
         return st;
     size_t n = k->insts.len ? k->insts.len : 1;
-    spv_id *arrays = base_calloc(&k->alloc, 6 * n, sizeof *arrays);
+    spv_id *arrays = base_calloc(&k->alloc, 7 * n, sizeof *arrays);
     bool *div = base_calloc(&k->alloc, 3 * n, sizeof *div);
     if (!arrays || !div) {
-        base_free(&k->alloc, arrays, arrays ? 6 * n * sizeof *arrays : 0);
+        base_free(&k->alloc, arrays, arrays ? 7 * n * sizeof *arrays : 0);
         base_free(&k->alloc, div, div ? 3 * n * sizeof *div : 0);
         spv_builder_destroy(e.b);
         return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory to emit SPIR-V");
@@ -799,6 +841,7 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
     e.loop_header = arrays + 3 * n;
     e.counter = arrays + 4 * n;
     e.stand_in = arrays + 5 * n;
+    e.high = arrays + 6 * n;
     e.div = div;
     e.loop = div + n;
     e.opaque_mul = opt->opaque_multipliers ? div + 2 * n : NULL;
@@ -851,7 +894,7 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
                 k->buffer_count + (opt->params_in_buffer && k->param_count > 0 ? 1u : 0u);
         }
     }
-    base_free(&k->alloc, arrays, 6 * n * sizeof *arrays);
+    base_free(&k->alloc, arrays, 7 * n * sizeof *arrays);
     base_free(&k->alloc, div, 3 * n * sizeof *div);
     spv_builder_destroy(e.b);
     return st;

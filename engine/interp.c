@@ -359,15 +359,17 @@ static kiln_status check_element(machine *m, uint32_t at, uint32_t buffer, int64
                           (unsigned long long)m->buffers[buffer].count);
 }
 
-/* Four elements from index: in the buffer, and aligned as the device's vector access needs. */
-static kiln_status check_vector(machine *m, uint32_t at, uint32_t buffer, int64_t index) {
-    if (index % 4 != 0)
+/* width (4 or 8) elements from index: in the buffer, and aligned as the device's vector
+ * access needs. */
+static kiln_status check_vector(machine *m, uint32_t at, uint32_t buffer, int64_t index,
+                                uint32_t width) {
+    if (index % width != 0)
         return base_error_set(m->err, KILN_ERROR_INTERNAL,
-                              "kernel instruction %u accessed 4 elements from %lld of buffer %u, "
-                              "not a multiple of 4 (a code-generation bug)",
-                              at, (long long)index, buffer);
+                              "kernel instruction %u accessed %u elements from %lld of buffer "
+                              "%u, not a multiple of %u (a code-generation bug)",
+                              at, width, (long long)index, buffer, width);
     kiln_status st = check_element(m, at, buffer, index);
-    return st == KILN_OK ? check_element(m, at, buffer, index + 3) : st;
+    return st == KILN_OK ? check_element(m, at, buffer, index + width - 1) : st;
 }
 
 static slot alu(const machine *m, const ir_inst *i) {
@@ -430,9 +432,10 @@ static kiln_status invoke(machine *m, slot *v, int64_t gid, int64_t lane, uint32
             write_element(&m->buffers[i->arg], i->type, (uint64_t)e, v[i->src[1]]);
             break;
         }
-        case IR_LOAD4: { /* the vector's first element: its EXTRACTs follow at once */
+        case IR_LOAD4:
+        case IR_LOAD8: { /* the vector's first element: its EXTRACTs follow at once */
             int64_t e = v[i->src[0]].i;
-            kiln_status st = check_vector(m, at, i->arg, e);
+            kiln_status st = check_vector(m, at, i->arg, e, ir_vector_width(i->op));
             if (st != KILN_OK)
                 return st;
             v[at].i = e;
@@ -444,12 +447,14 @@ static kiln_status invoke(machine *m, slot *v, int64_t gid, int64_t lane, uint32
             v[at] = read_element(&m->buffers[vec->arg], i->type, e);
             break;
         }
-        case IR_STORE4: {
+        case IR_STORE4:
+        case IR_STORE8: {
             int64_t e = v[i->src[0]].i;
-            kiln_status st = check_vector(m, at, i->arg, e);
+            uint32_t width = ir_vector_width(i->op);
+            kiln_status st = check_vector(m, at, i->arg, e, width);
             if (st != KILN_OK)
                 return st;
-            for (uint32_t c = 0; c < 4; c++)
+            for (uint32_t c = 0; c < width; c++)
                 write_element(&m->buffers[i->arg], i->type, (uint64_t)e + c, v[i->src[1 + c]]);
             break;
         }

@@ -191,13 +191,30 @@ static bool vector_buffer(ir_kernel *k, uint32_t buffer) {
     return false;
 }
 
-ir_value ir_load4(ir_kernel *k, uint32_t buffer, ir_value index) {
-    if (!vector_buffer(k, buffer))
+uint32_t ir_vector_width(ir_op op) {
+    return op == IR_LOAD4 || op == IR_STORE4 ? 4 : op == IR_LOAD8 || op == IR_STORE8 ? 8 : 0;
+}
+
+bool ir_is_vector_load(ir_op op) {
+    return op == IR_LOAD4 || op == IR_LOAD8;
+}
+
+ir_value ir_load_vector(ir_kernel *k, uint32_t buffer, ir_value index, uint32_t width) {
+    if (!vector_buffer(k, buffer) || (width != 4 && width != 8)) {
+        if (k->status == KILN_OK)
+            k->status = KILN_ERROR_INTERNAL;
         return IR_NONE;
-    k->buffers[buffer].read = k->buffers[buffer].vector = true;
-    ir_inst i = inst_of(IR_LOAD4, k->buffers[buffer].type, index, IR_NONE, IR_NONE);
+    }
+    ir_buffer *b = &k->buffers[buffer];
+    b->read = b->vector = true;
+    b->octets = b->octets || width == 8;
+    ir_inst i = inst_of(width == 8 ? IR_LOAD8 : IR_LOAD4, b->type, index, IR_NONE, IR_NONE);
     i.arg = buffer;
     return emit(k, i);
+}
+
+ir_value ir_load4(ir_kernel *k, uint32_t buffer, ir_value index) {
+    return ir_load_vector(k, buffer, index, 4);
 }
 
 ir_value ir_extract(ir_kernel *k, ir_value vector, uint32_t element) {
@@ -207,15 +224,25 @@ ir_value ir_extract(ir_kernel *k, ir_value vector, uint32_t element) {
     return emit(k, i);
 }
 
-void ir_store4(ir_kernel *k, uint32_t buffer, ir_value index, const ir_value values[4]) {
-    if (!vector_buffer(k, buffer))
+void ir_store_vector(ir_kernel *k, uint32_t buffer, ir_value index, const ir_value *values,
+                     uint32_t width) {
+    if (!vector_buffer(k, buffer) || (width != 4 && width != 8)) {
+        if (k->status == KILN_OK)
+            k->status = KILN_ERROR_INTERNAL;
         return;
-    k->buffers[buffer].written = k->buffers[buffer].vector = true;
-    ir_inst i = inst_of(IR_STORE4, k->buffers[buffer].type, index, values[0], values[1]);
-    i.src[3] = values[2];
-    i.src[4] = values[3];
+    }
+    ir_buffer *b = &k->buffers[buffer];
+    b->written = b->vector = true;
+    b->octets = b->octets || width == 8;
+    ir_inst i = inst_of(width == 8 ? IR_STORE8 : IR_STORE4, b->type, index, IR_NONE, IR_NONE);
+    for (uint32_t c = 0; c < width; c++)
+        i.src[1 + c] = values[c];
     i.arg = buffer;
     emit(k, i);
+}
+
+void ir_store4(ir_kernel *k, uint32_t buffer, ir_value index, const ir_value values[4]) {
+    ir_store_vector(k, buffer, index, values, 4);
 }
 
 ir_value ir_alu(ir_kernel *k, ir_op op, ir_type type, ir_value a, ir_value b, ir_value c) {
@@ -298,12 +325,13 @@ static kiln_status verify_types(verifier *v, uint32_t at) {
     case IR_STORE:
     case IR_LOAD4:
     case IR_STORE4:
+    case IR_LOAD8:
+    case IR_STORE8:
         if (i->arg >= v->k->buffer_count)
             return bad(v, at, "no such buffer");
         if (ir_type_is_float(s[i->src[0]].type) || s[i->src[0]].type == IR_BOOL)
             return bad(v, at, "element index is not an integer");
-        if ((i->op == IR_LOAD4 || i->op == IR_STORE4) &&
-            !ir_vector_type(v->k->buffers[i->arg].type))
+        if (ir_vector_width(i->op) && !ir_vector_type(v->k->buffers[i->arg].type))
             return bad(v, at, "vector access to a buffer of a type other than f32, i32, u32");
         for (uint32_t n = 1; i->op != IR_LOAD && n < ir_op_operands(i->op); n++) {
             if (s[i->src[n]].type != v->k->buffers[i->arg].type)
@@ -311,12 +339,15 @@ static kiln_status verify_types(verifier *v, uint32_t at) {
         }
         return KILN_OK;
     case IR_EXTRACT: {
-        /* a run of EXTRACTs right after the LOAD4 (the interpreter reads the elements then) */
-        if (s[i->src[0]].op != IR_LOAD4 || i->arg >= 4 || i->type != s[i->src[0]].type)
-            return bad(v, at, "EXTRACT needs a LOAD4, an element below 4 and its type");
+        /* a run of EXTRACTs right after the LOAD4 or LOAD8 (the interpreter reads the
+         * elements then) */
+        const ir_inst *vec = &s[i->src[0]];
+        if (!ir_is_vector_load(vec->op) || i->arg >= ir_vector_width(vec->op) ||
+            i->type != vec->type)
+            return bad(v, at, "EXTRACT needs a LOAD4 or LOAD8, an element in it and its type");
         for (uint32_t j = i->src[0] + 1; j < at; j++) {
             if (s[j].op != IR_EXTRACT)
-                return bad(v, at, "EXTRACT not in the run right after its LOAD4");
+                return bad(v, at, "EXTRACT not in the run right after its vector load");
         }
         return KILN_OK;
     }
@@ -402,11 +433,11 @@ static kiln_status verify_inst(verifier *v, uint32_t at) {
         if (!visible(v, i->src[n]))
             return bad(v, at, "operand out of scope");
         ir_op sop = v->k->insts.data[i->src[n]].op;
-        if (sop == IR_STORE || sop == IR_STORE4 || sop == IR_ENDIF || sop == IR_ENDRANGE ||
-            sop == IR_SET)
+        if (sop == IR_STORE || sop == IR_STORE4 || sop == IR_STORE8 || sop == IR_ENDIF ||
+            sop == IR_ENDRANGE || sop == IR_SET)
             return bad(v, at, "operand defines no value");
-        if (sop == IR_LOAD4 && i->op != IR_EXTRACT)
-            return bad(v, at, "a LOAD4's vector used other than by EXTRACT");
+        if (ir_is_vector_load(sop) && i->op != IR_EXTRACT)
+            return bad(v, at, "a vector load's vector used other than by EXTRACT");
     }
     kiln_status st = verify_types(v, at);
     if (st != KILN_OK)
@@ -490,8 +521,8 @@ size_t ir_dump(const ir_kernel *k, char *buf, size_t cap) {
             else
                 OUT(" %lld", (long long)i->imm.i);
         }
-        if (i->op == IR_LOAD || i->op == IR_STORE || i->op == IR_PARAM || i->op == IR_LOAD4 ||
-            i->op == IR_STORE4 || i->op == IR_EXTRACT)
+        if (i->op == IR_LOAD || i->op == IR_STORE || i->op == IR_PARAM || ir_vector_width(i->op) ||
+            i->op == IR_EXTRACT)
             OUT(" [%u]", i->arg);
         if (i->op == IR_GROUP)
             OUT(" %s", ir_op_name((ir_op)i->arg));
@@ -512,7 +543,8 @@ uint64_t ir_hash(const ir_kernel *k) {
     h = base_hash_u64(h, k->group_lanes);
     h = base_hash_u64(h, k->share_lanes);
     for (uint32_t b = 0; b < k->buffer_count; b++)
-        h = base_hash_u64(h, k->buffers[b].type | (uint64_t)k->buffers[b].vector << 8);
+        h = base_hash_u64(h, k->buffers[b].type | (uint64_t)k->buffers[b].vector << 8 |
+                                 (uint64_t)k->buffers[b].octets << 9);
     for (uint32_t at = 0; at < k->insts.len; at++) {
         const ir_inst *i = &k->insts.data[at];
         h = base_hash_u64(h, ((uint64_t)i->op << 8) | (uint64_t)i->type);

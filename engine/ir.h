@@ -96,7 +96,9 @@ const char *ir_type_name(ir_type t);
     X(LOAD4, 1, MEMORY)  /* buffer arg, elements src0 .. src0 + 3 (src0 % 4 == 0): a vector */     \
     X(EXTRACT, 1, ALU)   /* element arg of the LOAD4 src0 (a run of them follows the LOAD4) */     \
     X(STORE4, 5, MEMORY) /* buffer arg, elements src0 .. src0 + 3 (src0 % 4 == 0) = src1..src4 */  \
-    X(SHARE, 1, ALU)     /* team kernels: src0 as lane arg of the team computed it */
+    X(SHARE, 1, ALU)     /* team kernels: src0 as lane arg of the team computed it */              \
+    X(LOAD8, 1, MEMORY)  /* as LOAD4, elements src0 .. src0 + 7 (src0 % 8 == 0) */                 \
+    X(STORE8, 9, MEMORY) /* as STORE4, elements src0 .. src0 + 7 (src0 % 8 == 0) = src1..src8 */
 
 typedef enum ir_op {
 #define X(name, n, kind) IR_##name,
@@ -109,7 +111,7 @@ const char *ir_op_name(ir_op op);
 uint32_t ir_op_operands(ir_op op);
 
 typedef uint32_t ir_value; /* an instruction index */
-enum { IR_NONE = UINT32_MAX, IR_MAX_BUFFERS = 16, IR_MAX_OPERANDS = 5 };
+enum { IR_NONE = UINT32_MAX, IR_MAX_BUFFERS = 16, IR_MAX_OPERANDS = 9 };
 
 typedef struct ir_inst {
     ir_op op;
@@ -125,7 +127,8 @@ typedef struct ir_inst {
 typedef struct ir_buffer {
     ir_type type;
     bool read, written;
-    bool vector; /* accessed by LOAD4/STORE4 too (32-bit types only) */
+    bool vector; /* accessed by LOAD4/STORE4 or LOAD8/STORE8 too (32-bit types only) */
+    bool octets; /* accessed by LOAD8/STORE8 */
 } ir_buffer;
 
 /* A kernel: instructions plus its interface. */
@@ -160,13 +163,19 @@ ir_value ir_group(ir_kernel *k, ir_op op, ir_value value);
 ir_value ir_share(ir_kernel *k, ir_value value, uint32_t lane);
 ir_value ir_load(ir_kernel *k, uint32_t buffer, ir_value index);
 void ir_store(ir_kernel *k, uint32_t buffer, ir_value index, ir_value value);
-/* Vector access to four elements from index, a multiple of 4, of a buffer of a 32-bit type
- * (ir_vector_type): a LOAD4 followed at once by the EXTRACTs of the elements wanted, or
- * one STORE4. Of a buffer both read and written, elements are accessed one way only. */
+/* Vector access to four (or eight) elements from index, a multiple of 4 (8), of a buffer of a
+ * 32-bit type (ir_vector_type): a LOAD4 (LOAD8) followed at once by the EXTRACTs of the
+ * elements wanted, or one STORE4 (STORE8). Of a buffer both read and written, elements are
+ * accessed one way only. ir_vector_width: 4, 8, or 0 for other ops. */
 bool ir_vector_type(ir_type t);
+uint32_t ir_vector_width(ir_op op);
+bool ir_is_vector_load(ir_op op);
 ir_value ir_load4(ir_kernel *k, uint32_t buffer, ir_value index);
+ir_value ir_load_vector(ir_kernel *k, uint32_t buffer, ir_value index, uint32_t width);
 ir_value ir_extract(ir_kernel *k, ir_value vector, uint32_t element);
 void ir_store4(ir_kernel *k, uint32_t buffer, ir_value index, const ir_value values[4]);
+void ir_store_vector(ir_kernel *k, uint32_t buffer, ir_value index, const ir_value *values,
+                     uint32_t width);
 /* ALU ops; type is the result type (comparisons: IR_BOOL). */
 ir_value ir_alu(ir_kernel *k, ir_op op, ir_type type, ir_value a, ir_value b, ir_value c);
 ir_value ir_cast(ir_kernel *k, ir_type type, ir_value a);

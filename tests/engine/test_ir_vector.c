@@ -1,6 +1,6 @@
-/* The IR's vector access (LOAD4, EXTRACT, STORE4; engine/ir.h): the verifier's rules, the
- * interpreter's semantics and checks, and the emitted SPIR-V (validated by SPIRV-Tools when
- * the library has it). */
+/* The IR's vector access (LOAD4, LOAD8, EXTRACT, STORE4, STORE8; engine/ir.h): the verifier's
+ * rules, the interpreter's semantics and checks, and the emitted SPIR-V (validated by SPIRV-Tools
+ * when the library has it). */
 #include "emit.h"
 #include "interp.h"
 #include "ir.h"
@@ -26,51 +26,66 @@ static int count_op(const emit_result *r, uint32_t op) {
     return n;
 }
 
-/* out[4g .. 4g+3] = in[4g+3] + 1, in[4g+2] + 1, in[4g+1] + 1, in[4g] + 1 (each group of four
- * reversed), index offset by shift (0: aligned). */
-static void reverse_kernel(ir_kernel *k, int64_t shift) {
+/* With width w (4: LOAD4/STORE4, 8: LOAD8/STORE8): out[wg .. wg+w-1] = in[wg+w-1] + 1, ...,
+ * in[wg] + 1 (each group of w reversed), index offset by shift (0: aligned). */
+static void reverse_kernel(ir_kernel *k, int64_t shift, uint32_t w) {
     ir_kernel_init(k, alloc(), IR_I32);
     ir_buffer_add(k, IR_F32);
     ir_buffer_add(k, IR_F32);
     ir_value g = ir_global_id(k);
-    ir_value at = ir_alu(k, IR_MUL, IR_I32, g, ir_const_i(k, IR_I32, 4), IR_NONE);
+    ir_value at = ir_alu(k, IR_MUL, IR_I32, g, ir_const_i(k, IR_I32, w), IR_NONE);
     at = ir_alu(k, IR_ADD, IR_I32, at, ir_const_i(k, IR_I32, shift), IR_NONE);
-    ir_value vec = ir_load4(k, 1, at), e[4], v[4];
-    for (uint32_t c = 0; c < 4; c++)
+    ir_value vec = ir_load_vector(k, 1, at, w), e[8], v[8];
+    for (uint32_t c = 0; c < w; c++)
         e[c] = ir_extract(k, vec, c);
     ir_value one = ir_const_f(k, IR_F32, 1.0);
-    for (uint32_t c = 0; c < 4; c++)
-        v[c] = ir_alu(k, IR_ADD, IR_F32, e[3 - c], one, IR_NONE);
-    ir_store4(k, 0, at, v);
+    for (uint32_t c = 0; c < w; c++)
+        v[c] = ir_alu(k, IR_ADD, IR_F32, e[w - 1 - c], one, IR_NONE);
+    ir_store_vector(k, 0, at, v, w);
 }
+
+static void emitted(const ir_kernel *k, uint32_t w);
 
 static void test_ir_vector_interpreted_and_emitted(void **state) {
     (void)state;
-    ir_kernel k;
-    reverse_kernel(&k, 0);
-    base_error err = {0};
-    assert_int_equal(ir_verify(&k, &err), KILN_OK);
-    float in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8] = {0};
-    interp_buffer b[2] = {{out, 8}, {in, 8}};
-    assert_int_equal(interp_run(&k, b, NULL, 2, &err), KILN_OK);
-    const float want[8] = {5, 4, 3, 2, 9, 8, 7, 6};
-    assert_memory_equal(out, want, sizeof want);
-    assert_true(k.buffers[0].vector && k.buffers[1].vector);
+    for (uint32_t w = 4; w <= 8; w += 4) {
+        ir_kernel k;
+        reverse_kernel(&k, 0, w);
+        base_error err = {0};
+        assert_int_equal(ir_verify(&k, &err), KILN_OK);
+        float in[16], out[16] = {0}, want[16];
+        for (uint32_t x = 0; x < 16; x++)
+            in[x] = (float)(x + 1);
+        for (uint32_t x = 0; x < 16; x++)
+            want[x] = in[(x / w) * w + (w - 1 - x % w)] + 1;
+        interp_buffer b[2] = {{out, 16}, {in, 16}};
+        assert_int_equal(interp_run(&k, b, NULL, 16 / w, &err), KILN_OK);
+        assert_memory_equal(out, want, sizeof want);
+        assert_true(k.buffers[0].vector && k.buffers[1].vector);
+        assert_int_equal(k.buffers[1].octets, w == 8);
+        emitted(&k, w);
+        ir_kernel_finish(&k);
+    }
+}
 
-    /* Paired (CPU drivers): each vector moves as two 64-bit integers, each bitcast to or from
-     * two elements (two bitcasts for the load, two for the store) and the module declares
-     * Int64; otherwise neither. */
-    enum { OP_CAPABILITY = 17, OP_BITCAST = 124, CAP_INT64 = 11 };
-    int bitcasts[2];
+/* The kernel emitted unpaired and paired (CPU drivers: each four elements move as two 64-bit
+ * integers, each bitcast to or from two elements: per four elements two bitcasts for the load,
+ * two for the store, and the module declares Int64; otherwise neither). Unpaired, eight
+ * elements are two vector accesses; paired, one (OpLoad/OpStore of a 64-bit vector). */
+static void emitted(const ir_kernel *k, uint32_t w) {
+    enum { OP_CAPABILITY = 17, OP_LOAD = 61, OP_STORE = 62, OP_BITCAST = 124, CAP_INT64 = 11 };
+    int bitcasts[2], memory[2];
+    base_error err = {0};
     for (int paired = 0; paired < 2; paired++) {
         emit_options opt = {.spirv_version = 0x10300, .paired_vectors = paired};
         emit_result r;
-        assert_int_equal(emit_spirv(&k, &opt, &r, &err), KILN_OK);
+        assert_int_equal(emit_spirv(k, &opt, &r, &err), KILN_OK);
         assert_true(r.word_count > 5);
         if (spv_tools_available())
             assert_int_equal(spv_validate(r.words, r.word_count, (1u << 22) | (1u << 12), &err),
                              KILN_OK);
         bitcasts[paired] = count_op(&r, OP_BITCAST);
+        memory[paired] = count_op(&r, OP_LOAD) + count_op(&r, OP_STORE);
         bool int64 = false;
         for (size_t at = 5; at < r.word_count && r.words[at] >> 16; at += r.words[at] >> 16)
             int64 =
@@ -78,8 +93,8 @@ static void test_ir_vector_interpreted_and_emitted(void **state) {
         assert_int_equal(int64, paired);
         emit_result_free(alloc(), &r);
     }
-    assert_int_equal(bitcasts[1] - bitcasts[0], 4);
-    ir_kernel_finish(&k);
+    assert_int_equal(bitcasts[1] - bitcasts[0], (int)w);
+    assert_int_equal(memory[0] - memory[1], w == 8 ? 2 : 0);
 }
 
 /* An element index that is not a multiple of 4, or four elements past the end: an error that
@@ -161,20 +176,23 @@ static void test_ir_vector_index_emission(void **state) {
 static void test_ir_vector_interpreter_checks(void **state) {
     (void)state;
     ir_kernel k;
-    reverse_kernel(&k, 1);
-    base_error err = {0};
-    float in[12] = {0}, out[12] = {0};
-    interp_buffer b[2] = {{out, 12}, {in, 12}};
-    assert_int_equal(interp_run(&k, b, NULL, 1, &err), KILN_ERROR_INTERNAL);
-    assert_non_null(strstr(base_error_message(&err), "not a multiple of 4"));
-    ir_kernel_finish(&k);
+    for (uint32_t w = 4; w <= 8; w += 4) {
+        reverse_kernel(&k, w / 2, w); /* a multiple of 2 but not of w */
+        base_error err = {0};
+        float in[24] = {0}, out[24] = {0};
+        interp_buffer b[2] = {{out, 24}, {in, 24}};
+        assert_int_equal(interp_run(&k, b, NULL, 1, &err), KILN_ERROR_INTERNAL);
+        assert_non_null(strstr(base_error_message(&err),
+                               w == 4 ? "not a multiple of 4" : "not a multiple of 8"));
+        ir_kernel_finish(&k);
 
-    reverse_kernel(&k, 0);
-    err = (base_error){0};
-    interp_buffer short_in[2] = {{out, 12}, {in, 6}};
-    assert_int_equal(interp_run(&k, short_in, NULL, 2, &err), KILN_ERROR_INTERNAL);
-    assert_non_null(strstr(base_error_message(&err), "code-generation bug"));
-    ir_kernel_finish(&k);
+        reverse_kernel(&k, 0, w);
+        err = (base_error){0};
+        interp_buffer short_in[2] = {{out, 24}, {in, 2 * w - 1}}; /* the second group's last */
+        assert_int_equal(interp_run(&k, short_in, NULL, 2, &err), KILN_ERROR_INTERNAL);
+        assert_non_null(strstr(base_error_message(&err), "code-generation bug"));
+        ir_kernel_finish(&k);
+    }
 }
 
 static void test_ir_vector_verifier_rules(void **state) {
@@ -189,7 +207,7 @@ static void test_ir_vector_verifier_rules(void **state) {
     ir_value e = ir_extract(&k, vec, 1);
     (void)ir_alu(&k, IR_ADD, IR_F32, e, c, IR_NONE);
     assert_int_equal(ir_verify(&k, &err), KILN_ERROR_INTERNAL);
-    assert_non_null(strstr(base_error_message(&err), "right after its LOAD4"));
+    assert_non_null(strstr(base_error_message(&err), "right after its vector load"));
     ir_kernel_finish(&k);
     /* the vector itself as an ALU operand */
     err = (base_error){0};
@@ -200,10 +218,20 @@ static void test_ir_vector_verifier_rules(void **state) {
     assert_int_equal(ir_verify(&k, &err), KILN_ERROR_INTERNAL);
     assert_non_null(strstr(base_error_message(&err), "other than by EXTRACT"));
     ir_kernel_finish(&k);
-    /* an element past 3 */
+    /* an element past 3 of a LOAD4, past 7 of a LOAD8; 7 of a LOAD8 is fine */
+    for (uint32_t w = 4; w <= 12; w += 4) {
+        err = (base_error){0};
+        ir_kernel_init(&k, alloc(), IR_I32);
+        ir_buffer_add(&k, IR_F32);
+        ir_value index = ir_const_i(&k, IR_I32, 0);
+        (void)ir_extract(&k, ir_load_vector(&k, 0, index, w == 4 ? 4 : 8), w == 12 ? 7 : w);
+        assert_int_equal(ir_verify(&k, &err), w == 12 ? KILN_OK : KILN_ERROR_INTERNAL);
+        ir_kernel_finish(&k);
+    }
+    /* a vector width other than 4 and 8: refused when built */
     ir_kernel_init(&k, alloc(), IR_I32);
     ir_buffer_add(&k, IR_F32);
-    (void)ir_extract(&k, ir_load4(&k, 0, ir_const_i(&k, IR_I32, 0)), 4);
+    assert_int_equal(ir_load_vector(&k, 0, ir_const_i(&k, IR_I32, 0), 2), IR_NONE);
     assert_int_equal(ir_verify(&k, &err), KILN_ERROR_INTERNAL);
     ir_kernel_finish(&k);
     /* vectors of a type without vector access (u8): refused when built */
