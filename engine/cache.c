@@ -7,8 +7,10 @@
 
 /* Version of the payload layout below and of the code it holds (7: tiled reductions add a
  * step's elements first; 8: matmul tile blocks; 9: loads shared in subgroups; 10: the step
- * order of multi-row tiles and the float max/min): another value makes every entry a miss. */
-enum { CACHE_PAYLOAD_VERSION = 10, CACHE_HEADER_WORDS = 9 };
+ * order of multi-row tiles and the float max/min; 11: vectors moved as 64-bit integers,
+ * octets, and one-output reductions in steps of eight): another value makes every entry a
+ * miss. */
+enum { CACHE_PAYLOAD_VERSION = 11, CACHE_HEADER_WORDS = 9 };
 static const uint32_t payload_magic = 0x4e524b4bu; /* "KKRN" */
 
 kiln_status eng_cache_open(kiln_context *ctx, const kiln_context_options *opt,

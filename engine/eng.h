@@ -217,6 +217,8 @@ struct kiln_context {
     uint32_t tile_ew;              /* outputs per invocation of an elementwise kernel */
     bool opaque_multipliers;       /* emit_options.opaque_multipliers: CPU devices */
     bool paired_vectors;           /* emit_options.paired_vectors: CPU devices with int64 */
+    bool octets;                   /* vector accesses of eight elements where they line up
+                                      (LOAD8/STORE8, lower.c): with paired_vectors */
     uint32_t tile_rows, tile_cols; /* register tile of a reduction with a 2-D output */
     uint32_t tile_vector_cols;     /* columns of a reduction's tile that only reads vectors */
     uint32_t tile_block_rows, tile_block_cols; /* items of a load-sharing tiled kernel in blocks */

@@ -13,8 +13,11 @@
  * a matmul's left operand, a broadcast value) is made once and shared: register tiling.
  * Four loads (or stores) of consecutive elements whose lowest index is provably a multiple of
  * 4, by four outputs of a tile row or by a reduction's four unrolled steps, become one vector
- * access (LOAD4 + EXTRACT, STORE4). Whether a tiled kernel was compiled, and whether it holds
- * vectors, is deterministic from the AST and the tile (part of the cache key).
+ * access (LOAD4 + EXTRACT, STORE4); on a device that takes octets (ctx->octets: CPU drivers,
+ * where a vector access costs per component, emit.c), eight aligned to 8 become one LOAD8 or
+ * STORE8, and a reduction with one output per item unrolls eight steps. Whether a tiled
+ * kernel was compiled, and whether it holds vectors, is deterministic from the AST, the tile
+ * and the device's figures (part of the cache key).
  *
  * Row mode (kernel.c fused reductions read along rows): the item is a row; its reductions run
  * once, stage after stage, each over its own RANGE, then a RANGE over the row's tiles stores
@@ -49,12 +52,13 @@ typedef struct lowering {
     ir_value tile_value[2];
     ir_value results[MAX_TILE][ENG_MAX_REDUCTIONS]; /* each reduction's value after the range */
     /* Vector loads along a reduction (step_var set): in an unrolled range without bounds checks
-     * (of a group of one lane), ridx at unroll step u is step_var * 4 + u (step_var: the range's
-     * counter, step_value); four consecutive aligned elements over u are loaded at u = 0 and
-     * kept in step_memo for the steps after (a matmul's left operand along k). */
+     * (of a group of one lane), ridx at unroll step u is step_var * step_width + u (step_var:
+     * the range's counter, step_value); consecutive aligned elements over u are loaded at the
+     * first step they hold (four, or eight with octets) and kept in step_memo for the steps
+     * after (a matmul's left operand along k; a row sum's row). */
     const sym_node *step_var;
     ir_value step_value;
-    uint32_t step_u;
+    uint32_t step_u, step_width;
     base_map step_memo;
 } lowering;
 
@@ -217,17 +221,17 @@ static const sym_node *for_output(lowering *l, const sym_node *s) {
     return for_output_at(l, s, l->out);
 }
 
-/* Whether outputs out .. out + 3 (one row of the tile) access four elements of a buffer that
- * one vector access serves: index + c for output c (returns 1) or index - c (a flipped view,
- * returns -1), the lowest of them a multiple of 4; else 0. at[c] receives each output's index
- * expression. */
-static int vector_run(lowering *l, const sym_node *s, const sym_node *at[4]) {
+/* Whether outputs out .. out + w - 1 (of one row of the tile; w: 4 or 8) access w elements
+ * of a buffer that one vector access serves: index + c for output c (returns 1) or index - c
+ * (a flipped view, returns -1), the lowest of them a multiple of w; else 0. at[c] receives
+ * each output's index expression. */
+static int vector_run(lowering *l, const sym_node *s, const sym_node *at[8], uint32_t w) {
     uint32_t tn = l->tile_n;
-    if (l->outputs < 4 || tn % 4 != 0 || (l->out % tn) % 4 != 0)
+    if (l->outputs < w || tn % w != 0 || (l->out % tn) % w != 0)
         return 0;
     sym_ctx *sc = l->ctx->sym;
     int64_t step = 0, low;
-    for (uint32_t c = 0; c < 4; c++) {
+    for (uint32_t c = 0; c < w; c++) {
         at[c] = for_output_at(l, s, l->out + c);
         int64_t d;
         if (!at[c] || !sym_is_const(sym_sub(sc, at[c], at[0]), &d))
@@ -237,8 +241,19 @@ static int vector_run(lowering *l, const sym_node *s, const sym_node *at[4]) {
         if (c > 0 && ((step != 1 && step != -1) || d != step * (int64_t)c))
             return 0;
     }
-    bool aligned = sym_is_const(sym_floormod_c(sc, at[step > 0 ? 0 : 3], 4), &low) && low == 0;
+    bool aligned = sym_is_const(sym_floormod_c(sc, at[step > 0 ? 0 : w - 1], w), &low) && low == 0;
     return aligned ? (int)step : 0;
+}
+
+/* The widest vector run (8 where the device takes octets, else 4) of the outputs from out;
+ * *w receives its width. */
+static int widest_run(lowering *l, const sym_node *s, const sym_node *at[8], uint32_t *w) {
+    for (*w = l->ctx->octets ? 8 : 4; *w >= 4; *w /= 2) {
+        int step = vector_run(l, s, at, *w);
+        if (step != 0)
+            return step;
+    }
+    return 0;
 }
 
 static ir_value lower_index(lowering *l, const sym_node *s) {
@@ -304,15 +319,17 @@ static bool vector_load_ok(const lowering *l, const kast *a, const sym_node *val
            (!valid || (sym_is_const(valid, NULL) && sym_vmin(valid) == 1));
 }
 
-/* Four loads as one vector load (elements at[c] in direction step): each element's value is
- * kept in map for the output (or unroll step) that reads it. Returns the first's. */
-static ir_value lower_load4(lowering *l, base_map *map, const kast *a, const sym_node *const at[4],
-                            const sym_node *valid, int step) {
+/* w loads (4 or 8) as one vector load (elements at[c] in direction step): each element's
+ * value is kept in map for the output (or unroll step) that reads it. Returns the first's. */
+static ir_value lower_load_vector(lowering *l, base_map *map, const kast *a,
+                                  const sym_node *const *at, const sym_node *valid, int step,
+                                  uint32_t w) {
     ir_kernel *ir = l->ir;
-    ir_value vec = ir_load4(ir, a->buffer, lower_sym(l, at[step > 0 ? 0 : 3])), parts[4];
-    for (uint32_t c = 0; c < 4; c++)
-        parts[c] = ir_extract(ir, vec, step > 0 ? c : 3 - c);
-    for (uint32_t c = 0; c < 4; c++)
+    ir_value vec = ir_load_vector(ir, a->buffer, lower_sym(l, at[step > 0 ? 0 : w - 1]), w);
+    ir_value parts[8];
+    for (uint32_t c = 0; c < w; c++)
+        parts[c] = ir_extract(ir, vec, step > 0 ? c : w - 1 - c);
+    for (uint32_t c = 0; c < w; c++)
         memo_put_in(l, map, (memo_key){at[c], valid, LOAD_SLOT + a->buffer}, parts[c]);
     return parts[0];
 }
@@ -321,18 +338,18 @@ static ir_value lower_load4(lowering *l, base_map *map, const kast *a, const sym
 static const sym_node *at_step(lowering *l, const sym_node *s, uint32_t u) {
     sym_ctx *sc = l->ctx->sym;
     const sym_node *from[1] = {l->k->ridx};
-    const sym_node *to[1] = {sym_add_c(sc, sym_mul_c(sc, l->step_var, 4), u)};
+    const sym_node *to[1] = {sym_add_c(sc, sym_mul_c(sc, l->step_var, l->step_width), u)};
     return s && to[0] ? sym_substitute(sc, s, from, to, 1) : s;
 }
 
-/* Whether the four elements at[c] are consecutive and the first a multiple of 4. */
-static bool aligned_run(sym_ctx *sc, const sym_node *const at[4]) {
+/* Whether the w elements at[c] are consecutive and the first a multiple of w. */
+static bool aligned_run(sym_ctx *sc, const sym_node *const *at, uint32_t w) {
     int64_t d, low;
-    for (uint32_t c = 1; c < 4; c++) {
+    for (uint32_t c = 1; c < w; c++) {
         if (!at[c] || !sym_is_const(sym_sub(sc, at[c], at[0]), &d) || d != (int64_t)c)
             return false;
     }
-    return at[0] && sym_is_const(sym_floormod_c(sc, at[0], 4), &low) && low == 0;
+    return at[0] && sym_is_const(sym_floormod_c(sc, at[0], w), &low) && low == 0;
 }
 
 /* In a team kernel, a vector load at step 0 (four elements at[c] for the output being lowered)
@@ -356,14 +373,14 @@ static ir_value lower_shared_load(lowering *l, const kast *a, const sym_node *in
     const sym_node *lane_at[4];
     for (uint32_t u = 0; shared && u < 4; u++)
         lane_at[u] = at_step(l, mine, u);
-    if (!shared || !aligned_run(sc, lane_at)) {
+    if (!shared || !aligned_run(sc, lane_at, 4)) {
         sym_ctx_clear_error(sc);
         return IR_NONE;
     }
     ir_value parts[4];
     memo_key key = {lane_at[0], valid, LOAD_SLOT + a->buffer};
     if (memo_get_in(&l->step_memo, key) == IR_NONE)
-        lower_load4(l, &l->step_memo, a, lane_at, valid, 1);
+        lower_load_vector(l, &l->step_memo, a, lane_at, valid, 1, 4);
     for (uint32_t c = 0; c < 4; c++) {
         key.a = lane_at[c];
         parts[c] = ir_share(l->ir, memo_get_in(&l->step_memo, key), di);
@@ -372,13 +389,15 @@ static ir_value lower_shared_load(lowering *l, const kast *a, const sym_node *in
     return parts[0];
 }
 
-/* A load in a range with vector steps: looked up among the vectors loaded at step 0, or, at
- * step 0, loaded as a vector when the four steps read four consecutive aligned elements.
+/* A load in a range with vector steps: looked up among the vectors loaded at earlier steps,
+ * or, at a step u that is a multiple of 4, loaded as a vector when steps u .. u + w - 1 read
+ * w consecutive elements aligned to w (8 first where the device takes octets, then 4).
  * IR_NONE: load it the plain way. */
 static ir_value lower_step_load(lowering *l, const kast *a, const sym_node *index,
                                 const sym_node *valid) {
-    const sym_node *at[4], *ok[4];
-    for (uint32_t u = 0; u < 4; u++) {
+    const sym_node *at[8], *ok[8];
+    uint32_t n = l->step_width;
+    for (uint32_t u = 0; u < n; u++) {
         at[u] = at_step(l, index, u);
         ok[u] = at_step(l, valid, u);
         if (!at[u] || (valid && !ok[u]))
@@ -386,17 +405,18 @@ static ir_value lower_step_load(lowering *l, const kast *a, const sym_node *inde
     }
     uint32_t u = l->step_u;
     ir_value v = memo_get_in(&l->step_memo, (memo_key){at[u], ok[u], LOAD_SLOT + a->buffer});
-    if (v != IR_NONE || u != 0 || !vector_load_ok(l, a, valid))
+    if (v != IR_NONE || u % 4 != 0 || !vector_load_ok(l, a, valid))
         return v;
-    if ((v = lower_shared_load(l, a, index, at, ok[0])) != IR_NONE)
+    if (u == 0 && n == 4 && (v = lower_shared_load(l, a, index, at, ok[0])) != IR_NONE)
         return v;
-    for (uint32_t c = 1; c < 4; c++) {
-        if (ok[c] != ok[0])
-            return IR_NONE;
+    for (uint32_t w = l->ctx->octets ? 8 : 4; w >= 4; w /= 2) {
+        bool same = u % w == 0 && u + w <= n;
+        for (uint32_t c = u + 1; same && c < u + w; c++)
+            same = ok[c] == ok[u];
+        if (same && aligned_run(l->ctx->sym, at + u, w))
+            return lower_load_vector(l, &l->step_memo, a, at + u, ok[u], 1, w);
     }
-    if (!aligned_run(l->ctx->sym, at))
-        return IR_NONE;
-    return lower_load4(l, &l->step_memo, a, at, ok[0], 1);
+    return IR_NONE;
 }
 
 /* A load, made once per body for each (buffer, index, validity) whichever output needs it; at
@@ -413,10 +433,11 @@ static ir_value lower_load(lowering *l, const kast *a) {
         return v;
     if (l->step_var && (v = lower_step_load(l, a, index, valid)) != IR_NONE)
         return memo_put(l, key, v);
-    const sym_node *at[4];
-    int step = vector_load_ok(l, a, valid) ? vector_run(l, a->index, at) : 0;
+    const sym_node *at[8];
+    uint32_t w;
+    int step = vector_load_ok(l, a, valid) ? widest_run(l, a->index, at, &w) : 0;
     if (step != 0)
-        return lower_load4(l, &l->memo, a, at, valid, step);
+        return lower_load_vector(l, &l->memo, a, at, valid, step, w);
     return memo_put(l, key, lower_load_uncached(l, a, index, valid));
 }
 
@@ -500,8 +521,9 @@ static void combine(lowering *l, const eng_reduction *r, ir_value acc, ir_value 
 }
 
 /* How many elements one step of a reduction loop combines, each into an accumulator of its
- * own: a quarter of the loop's overhead, and four independent dependency chains. */
-enum { REDUCE_UNROLL = 4 };
+ * own: a quarter of the loop's overhead, and four independent dependency chains; eight (one
+ * octet) for a one-output item on a device that takes octets (lower_stage). */
+enum { REDUCE_UNROLL = 4, MAX_UNROLL = 8 };
 
 /* acc[u] = identity; RANGE ceil(reduce_count / (U * S)) as q: for u < U, element
  * (q * U + u) * S + lane (when it is below reduce_count) is combined into acc[u]; the results
@@ -513,16 +535,19 @@ enum { REDUCE_UNROLL = 4 };
 static void lower_stage(lowering *l, uint32_t stage) {
     const eng_kernel *k = l->k;
     ir_kernel *ir = l->ir;
-    ir_value acc[MAX_TILE][REDUCE_UNROLL][ENG_MAX_REDUCTIONS]; /* 4 KiB */
+    ir_value acc[MAX_TILE][MAX_UNROLL][ENG_MAX_REDUCTIONS]; /* 8 KiB */
     ir_value at[ENG_MAX_REDUCTIONS];
     uint32_t unroll = REDUCE_UNROLL;
     int64_t constant = -1;
-    if (sym_is_const(k->reduce_count, &constant) && constant < 2 * REDUCE_UNROLL)
+    int64_t stride = l->ir->group_lanes ? l->ir->group_lanes : 1;
+    bool known = sym_is_const(k->reduce_count, &constant);
+    if (known && constant < 2 * REDUCE_UNROLL)
         unroll = 1;
+    else if (known && l->ctx->octets && l->outputs == 1 && stride == 1 && constant % 8 == 0)
+        unroll = MAX_UNROLL; /* an octet per step (rows as LOAD8: a row sum 4.6 -> 4.5 ms) */
     for (uint32_t i = 0; i < k->reduction_count; i++)
         unroll = k->reductions[i].arg && k->reductions[i].stage == stage ? 1 : unroll;
     uint32_t chains = l->outputs > 1 ? 1 : unroll; /* accumulators per output and reduction */
-    int64_t stride = l->ir->group_lanes ? l->ir->group_lanes : 1;
     /* no element needs a bounds check */
     bool exact = constant >= 0 && constant % ((int64_t)unroll * stride) == 0;
     for (uint32_t i = 0; i < k->reduction_count; i++) {
@@ -544,11 +569,12 @@ static void lower_stage(lowering *l, uint32_t stage) {
     }
     ir_value q = ir_range(ir, steps);
     /* Vector loads along the range: four steps without bounds checks, lanes not interleaved. */
-    if (exact && unroll == 4 && stride == 1) {
+    if (exact && unroll >= 4 && stride == 1) {
         char name[48];
-        snprintf(name, sizeof name, "rstep:%lld", (long long)(constant / 4 - 1));
-        l->step_var = sym_var(l->ctx->sym, name, 0, constant / 4 - 1);
+        snprintf(name, sizeof name, "rstep:%lld", (long long)(constant / unroll - 1));
+        l->step_var = sym_var(l->ctx->sym, name, 0, constant / unroll - 1);
         l->step_value = q;
+        l->step_width = unroll;
         base_map_init(&l->step_memo, &l->ctx->alloc);
     }
     /* A tiled kernel without bounds checks combines a step's elements first and the step's
@@ -557,7 +583,7 @@ static void lower_stage(lowering *l, uint32_t stage) {
      * 64 in memory). Measured on lavapipe against the old order in one process: matmul
      * 1024^3 0.99-1.01, 2048^3 0.96. */
     bool stepwise = chains == 1 && unroll > 1 && exact;
-    ir_value ridx[REDUCE_UNROLL];
+    ir_value ridx[MAX_UNROLL];
     for (uint32_t u = 0; u < unroll; u++) { /* element u of the step (and of the lane) */
         ridx[u] = q;
         if (unroll > 1) {
@@ -578,7 +604,7 @@ static void lower_stage(lowering *l, uint32_t stage) {
      * element, its loads in address order (output by output was 4-9% slower there). Both
      * measured as SPIR-V on the same buffers (bench/README.md). The elements' memos live
      * across the outputs. Otherwise element by element, each under its bounds check. */
-    base_map outer = l->memo, memo[REDUCE_UNROLL];
+    base_map outer = l->memo, memo[MAX_UNROLL];
     for (uint32_t u = 0; u < unroll; u++)
         base_map_init(&memo[u], &l->ctx->alloc);
     for (uint32_t u = 0; !stepwise && u < unroll; u++) {
@@ -645,7 +671,7 @@ static void lower_stage(lowering *l, uint32_t stage) {
                 l->results[o][i] = ir_get(ir, at[i]);
                 continue;
             }
-            ir_value part[REDUCE_UNROLL];
+            ir_value part[MAX_UNROLL];
             for (uint32_t u = 0; u < chains; u++)
                 part[u] = ir_get(ir, acc[o][u][i]);
             for (uint32_t width = chains; width > 1; width /= 2) {
@@ -971,20 +997,22 @@ static void lower_outputs(lowering *l, bool tiled) {
     uint32_t group_lanes = ir->group_lanes;
     bool vector_stores = tiled && ir_vector_type(k->buffer_types[0]) && !reads_buffer0(k);
     for (l->out = 0; l->out < l->outputs;) {
-        const sym_node *run[4];
-        int step = vector_stores ? vector_run(l, k->out_index ? k->out_index : k->gidx, run) : 0;
-        uint32_t n = step != 0 ? 4 : 1;
-        ir_value v[4];
+        const sym_node *run[8];
+        uint32_t w = 1;
+        int step =
+            vector_stores ? widest_run(l, k->out_index ? k->out_index : k->gidx, run, &w) : 0;
+        uint32_t n = step != 0 ? w : 1;
+        ir_value v[8];
         for (uint32_t c = 0; c < n; c++, l->out++) {
             v[c] = lower_value(l, k->value);
             if (v[c] != IR_NONE && ir->insts.data[v[c]].type != k->out_type)
                 v[c] = ir_cast(ir, k->out_type, v[c]);
         }
-        if (n == 4) { /* a flipped destination stores the four in reverse */
-            ir_value w[4] = {v[0], v[1], v[2], v[3]};
-            if (step < 0)
-                w[0] = v[3], w[1] = v[2], w[2] = v[1], w[3] = v[0];
-            ir_store4(ir, 0, lower_sym(l, run[step > 0 ? 0 : 3]), w);
+        if (n > 1) { /* a flipped destination stores the run in reverse */
+            ir_value in_order[8];
+            for (uint32_t c = 0; c < n; c++)
+                in_order[c] = v[step > 0 ? c : n - 1 - c];
+            ir_store_vector(ir, 0, lower_sym(l, run[step > 0 ? 0 : n - 1]), in_order, n);
             continue;
         }
         l->out--;
@@ -1008,10 +1036,10 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_p
                   tree_fits_i32(k->value);
     for (uint32_t i = 0; i < k->reduction_count; i++)
         narrow = narrow && tree_fits_i32(k->reductions[i].value);
-    /* the loop rounds the count up to whole steps of REDUCE_UNROLL * lanes elements */
+    /* the loop rounds the count up to whole steps of (at most) MAX_UNROLL * lanes elements */
     narrow = narrow && (!k->reduce_count ||
                         sym_vmax(k->reduce_count) <=
-                            INT32_MAX - (int64_t)REDUCE_UNROLL * (group_lanes ? group_lanes : 1));
+                            INT32_MAX - (int64_t)MAX_UNROLL * (group_lanes ? group_lanes : 1));
     ir_kernel_init(ir, &ctx->alloc, narrow ? IR_I32 : IR_I64);
     for (uint32_t i = 0; i < k->buffer_count; i++)
         ir_buffer_add(ir, k->buffer_types[i]);

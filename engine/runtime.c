@@ -57,6 +57,7 @@ void eng_runtime_tune(kiln_context *ctx) {
     }
     ctx->opaque_multipliers = !gpu; /* llvmpipe's loads: emit.c */
     ctx->paired_vectors = !gpu && !ctx->interpreter && vkd_device_caps(ctx->dev)->int64;
+    ctx->octets = !gpu && (ctx->paired_vectors || ctx->interpreter);
     if (gpu || ctx->test_unshared_loads)
         ctx->share_lanes = 0;
     if (gpu) {
@@ -490,10 +491,13 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
         return st;
     ctx->stats.kernels_compiled++; /* code generated in this process */
     ctx->stats.kernels_tiled += p->per_item > 1;
-    bool vector = false;
-    for (uint32_t i = 0; i < p->ir.buffer_count; i++)
+    bool vector = false, octets = false;
+    for (uint32_t i = 0; i < p->ir.buffer_count; i++) {
         vector = vector || p->ir.buffers[i].vector;
+        octets = octets || p->ir.buffers[i].octets;
+    }
     ctx->stats.kernels_vector += vector;
+    ctx->stats.kernels_octets += octets;
     bool shared = false;
     for (uint32_t i = 0; i < p->ir.insts.len && !shared; i++)
         shared = p->ir.insts.data[i].op == IR_SHARE;

@@ -127,6 +127,7 @@ typedef struct kiln_stats {
     uint64_t kernels_cached;   /* found in the memory cache */
     uint64_t kernels_tiled;    /* of those generated: several outputs per invocation */
     uint64_t kernels_vector;   /* of those generated: 4-element vector loads or stores */
+    uint64_t kernels_octets;   /* of those: 8-element ones too (CPU devices) */
     uint64_t kernels_shared;   /* of those generated: loads shared within a subgroup */
     uint64_t codegen_ns;       /* generating the kernels_compiled: lowering, checks, SPIR-V
                                   emission (not the driver's pipeline, nor the disk cache) */

@@ -27,11 +27,12 @@ static float *values(size_t n, uint32_t seed) {
 }
 
 typedef struct delta {
-    uint64_t tiled, vector;
+    uint64_t tiled, vector, octets;
 } delta;
 
 static delta stats_delta(const kiln_stats *a, const kiln_stats *b) {
-    return (delta){b->kernels_tiled - a->kernels_tiled, b->kernels_vector - a->kernels_vector};
+    return (delta){b->kernels_tiled - a->kernels_tiled, b->kernels_vector - a->kernels_vector,
+                   b->kernels_octets - a->kernels_octets};
 }
 
 /* out (m, n) = a (m, k) @ b (k, n), in order along k. */
@@ -77,11 +78,52 @@ static void test_tiles_elementwise_rows_move_as_vectors(void **state) {
         delta d = stats_delta(&before, &after);
         assert_int_equal(d.tiled, 1);
         assert_int_equal(d.vector, 1);
+        assert_int_equal(d.octets, 1); /* tiles of 16 outputs: runs of eight */
     }
     fx_check_f32(out, want, N, 0, 0);
     free(a);
     free(b);
     free(c);
+    free(want);
+}
+
+/* Row sums (one output per invocation) read their rows in steps of eight elements on a CPU
+ * (lower_stage): one octet per step where the rows are aligned to 8 (rows of 64), vectors of
+ * four where they are aligned to 4 only (columns 4.. of rows of 68; rows of 60, a count that
+ * is no multiple of 8), and every sum exact (integer values). */
+static void test_tiles_row_sums_read_octets(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = f->ctx;
+    enum { R = 1024 };
+    static const struct {
+        int64_t width, from, cols;
+        uint64_t octets;
+    } cases[] = {{64, 0, 64, 1}, {68, 4, 64, 0}, {60, 0, 60, 0}};
+    float *x = malloc(sizeof(float) * R * 68), *want = malloc(sizeof(float) * R);
+    assert_true(x && want);
+    for (size_t i = 0; i < (size_t)R * 68; i++)
+        x[i] = (float)((i * 7) % 23) - 11.0f;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int64_t w = cases[c].width;
+        for (size_t r = 0; r < R; r++) {
+            want[r] = 0;
+            for (int64_t j = 0; j < cases[c].cols; j++)
+                want[r] += x[r * w + cases[c].from + j];
+        }
+        kiln_tensor *tx = fx_f32(ctx, 2, (const int64_t[]){R, w}, x);
+        kiln_tensor *view = kiln_narrow(tx, 1, cases[c].from, cases[c].cols);
+        kiln_stats before = kiln_context_stats(ctx);
+        kiln_tensor *sums = kiln_sum(view, 1, (const int32_t[]){1}, false);
+        assert_int_equal(kiln_realize(sums), KILN_OK);
+        kiln_stats after = kiln_context_stats(ctx);
+        if (cpu_tiles(f)) {
+            delta d = stats_delta(&before, &after);
+            assert_int_equal(d.vector, 1);
+            assert_int_equal(d.octets, cases[c].octets);
+        }
+        fx_check_f32(sums, want, R, 0, 0);
+    }
+    free(x);
     free(want);
 }
 
@@ -420,16 +462,17 @@ static void test_tiles_row_mode(void **state) {
 /* The test-only tile options (kiln_context_options.test_tile_*, which bench_tuning compares):
  * each is rounded down to a power of two and capped at 64 outputs, and every tile they choose
  * computes the same results: a matmul (16 x 16 is past the cap: untiled), a broadcast add, a
- * column max. Whether the column sums are tiled shows in their add order (step_order: 16
- * tiled, 24 untiled): one vector column is no tile. */
+ * column max. Whether the column sums are tiled shows in their add order (tiled: each step's
+ * four rows in order, then into the accumulator: 24; untiled, on a device that takes octets,
+ * eight chains combined pairwise: 16): one vector column is no tile. */
 static void test_tiles_tile_options(void **state) {
     const eng_fixture *f = *state;
     static const struct {
         uint32_t ew, rows, cols, vector_cols;
         float column_sum;
-    } cases[] = {{1, 1, 1, 1, 24}, {3, 4, 16, 100, 16}, {32, 16, 16, 8, 16}, {64, 2, 8, 2, 16}};
+    } cases[] = {{1, 1, 1, 1, 16}, {3, 4, 16, 100, 24}, {32, 16, 16, 8, 24}, {64, 2, 8, 2, 24}};
     enum { M = 256, K = 24, N = 512, R = 8, C = 32768 };
-    static const float column[R] = {1e8f, 0, 0, 0, 5, 5, 5, -1e8f};
+    static const float column[R] = {1e8f, 5, 5, 5, 0, 0, 0, -1e8f};
     float *a = values(M * K, 8), *b = values(K * N, 9), *mm = values(M * N, 0);
     float *x = values(R * C, 0), *xs = values(R * C, 0), *sums = values(C, 0);
     float *bcast = values(R * C, 0), *maxes = values(C, 0), *col = values(R, 3);
@@ -591,6 +634,7 @@ static void test_tiles_types_without_vectors(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_tiles_elementwise_rows_move_as_vectors),
+        ENG_TEST(test_tiles_row_sums_read_octets),
         ENG_TEST(test_tiles_unaligned_and_flipped_views),
         ENG_TEST(test_tiles_copy_into_a_flipped_view),
         ENG_TEST(test_tiles_padded_views),
