@@ -256,16 +256,19 @@ static void remove_tmp(void) {
 
 /* Compiles shaders/<name>.comp with glslc into the temporary folder; *ms is glslc's wall
  * time. The words are malloc'ed. A name ending in "+paired" compiles the shader with PAIRED
- * defined (vector buffers as pairs of 64-bit integers, shaders/vec.glsl). */
+ * defined (vector buffers as pairs of 64-bit integers, shaders/vec.glsl), "+octets" with
+ * PAIRED and OCTETS (eight elements per access). */
 static bool glslc_compile(const char *name, uint32_t **words, size_t *count, double *ms) {
     char src[512], out[256];
     const char *plus = strchr(name, '+');
-    bool paired = plus && strcmp(plus, "+paired") == 0;
+    bool octets = plus && strcmp(plus, "+octets") == 0;
+    bool paired = octets || (plus && strcmp(plus, "+paired") == 0);
     int len = plus ? (int)(plus - name) : (int)strlen(name);
     snprintf(src, sizeof src, "%s/%.*s.comp", KILN_BENCH_SHADER_DIR, len, name);
     snprintf(out, sizeof out, "%s/%s.spv", g.tmp, name);
     const char *argv[] = {"glslc", "-O", "--target-env=vulkan1.1",   src,
-                          "-o",    out,  paired ? "-DPAIRED" : NULL, NULL};
+                          "-o",    out,  paired ? "-DPAIRED" : NULL, octets ? "-DOCTETS" : NULL,
+                          NULL};
     double t0 = bench_now_ms();
     int rc = run_quiet(argv, true);
     *ms = bench_now_ms() - t0;
@@ -415,12 +418,19 @@ static bool ref_measure(const ref_dispatch *d, uint32_t count, double *first, do
 
 enum { MAX_VARIANTS = 16 };
 
-/* The shader's name for vector form pr: 0 vec4, 1 pairs of 64-bit integers (devices with
- * int64 only; NULL otherwise). */
+/* The shader's name for vector form pr: 0 vec4, 1 pairs of 64-bit integers, 2 octets (the
+ * shader <shader>_oct, or <shader> itself compiled with OCTETS when it has no such file;
+ * forms 1 and 2 on devices with int64 only: NULL otherwise). */
 static const char *vector_form(const char *shader, int pr, char *buf, size_t size) {
     if (pr && !g.have_int64)
         return NULL;
-    snprintf(buf, size, "%s%s", shader, pr ? "+paired" : "");
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s_oct.comp", KILN_BENCH_SHADER_DIR, shader);
+    bool own = pr == 2 && access(path, R_OK) == 0;
+    snprintf(buf, size, "%s%s%s", shader, own ? "_oct" : "",
+             pr == 2 ? "+octets"
+             : pr    ? "+paired"
+                     : "");
     return buf;
 }
 
@@ -883,6 +893,20 @@ static void case_ew_fma(void) {
                                           .push_size = 4,
                                           .groups = {N16M / 4 / sh[0] / 64, 1, 1}});
     }
+    /* octets, PER contiguous ones per invocation */
+    char octets[32];
+    for (uint32_t per = 1; bo && ba && bb && bc && per <= 2; per++) {
+        char vname[24];
+        if (!vector_form("ew_fma", 2, octets, sizeof octets))
+            break;
+        snprintf(vname, sizeof vname, "octets x%u", per);
+        v[nv++] = variant1(vname, ref_pipeline(octets, 4, 4, &per, 1),
+                           (ref_dispatch){.buffers = {bo, ba, bb, bc},
+                                          .binding_count = 4,
+                                          .push = {N16M / 8},
+                                          .push_size = 4,
+                                          .groups = {N16M / 8 / per / 64, 1, 1}});
+    }
     /* scalar loads, several consecutive outputs per invocation */
     static const uint32_t pers[] = {8, 16};
     for (uint32_t i = 0; bo && ba && bb && bc && i < 2; i++) {
@@ -954,6 +978,20 @@ static void case_ew_bcast(void) {
                                           .push = {N16M / 4, SIDE / 4},
                                           .push_size = 8,
                                           .groups = {N16M / 4 / sh[0] / 64, 1, 1}});
+    }
+    char octets[32];
+    static const uint32_t pers[] = {1, 4};
+    for (uint32_t i = 0; bo && ba && bb && i < 2; i++) {
+        char vname[24];
+        if (!vector_form("ew_bcast", 2, octets, sizeof octets))
+            break;
+        snprintf(vname, sizeof vname, "octets x%u", pers[i]);
+        v[nv++] = variant1(vname, ref_pipeline(octets, 3, 8, &pers[i], 1),
+                           (ref_dispatch){.buffers = {bo, ba, bb},
+                                          .binding_count = 3,
+                                          .push = {N16M / 8, SIDE / 8},
+                                          .push_size = 8,
+                                          .groups = {N16M / 8 / pers[i] / 64, 1, 1}});
     }
     ref_variant best;
     bool ref_ok = ref_best(r, v, nv, bo, refo, N16M, want, 0, 0, &best);
@@ -1055,9 +1093,13 @@ static ref_variant col_strips_variant(uint32_t op, uint32_t cv, uint32_t strips,
     ref_variant v = {.count = 2};
     char strips_name[32], reduce_name[32];
     if (!vector_form("col_strips", pr, strips_name, sizeof strips_name) ||
-        !vector_form("col_reduce", pr, reduce_name, sizeof reduce_name))
+        !vector_form("col_reduce", pr ? 1 : 0, reduce_name, sizeof reduce_name))
         return (ref_variant){.count = 0};
-    snprintf(v.name, sizeof v.name, "%sstrips %ux%u", pr ? "pairs " : "", strips, cv);
+    snprintf(v.name, sizeof v.name, "%sstrips %ux%u",
+             pr == 2  ? "octets "
+             : pr > 0 ? "pairs "
+                      : "",
+             strips, cv);
     v.pipes[0] = ref_pipeline(strips_name, 2, 8, (const uint32_t[]){op, cv}, 2);
     v.pipes[1] = ref_pipeline(reduce_name, 2, 12, &op, 1);
     if (!v.pipes[0] || !v.pipes[1])
@@ -1085,20 +1127,22 @@ static int red_ref_variants(red_kind kind, ref_variant *v, vkd_buffer *x, vkd_bu
     int nv = 0;
     char shader[32];
     if (kind == RED_SUM_ALL) {
-        for (uint32_t i = 0; i < 6 && vector_form("sum_blocks", i / 3, shader, sizeof shader);
+        /* vec4, pairs and octets (the second stage reads the partial sums as vec4) */
+        static const char *const form[3] = {"", "pairs ", "octets "};
+        for (uint32_t i = 0; i < 9 && vector_form("sum_blocks", i / 3, shader, sizeof shader);
              i++) {
-            uint32_t groups = 16u << (i % 3);
+            uint32_t groups = 16u << (i % 3), per = i / 3 == 2 ? 8 : 4;
             vkd_pipeline *p = ref_pipeline(shader, 2, 4, NULL, 0);
-            v[nv] = (ref_variant){.pipes = {p}, .count = p ? 2 : 0};
-            snprintf(v[nv].name, sizeof v[nv].name, "%sblocks %u wg", i / 3 ? "pairs " : "",
-                     groups);
+            vkd_pipeline *second = i / 3 == 2 ? ref_pipeline("sum_blocks", 2, 4, NULL, 0) : NULL;
+            v[nv] = (ref_variant){.pipes = {p, second}, .count = p ? 2 : 0};
+            snprintf(v[nv].name, sizeof v[nv].name, "%sblocks %u wg", form[i / 3], groups);
             v[nv].d[0] = (ref_dispatch){.pipe = p,
                                         .buffers = {partial, x},
                                         .binding_count = 2,
-                                        .push = {N16M / 4},
+                                        .push = {N16M / per},
                                         .push_size = 4,
                                         .groups = {groups, 1, 1}};
-            v[nv].d[1] = (ref_dispatch){.pipe = p,
+            v[nv].d[1] = (ref_dispatch){.pipe = second ? second : p,
                                         .buffers = {out, partial},
                                         .binding_count = 2,
                                         .push = {groups / 4},
@@ -1109,12 +1153,13 @@ static int red_ref_variants(red_kind kind, ref_variant *v, vkd_buffer *x, vkd_bu
         return nv;
     }
     if (kind == RED_SUM_ROWS) {
-        for (int pr = 0; pr < 2 && vector_form("sum_rows", pr, shader, sizeof shader); pr++)
-            v[nv++] = variant1(pr ? "pairs row/invocation" : "row/invocation",
-                               ref_pipeline(shader, 2, 8, NULL, 0),
+        static const char *const names[3] = {"row/invocation", "pairs row/invocation",
+                                             "octets row/invocation"};
+        for (int pr = 0; pr < 3 && vector_form("sum_rows", pr, shader, sizeof shader); pr++)
+            v[nv++] = variant1(names[pr], ref_pipeline(shader, 2, 8, NULL, 0),
                                (ref_dispatch){.buffers = {out, x},
                                               .binding_count = 2,
-                                              .push = {SIDE, SIDE / 4},
+                                              .push = {SIDE, SIDE / (pr == 2 ? 8 : 4)},
                                               .push_size = 8,
                                               .groups = {SIDE / 64, 1, 1}});
         return nv;
@@ -1133,6 +1178,8 @@ static int red_ref_variants(red_kind kind, ref_variant *v, vkd_buffer *x, vkd_bu
         v[nv++] = col_strips_variant(op, 4, 16, scale, pr, x, out, partial);
         v[nv++] = col_strips_variant(op, 16, 32, scale, pr, x, out, partial);
     }
+    if (g.have_int64)
+        v[nv++] = col_strips_variant(op, 4, 16, scale, 2, x, out, partial);
     return nv;
 }
 
@@ -1235,9 +1282,16 @@ static void case_softmax(void) {
     bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, N);
 
     vkd_buffer *bo = ref_buffer(NULL, N), *bx = ref_buffer(hx, N);
-    ref_variant v[4];
+    ref_variant v[5];
     int nv = 0;
     char shader[32];
+    if (bo && bx && vector_form("softmax_rowinv", 2, shader, sizeof shader))
+        v[nv++] = variant1("octets row/invocation", ref_pipeline(shader, 2, 8, NULL, 0),
+                           (ref_dispatch){.buffers = {bo, bx},
+                                          .binding_count = 2,
+                                          .push = {SM_ROWS, SM_COLS / 8},
+                                          .push_size = 8,
+                                          .groups = {SM_ROWS / 64, 1, 1}});
     for (int pr = 0; pr < 2 && bo && bx; pr++) {
         if (!vector_form("softmax_rowinv", pr, shader, sizeof shader))
             break;
@@ -1382,11 +1436,12 @@ static void case_matmul(uint32_t n) {
     if (caps && caps->subgroup_size == 8 &&
         (caps->subgroup_operations & VK_SUBGROUP_FEATURE_BALLOT_BIT)) {
         static const uint32_t wgy[] = {8, 32};
-        for (uint32_t i = 0; bc && ba && bb && i < 4; i++) {
+        static const char *const form[3] = {"", "pairs ", "octets "};
+        for (uint32_t i = 0; bc && ba && bb && i < 6; i++) {
             char vname[24];
             if (!vector_form("sgemm_bcast", i / 2, shader, sizeof shader))
                 break;
-            snprintf(vname, sizeof vname, "%s8x8 bcast wg8x%u", i / 2 ? "pairs " : "", wgy[i % 2]);
+            snprintf(vname, sizeof vname, "%s8x8 bcast wg8x%u", form[i / 2], wgy[i % 2]);
             v[nv++] =
                 variant1(vname, ref_pipeline(shader, 3, 12, (const uint32_t[]){0, wgy[i % 2]}, 2),
                          (ref_dispatch){.buffers = {bc, ba, bb},

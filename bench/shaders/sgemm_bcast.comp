@@ -7,9 +7,14 @@
 #extension GL_KHR_shader_subgroup_ballot : require
 #include "vec.glsl"
 layout(local_size_x = 8, local_size_y_id = 1) in;
+#ifdef OCTETS /* B's row of eight columns and C's row as one octet each (vec.glsl) */
+layout(std430, binding = 0) writeonly buffer Cb { V8 c[]; };
+layout(std430, binding = 2) readonly buffer Bb { V8 b[]; };
+#else
 layout(std430, binding = 0) writeonly buffer Cb { V4 c[]; };
-layout(std430, binding = 1) readonly buffer Ab { V4 a[]; };
 layout(std430, binding = 2) readonly buffer Bb { V4 b[]; };
+#endif
+layout(std430, binding = 1) readonly buffer Ab { V4 a[]; };
 layout(push_constant) uniform P { uint m; uint n; uint k; } p;
 void main() {
     uint cb = gl_GlobalInvocationID.x; // column block of 8
@@ -22,6 +27,12 @@ void main() {
         acc1[t] = vec4(0.0);
     }
     for (uint kk = 0u; kk < k4; kk++) {
+#ifdef OCTETS
+        V8 r0 = b[(kk * 4u + 0u) * (n4 / 2u) + cb], r1 = b[(kk * 4u + 1u) * (n4 / 2u) + cb];
+        V8 r2 = b[(kk * 4u + 2u) * (n4 / 2u) + cb], r3 = b[(kk * 4u + 3u) * (n4 / 2u) + cb];
+        vec4 b00 = LO(r0), b01 = HI(r0), b10 = LO(r1), b11 = HI(r1);
+        vec4 b20 = LO(r2), b21 = HI(r2), b30 = LO(r3), b31 = HI(r3);
+#else
         vec4 b00 = LD(b[(kk * 4u + 0u) * n4 + 2u * cb]);
         vec4 b01 = LD(b[(kk * 4u + 0u) * n4 + 2u * cb + 1u]);
         vec4 b10 = LD(b[(kk * 4u + 1u) * n4 + 2u * cb]);
@@ -30,6 +41,7 @@ void main() {
         vec4 b21 = LD(b[(kk * 4u + 2u) * n4 + 2u * cb + 1u]);
         vec4 b30 = LD(b[(kk * 4u + 3u) * n4 + 2u * cb]);
         vec4 b31 = LD(b[(kk * 4u + 3u) * n4 + 2u * cb + 1u]);
+#endif
         vec4 mine = LD(a[(rb * 8u + lane) * k4 + kk]);
 #define ROW(t)                                                                                     \
     {                                                                                              \
@@ -41,7 +53,11 @@ void main() {
     }
     for (uint t = 0u; t < 8u; t++) {
         uint row = rb * 8u + t;
+#ifdef OCTETS
+        c[row * (n4 / 2u) + cb] = ST8(acc0[t], acc1[t]);
+#else
         c[row * n4 + 2u * cb] = ST(acc0[t]);
         c[row * n4 + 2u * cb + 1u] = ST(acc1[t]);
+#endif
     }
 }
