@@ -596,14 +596,15 @@ static void lower_stage(lowering *l, uint32_t stage) {
         }
     }
     /* Each element has its own memo (its ridx differs; and values inside an IF are not
-     * visible after it). A stepwise range whose tile has several rows goes output by output,
-     * each output's elements in turn, so that one output's partial step is live at a time
-     * (element by element, a matmul tile kept 64 of them live next to its 64 accumulators,
-     * and lavapipe spills: matmul 1024^3 took 116 ms instead of 108, and tile row by tile row
-     * was still 2% slower); a tile of one row (a column reduction's strip) goes element by
-     * element, its loads in address order (output by output was 4-9% slower there). Both
-     * measured as SPIR-V on the same buffers (bench/README.md). The elements' memos live
-     * across the outputs. Otherwise element by element, each under its bounds check. */
+     * visible after it). A stepwise range goes tile row by tile row, element by element
+     * within the row, so that one row's partial steps are live at a time: element by element
+     * across a matmul's whole tile kept 64 of them live next to its 64 accumulators and
+     * lavapipe spilled (1024^3: 116 ms instead of 108); with octets (a row's eight columns
+     * from one load) a row at a time took 93.5-95.6 ms where output by output took 108 and two
+     * rows 102 (the GLSL sgemm 97.5-99); a column reduction's strip, a tile of one row, reads
+     * its loads in address order (output by output was 4-9% slower there). All measured as
+     * SPIR-V on the same buffers (bench/README.md). The elements' memos live across the
+     * outputs. Otherwise element by element, each under its bounds check. */
     base_map outer = l->memo, memo[MAX_UNROLL];
     for (uint32_t u = 0; u < unroll; u++)
         base_map_init(&memo[u], &l->ctx->alloc);
@@ -626,8 +627,8 @@ static void lower_stage(lowering *l, uint32_t stage) {
             ir_endif(ir);
         memo[u] = l->memo;
     }
-    /* outputs combined element by element together: the whole row of a one-row tile, else 1 */
-    uint32_t together = l->tile_n && l->outputs == l->tile_n ? l->outputs : 1;
+    /* outputs combined element by element together: a row of the tile */
+    uint32_t together = l->tile_n ? l->tile_n : 1;
     for (uint32_t first = 0; stepwise && first < l->outputs; first += together) {
         ir_value sum[MAX_TILE][ENG_MAX_REDUCTIONS];
         for (uint32_t u = 0; u < unroll; u++) {
