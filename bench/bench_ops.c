@@ -85,7 +85,7 @@ typedef struct row {
     unit unit;
     unsigned long long dispatches; /* Kiln's dispatches per realize */
     char status[160];              /* "ok", or what went wrong */
-    char variants[200];            /* every reference variant measured: name and median */
+    char variants[800];            /* every reference variant measured: name and median */
 } row;
 
 static struct {
@@ -95,6 +95,8 @@ static struct {
     int pairs; /* paired repetitions (pair_run) */
     bool quick;
     const char *filter;
+    const char *spv_path; /* KILN_BENCH_SPV: a module run as one more reference variant */
+    uint32_t spv_groups[3];
     char tmp[64];
     bool have_glslc;
     const char *python; /* with numpy; NULL: none */
@@ -479,6 +481,52 @@ static double ref_once(void *state) {
     return ok ? ms : NAN;
 }
 
+static ref_variant variant1(const char *name, vkd_pipeline *p, ref_dispatch d) {
+    ref_variant v = {.pipes = {p}, .d = {d}, .count = p ? 1 : 0};
+    snprintf(v.name, sizeof v.name, "%s", name);
+    v.d[0].pipe = p;
+    return v;
+}
+
+/* KILN_BENCH_SPV: the module (a Kiln kernel written by bench/kiln_spv.sh, or any compute
+ * shader with the same interface) as a variant on the buffers of the case's first reference
+ * variant (output first, then the inputs: the order of Kiln's bindings for these cases), with
+ * KILN_BENCH_SPV_GROUPS workgroups and no push constants. Compared with the GLSL variants on
+ * the same buffers, it is free of the buffer-placement effects that separate Kiln's and the
+ * references' allocations (bench/README.md). */
+static ref_variant spv_file_variant(const ref_variant *like) {
+    ref_variant v = {.count = 0};
+    FILE *f = fopen(g.spv_path, "rb");
+    long size = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0)
+        size = ftell(f);
+    uint32_t *words = size > 20 && size % 4 == 0 ? malloc((size_t)size) : NULL;
+    bool ok =
+        words && fseek(f, 0, SEEK_SET) == 0 && fread(words, 1, (size_t)size, f) == (size_t)size;
+    if (f)
+        fclose(f);
+    vkd_pipeline *p = NULL;
+    base_error err = {0};
+    vkd_pipeline_desc desc = {.code = words,
+                              .word_count = (size_t)size / 4,
+                              .binding_count = like->d[0].binding_count,
+                              .debug_name = "KILN_BENCH_SPV"};
+    if (!ok || vkd_pipeline_create(g.dev, &desc, &p, &err) != KILN_OK) {
+        fprintf(stderr, "bench_ops: KILN_BENCH_SPV=%s: %s\n", g.spv_path,
+                ok ? base_error_message(&err) : "cannot read a SPIR-V module");
+        free(words);
+        return v;
+    }
+    free(words);
+    const char *base = strrchr(g.spv_path, '/');
+    v = variant1("", p,
+                 (ref_dispatch){.binding_count = like->d[0].binding_count,
+                                .groups = {g.spv_groups[0], g.spv_groups[1], g.spv_groups[2]}});
+    memcpy(v.d[0].buffers, like->d[0].buffers, sizeof v.d[0].buffers);
+    snprintf(v.name, sizeof v.name, "spv %.19s", base ? base + 1 : g.spv_path);
+    return v;
+}
+
 /* Measures every variant on its own (a warm-up, the repetitions: its first time and device
  * time), checks each one's output (read back from out) against the host's, then runs the
  * correct ones in interleaved rounds and keeps the fastest by the median of its rounds: its
@@ -489,6 +537,15 @@ static bool ref_best(row *r, ref_variant *v, int nv, const vkd_buffer *out, floa
     float *outs[MAX_VARIANTS] = {NULL};
     double med[MAX_VARIANTS], first[MAX_VARIANTS], dev[MAX_VARIANTS];
     nv = nv > MAX_VARIANTS ? MAX_VARIANTS : nv;
+    ref_variant with_spv[MAX_VARIANTS];
+    if (g.spv_path && nv > 0 && nv < MAX_VARIANTS && v[0].count) {
+        memcpy(with_spv, v, (size_t)nv * sizeof *v);
+        with_spv[nv] = spv_file_variant(&v[0]);
+        if (with_spv[nv].count) {
+            v = with_spv;
+            nv++;
+        }
+    }
     for (int i = 0; i < nv; i++) {
         float *tmp = out ? alloc_floats(n) : NULL;
         if (!tmp || !v[i].count || !ref_measure(v[i].d, v[i].count, &first[i], &med[i], &dev[i]) ||
@@ -565,12 +622,6 @@ static bool ref_best(row *r, ref_variant *v, int nv, const vkd_buffer *out, floa
 }
 
 /* A one-dispatch variant. */
-static ref_variant variant1(const char *name, vkd_pipeline *p, ref_dispatch d) {
-    ref_variant v = {.pipes = {p}, .d = {d}, .count = p ? 1 : 0};
-    snprintf(v.name, sizeof v.name, "%s", name);
-    v.d[0].pipe = p;
-    return v;
-}
 
 /* ---- Kiln measurement -------------------------------------------------------------------- */
 
@@ -2396,6 +2447,14 @@ static bool setup(void) {
     g.filter = getenv("KILN_BENCH_FILTER");
     if (g.filter && !g.filter[0])
         g.filter = NULL;
+    g.spv_path = getenv("KILN_BENCH_SPV");
+    const char *groups = getenv("KILN_BENCH_SPV_GROUPS");
+    g.spv_groups[0] = g.spv_groups[1] = g.spv_groups[2] = 1;
+    if (g.spv_path && (!groups || sscanf(groups, "%u,%u,%u", &g.spv_groups[0], &g.spv_groups[1],
+                                         &g.spv_groups[2]) < 1)) {
+        fprintf(stderr, "bench_ops: KILN_BENCH_SPV needs KILN_BENCH_SPV_GROUPS=x[,y[,z]]\n");
+        return false;
+    }
     g.reps = g.quick ? 3 : 5;
     g.pairs = g.quick ? 5 : 15;
     const char *pairs = getenv("KILN_BENCH_PAIRS");

@@ -27,6 +27,7 @@ typedef enum op {
     OP_FMA,
     OP_BCAST,
     OP_MAX0,
+    OP_SUM_ROWS,
     OP_SUM_T,
     OP_MATMUL,
     OP_MATMUL_BIG
@@ -36,6 +37,7 @@ typedef enum op {
 typedef struct tiles {
     uint32_t ew, rows, cols, vector_cols, block_rows;
     bool unshared; /* test_unshared_loads */
+    bool unpaired; /* test_unpaired_vectors */
 } tiles;
 
 typedef struct bench_case {
@@ -76,6 +78,10 @@ static const bench_case cases[] = {
     {"matmul 1024^3", OP_MATMUL, "subgroup loads", {{.unshared = true}}, 1},
     {"matmul 2048^3", OP_MATMUL_BIG, "tile blocks", {{.block_rows = 1}, {.block_rows = 8}}, 2},
     {"matmul 2048^3", OP_MATMUL_BIG, "subgroup loads", {{.unshared = true}}, 1},
+    {"a*b+c 16M f32", OP_FMA, "paired vectors", {{.unpaired = true}}, 1},
+    {"sum(x,-1) (4096,4096)", OP_SUM_ROWS, "paired vectors", {{.unpaired = true}}, 1},
+    {"max(x,0) (4096,4096)", OP_MAX0, "paired vectors", {{.unpaired = true}}, 1},
+    {"matmul 1024^3", OP_MATMUL, "paired vectors", {{.unpaired = true}}, 1},
 };
 
 static size_t input_count(op o) {
@@ -91,6 +97,7 @@ static bool side_open(side *s, const bench_case *c, const tiles *t, float *const
         opt.test_tile_vector_cols = t->vector_cols;
         opt.test_tile_block_rows = t->block_rows;
         opt.test_unshared_loads = t->unshared;
+        opt.test_unpaired_vectors = t->unpaired;
     }
     memset(s, 0, sizeof *s);
     if (kiln_context_create(&opt, &s->ctx) != KILN_OK) {
@@ -121,6 +128,8 @@ static kiln_tensor *build(const side *s, op o) {
         return kiln_add(s->in[0], s->in[1]);
     case OP_MAX0:
         return kiln_max(s->in[0], 1, (const int32_t[]){0}, false);
+    case OP_SUM_ROWS:
+        return kiln_sum(s->in[0], 1, (const int32_t[]){-1}, false);
     case OP_SUM_T:
         return kiln_sum(kiln_transpose(s->in[0], 0, 1), 1, (const int32_t[]){-1}, false);
     case OP_MATMUL:
@@ -147,15 +156,17 @@ static double run_once(const side *s, op o, float *out, size_t n) {
 }
 
 static size_t output_count(op o) {
-    return o == OP_MAX0 || o == OP_SUM_T ? SIDE
-           : o == OP_MATMUL              ? (size_t)MM * MM
-           : o == OP_MATMUL_BIG          ? (size_t)4 * MM * MM
-                                         : (size_t)SIDE * SIDE;
+    return o == OP_MAX0 || o == OP_SUM_T || o == OP_SUM_ROWS ? SIDE
+           : o == OP_MATMUL                                  ? (size_t)MM * MM
+           : o == OP_MATMUL_BIG                              ? (size_t)4 * MM * MM
+                                                             : (size_t)SIDE * SIDE;
 }
 
 static void describe(char *buf, size_t size, const tiles *t) {
     if (t->unshared)
         snprintf(buf, size, "unshared");
+    else if (t->unpaired)
+        snprintf(buf, size, "vec4");
     else if (t->block_rows)
         snprintf(buf, size, t->block_rows > 1 ? "%u x 8" : "none", t->block_rows);
     else if (t->rows || t->cols)

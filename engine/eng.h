@@ -222,8 +222,9 @@ struct kiln_context {
     uint32_t tile_rows, tile_cols; /* register tile of a reduction with a 2-D output */
     uint32_t tile_vector_cols;     /* columns of a reduction's tile that only reads vectors */
     uint32_t tile_block_rows, tile_block_cols; /* items of a load-sharing tiled kernel in blocks */
-    uint32_t share_lanes;     /* subgroup width where team kernels share loads (0: none) */
-    bool test_unshared_loads; /* kiln_context_options.test_unshared_loads */
+    uint32_t share_lanes;       /* subgroup width where team kernels share loads (0: none) */
+    bool test_unshared_loads;   /* kiln_context_options.test_unshared_loads */
+    bool test_unpaired_vectors; /* kiln_context_options.test_unpaired_vectors */
     vkd_instance *inst;
     vkd_device *dev;
     vkd_batch *batch; /* the command buffer every realize records into (reset each time) */

@@ -56,8 +56,9 @@ void eng_runtime_tune(kiln_context *ctx) {
                     : caps->max_workgroup_size[0];
     }
     ctx->opaque_multipliers = !gpu; /* llvmpipe's loads: emit.c */
-    ctx->paired_vectors = !gpu && !ctx->interpreter && vkd_device_caps(ctx->dev)->int64;
-    ctx->octets = !gpu && (ctx->paired_vectors || ctx->interpreter);
+    ctx->paired_vectors = !gpu && !ctx->interpreter && !ctx->test_unpaired_vectors &&
+                          vkd_device_caps(ctx->dev)->int64;
+    ctx->octets = !gpu && !ctx->test_unpaired_vectors && (ctx->paired_vectors || ctx->interpreter);
     if (gpu || ctx->test_unshared_loads)
         ctx->share_lanes = 0;
     if (gpu) {
@@ -95,6 +96,7 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
     ctx->test_tile[3] = opt->test_tile_vector_cols;
     ctx->test_tile[4] = opt->test_tile_block_rows;
     ctx->test_unshared_loads = opt->test_unshared_loads;
+    ctx->test_unpaired_vectors = opt->test_unpaired_vectors;
     if (wants_interpreter(device)) {
         ctx->interpreter = true;
         snprintf(ctx->device_name, sizeof ctx->device_name, "interpreter");
@@ -370,7 +372,10 @@ static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_p
     count_codegen(ctx, start);
     if (st != KILN_OK)
         return base_error_set(&ctx->err, st, "SPIR-V emission: %s", base_error_message(&err));
-    spv_debug_dump(r.words, r.word_count, "kernel");
+    char label[80]; /* bench/kiln_spv.sh reads these */
+    snprintf(label, sizeof label, "kernel %016llx, workgroup %u", (unsigned long long)k->hash,
+             p->workgroup_size);
+    spv_debug_dump(r.words, r.word_count, label);
     /* Under the validation layer, every module also passes SPIRV-Tools' validator (when the
      * build has it): a code-generation bug shows as an error, not as a wrong result. */
     if (vkd_instance_validation(ctx->inst) && spv_tools_available()) {

@@ -108,6 +108,10 @@ typedef struct kiln_context_options {
     /* Test and benchmark only: no loads shared within a subgroup (on a CPU device a matmul's
      * left operand is loaded once per subgroup lane and broadcast to the others). */
     bool test_unshared_loads;
+    /* Test and benchmark only: vector accesses as vectors of four elements only (on a CPU
+     * device with 64-bit integers they move as 64-bit integers, eight at a time where they
+     * line up: engine/emit.c). */
+    bool test_unpaired_vectors;
 } kiln_context_options;
 
 /* Statuses: KILN_ERROR_NOT_FOUND (no device matches), KILN_ERROR_OUT_OF_HOST_MEMORY, Vulkan
