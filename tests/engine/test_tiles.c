@@ -459,6 +459,45 @@ static void test_tiles_row_mode(void **state) {
     free(want);
 }
 
+/* test_unpaired_vectors: on a CPU device, vectors of four elements only (no octets; on
+ * lavapipe not moved as 64-bit integers either); the same results. */
+static void test_tiles_unpaired_vectors(void **state) {
+    const eng_fixture *f = *state;
+    kiln_context_options opt = {.device = f->device ? NULL : "interp",
+                                .validation = f->device,
+                                .test_unpaired_vectors = true};
+    kiln_context *ctx = NULL;
+    assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
+    enum { R = 1024, C = 64, N = R * C };
+    float *a = values(N, 11), *b = values(N, 12), *want = values(N, 0);
+    for (size_t i = 0; i < N; i++)
+        want[i] = a[i] * b[i];
+    kiln_tensor *ta = fx_f32(ctx, 2, (const int64_t[]){R, C}, a);
+    kiln_tensor *tb = fx_f32(ctx, 2, (const int64_t[]){R, C}, b);
+    kiln_stats before = kiln_context_stats(ctx);
+    kiln_tensor *prod = kiln_mul(ta, tb);
+    assert_int_equal(kiln_realize(prod), KILN_OK);
+    kiln_tensor *sums = kiln_sum(ta, 1, (const int32_t[]){1}, false);
+    assert_int_equal(kiln_realize(sums), KILN_OK);
+    kiln_stats after = kiln_context_stats(ctx);
+    delta d = stats_delta(&before, &after);
+    if (cpu_tiles(f)) {
+        assert_int_equal(d.vector, 2);
+    }
+    assert_int_equal(d.octets, 0);
+    fx_check_f32(prod, want, N, 0, 0);
+    for (size_t r = 0; r < R; r++) {
+        want[r] = 0;
+        for (size_t j = 0; j < C; j++)
+            want[r] += a[r * C + j];
+    }
+    fx_check_f32(sums, want, R, 1e-6, 1e-6);
+    eng_fixture_context_destroy(ctx);
+    free(a);
+    free(b);
+    free(want);
+}
+
 /* The test-only tile options (kiln_context_options.test_tile_*, which bench_tuning compares):
  * each is rounded down to a power of two and capped at 64 outputs, and every tile they choose
  * computes the same results: a matmul (16 x 16 is past the cap: untiled), a broadcast add, a
@@ -635,6 +674,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_tiles_elementwise_rows_move_as_vectors),
         ENG_TEST(test_tiles_row_sums_read_octets),
+        ENG_TEST(test_tiles_unpaired_vectors),
         ENG_TEST(test_tiles_unaligned_and_flipped_views),
         ENG_TEST(test_tiles_copy_into_a_flipped_view),
         ENG_TEST(test_tiles_padded_views),
