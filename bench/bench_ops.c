@@ -66,6 +66,8 @@ static const char *const unit_names[] = {"GB/s", "GFLOP/s", "us/each"};
 
 enum { MAX_ROWS = 48, MAX_REPS = 15, MAX_PAIRS = 41 };
 
+enum { MAX_SPV = 4 };
+
 typedef struct row {
     char id[32];
     char name[56];
@@ -95,8 +97,10 @@ static struct {
     int pairs; /* paired repetitions (pair_run) */
     bool quick;
     const char *filter;
-    const char *spv_path; /* KILN_BENCH_SPV: a module run as one more reference variant */
-    uint32_t spv_groups[3];
+    /* KILN_BENCH_SPV: modules run as more reference variants, each with its workgroups */
+    uint32_t spv_count;
+    char spv_path[MAX_SPV][256];
+    uint32_t spv_groups[MAX_SPV][3];
     char tmp[64];
     bool have_glslc;
     const char *python; /* with numpy; NULL: none */
@@ -488,15 +492,16 @@ static ref_variant variant1(const char *name, vkd_pipeline *p, ref_dispatch d) {
     return v;
 }
 
-/* KILN_BENCH_SPV: the module (a Kiln kernel written by bench/kiln_spv.sh, or any compute
- * shader with the same interface) as a variant on the buffers of the case's first reference
- * variant (output first, then the inputs: the order of Kiln's bindings for these cases), with
- * KILN_BENCH_SPV_GROUPS workgroups and no push constants. Compared with the GLSL variants on
- * the same buffers, it is free of the buffer-placement effects that separate Kiln's and the
- * references' allocations (bench/README.md). */
-static ref_variant spv_file_variant(const ref_variant *like) {
+/* KILN_BENCH_SPV module m (a Kiln kernel written by bench/kiln_spv.sh, or any compute shader
+ * with the same interface) as a variant on the buffers of the case's first reference variant
+ * (output first, then the inputs: the order of Kiln's bindings for these cases), with its
+ * workgroups and no push constants. Compared with the GLSL variants on the same buffers, it
+ * is free of the buffer-placement effects that separate Kiln's and the references'
+ * allocations (bench/README.md). */
+static ref_variant spv_file_variant(const ref_variant *like, uint32_t m) {
     ref_variant v = {.count = 0};
-    FILE *f = fopen(g.spv_path, "rb");
+    const char *path = g.spv_path[m];
+    FILE *f = fopen(path, "rb");
     long size = -1;
     if (f && fseek(f, 0, SEEK_END) == 0)
         size = ftell(f);
@@ -512,18 +517,19 @@ static ref_variant spv_file_variant(const ref_variant *like) {
                               .binding_count = like->d[0].binding_count,
                               .debug_name = "KILN_BENCH_SPV"};
     if (!ok || vkd_pipeline_create(g.dev, &desc, &p, &err) != KILN_OK) {
-        fprintf(stderr, "bench_ops: KILN_BENCH_SPV=%s: %s\n", g.spv_path,
+        fprintf(stderr, "bench_ops: KILN_BENCH_SPV %s: %s\n", path,
                 ok ? base_error_message(&err) : "cannot read a SPIR-V module");
         free(words);
         return v;
     }
     free(words);
-    const char *base = strrchr(g.spv_path, '/');
+    const uint32_t *groups = g.spv_groups[m];
+    const char *base = strrchr(path, '/');
     v = variant1("", p,
                  (ref_dispatch){.binding_count = like->d[0].binding_count,
-                                .groups = {g.spv_groups[0], g.spv_groups[1], g.spv_groups[2]}});
+                                .groups = {groups[0], groups[1], groups[2]}});
     memcpy(v.d[0].buffers, like->d[0].buffers, sizeof v.d[0].buffers);
-    snprintf(v.name, sizeof v.name, "spv %.19s", base ? base + 1 : g.spv_path);
+    snprintf(v.name, sizeof v.name, "spv %.19s", base ? base + 1 : path);
     return v;
 }
 
@@ -538,13 +544,13 @@ static bool ref_best(row *r, ref_variant *v, int nv, const vkd_buffer *out, floa
     double med[MAX_VARIANTS], first[MAX_VARIANTS], dev[MAX_VARIANTS];
     nv = nv > MAX_VARIANTS ? MAX_VARIANTS : nv;
     ref_variant with_spv[MAX_VARIANTS];
-    if (g.spv_path && nv > 0 && nv < MAX_VARIANTS && v[0].count) {
+    if (g.spv_count && nv > 0 && v[0].count) {
         memcpy(with_spv, v, (size_t)nv * sizeof *v);
-        with_spv[nv] = spv_file_variant(&v[0]);
-        if (with_spv[nv].count) {
-            v = with_spv;
-            nv++;
+        for (uint32_t m = 0; m < g.spv_count && nv < MAX_VARIANTS; m++) {
+            with_spv[nv] = spv_file_variant(&v[0], m);
+            nv += with_spv[nv].count > 0;
         }
+        v = with_spv;
     }
     for (int i = 0; i < nv; i++) {
         float *tmp = out ? alloc_floats(n) : NULL;
@@ -2487,13 +2493,20 @@ static bool setup(void) {
     g.filter = getenv("KILN_BENCH_FILTER");
     if (g.filter && !g.filter[0])
         g.filter = NULL;
-    g.spv_path = getenv("KILN_BENCH_SPV");
-    const char *groups = getenv("KILN_BENCH_SPV_GROUPS");
-    g.spv_groups[0] = g.spv_groups[1] = g.spv_groups[2] = 1;
-    if (g.spv_path && (!groups || sscanf(groups, "%u,%u,%u", &g.spv_groups[0], &g.spv_groups[1],
-                                         &g.spv_groups[2]) < 1)) {
-        fprintf(stderr, "bench_ops: KILN_BENCH_SPV needs KILN_BENCH_SPV_GROUPS=x[,y[,z]]\n");
-        return false;
+    /* KILN_BENCH_SPV=path@x[,y[,z]][:path@...]: modules and their workgroups */
+    for (const char *e = getenv("KILN_BENCH_SPV"); e && *e && g.spv_count < MAX_SPV;) {
+        const char *end = strchr(e, ':'), *at = strchr(e, '@');
+        size_t len = end ? (size_t)(end - e) : strlen(e);
+        uint32_t *gr = g.spv_groups[g.spv_count];
+        gr[0] = gr[1] = gr[2] = 1;
+        if (!at || at >= e + len || at - e >= (long)sizeof g.spv_path[0] ||
+            sscanf(at + 1, "%u,%u,%u", &gr[0], &gr[1], &gr[2]) < 1) {
+            fprintf(stderr, "bench_ops: KILN_BENCH_SPV takes path@x[,y[,z]] (workgroups), "
+                            "several separated by ':'\n");
+            return false;
+        }
+        snprintf(g.spv_path[g.spv_count++], sizeof g.spv_path[0], "%.*s", (int)(at - e), e);
+        e = end ? end + 1 : e + len;
     }
     g.reps = g.quick ? 3 : 5;
     g.pairs = g.quick ? 5 : 15;

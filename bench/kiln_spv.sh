@@ -2,7 +2,8 @@
 # Writes the SPIR-V of every kernel a Kiln program generates to OUTDIR/<hash>.spv (kernels
 # generated again, not taken from the disk cache), and lists each with its workgroup size and
 # how many invocations each of its dispatches had: what KILN_BENCH_SPV needs to run it as a
-# reference variant of bench_ops on the reference's own buffers (bench/README.md).
+# reference variant of bench_ops on the reference's own buffers (bench/README.md): with
+# workgroups = invocations / workgroup size, KILN_BENCH_SPV=OUTDIR/<hash>.spv@<workgroups>.
 #
 #     bench/kiln_spv.sh /tmp/spv build/release/bench/bench_ops     (KILN_BENCH_FILTER=...)
 set -euo pipefail
