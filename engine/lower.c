@@ -783,6 +783,34 @@ static bool shares_load(sym_ctx *sc, const eng_kernel *k, const kast *a, int64_t
     return false;
 }
 
+/* Whether some load of an elementwise kernel reads one element for every output of a row of
+ * width (a broadcast operand, probed with the row and column as Variables): then more outputs
+ * per invocation share that load. */
+static bool row_broadcast(sym_ctx *sc, const eng_kernel *k, const kast *a, int64_t rows,
+                          int64_t width) {
+    if (!a)
+        return false;
+    if (a->kind == KAST_LOAD) {
+        char names[2][48]; /* a Variable's name is its identity: the bounds go in it */
+        snprintf(names[0], sizeof names[0], "ew_probe_row:%lld", (long long)(rows - 1));
+        snprintf(names[1], sizeof names[1], "ew_probe_col:%lld", (long long)(width - 1));
+        const sym_node *row = sym_var(sc, names[0], 0, rows - 1);
+        const sym_node *col = sym_var(sc, names[1], 0, width - 1);
+        const sym_node *from[1] = {k->gidx}, *to[1] = {sym_add(sc, sym_mul_c(sc, row, width), col)};
+        const sym_node *at = to[0] ? sym_substitute(sc, a->index, from, to, 1) : NULL;
+        const sym_node *cols[1] = {col}, *zero[1] = {sym_const(sc, 0)};
+        bool shared = at && zero[0] && sym_substitute(sc, at, cols, zero, 1) == at;
+        sym_ctx_clear_error(sc);
+        if (shared)
+            return true;
+    }
+    for (uint32_t i = 0; i < a->nsrc; i++) {
+        if (row_broadcast(sc, k, a->src[i], rows, width))
+            return true;
+    }
+    return false;
+}
+
 /* Whether some load in the reduction's loop reads four consecutive elements for four
  * consecutive outputs 4 t .. 4 t + 3 (probe: a Variable t): then a tile along the outputs
  * reads vectors. */
@@ -814,7 +842,8 @@ static bool steps_by_one(sym_ctx *sc, const eng_kernel *k, const kast *a, const 
  * a small register tile for reductions): with constant sizes, every output row of width W (the
  * last dim longer than 1) split into tile_n columns, and, for reductions with a 2-D output,
  * tile_m rows at a time, the loads that do not depend on the row (or column) shared. An
- * elementwise kernel whose last dim tile_n does not divide tiles its flat index instead. The
+ * elementwise kernel whose last dim tile_n does not divide tiles its flat index instead; one
+ * with a load shared by a row's outputs (a broadcast operand) takes tile_ew_shared columns. The
  * tile shrinks until the items keep the device busy (parallelism). */
 void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *p) {
     p->tile_m = p->tile_n = 1;
@@ -869,6 +898,9 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
     } else if (width % tn != 0) {
         width = numel;
         rows = 1;
+    } else if (ctx->tile_ew_shared > tn && width % ctx->tile_ew_shared == 0 && rows > 1 &&
+               row_broadcast(ctx->sym, k, k->value, rows, width)) {
+        tn = ctx->tile_ew_shared;
     }
     while (tm > 1 && rows % tm != 0)
         tm /= 2;

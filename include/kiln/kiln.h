@@ -140,6 +140,8 @@ typedef struct kiln_stats {
     uint64_t guard_failures;   /* cached variants skipped because their guard failed */
     uint64_t pipelines_created;
     uint64_t dispatches; /* kernels run (device or interpreter) */
+    uint64_t items;      /* of those kernels: the items run (an item is an invocation, or a
+                            workgroup of a reduction's lanes; a tiled item computes a tile) */
     uint64_t bytes_uploaded;
     uint64_t bytes_downloaded;
     uint64_t storages_freed; /* storages given back by kiln_scope_end */

@@ -127,6 +127,44 @@ static void test_tiles_row_sums_read_octets(void **state) {
     free(want);
 }
 
+/* Broadcast adds (lower.c: a load shared by a row's outputs widens an elementwise tile to
+ * tile_ew_shared columns where they divide the row): a column vector over rows of 64 (shared:
+ * 32 outputs per item on a CPU), over rows of 40 (shared, but 32 does not divide: 8), a row
+ * vector (not shared along the row: 8); the same results on the device and the
+ * interpreter. */
+static void test_tiles_broadcast_rows(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = f->ctx;
+    enum { R = 2048 };
+    static const int64_t widths[] = {64, 40};
+    float *x = values(R * 64, 13), *col = values(R, 14), *row = values(64, 15);
+    float *want = values(R * 64, 0);
+    for (size_t w = 0; w < 2; w++) {
+        int64_t c = widths[w];
+        kiln_tensor *tx = fx_f32(ctx, 2, (const int64_t[]){R, c}, x);
+        kiln_tensor *tc = fx_f32(ctx, 2, (const int64_t[]){R, 1}, col);
+        kiln_tensor *tr = fx_f32(ctx, 2, (const int64_t[]){1, c}, row);
+        for (int by_row = 0; by_row < 2; by_row++) {
+            for (size_t i = 0; i < (size_t)(R * c); i++)
+                want[i] = x[i] + (by_row ? row[i % (size_t)c] : col[i / (size_t)c]);
+            kiln_stats before = kiln_context_stats(ctx);
+            kiln_tensor *sum = kiln_add(tx, by_row ? tr : tc);
+            assert_int_equal(kiln_realize(sum), KILN_OK);
+            kiln_stats after = kiln_context_stats(ctx);
+            if (cpu_tiles(f)) {
+                assert_int_equal(stats_delta(&before, &after).tiled, 1);
+                uint64_t per_item = !by_row && c == 64 ? 32 : 8;
+                assert_int_equal(after.items - before.items, (uint64_t)(R * c) / per_item);
+            }
+            fx_check_f32(sum, want, (size_t)(R * c), 0, 0);
+        }
+    }
+    free(x);
+    free(col);
+    free(row);
+    free(want);
+}
+
 /* x[1:] (offset 1: no aligned row), flip(x) (descending), against an aligned operand. */
 static void test_tiles_unaligned_and_flipped_views(void **state) {
     kiln_context *ctx = fx_ctx(state);
@@ -675,6 +713,7 @@ int main(void) {
         ENG_TEST(test_tiles_elementwise_rows_move_as_vectors),
         ENG_TEST(test_tiles_row_sums_read_octets),
         ENG_TEST(test_tiles_unpaired_vectors),
+        ENG_TEST(test_tiles_broadcast_rows),
         ENG_TEST(test_tiles_unaligned_and_flipped_views),
         ENG_TEST(test_tiles_copy_into_a_flipped_view),
         ENG_TEST(test_tiles_padded_views),
