@@ -33,6 +33,8 @@
 #include "eng.h" /* the context's Vulkan device, for the references */
 #include "vkd.h"
 
+#include <kiln/kiln_vulkan.h> /* after vkd.h: volk's declarations first */
+
 #include <fcntl.h>
 #include <ftw.h>
 #include <math.h>
@@ -66,7 +68,7 @@ static const char *const unit_names[] = {"GB/s", "GFLOP/s", "us/each"};
 
 enum { MAX_ROWS = 48, MAX_REPS = 15, MAX_PAIRS = 41 };
 
-enum { MAX_SPV = 4 };
+enum { MAX_SPV = 4, MAX_INPUTS = 8 };
 
 typedef struct row {
     char id[32];
@@ -97,6 +99,10 @@ static struct {
     int pairs; /* paired repetitions (pair_run) */
     bool quick;
     const char *filter;
+    /* Kiln's inputs that the references read too (shared_input): host data -> the buffer */
+    uint32_t input_count;
+    const float *input_host[MAX_INPUTS];
+    vkd_buffer *input_buffer[MAX_INPUTS];
     /* KILN_BENCH_SPV: modules run as more reference variants, each with its workgroups */
     uint32_t spv_count;
     char spv_path[MAX_SPV][256];
@@ -348,7 +354,13 @@ static vkd_pipeline *ref_pipeline(const char *name, uint32_t bindings, uint32_t 
     return p;
 }
 
+/* A reference's buffer of n floats holding data (uploaded), or for its results (data NULL):
+ * the buffer of Kiln's input of the same data (shared_input), else a buffer of its own. */
 static vkd_buffer *ref_buffer(const float *data, size_t n) {
+    for (uint32_t i = 0; data && i < g.input_count; i++) {
+        if (g.input_host[i] == data)
+            return g.input_buffer[i]; /* an input Kiln reads too */
+    }
     vkd_buffer *b = NULL;
     base_error err = {0};
     if (vkd_buffer_create(g.dev, n * sizeof(float), &b, &err) != KILN_OK ||
@@ -358,6 +370,43 @@ static vkd_buffer *ref_buffer(const float *data, size_t n) {
         return NULL;
     }
     return b;
+}
+
+/* A reference buffer, unless it is a shared input (freed by kiln_close). */
+static void ref_buffer_destroy(vkd_buffer *b) {
+    for (uint32_t i = 0; b && i < g.input_count; i++) {
+        if (g.input_buffer[i] == b)
+            return;
+    }
+    vkd_buffer_destroy(b);
+}
+
+/* The buffer of t (realized, outside any scope: its storage must stay Kiln's until
+ * kiln_close) for the references, or NULL; kept with its host data until kiln_close. */
+static vkd_buffer *share_storage(kiln_tensor *t, const float *host) {
+    VkBuffer handle = VK_NULL_HANDLE;
+    VkDeviceSize size = 0;
+    int64_t offset = -1, strides[4];
+    vkd_buffer *b = NULL;
+    base_error err = {0};
+    if (!t || kiln_tensor_ndim(t) > 4 || g.input_count == MAX_INPUTS ||
+        kiln_tensor_vulkan_buffer(t, &handle, &size, &offset, strides) != KILN_OK || offset != 0 ||
+        vkd_buffer_wrap(g.dev, handle, size, &b, &err) != KILN_OK)
+        return NULL;
+    g.input_host[g.input_count] = host;
+    g.input_buffer[g.input_count++] = b;
+    return b;
+}
+
+/* An input of the case (Kiln's tensor of the host data) whose buffer the references read too
+ * (ref_buffer of the same host data): buffer placement moves a kernel by up to 10-15%
+ * (bench/README.md), so both sides read the same memory. The references' handle on it is
+ * released by kiln_close, before the context. */
+static kiln_tensor *shared_input(kiln_context *ctx, const float *host, uint32_t ndim,
+                                 const int64_t *shape) {
+    kiln_tensor *t = kiln_from_data(ctx, KILN_F32, ndim, shape, host);
+    (void)share_storage(t, host); /* else the references get buffers of their own */
+    return t;
 }
 
 static bool ref_read(const vkd_buffer *b, float *out, size_t n) {
@@ -661,8 +710,11 @@ static kiln_context *kiln_open(row *r) {
 
 /* Ends a case's context; the references go back to the benchmark's own device. */
 static void kiln_close(kiln_context *ctx) {
-    g.dev = g.own_dev;
+    for (uint32_t i = 0; i < g.input_count; i++)
+        vkd_buffer_destroy(g.input_buffer[i]); /* the handles on Kiln's inputs */
+    g.input_count = 0;
     kiln_context_destroy(ctx);
+    g.dev = g.own_dev;
 }
 
 static void kiln_fail(row *r, kiln_context *ctx, const char *what) {
@@ -891,7 +943,7 @@ static bool ew_prepare(void *user, int rep) {
     (void)rep;
     if (s->c)
         return true;
-    s->c = kiln_from_data(s->ctx, KILN_F32, s->ndim, s->shape_c, s->host_c);
+    s->c = shared_input(s->ctx, s->host_c, s->ndim, s->shape_c);
     return s->c != NULL;
 }
 
@@ -924,8 +976,8 @@ static void case_ew_fma(void) {
         want[i] = ha[i] * hb[i] + hc[i];
     int64_t shape[1] = {N16M};
     ew_state s = {.ctx = ctx, .host_c = hc, .ndim = 1, .shape_c = {N16M}};
-    s.a = kiln_from_data(ctx, KILN_F32, 1, shape, ha);
-    s.b = kiln_from_data(ctx, KILN_F32, 1, shape, hb);
+    s.a = shared_input(ctx, ha, 1, shape);
+    s.b = shared_input(ctx, hb, 1, shape);
     kiln_case c = {.ctx = ctx, .prepare = ew_prepare, .build = ew_build, .user = &s};
     kiln_tensor *out = NULL;
     bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, N16M);
@@ -980,10 +1032,10 @@ static void case_ew_fma(void) {
     bool ref_ok = ref_best(r, v, nv, bo, refo, N16M, want, 0, 0, &best);
     check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, N16M, 0, 0);
     paired(r, &c, &best);
-    vkd_buffer_destroy(bo);
-    vkd_buffer_destroy(ba);
-    vkd_buffer_destroy(bb);
-    vkd_buffer_destroy(bc);
+    ref_buffer_destroy(bo);
+    ref_buffer_destroy(ba);
+    ref_buffer_destroy(bb);
+    ref_buffer_destroy(bc);
     numpy_row(id, "a*b+c 16M f32 vs numpy", r->kiln_ms, r->work,
               "a=np.random.rand(n).astype(np.float32);b=a.copy();c=a.copy();o=np.empty_like(a)",
               "np.multiply(a,b,out=o);np.add(o,c,out=o)");
@@ -1013,7 +1065,7 @@ static void case_ew_bcast(void) {
     for (size_t i = 0; i < N16M; i++)
         want[i] = ha[i] + hb[i / SIDE];
     ew_state s = {.ctx = ctx, .host_c = hb, .ndim = 2, .shape_c = {SIDE, 1}, .broadcast = true};
-    s.a = kiln_from_data(ctx, KILN_F32, 2, (int64_t[]){SIDE, SIDE}, ha);
+    s.a = shared_input(ctx, ha, 2, (int64_t[]){SIDE, SIDE});
     kiln_case c = {.ctx = ctx, .prepare = ew_prepare, .build = ew_build, .user = &s};
     kiln_tensor *out = NULL;
     bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, N16M);
@@ -1054,9 +1106,9 @@ static void case_ew_bcast(void) {
     bool ref_ok = ref_best(r, v, nv, bo, refo, N16M, want, 0, 0, &best);
     check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, N16M, 0, 0);
     paired(r, &c, &best);
-    vkd_buffer_destroy(bo);
-    vkd_buffer_destroy(ba);
-    vkd_buffer_destroy(bb);
+    ref_buffer_destroy(bo);
+    ref_buffer_destroy(ba);
+    ref_buffer_destroy(bb);
 done:
     kiln_close(ctx);
     free(ha);
@@ -1088,7 +1140,7 @@ static bool red_prepare(void *user, int rep) {
     (void)rep;
     if (s->x)
         return true;
-    s->x = kiln_from_data(s->ctx, KILN_F32, 2, (int64_t[]){SIDE, SIDE}, s->host);
+    s->x = shared_input(s->ctx, s->host, 2, (int64_t[]){SIDE, SIDE});
     return s->x != NULL;
 }
 
@@ -1266,9 +1318,9 @@ static void case_reduction(red_kind kind, const char *id, const char *name) {
     bool ref_ok = ref_best(r, v, nv, bo, refo, n_out, want, 0, 0, &best);
     check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, n_out, 0, 0);
     paired(r, &c, &best);
-    vkd_buffer_destroy(bx);
-    vkd_buffer_destroy(bo);
-    vkd_buffer_destroy(bp);
+    ref_buffer_destroy(bx);
+    ref_buffer_destroy(bo);
+    ref_buffer_destroy(bp);
     if (kind == RED_SUM_ALL)
         numpy_row(id, "sum 16M f32 vs numpy", r->kiln_ms, r->work,
                   "a=np.random.rand(n).astype(np.float32)", "a.sum()");
@@ -1310,7 +1362,7 @@ static bool sm_prepare(void *user, int rep) {
     (void)rep;
     if (s->x)
         return true;
-    s->x = kiln_from_data(s->ctx, KILN_F32, 2, (int64_t[]){SM_ROWS, SM_COLS}, s->host);
+    s->x = shared_input(s->ctx, s->host, 2, (int64_t[]){SM_ROWS, SM_COLS});
     return s->x != NULL;
 }
 
@@ -1370,8 +1422,8 @@ static void case_softmax(void) {
     bool ref_ok = ref_best(r, v, nv, bo, refo, N, want, 1e-5, 1e-8, &best);
     check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, N, 1e-5, 1e-8);
     paired(r, &c, &best);
-    vkd_buffer_destroy(bo);
-    vkd_buffer_destroy(bx);
+    ref_buffer_destroy(bo);
+    ref_buffer_destroy(bx);
 done:
     kiln_close(ctx);
     free(hx);
@@ -1395,7 +1447,7 @@ static bool mm_prepare(void *user, int rep) {
     (void)rep;
     if (s->a)
         return true;
-    s->a = kiln_from_data(s->ctx, KILN_F32, 2, (int64_t[]){s->n, s->n}, s->host_a);
+    s->a = shared_input(s->ctx, s->host_a, 2, (int64_t[]){s->n, s->n});
     return s->a != NULL;
 }
 
@@ -1446,7 +1498,7 @@ static void case_matmul(uint32_t n) {
     bench_fill_quarters(ha, nn, 8);
     bench_fill_quarters(hb, nn, 9);
     mm_state s = {.ctx = ctx, .host_a = ha, .n = n};
-    s.b = kiln_from_data(ctx, KILN_F32, 2, (int64_t[]){n, n}, hb);
+    s.b = shared_input(ctx, hb, 2, (int64_t[]){n, n});
     kiln_case c = {.ctx = ctx, .prepare = mm_prepare, .build = mm_build, .user = &s};
     kiln_tensor *out = NULL;
     /* Kiln's 2048^3 is one dispatch (about 1 s with register tiles; untiled code took 50 s,
@@ -1517,9 +1569,9 @@ static void case_matmul(uint32_t n) {
         paired(r, &c, &best);
     else
         variant_finish(&best);
-    vkd_buffer_destroy(bc);
-    vkd_buffer_destroy(ba);
-    vkd_buffer_destroy(bb);
+    ref_buffer_destroy(bc);
+    ref_buffer_destroy(ba);
+    ref_buffer_destroy(bb);
 done:
     g.reps = saved_reps;
     kiln_close(ctx);
@@ -1634,9 +1686,9 @@ static void case_strided_sum(void) {
     }
     (void)kiln_scope_end(ctx, 0, NULL); /* the twin's result */
     paired_twin(r, &c, &tc);
-    vkd_buffer_destroy(bx);
-    vkd_buffer_destroy(bo);
-    vkd_buffer_destroy(bp);
+    ref_buffer_destroy(bx);
+    ref_buffer_destroy(bo);
+    ref_buffer_destroy(bp);
 done:
     kiln_close(ctx);
     free(hx);
@@ -1817,7 +1869,7 @@ static void dispatch_empty_row(const char *id, const row *kiln_row, ref_dispatch
     } else {
         row_note(r, "reference skipped (no glslc or no device)");
     }
-    vkd_buffer_destroy(b);
+    ref_buffer_destroy(b);
     vkd_pipeline_destroy(p);
 }
 
@@ -1996,7 +2048,7 @@ static void dispatch_raw_row(const char *id, const row *kiln_row) {
     if (!r || !b || !g.have_glslc || !glslc_compile("empty", &words, &count, &glslc_ms)) {
         if (r)
             row_note(r, "reference skipped (no glslc or no device)");
-        vkd_buffer_destroy(b);
+        ref_buffer_destroy(b);
         return;
     }
     r->kiln_ms = kiln_row->kiln_ms;
@@ -2036,7 +2088,7 @@ static void dispatch_raw_row(const char *id, const row *kiln_row) {
     if (qp)
         raw.vk->vkDestroyQueryPool(raw.dev, qp, NULL);
     raw_destroy(&raw);
-    vkd_buffer_destroy(b);
+    ref_buffer_destroy(b);
     free(words);
 }
 
@@ -2115,7 +2167,7 @@ static void case_per_call(void) {
         raw_destroy(&raw);
 done:
     free(words);
-    vkd_buffer_destroy(b);
+    ref_buffer_destroy(b);
     kiln_close(ctx);
     free(host);
 }
@@ -2198,9 +2250,9 @@ static void case_dispatch(void) {
     free(d);
     for (int ch = 0; ch < CHAINS; ch++) {
         for (int k = 0; k < 3; k++)
-            vkd_buffer_destroy(bufs[ch][k]);
+            ref_buffer_destroy(bufs[ch][k]);
     }
-    vkd_buffer_destroy(bw);
+    ref_buffer_destroy(bw);
     vkd_pipeline_destroy(p);
     kiln_close(ctx);
 }
