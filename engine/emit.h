@@ -17,8 +17,9 @@ typedef struct emit_options {
     bool opaque_multipliers; /* in loops, an invocation's index times a constant as a product
                                 by a run-time value, vector indices as quarter terms (CPU
                                 drivers: faster loads on llvmpipe; emit.c) */
-    bool paired_vectors;     /* LOAD4/STORE4 move two 64-bit integers (the device has
-                                shaderInt64; CPU drivers: emit.c load4) */
+    bool paired_vectors;     /* vector accesses move 64-bit integers: LOAD4/STORE4 two,
+                                LOAD8/STORE8 four (the device has shaderInt64; CPU drivers:
+                                emit.c load_vector) */
 } emit_options;
 
 /* The module's interface: buffer i is set 0 binding i; push constants are the kernel's

@@ -94,7 +94,7 @@ const char *ir_type_name(ir_type t);
     X(LANE, 0, LEAF)     /* group and team kernels: the lane in [0, group_lanes/share_lanes) */    \
     X(GROUP, 1, ALU)     /* group kernels: src0 combined with op arg over the item's lanes */      \
     X(LOAD4, 1, MEMORY)  /* buffer arg, elements src0 .. src0 + 3 (src0 % 4 == 0): a vector */     \
-    X(EXTRACT, 1, ALU)   /* element arg of the LOAD4 src0 (a run of them follows the LOAD4) */     \
+    X(EXTRACT, 1, ALU)   /* element arg of the LOAD4/LOAD8 src0 (a run of them follows it) */      \
     X(STORE4, 5, MEMORY) /* buffer arg, elements src0 .. src0 + 3 (src0 % 4 == 0) = src1..src4 */  \
     X(SHARE, 1, ALU)     /* team kernels: src0 as lane arg of the team computed it */              \
     X(LOAD8, 1, MEMORY)  /* as LOAD4, elements src0 .. src0 + 7 (src0 % 8 == 0) */                 \

@@ -544,7 +544,7 @@ static void lower_stage(lowering *l, uint32_t stage) {
     if (known && constant < 2 * REDUCE_UNROLL)
         unroll = 1;
     else if (known && l->ctx->octets && l->outputs == 1 && stride == 1 && constant % 8 == 0)
-        unroll = MAX_UNROLL; /* an octet per step (rows as LOAD8: a row sum 4.6 -> 4.5 ms) */
+        unroll = MAX_UNROLL; /* an octet per step: one LOAD8 where the elements line up */
     for (uint32_t i = 0; i < k->reduction_count; i++)
         unroll = k->reductions[i].arg && k->reductions[i].stage == stage ? 1 : unroll;
     uint32_t chains = l->outputs > 1 ? 1 : unroll; /* accumulators per output and reduction */
@@ -568,7 +568,8 @@ static void lower_stage(lowering *l, uint32_t stage) {
         steps = ir_alu(ir, IR_DIV, it, up, ir_const_i(ir, it, per_step), IR_NONE);
     }
     ir_value q = ir_range(ir, steps);
-    /* Vector loads along the range: four steps without bounds checks, lanes not interleaved. */
+    /* Vector loads along the range: four or eight steps without bounds checks, lanes not
+     * interleaved. */
     if (exact && unroll >= 4 && stride == 1) {
         char name[48];
         snprintf(name, sizeof name, "rstep:%lld", (long long)(constant / unroll - 1));
