@@ -99,10 +99,13 @@ static struct {
     int pairs; /* paired repetitions (pair_run) */
     bool quick;
     const char *filter;
-    /* Kiln's inputs that the references read too (shared_input): host data -> the buffer */
+    /* Kiln storage the references use: Kiln's inputs (shared_input: host data -> the buffer)
+     * and a result buffer (reserve_output: host NULL) */
     uint32_t input_count;
     const float *input_host[MAX_INPUTS];
     vkd_buffer *input_buffer[MAX_INPUTS];
+    vkd_buffer *output;  /* reserve_output's, until a reference takes it */
+    size_t output_count; /* its floats */
     /* KILN_BENCH_SPV: modules run as more reference variants, each with its workgroups */
     uint32_t spv_count;
     char spv_path[MAX_SPV][256];
@@ -361,6 +364,11 @@ static vkd_buffer *ref_buffer(const float *data, size_t n) {
         if (g.input_host[i] == data)
             return g.input_buffer[i]; /* an input Kiln reads too */
     }
+    if (!data && g.output && g.output_count == n) {
+        vkd_buffer *b = g.output; /* Kiln storage reserved for the results */
+        g.output = NULL;
+        return b;
+    }
     vkd_buffer *b = NULL;
     base_error err = {0};
     if (vkd_buffer_create(g.dev, n * sizeof(float), &b, &err) != KILN_OK ||
@@ -396,6 +404,14 @@ static vkd_buffer *share_storage(kiln_tensor *t, const float *host) {
     g.input_host[g.input_count] = host;
     g.input_buffer[g.input_count++] = b;
     return b;
+}
+
+/* Kiln storage of n floats (allocated as Kiln's results are, before any of them: outside
+ * every scope) for the first reference buffer of results of that size: with a buffer of
+ * their own the references' results had lain elsewhere than Kiln's. */
+static void reserve_output(kiln_context *ctx, size_t n) {
+    g.output = share_storage(kiln_empty(ctx, KILN_F32, 1, (const int64_t[]){(int64_t)n}), NULL);
+    g.output_count = n;
 }
 
 /* An input of the case (Kiln's tensor of the host data) whose buffer the references read too
@@ -713,6 +729,7 @@ static void kiln_close(kiln_context *ctx) {
     for (uint32_t i = 0; i < g.input_count; i++)
         vkd_buffer_destroy(g.input_buffer[i]); /* the handles on Kiln's inputs */
     g.input_count = 0;
+    g.output = NULL;
     kiln_context_destroy(ctx);
     g.dev = g.own_dev;
 }
@@ -980,6 +997,7 @@ static void case_ew_fma(void) {
     s.b = shared_input(ctx, hb, 1, shape);
     kiln_case c = {.ctx = ctx, .prepare = ew_prepare, .build = ew_build, .user = &s};
     kiln_tensor *out = NULL;
+    reserve_output(ctx, N16M); /* the references' results: Kiln storage */
     bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, N16M);
 
     vkd_buffer *bo = ref_buffer(NULL, N16M), *ba = ref_buffer(ha, N16M), *bb = ref_buffer(hb, N16M),
@@ -1068,6 +1086,7 @@ static void case_ew_bcast(void) {
     s.a = shared_input(ctx, ha, 2, (int64_t[]){SIDE, SIDE});
     kiln_case c = {.ctx = ctx, .prepare = ew_prepare, .build = ew_build, .user = &s};
     kiln_tensor *out = NULL;
+    reserve_output(ctx, N16M); /* the references' results: Kiln storage */
     bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, N16M);
 
     vkd_buffer *bo = ref_buffer(NULL, N16M), *ba = ref_buffer(ha, N16M), *bb = ref_buffer(hb, SIDE);
@@ -1388,6 +1407,7 @@ static void case_softmax(void) {
     sm_state s = {.ctx = ctx, .host = hx};
     kiln_case c = {.ctx = ctx, .prepare = sm_prepare, .build = sm_build, .user = &s};
     kiln_tensor *out = NULL;
+    reserve_output(ctx, N); /* the references' results: Kiln storage */
     bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, N);
 
     vkd_buffer *bo = ref_buffer(NULL, N), *bx = ref_buffer(hx, N);
@@ -1501,6 +1521,7 @@ static void case_matmul(uint32_t n) {
     s.b = shared_input(ctx, hb, 2, (int64_t[]){n, n});
     kiln_case c = {.ctx = ctx, .prepare = mm_prepare, .build = mm_build, .user = &s};
     kiln_tensor *out = NULL;
+    reserve_output(ctx, nn); /* the references' results: Kiln storage */
     /* Kiln's 2048^3 is one dispatch (about 1 s with register tiles; untiled code took 50 s,
      * near Kiln's 60 s fence timeout), so a run predicts it from 1024^3 (18x: 8x the flops and
      * worse cache behaviour) and skips it past 30 s, or when 1024^3 was not measured;
