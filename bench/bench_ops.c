@@ -975,6 +975,26 @@ static kiln_tensor *ew_build(void *user, int rep) {
 static void numpy_row(const char *id, const char *name, double kiln_ms, double work,
                       const char *expr_setup, const char *expr);
 
+/* The vec4 and paired variants of an elementwise shader over N16M elements (spec constants
+ * PER vec4 per invocation, INTERLEAVE: contiguous ones or one per step of the workgroup's
+ * block), each dispatched as d with its workgroup count. Returns how many (at most 8). */
+static int ew_variants(const char *shader, ref_dispatch d, ref_variant *v) {
+    static const uint32_t shapes[][2] = {{2, 0}, {8, 0}, {2, 1}, {8, 1}};
+    int nv = 0;
+    for (uint32_t i = 0; i < 8; i++) {
+        char vname[24], name[32];
+        if (!vector_form(shader, i / 4, name, sizeof name))
+            break;
+        const uint32_t *sh = shapes[i % 4];
+        snprintf(vname, sizeof vname, "%s x%u%s", i / 4 ? "pairs" : "vec4", sh[0],
+                 sh[1] ? " il" : "");
+        d.groups[0] = N16M / 4 / sh[0] / 64;
+        d.groups[1] = d.groups[2] = 1;
+        v[nv++] = variant1(vname, ref_pipeline(name, d.binding_count, d.push_size, sh, 2), d);
+    }
+    return nv;
+}
+
 static void case_ew_fma(void) {
     const char *id = "ew_fma", *name = "a*b+c 16M f32";
     if (!selected(id, name))
@@ -1004,22 +1024,13 @@ static void case_ew_fma(void) {
                *bc = ref_buffer(hc, N16M);
     ref_variant v[MAX_VARIANTS];
     int nv = 0;
-    /* vec4 per invocation, contiguous or interleaved across the workgroup. */
-    static const uint32_t shapes[][2] = {{2, 0}, {8, 0}, {2, 1}, {8, 1}};
-    for (uint32_t i = 0; bo && ba && bb && bc && i < 8; i++) {
-        char vname[24], shader[32];
-        if (!vector_form("ew_fma", i / 4, shader, sizeof shader))
-            break;
-        const uint32_t *sh = shapes[i % 4];
-        snprintf(vname, sizeof vname, "%s x%u%s", i / 4 ? "pairs" : "vec4", sh[0],
-                 sh[1] ? " il" : "");
-        v[nv++] = variant1(vname, ref_pipeline(shader, 4, 4, sh, 2),
-                           (ref_dispatch){.buffers = {bo, ba, bb, bc},
-                                          .binding_count = 4,
-                                          .push = {N16M / 4},
-                                          .push_size = 4,
-                                          .groups = {N16M / 4 / sh[0] / 64, 1, 1}});
-    }
+    if (bo && ba && bb && bc)
+        nv = ew_variants("ew_fma",
+                         (ref_dispatch){.buffers = {bo, ba, bb, bc},
+                                        .binding_count = 4,
+                                        .push = {N16M / 4},
+                                        .push_size = 4},
+                         v);
     /* octets, PER contiguous ones per invocation */
     char octets[32];
     for (uint32_t per = 1; bo && ba && bb && bc && per <= 2; per++) {
@@ -1092,21 +1103,13 @@ static void case_ew_bcast(void) {
     vkd_buffer *bo = ref_buffer(NULL, N16M), *ba = ref_buffer(ha, N16M), *bb = ref_buffer(hb, SIDE);
     ref_variant v[MAX_VARIANTS];
     int nv = 0;
-    static const uint32_t shapes[][2] = {{2, 0}, {8, 0}, {2, 1}, {8, 1}};
-    for (uint32_t i = 0; bo && ba && bb && i < 8; i++) {
-        char vname[24], shader[32];
-        if (!vector_form("ew_bcast", i / 4, shader, sizeof shader))
-            break;
-        const uint32_t *sh = shapes[i % 4];
-        snprintf(vname, sizeof vname, "%s x%u%s", i / 4 ? "pairs" : "vec4", sh[0],
-                 sh[1] ? " il" : "");
-        v[nv++] = variant1(vname, ref_pipeline(shader, 3, 8, sh, 2),
-                           (ref_dispatch){.buffers = {bo, ba, bb},
-                                          .binding_count = 3,
-                                          .push = {N16M / 4, SIDE / 4},
-                                          .push_size = 8,
-                                          .groups = {N16M / 4 / sh[0] / 64, 1, 1}});
-    }
+    if (bo && ba && bb)
+        nv = ew_variants("ew_bcast",
+                         (ref_dispatch){.buffers = {bo, ba, bb},
+                                        .binding_count = 3,
+                                        .push = {N16M / 4, SIDE / 4},
+                                        .push_size = 8},
+                         v);
     char octets[32];
     static const uint32_t pers[] = {1, 4};
     for (uint32_t i = 0; bo && ba && bb && i < 2; i++) {
