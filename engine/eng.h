@@ -215,6 +215,7 @@ struct kiln_context {
     uint32_t test_tile[5];         /* kiln_context_options.test_tile_ew, _rows, _cols, _vector_cols,
                                     * _block_rows */
     uint32_t tile_ew;              /* outputs per invocation of an elementwise kernel */
+    uint32_t tile_ew_one;          /* of one that reads a single buffer (lower.c) */
     uint32_t tile_ew_shared;       /* of one that reads an element for a whole row (lower.c) */
     bool opaque_multipliers;       /* emit_options.opaque_multipliers: CPU devices */
     bool paired_vectors;           /* emit_options.paired_vectors: CPU devices with int64 */

@@ -784,6 +784,16 @@ static bool shares_load(sym_ctx *sc, const eng_kernel *k, const kast *a, int64_t
     return false;
 }
 
+/* The buffers a's loads read, as bits of *mask. */
+static void buffers_read(const kast *a, uint32_t *mask) {
+    if (!a)
+        return;
+    if (a->kind == KAST_LOAD && a->buffer < 32)
+        *mask |= 1u << a->buffer;
+    for (uint32_t i = 0; i < a->nsrc; i++)
+        buffers_read(a->src[i], mask);
+}
+
 /* Whether some load of an elementwise kernel reads one element for every output of a row of
  * width (a broadcast operand, probed with the row and column as Variables): then more outputs
  * per invocation share that load. */
@@ -844,7 +854,8 @@ static bool steps_by_one(sym_ctx *sc, const eng_kernel *k, const kast *a, const 
  * last dim longer than 1) split into tile_n columns, and, for reductions with a 2-D output,
  * tile_m rows at a time, the loads that do not depend on the row (or column) shared. An
  * elementwise kernel whose last dim tile_n does not divide tiles its flat index instead; one
- * with a load shared by a row's outputs (a broadcast operand) takes tile_ew_shared columns. The
+ * that reads a single buffer takes tile_ew_one columns, one with a load shared by a row's
+ * outputs (a broadcast operand) tile_ew_shared. The
  * tile shrinks until the items keep the device busy (parallelism). */
 void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *p) {
     p->tile_m = p->tile_n = 1;
@@ -880,6 +891,10 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
         }
     }
     int64_t rows = numel / width, tm = 1, tn = ctx->tile_ew;
+    uint32_t read = 0;
+    buffers_read(k->value, &read);
+    if (k->reduction_count == 0 && read != 0 && (read & (read - 1)) == 0)
+        tn = ctx->tile_ew_one; /* one buffer read (a copy, a unary op) */
     if (k->reduction_count > 0) {
         /* rows of a tile only pay when a load is the same along a column (matmul's right
          * operand); then columns too (its left operand along a row) */

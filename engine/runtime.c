@@ -20,9 +20,11 @@ static bool wants_interpreter(const char *device) {
  * CPU its subgroup size (lavapipe's 8: one SIMD row, so the workgroup barriers switch
  * nothing); the test-only option's count if given; a power of two within the device's
  * workgroup limits. Output tiles (lower.c): on a CPU 8 elementwise outputs per invocation
- * (one octet of each operand), 32 when a load is shared by a row's outputs (a broadcast
- * operand: its load amortised; measured as SPIR-V on the same buffers, a*b+c took 0.96 of
- * 16's time with 8, the broadcast add 0.90-0.96 with 32 and 1.01-1.04 with 8),
+ * (one octet of each operand), 16 for a kernel that reads one buffer, 32 when a load is
+ * shared by a row's outputs (a broadcast operand: its load amortised). Measured as SPIR-V on
+ * the same buffers, a*b+c took 0.96 of 16's time with 8, the broadcast add 0.90-0.96 with 32
+ * and 1.01-1.04 with 8; the copy out of x[:,::-1] against its contiguous twin paired at
+ * 0.97-1.17 with 16 and 1.06-1.33 with 8 (bench_ops, runs minutes apart);
  * 8 x 8 for reductions that share loads (LAVAPIPE.md: several outputs per invocation, register
  * blocking) and 16 columns for those whose tile only reads vectors (column reductions: 10-15%
  * faster than 8 on lavapipe, measured in one process against 8); on a GPU one elementwise
@@ -39,6 +41,7 @@ static bool wants_interpreter(const char *device) {
 void eng_runtime_tune(kiln_context *ctx) {
     ctx->parallelism = 2048;
     ctx->tile_ew = 8;
+    ctx->tile_ew_one = 16;
     ctx->tile_ew_shared = 32;
     ctx->tile_rows = ctx->tile_cols = 8;
     ctx->tile_vector_cols = 16;
@@ -67,7 +70,7 @@ void eng_runtime_tune(kiln_context *ctx) {
         ctx->share_lanes = 0;
     if (gpu) {
         ctx->parallelism = 65536;
-        ctx->tile_ew = ctx->tile_ew_shared = 1;
+        ctx->tile_ew = ctx->tile_ew_one = ctx->tile_ew_shared = 1;
         ctx->tile_rows = ctx->tile_cols = ctx->tile_vector_cols = 4;
         ctx->tile_block_rows = ctx->tile_block_cols = 1;
         want = 64;
@@ -83,7 +86,7 @@ void eng_runtime_tune(kiln_context *ctx) {
         *tiles[i] = t;
     }
     if (ctx->test_tile[0])
-        ctx->tile_ew_shared = ctx->tile_ew;
+        ctx->tile_ew_one = ctx->tile_ew_shared = ctx->tile_ew;
     if (ctx->test_group_lanes)
         want = ctx->test_group_lanes;
     uint32_t lanes = 1;

@@ -130,8 +130,8 @@ static void test_tiles_row_sums_read_octets(void **state) {
 /* Broadcast adds (lower.c: a load shared by a row's outputs widens an elementwise tile to
  * tile_ew_shared columns where they divide the row): a column vector over rows of 64 (shared:
  * 32 outputs per item on a CPU), over rows of 40 (shared, but 32 does not divide: 8), a row
- * vector (not shared along the row: 8); the same results on the device and the
- * interpreter. */
+ * vector (not shared along the row: 8), and a negation (one buffer read: 16; over rows of 40,
+ * of the flat index); the same results on the device and the interpreter. */
 static void test_tiles_broadcast_rows(void **state) {
     eng_fixture *f = *state;
     kiln_context *ctx = f->ctx;
@@ -158,6 +158,16 @@ static void test_tiles_broadcast_rows(void **state) {
             }
             fx_check_f32(sum, want, (size_t)(R * c), 0, 0);
         }
+        /* one buffer read: 16 outputs per item on a CPU */
+        for (size_t i = 0; i < (size_t)(R * c); i++)
+            want[i] = -x[i];
+        kiln_stats before = kiln_context_stats(ctx);
+        kiln_tensor *neg = kiln_neg(tx);
+        assert_int_equal(kiln_realize(neg), KILN_OK);
+        kiln_stats after = kiln_context_stats(ctx);
+        if (cpu_tiles(f))
+            assert_int_equal(after.items - before.items, (uint64_t)(R * c) / 16);
+        fx_check_f32(neg, want, (size_t)(R * c), 0, 0);
     }
     free(x);
     free(col);
