@@ -10,7 +10,10 @@ set -euo pipefail
 out=${1:?usage: bench/kiln_spv.sh OUTDIR PROGRAM [ARGS...]}
 shift
 [ $# -gt 0 ] || { echo "usage: bench/kiln_spv.sh OUTDIR PROGRAM [ARGS...]" >&2; exit 1; }
-command -v spirv-as >/dev/null || { echo "kiln_spv.sh: spirv-as (spirv-tools) is needed" >&2; exit 1; }
+if ! command -v spirv-as >/dev/null; then
+    echo "kiln_spv.sh: spirv-as (spirv-tools) is needed" >&2
+    exit 1
+fi
 mkdir -p "$out"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
