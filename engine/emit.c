@@ -495,30 +495,38 @@ static void pair(emitter *e, ir_type t, const spv_id *parts, spv_id *out) {
             spv_convert(b, SpvOpBitcast, u64, spv_composite_construct(b, two, 2, parts + 2 * h));
 }
 
-/* LOAD4: the vector in ids; LOAD8: elements 0..3 in ids, 4..7 in high (unpaired: two vector
- * loads). */
+/* Vector access i moves in accesses of vector_index's view: one (LOAD4/STORE4, or paired an
+ * octet as four 64-bit integers), or two (an unpaired LOAD8/STORE8: two vec4). The pointer to
+ * access `part` of them, from the first's index. */
+static uint32_t vector_accesses(const emitter *e, const ir_inst *i) {
+    return ir_vector_width(i->op) == 8 && !e->paired ? 2 : 1;
+}
+
+static spv_id vector_pointer(emitter *e, const ir_inst *i, spv_id index, uint32_t part) {
+    spv_builder *b = e->b;
+    bool octet = e->paired && ir_vector_width(i->op) == 8;
+    if (part > 0)
+        index = spv_binop(b, SpvOpIAdd, index,
+                          spv_const_int(b, compute_type(b, e->k->index_type), part));
+    return spv_buffer_element(b, (octet ? e->octets : e->vectors)[i->arg], index);
+}
+
+/* LOAD4: the vector in ids; LOAD8: elements 0..3 in ids, 4..7 in high. */
 static void load_vector(emitter *e, uint32_t at, const ir_inst *i) {
     spv_builder *b = e->b;
-    uint32_t width = ir_vector_width(i->op);
-    bool octet = e->paired && width == 8;
-    spv_id index = vector_index(e, i, octet ? 8 : 4);
-    spv_id v = spv_load(b, spv_buffer_element(b, (octet ? e->octets : e->vectors)[i->arg], index));
-    e->ids[at] = e->paired ? unpair(e, i->type, v, 0) : v;
-    if (octet) {
-        e->high[at] = unpair(e, i->type, v, 2);
-    } else if (width == 8) {
-        spv_id one = spv_const_int(b, compute_type(b, e->k->index_type), 1);
-        spv_id next =
-            spv_buffer_element(b, e->vectors[i->arg], spv_binop(b, SpvOpIAdd, index, one));
-        e->high[at] = spv_load(b, next);
-    }
+    uint32_t n = vector_accesses(e, i), width = ir_vector_width(i->op);
+    spv_id index = vector_index(e, i, n == 1 ? width : 4), v[2];
+    for (uint32_t p = 0; p < n; p++)
+        v[p] = spv_load(b, vector_pointer(e, i, index, p));
+    e->ids[at] = e->paired ? unpair(e, i->type, v[0], 0) : v[0];
+    if (width == 8)
+        e->high[at] = e->paired ? unpair(e, i->type, v[0], 2) : v[1];
 }
 
 static void store_vector(emitter *e, const ir_inst *i) {
     spv_builder *b = e->b;
-    uint32_t width = ir_vector_width(i->op);
-    bool octet = e->paired && width == 8;
-    spv_id parts[8], index = vector_index(e, i, octet ? 8 : 4);
+    uint32_t n = vector_accesses(e, i), width = ir_vector_width(i->op);
+    spv_id parts[8], index = vector_index(e, i, n == 1 ? width : 4);
     for (uint32_t c = 0; c < width; c++)
         parts[c] = e->ids[i->src[1 + c]];
     if (e->paired) { /* one store of width / 2 64-bit integers */
@@ -526,18 +534,14 @@ static void store_vector(emitter *e, const ir_inst *i) {
         for (uint32_t q = 0; q < width / 4; q++)
             pair(e, i->type, parts + 4 * q, words + 2 * q);
         spv_id type = spv_type_vector(b, spv_type_int(b, 64, false), width / 2);
-        spv_id at = spv_buffer_element(b, (octet ? e->octets : e->vectors)[i->arg], index);
-        spv_store(b, at, spv_composite_construct(b, type, width / 2, words));
+        spv_store(b, vector_pointer(e, i, index, 0),
+                  spv_composite_construct(b, type, width / 2, words));
         return;
     }
     spv_id type = spv_type_vector(b, storage_type(b, i->type), 4);
-    for (uint32_t q = 0; q < width / 4; q++) {
-        if (q > 0)
-            index = spv_binop(b, SpvOpIAdd, index,
-                              spv_const_int(b, compute_type(b, e->k->index_type), 1));
-        spv_store(b, spv_buffer_element(b, e->vectors[i->arg], index),
-                  spv_composite_construct(b, type, 4, parts + 4 * q));
-    }
+    for (uint32_t p = 0; p < n; p++)
+        spv_store(b, vector_pointer(e, i, index, p),
+                  spv_composite_construct(b, type, 4, parts + 4 * p));
 }
 
 /* ---- control flow -------------------------------------------------------------------------- */
