@@ -269,6 +269,30 @@ static void remove_tmp(void) {
         nftw(g.tmp, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* The words of the SPIR-V module at path (malloc'ed), or false. */
+static bool read_words(const char *path, uint32_t **words, size_t *count) {
+    FILE *f = fopen(path, "rb");
+    long size = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0)
+        size = ftell(f);
+    *words = size > 20 && size % 4 == 0 ? malloc((size_t)size) : NULL;
+    bool ok =
+        *words && fseek(f, 0, SEEK_SET) == 0 && fread(*words, 1, (size_t)size, f) == (size_t)size;
+    if (f)
+        fclose(f);
+    *count = ok ? (size_t)size / 4 : 0;
+    if (!ok) {
+        free(*words);
+        *words = NULL;
+    }
+    return ok;
+}
+
+/* The name prefix of vector form pr (vector_form): "", "pairs ", "octets ". */
+static const char *form_prefix(int pr) {
+    return pr == 2 ? "octets " : pr == 1 ? "pairs " : "";
+}
+
 /* Compiles shaders/<name>.comp with glslc into the temporary folder; *ms is glslc's wall
  * time. The words are malloc'ed. A name ending in "+paired" compiles the shader with PAIRED
  * defined (vector buffers as pairs of 64-bit integers, shaders/vec.glsl), "+octets" with
@@ -291,19 +315,7 @@ static bool glslc_compile(const char *name, uint32_t **words, size_t *count, dou
         fprintf(stderr, "bench_ops: glslc failed on %s\n", src);
         return false;
     }
-    FILE *f = fopen(out, "rb");
-    if (!f)
-        return false;
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    *words = size > 0 ? malloc((size_t)size) : NULL;
-    bool ok = *words && fread(*words, 1, (size_t)size, f) == (size_t)size;
-    fclose(f);
-    *count = (size_t)size / 4;
-    if (!ok)
-        free(*words);
-    return ok;
+    return read_words(out, words, count);
 }
 
 /* ---- the references' device ------------------------------------------------------------------ */
@@ -566,19 +578,13 @@ static ref_variant variant1(const char *name, vkd_pipeline *p, ref_dispatch d) {
 static ref_variant spv_file_variant(const ref_variant *like, uint32_t m) {
     ref_variant v = {.count = 0};
     const char *path = g.spv_path[m];
-    FILE *f = fopen(path, "rb");
-    long size = -1;
-    if (f && fseek(f, 0, SEEK_END) == 0)
-        size = ftell(f);
-    uint32_t *words = size > 20 && size % 4 == 0 ? malloc((size_t)size) : NULL;
-    bool ok =
-        words && fseek(f, 0, SEEK_SET) == 0 && fread(words, 1, (size_t)size, f) == (size_t)size;
-    if (f)
-        fclose(f);
+    uint32_t *words = NULL;
+    size_t count = 0;
+    bool ok = read_words(path, &words, &count);
     vkd_pipeline *p = NULL;
     base_error err = {0};
     vkd_pipeline_desc desc = {.code = words,
-                              .word_count = (size_t)size / 4,
+                              .word_count = count,
                               .binding_count = like->d[0].binding_count,
                               .debug_name = "KILN_BENCH_SPV"};
     if (!ok || vkd_pipeline_create(g.dev, &desc, &p, &err) != KILN_OK) {
@@ -1226,11 +1232,7 @@ static ref_variant col_strips_variant(uint32_t op, uint32_t cv, uint32_t strips,
     if (!vector_form("col_strips", pr, strips_name, sizeof strips_name) ||
         !vector_form("col_reduce", pr ? 1 : 0, reduce_name, sizeof reduce_name))
         return (ref_variant){.count = 0};
-    snprintf(v.name, sizeof v.name, "%sstrips %ux%u",
-             pr == 2  ? "octets "
-             : pr > 0 ? "pairs "
-                      : "",
-             strips, cv);
+    snprintf(v.name, sizeof v.name, "%sstrips %ux%u", form_prefix(pr), strips, cv);
     v.pipes[0] = ref_pipeline(strips_name, 2, 8, (const uint32_t[]){op, cv}, 2);
     v.pipes[1] = ref_pipeline(reduce_name, 2, 12, &op, 1);
     if (!v.pipes[0] || !v.pipes[1])
@@ -1259,14 +1261,14 @@ static int red_ref_variants(red_kind kind, ref_variant *v, vkd_buffer *x, vkd_bu
     char shader[32];
     if (kind == RED_SUM_ALL) {
         /* vec4, pairs and octets (the second stage reads the partial sums as vec4) */
-        static const char *const form[3] = {"", "pairs ", "octets "};
         for (uint32_t i = 0; i < 9 && vector_form("sum_blocks", i / 3, shader, sizeof shader);
              i++) {
             uint32_t groups = 16u << (i % 3), per = i / 3 == 2 ? 8 : 4;
             vkd_pipeline *p = ref_pipeline(shader, 2, 4, NULL, 0);
             vkd_pipeline *second = i / 3 == 2 ? ref_pipeline("sum_blocks", 2, 4, NULL, 0) : NULL;
             v[nv] = (ref_variant){.pipes = {p, second}, .count = p ? 2 : 0};
-            snprintf(v[nv].name, sizeof v[nv].name, "%sblocks %u wg", form[i / 3], groups);
+            snprintf(v[nv].name, sizeof v[nv].name, "%sblocks %u wg", form_prefix((int)(i / 3)),
+                     groups);
             v[nv].d[0] = (ref_dispatch){.pipe = p,
                                         .buffers = {partial, x},
                                         .binding_count = 2,
@@ -1555,7 +1557,7 @@ static void case_matmul(uint32_t n) {
         char vname[24];
         if (!vector_form("sgemm", i / 4, shader, sizeof shader))
             break;
-        snprintf(vname, sizeof vname, "%s%ux8/thr wg%ux%u", i / 4 ? "pairs " : "", sh[0], sh[1],
+        snprintf(vname, sizeof vname, "%s%ux8/thr wg%ux%u", form_prefix((int)(i / 4)), sh[0], sh[1],
                  sh[2]);
         v[nv++] = variant1(vname, ref_pipeline(shader, 3, 12, sh, 3),
                            (ref_dispatch){.buffers = {bc, ba, bb},
@@ -1569,12 +1571,12 @@ static void case_matmul(uint32_t n) {
     if (caps && caps->subgroup_size == 8 &&
         (caps->subgroup_operations & VK_SUBGROUP_FEATURE_BALLOT_BIT)) {
         static const uint32_t wgy[] = {8, 32};
-        static const char *const form[3] = {"", "pairs ", "octets "};
         for (uint32_t i = 0; bc && ba && bb && i < 6; i++) {
             char vname[24];
             if (!vector_form("sgemm_bcast", i / 2, shader, sizeof shader))
                 break;
-            snprintf(vname, sizeof vname, "%s8x8 bcast wg8x%u", form[i / 2], wgy[i % 2]);
+            snprintf(vname, sizeof vname, "%s8x8 bcast wg8x%u", form_prefix((int)(i / 2)),
+                     wgy[i % 2]);
             v[nv++] =
                 variant1(vname, ref_pipeline(shader, 3, 12, (const uint32_t[]){0, wgy[i % 2]}, 2),
                          (ref_dispatch){.buffers = {bc, ba, bb},
