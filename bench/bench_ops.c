@@ -499,7 +499,7 @@ static bool ref_measure(const ref_dispatch *d, uint32_t count, double *first, do
     return true;
 }
 
-enum { MAX_VARIANTS = 16 };
+enum { MAX_VARIANTS = 16 + MAX_SPV }; /* a case's own variants and KILN_BENCH_SPV's modules */
 
 /* The shader's name for vector form pr: 0 vec4, 1 pairs of 64-bit integers, 2 octets (the
  * shader <shader>_oct, or <shader> itself compiled with OCTETS when it has no such file;
