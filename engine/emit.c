@@ -496,12 +496,12 @@ static void pair(emitter *e, ir_type t, const spv_id *parts, spv_id *out) {
 }
 
 /* Vector access i moves in accesses of vector_index's view: one (LOAD4/STORE4, or paired an
- * octet as four 64-bit integers), or two (an unpaired LOAD8/STORE8: two vec4). The pointer to
- * access `part` of them, from the first's index. */
+ * octet as four 64-bit integers), or two (an unpaired LOAD8/STORE8: two vec4). */
 static uint32_t vector_accesses(const emitter *e, const ir_inst *i) {
     return ir_vector_width(i->op) == 8 && !e->paired ? 2 : 1;
 }
 
+/* The pointer to access `part` of vector access i's accesses, from the first's index. */
 static spv_id vector_pointer(emitter *e, const ir_inst *i, spv_id index, uint32_t part) {
     spv_builder *b = e->b;
     bool octet = e->paired && ir_vector_width(i->op) == 8;

@@ -15,7 +15,7 @@ typedef struct emit_options {
     bool params_in_buffer;   /* parameters in a storage buffer (binding buffer_count), not
                                 push constants: for devices whose limit they exceed */
     bool opaque_multipliers; /* in loops, an invocation's index times a constant as a product
-                                by a run-time value, vector indices as quarter terms (CPU
+                                by a run-time value, vector indices as divided terms (CPU
                                 drivers: faster loads on llvmpipe; emit.c) */
     bool paired_vectors;     /* vector accesses move 64-bit integers: LOAD4/STORE4 two,
                                 LOAD8/STORE8 four (the device has shaderInt64; CPU drivers:

@@ -213,10 +213,6 @@ ir_value ir_load_vector(ir_kernel *k, uint32_t buffer, ir_value index, uint32_t 
     return emit(k, i);
 }
 
-ir_value ir_load4(ir_kernel *k, uint32_t buffer, ir_value index) {
-    return ir_load_vector(k, buffer, index, 4);
-}
-
 ir_value ir_extract(ir_kernel *k, ir_value vector, uint32_t element) {
     ir_type t = vector < k->insts.len ? k->insts.data[vector].type : IR_F32;
     ir_inst i = inst_of(IR_EXTRACT, t, vector, IR_NONE, IR_NONE);
@@ -239,10 +235,6 @@ void ir_store_vector(ir_kernel *k, uint32_t buffer, ir_value index, const ir_val
         i.src[1 + c] = values[c];
     i.arg = buffer;
     emit(k, i);
-}
-
-void ir_store4(ir_kernel *k, uint32_t buffer, ir_value index, const ir_value values[4]) {
-    ir_store_vector(k, buffer, index, values, 4);
 }
 
 ir_value ir_alu(ir_kernel *k, ir_op op, ir_type type, ir_value a, ir_value b, ir_value c) {

@@ -170,10 +170,8 @@ void ir_store(ir_kernel *k, uint32_t buffer, ir_value index, ir_value value);
 bool ir_vector_type(ir_type t);
 uint32_t ir_vector_width(ir_op op);
 bool ir_is_vector_load(ir_op op);
-ir_value ir_load4(ir_kernel *k, uint32_t buffer, ir_value index);
 ir_value ir_load_vector(ir_kernel *k, uint32_t buffer, ir_value index, uint32_t width);
 ir_value ir_extract(ir_kernel *k, ir_value vector, uint32_t element);
-void ir_store4(ir_kernel *k, uint32_t buffer, ir_value index, const ir_value values[4]);
 void ir_store_vector(ir_kernel *k, uint32_t buffer, ir_value index, const ir_value *values,
                      uint32_t width);
 /* ALU ops; type is the result type (comparisons: IR_BOOL). */

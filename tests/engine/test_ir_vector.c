@@ -120,10 +120,10 @@ static void copy4_kernel(ir_kernel *k, bool quarterable, bool looped) {
     if (looped)
         at = ir_alu(k, IR_ADD, IR_I32, at,
                     ir_alu(k, IR_MUL, IR_I32, t, ir_const_i(k, IR_I32, 8), IR_NONE), IR_NONE);
-    ir_value vec = ir_load4(k, 1, at), v[4];
+    ir_value vec = ir_load_vector(k, 1, at, 4), v[4];
     for (uint32_t c = 0; c < 4; c++)
         v[c] = ir_extract(k, vec, c);
-    ir_store4(k, 0, ir_alu(k, IR_MUL, IR_I32, g, ir_const_i(k, IR_I32, 4), IR_NONE), v);
+    ir_store_vector(k, 0, ir_alu(k, IR_MUL, IR_I32, g, ir_const_i(k, IR_I32, 4), IR_NONE), v, 4);
     if (looped)
         ir_endrange(k);
 }
@@ -202,7 +202,7 @@ static void test_ir_vector_verifier_rules(void **state) {
     /* an instruction between a LOAD4 and its EXTRACT */
     ir_kernel_init(&k, alloc(), IR_I32);
     ir_buffer_add(&k, IR_F32);
-    ir_value vec = ir_load4(&k, 0, ir_const_i(&k, IR_I32, 0));
+    ir_value vec = ir_load_vector(&k, 0, ir_const_i(&k, IR_I32, 0), 4);
     ir_value c = ir_const_f(&k, IR_F32, 2.0);
     ir_value e = ir_extract(&k, vec, 1);
     (void)ir_alu(&k, IR_ADD, IR_F32, e, c, IR_NONE);
@@ -213,7 +213,7 @@ static void test_ir_vector_verifier_rules(void **state) {
     err = (base_error){0};
     ir_kernel_init(&k, alloc(), IR_I32);
     ir_buffer_add(&k, IR_F32);
-    vec = ir_load4(&k, 0, ir_const_i(&k, IR_I32, 0));
+    vec = ir_load_vector(&k, 0, ir_const_i(&k, IR_I32, 0), 4);
     (void)ir_alu(&k, IR_NEG, IR_F32, vec, IR_NONE, IR_NONE);
     assert_int_equal(ir_verify(&k, &err), KILN_ERROR_INTERNAL);
     assert_non_null(strstr(base_error_message(&err), "other than by EXTRACT"));
@@ -237,7 +237,7 @@ static void test_ir_vector_verifier_rules(void **state) {
     /* vectors of a type without vector access (u8): refused when built */
     ir_kernel_init(&k, alloc(), IR_I32);
     ir_buffer_add(&k, IR_U8);
-    assert_int_equal(ir_load4(&k, 0, ir_const_i(&k, IR_I32, 0)), IR_NONE);
+    assert_int_equal(ir_load_vector(&k, 0, ir_const_i(&k, IR_I32, 0), 4), IR_NONE);
     assert_int_equal(ir_verify(&k, &err), KILN_ERROR_INTERNAL);
     ir_kernel_finish(&k);
 }
