@@ -56,10 +56,13 @@ kiln_status eng_context_create(const kiln_context_options *opt, const eng_extern
     if (!ctx)
         return KILN_ERROR_OUT_OF_HOST_MEMORY;
     ctx->alloc = alloc;
+    ctx->free_slot = UINT32_MAX;
     base_arena_init(&ctx->arena, &alloc, 64 * 1024);
     base_map_init(&ctx->nodes, &alloc);
     base_map_init(&ctx->programs, &alloc);
-    kiln_status st = sym_ctx_create(&alloc, &ctx->sym);
+    kiln_status st = eng_registry_add(ctx);
+    if (st == KILN_OK)
+        st = sym_ctx_create(&alloc, &ctx->sym);
     if (st == KILN_OK)
         st = shape_ctx_create(&alloc, ctx->sym, &ctx->shape);
     if (st == KILN_OK)
@@ -78,6 +81,8 @@ kiln_status eng_context_create(const kiln_context_options *opt, const eng_extern
 void kiln_context_destroy(kiln_context *ctx) {
     if (!ctx)
         return;
+    eng_registry_remove(ctx); /* its handles name no context from now on */
+    eng_lifetime_finish(ctx);
     eng_runtime_finish(ctx);
     shape_ctx_destroy(ctx->shape);
     sym_ctx_destroy(ctx->sym);
@@ -117,7 +122,14 @@ const char *kiln_context_device_name(const kiln_context *ctx) {
 kiln_stats kiln_context_stats(const kiln_context *ctx) {
     if (!ctx)
         return (kiln_stats){0};
-    return ctx->stats;
+    kiln_stats s = ctx->stats;
+    s.live_tensors = ctx->live_tensors;
+    s.live_nodes = ctx->live_nodes;
+    s.live_storages = ctx->live_storages;
+    s.live_storage_bytes = ctx->live_bytes;
+    s.pool_bytes = ctx->pool_bytes;
+    s.live_expressions = sym_ctx_node_count(ctx->sym);
+    return s;
 }
 
 /* ---- expressions --------------------------------------------------------------------------- */

@@ -32,25 +32,38 @@ typedef enum eng_kind {
     ENG_WRITE,  /* src[0]'s storage with the elements of dst_view replaced by src[1] (in place) */
 } eng_kind;
 
+/* Lifetime (engine/lifetime.c). A tensor handle holds a cell; a cell (the tensors that view one
+ * storage: a tensor and its views) holds the node of its current value; a node holds its
+ * sources while it is not realized, and its storage once it is. Each holder counts a
+ * reference; what nothing holds any more is freed at once, iteratively (no recursion on the
+ * graph's depth). Readers lists are not references: they only order writes. */
 typedef struct eng_storage {
     uint64_t elements;
     ir_type type;
     vkd_buffer *buffer;       /* on a device */
     void *host;               /* with the interpreter */
-    struct eng_storage *next; /* the context's list of storages */
-    uint64_t mark;            /* scratch for the collector */
+    uint32_t refs;            /* nodes holding it (a write holds its target's) */
+    struct eng_storage *next; /* the context's live storages */
+    struct eng_storage *prev;
 } eng_storage;
 
 struct eng_node;
 
-/* A source read through a view: the tracker maps the consumer's logical index to an element
- * of node's row-major output. */
+/* A source read through a view: the tracker (owned by the reading node) maps the consumer's
+ * logical index to an element of node's row-major output. node is NULL once the reader is
+ * realized (its sources are let go); id stays, for hash-consing. */
 typedef struct eng_src {
     struct eng_node *node;
     const shape_tracker *st;
+    uint64_t id;
 } eng_src;
 
-struct eng_reader;
+/* A node's membership of its i-th source's readers list (doubly linked, so a reader leaves in
+ * O(1) when it is realized or freed). */
+typedef struct eng_reader {
+    struct eng_node *node; /* the reader */
+    struct eng_reader *next, *prev;
+} eng_reader;
 
 typedef struct eng_node {
     eng_kind kind;
@@ -60,35 +73,50 @@ typedef struct eng_node {
     const sym_node *shape[SHAPE_MAX_DIMS];
     uint32_t nsrc;
     eng_src src[3];
+    eng_reader as_reader[3];       /* this node in src[i].node's readers list */
     double value;                  /* ENG_CONST */
     const sym_node *value_expr;    /* ENG_CONST: a symbolic value instead (NULL: value) */
     uint64_t seed;                 /* ENG_RAND */
     uint32_t reduce_mask;          /* ENG_REDUCE */
     bool arg;                      /* ENG_REDUCE with IR_MAX: index (i32) of the first maximum */
+    bool unique;                   /* a creation (zeros, arange, ...): never hash-consed */
+    bool interned;                 /* in the context's hash-consing table */
+    bool written;                  /* a write targets it: its value is no longer the current
+                                      value of any storage, so it is out of the table */
     eng_storage *storage;          /* ENG_BUFFER always; others once realized */
-    const shape_tracker *dst_view; /* ENG_WRITE: the elements written (of src[0]'s storage) */
-    struct eng_node *written_by;   /* a later write to this node's storage (program order) */
-    struct eng_reader *readers;    /* nodes that read this one directly */
-    uint64_t id;                   /* creation order */
+    const shape_tracker *dst_view; /* ENG_WRITE: the elements written (owned) */
+    eng_reader *readers;           /* unrealized nodes that read this one directly */
+    uint32_t refs;                 /* cells and reading nodes holding it */
+    uint32_t cells;                /* of those, cells whose current value it is */
+    uint64_t id;                   /* creation order, never reused */
     uint64_t mark;                 /* scratch for graph walks (a stamp per walk) */
-    bool released;                 /* collected: unreachable, never used again */
     uint64_t hash;
+    struct eng_node *next, *prev; /* the context's live nodes */
 } eng_node;
 
-typedef struct eng_reader {
+/* The tensors that view one storage (PyTorch's Storage): a write through any of them replaces
+ * node, and every one of them then reads the new value. */
+typedef struct eng_cell {
     eng_node *node;
-    struct eng_reader *next;
-} eng_reader;
+    uint32_t refs; /* tensor handles */
+} eng_cell;
 
-struct kiln_tensor {
+/* A tensor handle's slot. The public kiln_tensor * is not a pointer: it encodes the context's
+ * registry index, the slot and the slot's generation (lifetime.c), so a released handle is
+ * detected without touching freed memory. */
+typedef struct eng_tensor {
     kiln_context *ctx;
-    eng_node *base;
-    /* The tensor's view of base's row-major output. Kept compact (only nviews views are
-     * allocated): copy it into a whole shape_tracker before passing it to a shape/ call that
-     * takes the tracker by value. */
+    eng_cell *cell;
+    /* The tensor's view of the cell's node's row-major output (owned, compact: only nviews
+     * views are allocated; copy it into a whole shape_tracker before passing it to a shape/
+     * call that takes the tracker by value). */
     const shape_tracker *st;
-    bool dead; /* its scope ended: no longer a root of the collector */
-};
+    kiln_tensor *handle;
+    uint32_t gen;
+    uint32_t scope;     /* the scope depth it belongs to (0: outside any scope) */
+    uint32_t next_free; /* free slots: the next one */
+    bool live;
+} eng_tensor;
 
 /* ---- kernels ------------------------------------------------------------------------------- */
 
@@ -192,16 +220,25 @@ struct kiln_context {
     base_allocator alloc;
     base_error err;   /* the most recent failure's status and message */
     bool sticky;      /* err is a graph-building error: realize and read refuse until cleared */
-    base_arena arena; /* nodes, trackers, tensors, AST nodes */
+    base_arena arena; /* one realize's kernel ASTs and lowering memo (reset after it) */
     sym_ctx *sym;
     shape_ctx *shape;
     base_map nodes;    /* hash-consing of graph nodes */
     base_map programs; /* memory cache of compiled kernels */
     eng_program *program_list;
-    eng_storage *storage_list;
-    BASE_VEC(kiln_tensor *) handles; /* every live tensor handle, in creation order */
-    BASE_VEC(size_t) scopes;         /* where each open scope's handles begin */
-    BASE_VEC(vkd_buffer *) pool;     /* buffers of freed storages, reused by size */
+    eng_storage *storage_list; /* live storages */
+    eng_node *node_list;       /* live nodes */
+    /* Tensor handles (lifetime.c): slots in chunks of ENG_SLOT_CHUNK (stable addresses). */
+    eng_tensor **slot_chunks;
+    uint32_t slot_chunk_count;
+    uint32_t slot_count;
+    uint32_t free_slot; /* head of the free slots (UINT32_MAX: none) */
+    uint32_t registry_index;
+    uint32_t scope_depth;     /* open scopes */
+    uint32_t temp_depth;      /* open eng_temps_begin regions */
+    BASE_VEC(uint32_t) temps; /* slots made inside them, innermost last */
+    uint64_t live_tensors, live_nodes, live_storages, live_bytes;
+    BASE_VEC(vkd_buffer *) pool; /* buffers of freed storages, reused by size */
     uint64_t pool_bytes;
     uint64_t next_id;
     uint64_t next_mark;
@@ -246,20 +283,72 @@ void *eng_fail(kiln_context *ctx, kiln_status status, const char *fmt, ...) BASE
 /* Records a sym/shape error after a failed call into those modules. */
 void *eng_fail_from_shape(kiln_context *ctx, kiln_status status);
 
-/* graph.c */
+/* graph.c: nodes and creation. A node from eng_node_new is a candidate: fill its fields (its
+ * sources with trackers it owns), then eng_node_intern (hash-consed) or eng_node_adopt (a
+ * node of its own: buffers, creations, writes) makes it live, holding its sources; a candidate
+ * that goes no further is given back with eng_node_discard. */
 eng_node *eng_node_new(kiln_context *ctx, eng_kind kind, ir_op op, ir_type type, uint32_t ndim,
                        const sym_node *const *shape);
 eng_node *eng_node_intern(kiln_context *ctx, eng_node *candidate);
+eng_node *eng_node_adopt(kiln_context *ctx, eng_node *candidate);
+void eng_node_discard(kiln_context *ctx, eng_node *candidate);
 /* The hash-consing equality of two nodes (base_map_eq_fn). */
 bool eng_node_same(const void *stored, const void *key, void *user);
-kiln_tensor *eng_tensor_new(kiln_context *ctx, eng_node *base, const shape_tracker *st);
-/* The node t reads now: writes made since t was created forward its base (program order). */
-eng_node *eng_resolve(kiln_tensor *t);
-kiln_status eng_register_readers(kiln_context *ctx, eng_node *reader);
+/* A compact copy of st (only its views), owned by the caller (eng_tracker_free). */
 const shape_tracker *eng_tracker_keep(kiln_context *ctx, const shape_tracker *st);
 const shape_tracker *eng_tracker_contiguous(kiln_context *ctx, uint32_t ndim,
                                             const sym_node *const *shape);
+void eng_tracker_free(kiln_context *ctx, const shape_tracker *st);
 eng_storage *eng_storage_new(kiln_context *ctx, ir_type type, uint64_t elements);
+
+/* lifetime.c: handles, cells and references. */
+enum { ENG_SLOT_CHUNK = 1024 };
+/* Gives ctx a registry index (its handles name it); KILN_ERROR_LIMIT_EXCEEDED when full. */
+kiln_status eng_registry_add(kiln_context *ctx);
+void eng_registry_remove(kiln_context *ctx);
+/* The slot of a handle this library made and checked (internal use). */
+eng_tensor *eng_t(kiln_tensor *h);
+/* The slot of handle h for public call `call`, or NULL: h NULL (an error recorded before,
+ * passed through), or h not a live handle (released, of a destroyed context, or of another
+ * context than *ctx when *ctx is set: an error naming call is recorded in the context known).
+ * On success *ctx is h's context. */
+eng_tensor *eng_arg(kiln_tensor *h, kiln_context **ctx, const char *call);
+/* The same for a call returning a status: the error is not sticky, and *status receives it
+ * (h NULL is an error too). */
+eng_tensor *eng_arg_status(kiln_tensor *h, kiln_context **ctx, const char *call,
+                           kiln_status *status);
+/* A new tensor (a storage of its own) whose value is node base, read through st (taken: freed
+ * on failure; base, when nothing else holds it, too). */
+kiln_tensor *eng_tensor_new(kiln_context *ctx, eng_node *base, const shape_tracker *st);
+/* A new view of t's storage through st (taken). */
+kiln_tensor *eng_view_new(kiln_context *ctx, kiln_tensor *t, const shape_tracker *st);
+/* Shorthands for a checked handle's slot: its context, view and current node. */
+#define ENG_CTX(h) (eng_t(h)->ctx)
+#define ENG_ST(h) (eng_t(h)->st)
+#define ENG_BASE(h) (eng_resolve(h))
+/* The node t reads now (its storage's current value). */
+eng_node *eng_resolve(kiln_tensor *t);
+/* Makes n the current value of t's storage (a write). */
+void eng_cell_set(kiln_context *ctx, eng_tensor *t, eng_node *n);
+void eng_tensor_release(kiln_context *ctx, eng_tensor *t);
+void eng_node_ref(eng_node *n);
+/* Drops a reference; frees n and then whatever only n held, iteratively. */
+void eng_node_unref(kiln_context *ctx, eng_node *n);
+/* n's i-th source becomes src read through st (taken), in place of the one it had. */
+void eng_node_set_src(kiln_context *ctx, eng_node *n, uint32_t i, eng_node *src,
+                      const shape_tracker *st);
+/* n is realized: it lets its sources go (and leaves their readers lists). */
+void eng_node_let_go(kiln_context *ctx, eng_node *n);
+/* A new storage joins the context's live storages, held once (by the caller). */
+void eng_storage_track(kiln_context *ctx, eng_storage *s);
+void eng_storage_ref(eng_storage *s);
+void eng_storage_unref(kiln_context *ctx, eng_storage *s);
+/* Handles made between begin and end are released at end, except result (composite ops
+ * release their intermediate tensors). Returns result. */
+size_t eng_temps_begin(kiln_context *ctx);
+kiln_tensor *eng_temps_end(kiln_context *ctx, size_t mark, kiln_tensor *result);
+/* Frees every handle, node and storage (context destruction). */
+void eng_lifetime_finish(kiln_context *ctx);
 
 /* kernel.c: the AST of the kernel realizing node (its unrealized inputs must be realized by
  * earlier kernels: needs[] receives them, and KILN_ERROR_NOT_FOUND says to schedule those
@@ -341,6 +430,9 @@ const sym_node *eng_numel(kiln_context *ctx, uint32_t ndim, const sym_node *cons
 kiln_tensor *eng_full(kiln_context *ctx, ir_type type, uint32_t ndim, const sym_node *const *dims,
                       double value, const sym_node *value_expr);
 /* Whether value (truncated) is a value of the integer type; else false and an error for op. */
+kiln_tensor *eng_constant(kiln_context *ctx, ir_type type, uint32_t ndim,
+                          const sym_node *const *dims, double value, const sym_node *value_expr,
+                          bool unique);
 bool eng_value_fits(kiln_context *ctx, const char *op, ir_type type, double value);
 /* ops.c: an elementwise node over already broadcast, already typed sources. */
 kiln_tensor *eng_elementwise(kiln_context *ctx, ir_op op, ir_type type, uint32_t nsrc,

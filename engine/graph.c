@@ -43,7 +43,7 @@ const char *kiln_dtype_name(kiln_dtype dtype) {
 
 eng_node *eng_node_new(kiln_context *ctx, eng_kind kind, ir_op op, ir_type type, uint32_t ndim,
                        const sym_node *const *shape) {
-    eng_node *n = base_arena_alloc(&ctx->arena, sizeof *n, _Alignof(eng_node));
+    eng_node *n = base_calloc(&ctx->alloc, 1, sizeof *n);
     if (!n)
         return eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a graph node");
     n->kind = kind;
@@ -97,7 +97,7 @@ static uint64_t node_hash(const eng_node *n) {
     for (uint32_t d = 0; d < n->ndim; d++)
         h = base_hash_u64(h, sym_node_hash(n->shape[d]));
     for (uint32_t s = 0; s < n->nsrc; s++) {
-        h = base_hash_u64(h, n->src[s].node->id);
+        h = base_hash_u64(h, n->src[s].id);
         h = base_hash_u64(h, tracker_hash(n->src[s].st));
     }
     uint64_t bits;
@@ -105,7 +105,7 @@ static uint64_t node_hash(const eng_node *n) {
     h = base_hash_u64(h, bits);
     h = base_hash_u64(h, n->value_expr ? sym_node_hash(n->value_expr) : 0);
     h = base_hash_u64(h, n->seed);
-    return base_hash_u64(h, n->reduce_mask);
+    return base_hash_u64(h, ((uint64_t)n->reduce_mask << 1) | n->arg);
 }
 
 bool eng_node_same(const void *stored, const void *key, void *user) {
@@ -113,79 +113,58 @@ bool eng_node_same(const void *stored, const void *key, void *user) {
     const eng_node *a = stored, *b = key;
     if (a->kind != b->kind || a->op != b->op || a->type != b->type || a->ndim != b->ndim ||
         a->nsrc != b->nsrc || memcmp(&a->value, &b->value, sizeof a->value) != 0 ||
-        a->value_expr != b->value_expr || a->seed != b->seed || a->reduce_mask != b->reduce_mask)
+        a->value_expr != b->value_expr || a->seed != b->seed || a->reduce_mask != b->reduce_mask ||
+        a->arg != b->arg)
         return false;
     for (uint32_t d = 0; d < a->ndim; d++) {
         if (a->shape[d] != b->shape[d])
             return false;
     }
     for (uint32_t s = 0; s < a->nsrc; s++) {
-        if (a->src[s].node != b->src[s].node || !tracker_equal(a->src[s].st, b->src[s].st))
+        if (a->src[s].id != b->src[s].id || !tracker_equal(a->src[s].st, b->src[s].st))
             return false;
     }
     return true;
 }
 
-/* Returns the existing node equal to candidate (a freshly made node), or registers it. Buffers
- * are never shared: each holds its own storage. */
+/* Returns the live node equal to candidate (a fresh one, then discarded), or makes candidate
+ * live and registers it. Buffers and creations are never shared: each holds its own storage. */
 eng_node *eng_node_intern(kiln_context *ctx, eng_node *candidate) {
-    if (!candidate || candidate->kind == ENG_BUFFER)
-        return candidate;
+    if (!candidate)
+        return NULL;
+    if (candidate->kind == ENG_BUFFER || candidate->kind == ENG_WRITE || candidate->unique)
+        return eng_node_adopt(ctx, candidate);
+    for (uint32_t i = 0; i < candidate->nsrc; i++)
+        candidate->src[i].id = candidate->src[i].node->id;
     candidate->hash = node_hash(candidate);
     eng_node *found = base_map_find(&ctx->nodes, candidate->hash, candidate, eng_node_same, NULL);
-    if (found)
-        return found; /* the candidate stays in the arena, unused */
-    if (base_map_insert(&ctx->nodes, candidate->hash, candidate) != KILN_OK)
-        return eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for the node table");
-    if (eng_register_readers(ctx, candidate) != KILN_OK)
-        return NULL;
-    return candidate;
-}
-
-eng_node *eng_resolve(kiln_tensor *t) {
-    if (t->dead && !t->ctx->sticky)
-        eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
-                 "a tensor was used after the scope it belongs to ended (kiln_scope_end)");
-    while (t->base->written_by)
-        t->base = t->base->written_by;
-    return t->base;
-}
-
-/* Records that reader reads each of its sources (the writes' program-order bookkeeping). */
-kiln_status eng_register_readers(kiln_context *ctx, eng_node *reader) {
-    for (uint32_t i = 0; i < reader->nsrc; i++) {
-        eng_reader *r = base_arena_alloc(&ctx->arena, sizeof *r, _Alignof(eng_reader));
-        if (!r)
-            return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory");
-        r->node = reader;
-        r->next = reader->src[i].node->readers;
-        reader->src[i].node->readers = r;
+    if (found) {
+        eng_node_discard(ctx, candidate);
+        return found;
     }
-    return KILN_OK;
+    if (base_map_insert(&ctx->nodes, candidate->hash, candidate) != KILN_OK) {
+        eng_node_discard(ctx, candidate);
+        return eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for the node table");
+    }
+    candidate->interned = true;
+    return eng_node_adopt(ctx, candidate);
 }
 
-kiln_tensor *eng_tensor_new(kiln_context *ctx, eng_node *base, const shape_tracker *st) {
-    if (!base || !st)
-        return NULL;
-    kiln_tensor *t = base_arena_alloc(&ctx->arena, sizeof *t, _Alignof(kiln_tensor));
-    if (!t)
-        return eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a tensor");
-    t->ctx = ctx;
-    t->base = base;
-    t->st = st;
-    if (BASE_VEC_PUSH(&ctx->alloc, &ctx->handles, t) != KILN_OK)
-        return eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a tensor");
-    return t;
-}
-
-/* A copy of st in the arena, holding only its views. */
 const shape_tracker *eng_tracker_keep(kiln_context *ctx, const shape_tracker *st) {
+    if (!st)
+        return NULL;
     size_t size = offsetof(shape_tracker, views) + st->nviews * sizeof(shape_view);
-    shape_tracker *t = base_arena_alloc(&ctx->arena, size, _Alignof(shape_tracker));
+    shape_tracker *t = base_malloc(&ctx->alloc, size);
     if (!t)
         return eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a view");
     memcpy(t, st, size);
     return t;
+}
+
+void eng_tracker_free(kiln_context *ctx, const shape_tracker *st) {
+    if (st)
+        base_free(&ctx->alloc, (void *)(uintptr_t)st,
+                  offsetof(shape_tracker, views) + st->nviews * sizeof(shape_view));
 }
 
 const shape_tracker *eng_tracker_contiguous(kiln_context *ctx, uint32_t ndim,
@@ -202,6 +181,7 @@ const shape_tracker *eng_tracker_contiguous(kiln_context *ctx, uint32_t ndim,
 
 /* ---- storage --------------------------------------------------------------------------------- */
 
+/* A storage held once (by the caller, who hands the reference to a node). */
 eng_storage *eng_storage_new(kiln_context *ctx, ir_type type, uint64_t elements) {
     eng_storage *s = base_calloc(&ctx->alloc, 1, sizeof *s);
     if (!s)
@@ -213,8 +193,7 @@ eng_storage *eng_storage_new(kiln_context *ctx, ir_type type, uint64_t elements)
         base_free(&ctx->alloc, s, sizeof *s);
         return NULL;
     }
-    s->next = ctx->storage_list;
-    ctx->storage_list = s;
+    eng_storage_track(ctx, s);
     return s;
 }
 
@@ -276,6 +255,20 @@ static kiln_tensor *contiguous_tensor(kiln_context *ctx, eng_node *n) {
     return eng_tensor_new(ctx, n, eng_tracker_contiguous(ctx, n->ndim, n->shape));
 }
 
+/* A live buffer node holding s (the caller's reference to s passes to it). */
+static eng_node *buffer_node(kiln_context *ctx, eng_storage *s, ir_type type, uint32_t ndim,
+                             const sym_node *const *dims) {
+    if (!s)
+        return NULL;
+    eng_node *n = eng_node_new(ctx, ENG_BUFFER, IR_CONST, type, ndim, dims);
+    if (!n) {
+        eng_storage_unref(ctx, s);
+        return NULL;
+    }
+    n->storage = s;
+    return eng_node_adopt(ctx, n);
+}
+
 static bool check_dtype(kiln_context *ctx, const char *op, kiln_dtype dtype) {
     if (eng_dtype_valid(dtype))
         return true;
@@ -301,12 +294,11 @@ kiln_tensor *kiln_from_data(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
     eng_storage *s = eng_storage_new(ctx, type, (uint64_t)numel);
     if (!s)
         return NULL;
-    if (eng_storage_write(ctx, s, data, (uint64_t)numel * eng_type_size(type)) != KILN_OK)
+    if (eng_storage_write(ctx, s, data, (uint64_t)numel * eng_type_size(type)) != KILN_OK) {
+        eng_storage_unref(ctx, s);
         return NULL;
-    eng_node *n = eng_node_new(ctx, ENG_BUFFER, IR_CONST, type, ndim, dims);
-    if (n)
-        n->storage = s;
-    return contiguous_tensor(ctx, n);
+    }
+    return contiguous_tensor(ctx, buffer_node(ctx, s, type, ndim, dims));
 }
 
 kiln_tensor *kiln_empty(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape) {
@@ -320,21 +312,26 @@ kiln_tensor *kiln_empty(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, cons
             return eng_fail(ctx, KILN_ERROR_OVERFLOW, "kiln_empty: the element count overflows");
     }
     eng_storage *s = eng_storage_new(ctx, eng_ir_type(dtype), (uint64_t)numel);
-    eng_node *n =
-        s ? eng_node_new(ctx, ENG_BUFFER, IR_CONST, eng_ir_type(dtype), ndim, dims) : NULL;
-    if (n)
-        n->storage = s;
-    return contiguous_tensor(ctx, n);
+    return contiguous_tensor(ctx, buffer_node(ctx, s, eng_ir_type(dtype), ndim, dims));
 }
 
 /* A constant node of the given shape: every element is value (or the expression's value). */
 kiln_tensor *eng_full(kiln_context *ctx, ir_type type, uint32_t ndim, const sym_node *const *dims,
                       double value, const sym_node *value_expr) {
+    return eng_constant(ctx, type, ndim, dims, value, value_expr, false);
+}
+
+/* unique: a creation (kiln_full and its forms), a storage of its own; else a constant that
+ * computations share. */
+kiln_tensor *eng_constant(kiln_context *ctx, ir_type type, uint32_t ndim,
+                          const sym_node *const *dims, double value, const sym_node *value_expr,
+                          bool unique) {
     eng_node *n = eng_node_new(ctx, ENG_CONST, IR_CONST, type, ndim, dims);
     if (!n)
         return NULL;
     n->value = value;
     n->value_expr = value_expr;
+    n->unique = unique;
     return contiguous_tensor(ctx, eng_node_intern(ctx, n));
 }
 
@@ -370,7 +367,7 @@ kiln_tensor *kiln_full_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
         !eng_shape_from_exprs(ctx, "kiln_full", ndim, shape, dims) ||
         !eng_value_fits(ctx, "kiln_full", eng_ir_type(dtype), value))
         return NULL;
-    return eng_full(ctx, eng_ir_type(dtype), ndim, dims, value, NULL);
+    return eng_constant(ctx, eng_ir_type(dtype), ndim, dims, value, NULL, true);
 }
 
 kiln_tensor *kiln_full(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape,
@@ -380,7 +377,7 @@ kiln_tensor *kiln_full(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const
         !eng_shape_from_ints(ctx, "kiln_full", ndim, shape, dims) ||
         !eng_value_fits(ctx, "kiln_full", eng_ir_type(dtype), value))
         return NULL;
-    return eng_full(ctx, eng_ir_type(dtype), ndim, dims, value, NULL);
+    return eng_constant(ctx, eng_ir_type(dtype), ndim, dims, value, NULL, true);
 }
 
 kiln_tensor *kiln_zeros(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape) {
@@ -401,11 +398,12 @@ static kiln_tensor *leaf(kiln_context *ctx, eng_kind kind, ir_type type, uint32_
     if (!n)
         return NULL;
     n->seed = seed;
+    n->unique = true; /* a creation: a storage of its own */
     return contiguous_tensor(ctx, eng_node_intern(ctx, n));
 }
 
-kiln_tensor *kiln_arange(kiln_context *ctx, kiln_dtype dtype, double start, double stop,
-                         double step) {
+static kiln_tensor *arange_impl(kiln_context *ctx, kiln_dtype dtype, double start, double stop,
+                                double step) {
     if (!ctx || !check_dtype(ctx, "kiln_arange", dtype))
         return NULL;
     if (step == 0 || !isfinite(start) || !isfinite(stop) || !isfinite(step))
@@ -428,8 +426,8 @@ kiln_tensor *kiln_arange(kiln_context *ctx, kiln_dtype dtype, double start, doub
     return work == type ? r : kiln_cast(r, dtype);
 }
 
-kiln_tensor *kiln_rand(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape,
-                       uint64_t seed) {
+static kiln_tensor *rand_impl(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
+                              const int64_t *shape, uint64_t seed) {
     const sym_node *dims[SHAPE_MAX_DIMS];
     if (!ctx || !check_dtype(ctx, "kiln_rand", dtype) ||
         !eng_shape_from_ints(ctx, "kiln_rand", ndim, shape, dims))
@@ -452,8 +450,8 @@ static kiln_tensor *box_muller(kiln_context *ctx, kiln_tensor *u1, kiln_tensor *
     return dtype == KILN_F32 ? n : kiln_cast(n, dtype);
 }
 
-kiln_tensor *kiln_randn(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape,
-                        uint64_t seed) {
+static kiln_tensor *randn_impl(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
+                               const int64_t *shape, uint64_t seed) {
     const sym_node *dims[SHAPE_MAX_DIMS];
     if (!ctx || !check_dtype(ctx, "kiln_randn", dtype) ||
         !eng_shape_from_ints(ctx, "kiln_randn", ndim, shape, dims))
@@ -468,61 +466,83 @@ kiln_tensor *kiln_randn(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, cons
 /* ---- queries -----------------------------------------------------------------------------------
  */
 
-static const shape_view *last_view(const kiln_tensor *t) {
+/* The slot of a queried tensor: a released handle is an error (not sticky) naming call. */
+static const eng_tensor *queried(const kiln_tensor *h, const char *call, kiln_status *st) {
+    kiln_context *ctx = NULL;
+    kiln_status ignored;
+    return eng_arg_status((kiln_tensor *)(uintptr_t)h, &ctx, call, st ? st : &ignored);
+}
+
+static const shape_view *last_view(const eng_tensor *t) {
     return shape_tracker_last(t->st);
 }
 
 kiln_context *kiln_tensor_context(const kiln_tensor *t) {
-    return t ? t->ctx : NULL;
+    const eng_tensor *e = queried(t, "kiln_tensor_context", NULL);
+    return e ? e->ctx : NULL;
 }
 
 uint32_t kiln_tensor_ndim(const kiln_tensor *t) {
-    return t ? last_view(t)->ndim : 0;
+    const eng_tensor *e = queried(t, "kiln_tensor_ndim", NULL);
+    return e ? last_view(e)->ndim : 0;
 }
 
 kiln_dtype kiln_tensor_dtype(const kiln_tensor *t) {
-    return t ? eng_dtype(t->base->type) : KILN_F32;
+    const eng_tensor *e = queried(t, "kiln_tensor_dtype", NULL);
+    return e ? eng_dtype(e->cell->node->type) : KILN_F32;
 }
 
 const kiln_expr *kiln_tensor_size_expr(const kiln_tensor *t, uint32_t dim) {
-    if (!t || dim >= last_view(t)->ndim)
+    const eng_tensor *e = queried(t, "kiln_tensor_size_expr", NULL);
+    if (!e || dim >= last_view(e)->ndim)
         return NULL;
-    return (const kiln_expr *)last_view(t)->shape[dim];
+    return (const kiln_expr *)last_view(e)->shape[dim];
 }
 
 kiln_status kiln_tensor_shape(const kiln_tensor *t, int64_t *shape) {
-    if (!t || (!shape && last_view(t)->ndim))
-        return KILN_ERROR_INVALID_ARGUMENT;
-    const shape_view *v = last_view(t);
+    kiln_status st;
+    const eng_tensor *e = queried(t, "kiln_tensor_shape", &st);
+    if (!e)
+        return st;
+    const shape_view *v = last_view(e);
+    if (!shape && v->ndim)
+        return base_error_set(&e->ctx->err, KILN_ERROR_INVALID_ARGUMENT,
+                              "kiln_tensor_shape: no array for %u sizes", v->ndim);
     for (uint32_t d = 0; d < v->ndim; d++) {
         base_error err = {0};
-        kiln_status st = sym_eval(v->shape[d], NULL, &shape[d], &err);
+        st = sym_eval(v->shape[d], NULL, &shape[d], &err);
         if (st != KILN_OK)
-            return base_error_set(&t->ctx->err, st, "kiln_tensor_shape: %s",
+            return base_error_set(&e->ctx->err, st, "kiln_tensor_shape: %s",
                                   base_error_message(&err));
     }
     return KILN_OK;
 }
 
 kiln_status kiln_tensor_numel(const kiln_tensor *t, int64_t *numel) {
-    if (!t || !numel)
-        return KILN_ERROR_INVALID_ARGUMENT;
-    const shape_view *v = last_view(t);
+    kiln_status st;
+    const eng_tensor *e = queried(t, "kiln_tensor_numel", &st);
+    if (!e)
+        return st;
+    if (!numel)
+        return base_error_set(&e->ctx->err, KILN_ERROR_INVALID_ARGUMENT,
+                              "kiln_tensor_numel: no output");
+    const shape_view *v = last_view(e);
     int64_t n = 1, size;
     for (uint32_t d = 0; d < v->ndim; d++) {
         base_error err = {0};
-        kiln_status st = sym_eval(v->shape[d], NULL, &size, &err);
+        st = sym_eval(v->shape[d], NULL, &size, &err);
         if (st != KILN_OK)
-            return base_error_set(&t->ctx->err, st, "kiln_tensor_numel: %s",
+            return base_error_set(&e->ctx->err, st, "kiln_tensor_numel: %s",
                                   base_error_message(&err));
         if (!base_mul_i64(n, size, &n))
-            return base_error_set(&t->ctx->err, KILN_ERROR_OVERFLOW, "numel overflows");
+            return base_error_set(&e->ctx->err, KILN_ERROR_OVERFLOW,
+                                  "kiln_tensor_numel: the element count overflows");
     }
     *numel = n;
     return KILN_OK;
 }
 
-static kiln_status eval_into(const kiln_tensor *t, const char *what, const sym_node *e,
+static kiln_status eval_into(const eng_tensor *t, const char *what, const sym_node *e,
                              int64_t *out) {
     base_error err = {0};
     kiln_status st = e ? sym_eval(e, NULL, out, &err) : KILN_ERROR_INTERNAL;
@@ -531,13 +551,18 @@ static kiln_status eval_into(const kiln_tensor *t, const char *what, const sym_n
     return st;
 }
 
-kiln_status kiln_tensor_strides(const kiln_tensor *t, int64_t *strides) {
-    if (!t || !strides)
-        return KILN_ERROR_INVALID_ARGUMENT;
+kiln_status kiln_tensor_strides(const kiln_tensor *h, int64_t *strides) {
+    kiln_status st;
+    const eng_tensor *t = queried(h, "kiln_tensor_strides", &st);
+    if (!t)
+        return st;
     const shape_view *v = last_view(t);
+    if (!strides && v->ndim)
+        return base_error_set(&t->ctx->err, KILN_ERROR_INVALID_ARGUMENT,
+                              "kiln_tensor_strides: no array for %u strides", v->ndim);
     if (t->st->nviews == 1) {
         for (uint32_t d = 0; d < v->ndim; d++) {
-            kiln_status st = eval_into(t, "kiln_tensor_strides", v->user_strides[d], &strides[d]);
+            st = eval_into(t, "kiln_tensor_strides", v->user_strides[d], &strides[d]);
             if (st != KILN_OK)
                 return st;
         }
@@ -546,7 +571,7 @@ kiln_status kiln_tensor_strides(const kiln_tensor *t, int64_t *strides) {
     int64_t acc = 1;
     for (uint32_t d = v->ndim; d-- > 0;) {
         int64_t size;
-        kiln_status st = eval_into(t, "kiln_tensor_strides", v->shape[d], &size);
+        st = eval_into(t, "kiln_tensor_strides", v->shape[d], &size);
         if (st != KILN_OK)
             return st;
         strides[d] = acc; /* row-major, as a new contiguous tensor */
@@ -555,9 +580,14 @@ kiln_status kiln_tensor_strides(const kiln_tensor *t, int64_t *strides) {
     return KILN_OK;
 }
 
-kiln_status kiln_tensor_offset(const kiln_tensor *t, int64_t *offset) {
-    if (!t || !offset)
-        return KILN_ERROR_INVALID_ARGUMENT;
+kiln_status kiln_tensor_offset(const kiln_tensor *h, int64_t *offset) {
+    kiln_status st;
+    const eng_tensor *t = queried(h, "kiln_tensor_offset", &st);
+    if (!t)
+        return st;
+    if (!offset)
+        return base_error_set(&t->ctx->err, KILN_ERROR_INVALID_ARGUMENT,
+                              "kiln_tensor_offset: no output");
     if (t->st->nviews != 1) {
         *offset = 0;
         return KILN_OK;
@@ -565,10 +595,16 @@ kiln_status kiln_tensor_offset(const kiln_tensor *t, int64_t *offset) {
     return eval_into(t, "kiln_tensor_offset", last_view(t)->user_offset, offset);
 }
 
-kiln_status kiln_tensor_storage_size(const kiln_tensor *t, int64_t *elements) {
-    if (!t || !elements)
-        return KILN_ERROR_INVALID_ARGUMENT;
-    const sym_node *n = eng_numel(t->ctx, t->base->ndim, t->base->shape);
+kiln_status kiln_tensor_storage_size(const kiln_tensor *h, int64_t *elements) {
+    kiln_status st;
+    const eng_tensor *t = queried(h, "kiln_tensor_storage_size", &st);
+    if (!t)
+        return st;
+    if (!elements)
+        return base_error_set(&t->ctx->err, KILN_ERROR_INVALID_ARGUMENT,
+                              "kiln_tensor_storage_size: no output");
+    const eng_node *base = t->cell->node;
+    const sym_node *n = eng_numel(t->ctx, base->ndim, base->shape);
     return eval_into(t, "kiln_tensor_storage_size", n, elements);
 }
 
@@ -589,15 +625,11 @@ kiln_tensor *kiln_empty_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_empty: %s",
                         numel ? base_error_message(&err) : "the element count overflows");
     eng_storage *s = eng_storage_new(ctx, eng_ir_type(dtype), (uint64_t)n);
-    eng_node *node =
-        s ? eng_node_new(ctx, ENG_BUFFER, IR_CONST, eng_ir_type(dtype), ndim, dims) : NULL;
-    if (node)
-        node->storage = s;
-    return contiguous_tensor(ctx, node);
+    return contiguous_tensor(ctx, buffer_node(ctx, s, eng_ir_type(dtype), ndim, dims));
 }
 
-kiln_tensor *kiln_rand_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
-                           const kiln_expr *const *shape, uint64_t seed) {
+static kiln_tensor *rand_sym_impl(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
+                                  const kiln_expr *const *shape, uint64_t seed) {
     const sym_node *dims[SHAPE_MAX_DIMS];
     if (!ctx || !check_dtype(ctx, "kiln_rand", dtype) ||
         !eng_shape_from_exprs(ctx, "kiln_rand", ndim, shape, dims))
@@ -608,8 +640,8 @@ kiln_tensor *kiln_rand_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
     return dtype == KILN_F32 ? u : kiln_cast(u, dtype);
 }
 
-kiln_tensor *kiln_randn_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
-                            const kiln_expr *const *shape, uint64_t seed) {
+static kiln_tensor *randn_sym_impl(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
+                                   const kiln_expr *const *shape, uint64_t seed) {
     kiln_tensor *u1 = kiln_rand_sym(ctx, KILN_F32, ndim, shape, seed);
     kiln_tensor *u2 = kiln_rand_sym(ctx, KILN_F32, ndim, shape, seed ^ 0x9e3779b97f4a7c15ull);
     if (!u1 || !u2)
@@ -635,7 +667,7 @@ kiln_tensor *kiln_scalar_expr(kiln_context *ctx, kiln_dtype dtype, const kiln_ex
         return ctx->err.status
                    ? NULL
                    : eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_scalar_expr: no expression");
-    return eng_full(ctx, eng_ir_type(dtype), 0, NULL, 0.0, (const sym_node *)value);
+    return eng_constant(ctx, eng_ir_type(dtype), 0, NULL, 0.0, (const sym_node *)value, true);
 }
 
 kiln_tensor *kiln_empty_strided(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
@@ -660,10 +692,48 @@ kiln_tensor *kiln_empty_strided(kiln_context *ctx, kiln_dtype dtype, uint32_t nd
     if (!sym_is_const(size, &n))
         return eng_fail(ctx, KILN_ERROR_INTERNAL, "kiln_empty_strided: storage size unknown");
     eng_storage *storage = eng_storage_new(ctx, eng_ir_type(dtype), (uint64_t)n);
-    eng_node *node =
-        storage ? eng_node_new(ctx, ENG_BUFFER, IR_CONST, eng_ir_type(dtype), 1, &size) : NULL;
+    eng_node *node = buffer_node(ctx, storage, eng_ir_type(dtype), 1, &size);
     if (!node)
         return NULL;
-    node->storage = storage;
     return eng_tensor_new(ctx, node, eng_tracker_keep(ctx, &tr));
+}
+
+kiln_tensor *kiln_arange(kiln_context *ctx, kiln_dtype dtype, double start, double stop,
+                         double step) {
+    if (!ctx)
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, arange_impl(ctx, dtype, start, stop, step));
+}
+
+kiln_tensor *kiln_rand(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape,
+                       uint64_t seed) {
+    if (!ctx)
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, rand_impl(ctx, dtype, ndim, shape, seed));
+}
+
+kiln_tensor *kiln_randn(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape,
+                        uint64_t seed) {
+    if (!ctx)
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, randn_impl(ctx, dtype, ndim, shape, seed));
+}
+
+kiln_tensor *kiln_rand_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
+                           const kiln_expr *const *shape, uint64_t seed) {
+    if (!ctx)
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, rand_sym_impl(ctx, dtype, ndim, shape, seed));
+}
+
+kiln_tensor *kiln_randn_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
+                            const kiln_expr *const *shape, uint64_t seed) {
+    if (!ctx)
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, randn_sym_impl(ctx, dtype, ndim, shape, seed));
 }

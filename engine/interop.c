@@ -67,26 +67,33 @@ kiln_tensor *kiln_tensor_from_vulkan_buffer(kiln_context *ctx, VkBuffer buffer,
         base_free(&ctx->alloc, s, sizeof *s);
         return eng_fail(ctx, st, "kiln_tensor_from_vulkan_buffer: %s", base_error_message(&err));
     }
-    s->next = ctx->storage_list;
-    ctx->storage_list = s;
+    eng_storage_track(ctx, s);
     const sym_node *size = sym_const(ctx->sym, (int64_t)elements);
     eng_node *node = eng_node_new(ctx, ENG_BUFFER, IR_CONST, type, 1, &size);
-    if (!node)
+    if (!node) {
+        eng_storage_unref(ctx, s);
         return NULL;
+    }
     node->storage = s;
-    kiln_tensor *whole = eng_tensor_new(ctx, node, eng_tracker_contiguous(ctx, 1, &size));
-    return kiln_as_strided(whole, ndim, shape, strides, offset);
+    size_t mark = eng_temps_begin(ctx);
+    kiln_tensor *whole =
+        eng_tensor_new(ctx, eng_node_adopt(ctx, node), eng_tracker_contiguous(ctx, 1, &size));
+    return eng_temps_end(ctx, mark, kiln_as_strided(whole, ndim, shape, strides, offset));
 }
 
 kiln_status kiln_tensor_vulkan_buffer(kiln_tensor *t, VkBuffer *buffer, VkDeviceSize *size_bytes,
                                       int64_t *offset, int64_t *strides) {
-    if (!t || !buffer)
-        return KILN_ERROR_INVALID_ARGUMENT;
-    kiln_context *ctx = t->ctx;
+    kiln_context *ctx = NULL;
+    kiln_status st;
+    if (!eng_arg_status(t, &ctx, "kiln_tensor_vulkan_buffer", &st))
+        return st;
+    if (!buffer)
+        return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
+                              "kiln_tensor_vulkan_buffer: no output for the buffer");
     if (ctx->interpreter)
         return base_error_set(&ctx->err, KILN_ERROR_UNSUPPORTED,
                               "kiln_tensor_vulkan_buffer: the context has no Vulkan device");
-    kiln_status st = kiln_realize(t);
+    st = kiln_realize(t);
     if (st != KILN_OK)
         return st;
     eng_storage *s = eng_resolve(t)->storage;

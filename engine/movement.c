@@ -7,13 +7,13 @@
 /* The tensor over t's node whose tracker is t's with its last view replaced by v. */
 static kiln_tensor *with_last_view(kiln_tensor *t, const shape_view *v) {
     shape_tracker st;
-    memcpy(&st, t->st, offsetof(shape_tracker, views) + t->st->nviews * sizeof(shape_view));
+    memcpy(&st, ENG_ST(t), offsetof(shape_tracker, views) + ENG_ST(t)->nviews * sizeof(shape_view));
     st.views[st.nviews - 1] = *v;
-    return eng_tensor_new(t->ctx, eng_resolve(t), eng_tracker_keep(t->ctx, &st));
+    return eng_view_new(ENG_CTX(t), t, eng_tracker_keep(ENG_CTX(t), &st));
 }
 
-static const shape_view *view_of(const kiln_tensor *t) {
-    return shape_tracker_last(t->st);
+static const shape_view *view_of(kiln_tensor *t) {
+    return shape_tracker_last(ENG_ST(t));
 }
 
 /* Wraps one shape_view_* call: NULL tensor in, NULL out; a failure recorded in the context. */
@@ -24,23 +24,23 @@ static const shape_view *view_of(const kiln_tensor *t) {
         shape_view out_;                                                                           \
         kiln_status st_ = (call);                                                                  \
         if (st_ != KILN_OK)                                                                        \
-            return eng_fail_from_shape((t)->ctx, st_);                                             \
+            return eng_fail_from_shape(ENG_CTX(t), st_);                                           \
         return with_last_view((t), &out_);                                                         \
     } while (0)
 
-kiln_tensor *kiln_permute(kiln_tensor *t, const int32_t *dims) {
+static kiln_tensor *permute_impl(kiln_tensor *t, const int32_t *dims) {
     if (t && !dims && view_of(t)->ndim)
-        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_permute: no dims");
-    VIEW_OP(t, shape_view_permute(t->ctx->shape, view_of(t), dims, &out_));
+        return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT, "kiln_permute: no dims");
+    VIEW_OP(t, shape_view_permute(ENG_CTX(t)->shape, view_of(t), dims, &out_));
 }
 
-kiln_tensor *kiln_transpose(kiln_tensor *t, int32_t dim0, int32_t dim1) {
+static kiln_tensor *transpose_impl(kiln_tensor *t, int32_t dim0, int32_t dim1) {
     if (!t)
         return NULL;
     int32_t n = (int32_t)view_of(t)->ndim;
     int32_t a = dim0 < 0 ? dim0 + n : dim0, b = dim1 < 0 ? dim1 + n : dim1;
     if (a < 0 || a >= n || b < 0 || b >= n)
-        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
+        return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT,
                         "kiln_transpose: dims %d and %d out of range for %d dims", dim0, dim1, n);
     int32_t perm[SHAPE_MAX_DIMS];
     for (int32_t d = 0; d < n; d++)
@@ -50,10 +50,10 @@ kiln_tensor *kiln_transpose(kiln_tensor *t, int32_t dim0, int32_t dim1) {
     return kiln_permute(t, perm);
 }
 
-kiln_tensor *kiln_expand_sym(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape) {
+static kiln_tensor *expand_sym_impl(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape) {
     if (!t)
         return NULL;
-    kiln_context *ctx = t->ctx;
+    kiln_context *ctx = ENG_CTX(t);
     const sym_node *dims[SHAPE_MAX_DIMS];
     if (!eng_shape_from_exprs(ctx, "kiln_expand", ndim, shape, dims))
         return NULL;
@@ -68,127 +68,131 @@ kiln_tensor *kiln_expand_sym(kiln_tensor *t, uint32_t ndim, const kiln_expr *con
     VIEW_OP(u, shape_view_expand(ctx->shape, view_of(u), dims, &out_));
 }
 
-kiln_tensor *kiln_expand(kiln_tensor *t, uint32_t ndim, const int64_t *shape) {
+static kiln_tensor *expand_impl(kiln_tensor *t, uint32_t ndim, const int64_t *shape) {
     if (!t)
         return NULL;
     const kiln_expr *dims[SHAPE_MAX_DIMS];
     uint32_t have = view_of(t)->ndim;
     if (ndim > SHAPE_MAX_DIMS || ndim < have || (ndim && !shape))
-        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
+        return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT,
                         "kiln_expand: %u sizes for a tensor of %u dims", ndim, have);
     for (uint32_t d = 0; d < ndim; d++) {
         uint32_t lead = ndim - have;
         if (shape[d] == -1 && d >= lead) /* -1 keeps the size */
             dims[d] = (const kiln_expr *)view_of(t)->shape[d - lead];
         else if (shape[d] < 0)
-            return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_expand: size %lld of dim %u",
-                            (long long)shape[d], d);
+            return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT,
+                            "kiln_expand: size %lld of dim %u", (long long)shape[d], d);
         else
-            dims[d] = kiln_int(t->ctx, shape[d]);
+            dims[d] = kiln_int(ENG_CTX(t), shape[d]);
     }
     return kiln_expand_sym(t, ndim, dims);
 }
 
-kiln_tensor *kiln_pad(kiln_tensor *t, const int64_t *pad) {
+static kiln_tensor *pad_impl(kiln_tensor *t, const int64_t *pad) {
     if (!t)
         return NULL;
     const shape_view *v = view_of(t);
     if (!pad && v->ndim)
-        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_pad: no padding");
+        return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT, "kiln_pad: no padding");
     const sym_node *before[SHAPE_MAX_DIMS], *after[SHAPE_MAX_DIMS];
     for (uint32_t d = 0; d < v->ndim; d++) {
         if (pad[2 * d] < 0 || pad[2 * d + 1] < 0)
-            return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
+            return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT,
                             "kiln_pad: negative padding on dim %u (use kiln_shrink)", d);
-        before[d] = sym_const(t->ctx->sym, pad[2 * d]);
-        after[d] = sym_const(t->ctx->sym, pad[2 * d + 1]);
+        before[d] = sym_const(ENG_CTX(t)->sym, pad[2 * d]);
+        after[d] = sym_const(ENG_CTX(t)->sym, pad[2 * d + 1]);
     }
-    VIEW_OP(t, shape_view_pad(t->ctx->shape, v, before, after, &out_));
+    VIEW_OP(t, shape_view_pad(ENG_CTX(t)->shape, v, before, after, &out_));
 }
 
-kiln_tensor *kiln_shrink(kiln_tensor *t, const int64_t *begin, const int64_t *end) {
+static kiln_tensor *shrink_impl(kiln_tensor *t, const int64_t *begin, const int64_t *end) {
     if (!t)
         return NULL;
     const shape_view *v = view_of(t);
     if ((!begin || !end) && v->ndim)
-        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_shrink: no bounds");
+        return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT, "kiln_shrink: no bounds");
     const sym_node *b[SHAPE_MAX_DIMS], *e[SHAPE_MAX_DIMS];
     for (uint32_t d = 0; d < v->ndim; d++) {
-        b[d] = sym_const(t->ctx->sym, begin[d]);
-        e[d] = sym_const(t->ctx->sym, end[d]);
+        b[d] = sym_const(ENG_CTX(t)->sym, begin[d]);
+        e[d] = sym_const(ENG_CTX(t)->sym, end[d]);
     }
-    VIEW_OP(t, shape_view_shrink(t->ctx->shape, v, b, e, &out_));
+    VIEW_OP(t, shape_view_shrink(ENG_CTX(t)->shape, v, b, e, &out_));
 }
 
-kiln_tensor *kiln_flip(kiln_tensor *t, int32_t dim) {
-    VIEW_OP(t, shape_view_flip(t->ctx->shape, view_of(t), dim, &out_));
+static kiln_tensor *flip_impl(kiln_tensor *t, int32_t dim) {
+    VIEW_OP(t, shape_view_flip(ENG_CTX(t)->shape, view_of(t), dim, &out_));
 }
 
-kiln_tensor *kiln_slice(kiln_tensor *t, int32_t dim, int64_t start, int64_t stop, int64_t step) {
+static kiln_tensor *slice_impl(kiln_tensor *t, int32_t dim, int64_t start, int64_t stop,
+                               int64_t step) {
     shape_slice s = {.start = start,
                      .stop = stop,
                      .step = step,
                      .has_start = start != INT64_MIN && start != INT64_MAX,
                      .has_stop = stop != INT64_MIN && stop != INT64_MAX};
-    VIEW_OP(t, shape_view_slice(t->ctx->shape, view_of(t), dim, &s, &out_));
+    VIEW_OP(t, shape_view_slice(ENG_CTX(t)->shape, view_of(t), dim, &s, &out_));
 }
 
-kiln_tensor *kiln_unsqueeze(kiln_tensor *t, int32_t dim) {
-    VIEW_OP(t, shape_view_unsqueeze(t->ctx->shape, view_of(t), dim, &out_));
+static kiln_tensor *unsqueeze_impl(kiln_tensor *t, int32_t dim) {
+    VIEW_OP(t, shape_view_unsqueeze(ENG_CTX(t)->shape, view_of(t), dim, &out_));
 }
 
-kiln_tensor *kiln_squeeze(kiln_tensor *t, int32_t dim) {
-    VIEW_OP(t, shape_view_squeeze(t->ctx->shape, view_of(t), dim, &out_));
+static kiln_tensor *squeeze_impl(kiln_tensor *t, int32_t dim) {
+    VIEW_OP(t, shape_view_squeeze(ENG_CTX(t)->shape, view_of(t), dim, &out_));
 }
 
-kiln_tensor *kiln_narrow(kiln_tensor *t, int32_t dim, int64_t start, int64_t length) {
-    VIEW_OP(t, shape_view_narrow(t->ctx->shape, view_of(t), dim, sym_const(t->ctx->sym, start),
-                                 sym_const(t->ctx->sym, length), &out_));
+static kiln_tensor *narrow_impl(kiln_tensor *t, int32_t dim, int64_t start, int64_t length) {
+    VIEW_OP(t,
+            shape_view_narrow(ENG_CTX(t)->shape, view_of(t), dim, sym_const(ENG_CTX(t)->sym, start),
+                              sym_const(ENG_CTX(t)->sym, length), &out_));
 }
 
-kiln_tensor *kiln_select(kiln_tensor *t, int32_t dim, int64_t index) {
-    VIEW_OP(
-        t, shape_view_select(t->ctx->shape, view_of(t), dim, sym_const(t->ctx->sym, index), &out_));
+static kiln_tensor *select_impl(kiln_tensor *t, int32_t dim, int64_t index) {
+    VIEW_OP(t, shape_view_select(ENG_CTX(t)->shape, view_of(t), dim,
+                                 sym_const(ENG_CTX(t)->sym, index), &out_));
 }
 
-kiln_tensor *kiln_diagonal(kiln_tensor *t, int64_t offset, int32_t dim1, int32_t dim2) {
-    VIEW_OP(t, shape_view_diagonal(t->ctx->shape, view_of(t), offset, dim1, dim2, &out_));
+static kiln_tensor *diagonal_impl(kiln_tensor *t, int64_t offset, int32_t dim1, int32_t dim2) {
+    VIEW_OP(t, shape_view_diagonal(ENG_CTX(t)->shape, view_of(t), offset, dim1, dim2, &out_));
 }
 
-kiln_tensor *kiln_unfold(kiln_tensor *t, int32_t dim, int64_t size, int64_t step) {
-    VIEW_OP(t, shape_view_unfold(t->ctx->shape, view_of(t), dim, sym_const(t->ctx->sym, size),
-                                 sym_const(t->ctx->sym, step), &out_));
+static kiln_tensor *unfold_impl(kiln_tensor *t, int32_t dim, int64_t size, int64_t step) {
+    VIEW_OP(t,
+            shape_view_unfold(ENG_CTX(t)->shape, view_of(t), dim, sym_const(ENG_CTX(t)->sym, size),
+                              sym_const(ENG_CTX(t)->sym, step), &out_));
 }
 
-kiln_tensor *kiln_reshape_sym(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape) {
+static kiln_tensor *reshape_sym_impl(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape) {
     if (!t)
         return NULL;
-    kiln_context *ctx = t->ctx;
+    kiln_context *ctx = ENG_CTX(t);
     const sym_node *dims[SHAPE_MAX_DIMS];
     if (!eng_shape_from_exprs(ctx, "kiln_reshape", ndim, shape, dims))
         return NULL;
     /* Trackers are kept compact (only their views); shape/ takes whole values. */
     shape_tracker in, out;
-    memcpy(&in, t->st, offsetof(shape_tracker, views) + t->st->nviews * sizeof(shape_view));
+    memcpy(&in, ENG_ST(t), offsetof(shape_tracker, views) + ENG_ST(t)->nviews * sizeof(shape_view));
     kiln_status st = shape_tracker_reshape(ctx->shape, &in, ndim, dims, &out);
     if (st != KILN_OK)
         return eng_fail_from_shape(ctx, st);
-    kiln_tensor *r = eng_tensor_new(ctx, eng_resolve(t), eng_tracker_keep(ctx, &out));
+    kiln_tensor *r = eng_view_new(ctx, t, eng_tracker_keep(ctx, &out));
     /* torch.reshape is a view exactly when torch.view would succeed; otherwise it is a new
      * tensor that does not alias its input. That one is an identity node over the (possibly
      * two-view) reshape: still read lazily and fused into its consumers, never a copy kernel
      * of its own, but writes to it do not reach the input's storage. */
-    bool view = t->st->nviews == 1 &&
-                shape_view_torch_can_view(ctx->shape, shape_tracker_last(t->st), ndim, dims, NULL);
+    bool view =
+        ENG_ST(t)->nviews == 1 &&
+        shape_view_torch_can_view(ctx->shape, shape_tracker_last(ENG_ST(t)), ndim, dims, NULL);
     if (!r || view)
         return r;
-    return eng_elementwise(ctx, IR_CAST, r->base->type, 1, &r);
+    return eng_elementwise(ctx, IR_CAST, ENG_BASE(r)->type, 1, &r);
 }
 
-kiln_tensor *kiln_reshape(kiln_tensor *t, uint32_t ndim, const int64_t *shape) {
+static kiln_tensor *reshape_impl(kiln_tensor *t, uint32_t ndim, const int64_t *shape) {
     if (!t)
         return NULL;
-    kiln_context *ctx = t->ctx;
+    kiln_context *ctx = ENG_CTX(t);
     if (ndim > SHAPE_MAX_DIMS || (ndim && !shape))
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_reshape: bad shape");
     /* One -1 is inferred from the element count, which must then be known. */
@@ -221,19 +225,19 @@ kiln_tensor *kiln_reshape(kiln_tensor *t, uint32_t ndim, const int64_t *shape) {
     return kiln_reshape_sym(t, ndim, dims);
 }
 
-kiln_tensor *kiln_shrink_sym(kiln_tensor *t, const kiln_expr *const *begin,
-                             const kiln_expr *const *end) {
+static kiln_tensor *shrink_sym_impl(kiln_tensor *t, const kiln_expr *const *begin,
+                                    const kiln_expr *const *end) {
     if (!t)
         return NULL;
     const shape_view *v = view_of(t);
     const sym_node *b[SHAPE_MAX_DIMS], *e[SHAPE_MAX_DIMS];
-    if (!eng_shape_from_exprs(t->ctx, "kiln_shrink", v->ndim, begin, b) ||
-        !eng_shape_from_exprs(t->ctx, "kiln_shrink", v->ndim, end, e))
+    if (!eng_shape_from_exprs(ENG_CTX(t), "kiln_shrink", v->ndim, begin, b) ||
+        !eng_shape_from_exprs(ENG_CTX(t), "kiln_shrink", v->ndim, end, e))
         return NULL;
-    VIEW_OP(t, shape_view_shrink(t->ctx->shape, v, b, e, &out_));
+    VIEW_OP(t, shape_view_shrink(ENG_CTX(t)->shape, v, b, e, &out_));
 }
 
-kiln_tensor *kiln_pad_sym(kiln_tensor *t, const kiln_expr *const *pad) {
+static kiln_tensor *pad_sym_impl(kiln_tensor *t, const kiln_expr *const *pad) {
     if (!t)
         return NULL;
     const shape_view *v = view_of(t);
@@ -243,46 +247,46 @@ kiln_tensor *kiln_pad_sym(kiln_tensor *t, const kiln_expr *const *pad) {
         after_e[d] = pad ? pad[2 * d + 1] : NULL;
     }
     const sym_node *before[SHAPE_MAX_DIMS], *after[SHAPE_MAX_DIMS];
-    if (!eng_shape_from_exprs(t->ctx, "kiln_pad", v->ndim, before_e, before) ||
-        !eng_shape_from_exprs(t->ctx, "kiln_pad", v->ndim, after_e, after))
+    if (!eng_shape_from_exprs(ENG_CTX(t), "kiln_pad", v->ndim, before_e, before) ||
+        !eng_shape_from_exprs(ENG_CTX(t), "kiln_pad", v->ndim, after_e, after))
         return NULL;
-    VIEW_OP(t, shape_view_pad(t->ctx->shape, v, before, after, &out_));
+    VIEW_OP(t, shape_view_pad(ENG_CTX(t)->shape, v, before, after, &out_));
 }
 
-kiln_tensor *kiln_narrow_sym(kiln_tensor *t, int32_t dim, const kiln_expr *start,
-                             const kiln_expr *length) {
+static kiln_tensor *narrow_sym_impl(kiln_tensor *t, int32_t dim, const kiln_expr *start,
+                                    const kiln_expr *length) {
     if (!t)
         return NULL;
     if (!start || !length)
-        return t->ctx->err.status ? NULL
-                                  : eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
-                                             "kiln_narrow: missing start or length");
-    VIEW_OP(t, shape_view_narrow(t->ctx->shape, view_of(t), dim, (const sym_node *)start,
+        return ENG_CTX(t)->err.status ? NULL
+                                      : eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT,
+                                                 "kiln_narrow: missing start or length");
+    VIEW_OP(t, shape_view_narrow(ENG_CTX(t)->shape, view_of(t), dim, (const sym_node *)start,
                                  (const sym_node *)length, &out_));
 }
 
-kiln_tensor *kiln_slice_sym(kiln_tensor *t, int32_t dim, const kiln_expr *start,
-                            const kiln_expr *stop, int64_t step) {
+static kiln_tensor *slice_sym_impl(kiln_tensor *t, int32_t dim, const kiln_expr *start,
+                                   const kiln_expr *stop, int64_t step) {
     if (!t)
         return NULL;
     if (step < 1)
-        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
+        return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT,
                         "kiln_slice_sym: step must be >= 1 (use kiln_flip for reversed order)");
     if (!start || !stop)
-        return t->ctx->err.status ? NULL
-                                  : eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
-                                             "kiln_slice_sym: missing start or stop");
-    const kiln_expr *length =
-        (const kiln_expr *)sym_sub(t->ctx->sym, (const sym_node *)stop, (const sym_node *)start);
+        return ENG_CTX(t)->err.status ? NULL
+                                      : eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT,
+                                                 "kiln_slice_sym: missing start or stop");
+    const kiln_expr *length = (const kiln_expr *)sym_sub(ENG_CTX(t)->sym, (const sym_node *)stop,
+                                                         (const sym_node *)start);
     kiln_tensor *n = kiln_narrow_sym(t, dim, start, length);
     return step == 1 ? n : kiln_slice(n, dim, 0, INT64_MAX, step);
 }
 
-kiln_tensor *kiln_as_strided(kiln_tensor *t, uint32_t ndim, const int64_t *shape,
-                             const int64_t *strides, int64_t offset) {
+static kiln_tensor *as_strided_impl(kiln_tensor *t, uint32_t ndim, const int64_t *shape,
+                                    const int64_t *strides, int64_t offset) {
     if (!t)
         return NULL;
-    kiln_context *ctx = t->ctx;
+    kiln_context *ctx = ENG_CTX(t);
     const sym_node *sizes[SHAPE_MAX_DIMS], *st[SHAPE_MAX_DIMS];
     if (!eng_shape_from_ints(ctx, "kiln_as_strided", ndim, shape, sizes))
         return NULL;
@@ -300,5 +304,180 @@ kiln_tensor *kiln_as_strided(kiln_tensor *t, uint32_t ndim, const int64_t *shape
         s = shape_tracker_from_view(&v, &tr);
     if (s != KILN_OK)
         return eng_fail_from_shape(ctx, s);
-    return eng_tensor_new(ctx, base, eng_tracker_keep(ctx, &tr));
+    (void)base;
+    return eng_view_new(ctx, t, eng_tracker_keep(ctx, &tr));
+}
+
+/* ---- the public entry points: checked handles, intermediates released ---------------- */
+
+kiln_tensor *kiln_permute(kiln_tensor *t, const int32_t *dims) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_permute"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, permute_impl(t, dims));
+}
+
+kiln_tensor *kiln_transpose(kiln_tensor *t, int32_t dim0, int32_t dim1) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_transpose"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, transpose_impl(t, dim0, dim1));
+}
+
+kiln_tensor *kiln_expand_sym(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_expand_sym"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, expand_sym_impl(t, ndim, shape));
+}
+
+kiln_tensor *kiln_expand(kiln_tensor *t, uint32_t ndim, const int64_t *shape) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_expand"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, expand_impl(t, ndim, shape));
+}
+
+kiln_tensor *kiln_pad(kiln_tensor *t, const int64_t *pad) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_pad"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, pad_impl(t, pad));
+}
+
+kiln_tensor *kiln_shrink(kiln_tensor *t, const int64_t *begin, const int64_t *end) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_shrink"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, shrink_impl(t, begin, end));
+}
+
+kiln_tensor *kiln_flip(kiln_tensor *t, int32_t dim) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_flip"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, flip_impl(t, dim));
+}
+
+kiln_tensor *kiln_slice(kiln_tensor *t, int32_t dim, int64_t start, int64_t stop, int64_t step) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_slice"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, slice_impl(t, dim, start, stop, step));
+}
+
+kiln_tensor *kiln_unsqueeze(kiln_tensor *t, int32_t dim) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_unsqueeze"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, unsqueeze_impl(t, dim));
+}
+
+kiln_tensor *kiln_squeeze(kiln_tensor *t, int32_t dim) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_squeeze"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, squeeze_impl(t, dim));
+}
+
+kiln_tensor *kiln_narrow(kiln_tensor *t, int32_t dim, int64_t start, int64_t length) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_narrow"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, narrow_impl(t, dim, start, length));
+}
+
+kiln_tensor *kiln_select(kiln_tensor *t, int32_t dim, int64_t index) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_select"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, select_impl(t, dim, index));
+}
+
+kiln_tensor *kiln_diagonal(kiln_tensor *t, int64_t offset, int32_t dim1, int32_t dim2) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_diagonal"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, diagonal_impl(t, offset, dim1, dim2));
+}
+
+kiln_tensor *kiln_unfold(kiln_tensor *t, int32_t dim, int64_t size, int64_t step) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_unfold"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, unfold_impl(t, dim, size, step));
+}
+
+kiln_tensor *kiln_reshape_sym(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_reshape_sym"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, reshape_sym_impl(t, ndim, shape));
+}
+
+kiln_tensor *kiln_reshape(kiln_tensor *t, uint32_t ndim, const int64_t *shape) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_reshape"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, reshape_impl(t, ndim, shape));
+}
+
+kiln_tensor *kiln_shrink_sym(kiln_tensor *t, const kiln_expr *const *begin,
+                             const kiln_expr *const *end) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_shrink_sym"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, shrink_sym_impl(t, begin, end));
+}
+
+kiln_tensor *kiln_pad_sym(kiln_tensor *t, const kiln_expr *const *pad) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_pad_sym"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, pad_sym_impl(t, pad));
+}
+
+kiln_tensor *kiln_narrow_sym(kiln_tensor *t, int32_t dim, const kiln_expr *start,
+                             const kiln_expr *length) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_narrow_sym"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, narrow_sym_impl(t, dim, start, length));
+}
+
+kiln_tensor *kiln_slice_sym(kiln_tensor *t, int32_t dim, const kiln_expr *start,
+                            const kiln_expr *stop, int64_t step) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_slice_sym"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, slice_sym_impl(t, dim, start, stop, step));
+}
+
+kiln_tensor *kiln_as_strided(kiln_tensor *t, uint32_t ndim, const int64_t *shape,
+                             const int64_t *strides, int64_t offset) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_as_strided"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, as_strided_impl(t, ndim, shape, strides, offset));
 }

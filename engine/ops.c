@@ -6,12 +6,12 @@
 #include <math.h>
 #include <string.h>
 
-static const shape_view *view_of(const kiln_tensor *t) {
-    return shape_tracker_last(t->st);
+static const shape_view *view_of(kiln_tensor *t) {
+    return shape_tracker_last(ENG_ST(t));
 }
 
-static ir_type type_of(const kiln_tensor *t) {
-    return t->base->type;
+static ir_type type_of(kiln_tensor *t) {
+    return ENG_BASE(t)->type;
 }
 
 kiln_tensor *eng_elementwise(kiln_context *ctx, ir_op op, ir_type type, uint32_t nsrc,
@@ -21,8 +21,13 @@ kiln_tensor *eng_elementwise(kiln_context *ctx, ir_op op, ir_type type, uint32_t
     if (!n)
         return NULL;
     n->nsrc = nsrc;
-    for (uint32_t i = 0; i < nsrc; i++)
-        n->src[i] = (eng_src){eng_resolve(srcs[i]), srcs[i]->st};
+    for (uint32_t i = 0; i < nsrc; i++) {
+        n->src[i] = (eng_src){eng_resolve(srcs[i]), eng_tracker_keep(ctx, ENG_ST(srcs[i])), 0};
+        if (!n->src[i].st) {
+            eng_node_discard(ctx, n);
+            return NULL;
+        }
+    }
     n = eng_node_intern(ctx, n);
     if (!n)
         return NULL;
@@ -107,14 +112,14 @@ static ir_type promote(ir_type a, ir_type b) {
 static kiln_tensor *cast_to(kiln_tensor *t, ir_type type) {
     if (!t || type_of(t) == type)
         return t;
-    return eng_elementwise(t->ctx, IR_CAST, type, 1, &t);
+    return eng_elementwise(ENG_CTX(t), IR_CAST, type, 1, &t);
 }
 
-kiln_tensor *kiln_cast(kiln_tensor *t, kiln_dtype dtype) {
+static kiln_tensor *cast_impl(kiln_tensor *t, kiln_dtype dtype) {
     if (!t)
         return NULL;
     if (!eng_dtype_valid(dtype))
-        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_cast: unknown dtype %d",
+        return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT, "kiln_cast: unknown dtype %d",
                         (int)dtype);
     return cast_to(t, eng_ir_type(dtype));
 }
@@ -125,8 +130,8 @@ static kiln_tensor *binary(const char *name, ir_op op, kiln_tensor *a, kiln_tens
                            ir_type operand, ir_type result) {
     if (!a || !b)
         return NULL;
-    kiln_context *ctx = a->ctx;
-    if (b->ctx != ctx)
+    kiln_context *ctx = ENG_CTX(a);
+    if (ENG_CTX(b) != ctx)
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: tensors of different contexts",
                         name);
     ir_type t = operand != IR_TYPE_COUNT_ ? operand : promote(type_of(a), type_of(b));
@@ -144,71 +149,71 @@ static ir_type promoted(kiln_tensor *a, kiln_tensor *b) {
     return a && b ? promote(type_of(a), type_of(b)) : IR_F32;
 }
 
-kiln_tensor *kiln_add(kiln_tensor *a, kiln_tensor *b) {
+static kiln_tensor *add_impl(kiln_tensor *a, kiln_tensor *b) {
     if (promoted(a, b) == IR_BOOL) /* True + True is True */
         return binary("kiln_add", IR_OR, a, b, IR_TYPE_COUNT_, IR_TYPE_COUNT_);
     return binary("kiln_add", IR_ADD, a, b, IR_TYPE_COUNT_, IR_TYPE_COUNT_);
 }
 
-kiln_tensor *kiln_sub(kiln_tensor *a, kiln_tensor *b) {
+static kiln_tensor *sub_impl(kiln_tensor *a, kiln_tensor *b) {
     if (a && b && promoted(a, b) == IR_BOOL)
-        return eng_fail(a->ctx, KILN_ERROR_INVALID_ARGUMENT,
+        return eng_fail(ENG_CTX(a), KILN_ERROR_INVALID_ARGUMENT,
                         "kiln_sub: subtraction of bool tensors is not supported (as PyTorch)");
     return binary("kiln_sub", IR_SUB, a, b, IR_TYPE_COUNT_, IR_TYPE_COUNT_);
 }
 
-kiln_tensor *kiln_mul(kiln_tensor *a, kiln_tensor *b) {
+static kiln_tensor *mul_impl(kiln_tensor *a, kiln_tensor *b) {
     if (promoted(a, b) == IR_BOOL)
         return binary("kiln_mul", IR_AND, a, b, IR_TYPE_COUNT_, IR_TYPE_COUNT_);
     return binary("kiln_mul", IR_MUL, a, b, IR_TYPE_COUNT_, IR_TYPE_COUNT_);
 }
 
-kiln_tensor *kiln_div(kiln_tensor *a, kiln_tensor *b) {
+static kiln_tensor *div_impl(kiln_tensor *a, kiln_tensor *b) {
     ir_type t = float_of(promoted(a, b));
     return binary("kiln_div", IR_DIV, a, b, t, t);
 }
 
-kiln_tensor *kiln_pow(kiln_tensor *a, kiln_tensor *b) {
+static kiln_tensor *pow_impl(kiln_tensor *a, kiln_tensor *b) {
     ir_type t = float_of(promoted(a, b));
     return binary("kiln_pow", IR_POW, a, b, t, t);
 }
 
-kiln_tensor *kiln_maximum(kiln_tensor *a, kiln_tensor *b) {
+static kiln_tensor *maximum_impl(kiln_tensor *a, kiln_tensor *b) {
     return binary("kiln_maximum", IR_MAX, a, b, IR_TYPE_COUNT_, IR_TYPE_COUNT_);
 }
 
-kiln_tensor *kiln_minimum(kiln_tensor *a, kiln_tensor *b) {
+static kiln_tensor *minimum_impl(kiln_tensor *a, kiln_tensor *b) {
     return binary("kiln_minimum", IR_MIN, a, b, IR_TYPE_COUNT_, IR_TYPE_COUNT_);
 }
 
-kiln_tensor *kiln_lt(kiln_tensor *a, kiln_tensor *b) {
+static kiln_tensor *lt_impl(kiln_tensor *a, kiln_tensor *b) {
     return binary("kiln_lt", IR_LT, a, b, IR_TYPE_COUNT_, IR_BOOL);
 }
 
-kiln_tensor *kiln_le(kiln_tensor *a, kiln_tensor *b) {
+static kiln_tensor *le_impl(kiln_tensor *a, kiln_tensor *b) {
     return binary("kiln_le", IR_LE, a, b, IR_TYPE_COUNT_, IR_BOOL);
 }
 
-kiln_tensor *kiln_gt(kiln_tensor *a, kiln_tensor *b) {
+static kiln_tensor *gt_impl(kiln_tensor *a, kiln_tensor *b) {
     return binary("kiln_gt", IR_LT, b, a, IR_TYPE_COUNT_, IR_BOOL);
 }
 
-kiln_tensor *kiln_ge(kiln_tensor *a, kiln_tensor *b) {
+static kiln_tensor *ge_impl(kiln_tensor *a, kiln_tensor *b) {
     return binary("kiln_ge", IR_LE, b, a, IR_TYPE_COUNT_, IR_BOOL);
 }
 
-kiln_tensor *kiln_eq(kiln_tensor *a, kiln_tensor *b) {
+static kiln_tensor *eq_impl(kiln_tensor *a, kiln_tensor *b) {
     return binary("kiln_eq", IR_EQ, a, b, IR_TYPE_COUNT_, IR_BOOL);
 }
 
-kiln_tensor *kiln_ne(kiln_tensor *a, kiln_tensor *b) {
+static kiln_tensor *ne_impl(kiln_tensor *a, kiln_tensor *b) {
     return binary("kiln_ne", IR_NE, a, b, IR_TYPE_COUNT_, IR_BOOL);
 }
 
-kiln_tensor *kiln_where(kiln_tensor *cond, kiln_tensor *a, kiln_tensor *b) {
+static kiln_tensor *where_impl(kiln_tensor *cond, kiln_tensor *a, kiln_tensor *b) {
     if (!cond || !a || !b)
         return NULL;
-    kiln_context *ctx = cond->ctx;
+    kiln_context *ctx = ENG_CTX(cond);
     ir_type t = promote(type_of(a), type_of(b));
     kiln_tensor *ts[3] = {cast_to(cond, IR_BOOL), cast_to(a, t), cast_to(b, t)};
     if (!ts[0] || !ts[1] || !ts[2] || !broadcast(ctx, "kiln_where", 3, ts))
@@ -221,59 +226,59 @@ static kiln_tensor *unary(const char *name, ir_op op, kiln_tensor *t, bool to_fl
         return NULL;
     ir_type type = to_float ? float_of(type_of(t)) : type_of(t);
     if (type == IR_BOOL && (op == IR_NEG || op == IR_ABS))
-        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: not defined for bool", name);
+        return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT, "%s: not defined for bool", name);
     kiln_tensor *x = cast_to(t, type);
-    return x ? eng_elementwise(t->ctx, op, type, 1, &x) : NULL;
+    return x ? eng_elementwise(ENG_CTX(t), op, type, 1, &x) : NULL;
 }
 
-kiln_tensor *kiln_neg(kiln_tensor *t) {
+static kiln_tensor *neg_impl(kiln_tensor *t) {
     return unary("kiln_neg", IR_NEG, t, false);
 }
-kiln_tensor *kiln_abs(kiln_tensor *t) {
+static kiln_tensor *abs_impl(kiln_tensor *t) {
     return unary("kiln_abs", IR_ABS, t, false);
 }
-kiln_tensor *kiln_exp(kiln_tensor *t) {
+static kiln_tensor *exp_impl(kiln_tensor *t) {
     return unary("kiln_exp", IR_EXP, t, true);
 }
-kiln_tensor *kiln_log(kiln_tensor *t) {
+static kiln_tensor *log_impl(kiln_tensor *t) {
     return unary("kiln_log", IR_LOG, t, true);
 }
-kiln_tensor *kiln_sqrt(kiln_tensor *t) {
+static kiln_tensor *sqrt_impl(kiln_tensor *t) {
     return unary("kiln_sqrt", IR_SQRT, t, true);
 }
-kiln_tensor *kiln_rsqrt(kiln_tensor *t) {
+static kiln_tensor *rsqrt_impl(kiln_tensor *t) {
     return unary("kiln_rsqrt", IR_RSQRT, t, true);
 }
-kiln_tensor *kiln_sin(kiln_tensor *t) {
+static kiln_tensor *sin_impl(kiln_tensor *t) {
     return unary("kiln_sin", IR_SIN, t, true);
 }
-kiln_tensor *kiln_cos(kiln_tensor *t) {
+static kiln_tensor *cos_impl(kiln_tensor *t) {
     return unary("kiln_cos", IR_COS, t, true);
 }
-kiln_tensor *kiln_tanh(kiln_tensor *t) {
+static kiln_tensor *tanh_impl(kiln_tensor *t) {
     return unary("kiln_tanh", IR_TANH, t, true);
 }
 
 /* A 0-d constant of t's type (broadcasts against t). */
 static kiln_tensor *scalar_like(kiln_tensor *t, double value) {
-    if (!t || !eng_value_fits(t->ctx, "scalar operand", type_of(t), value))
+    if (!t || !eng_value_fits(ENG_CTX(t), "scalar operand", type_of(t), value))
         return NULL;
-    return eng_full(t->ctx, type_of(t), 0, NULL, value, NULL);
+    return eng_full(ENG_CTX(t), type_of(t), 0, NULL, value, NULL);
 }
 
-kiln_tensor *kiln_add_scalar(kiln_tensor *t, double value) {
+static kiln_tensor *add_scalar_impl(kiln_tensor *t, double value) {
     return kiln_add(t, scalar_like(t, value));
 }
 
-kiln_tensor *kiln_mul_scalar(kiln_tensor *t, double value) {
+static kiln_tensor *mul_scalar_impl(kiln_tensor *t, double value) {
     return kiln_mul(t, scalar_like(t, value));
 }
 
-kiln_tensor *kiln_relu(kiln_tensor *t) {
+static kiln_tensor *relu_impl(kiln_tensor *t) {
     return kiln_maximum(t, scalar_like(t, 0.0));
 }
 
-kiln_tensor *kiln_sigmoid(kiln_tensor *t) {
+static kiln_tensor *sigmoid_impl(kiln_tensor *t) {
     kiln_tensor *x = t ? cast_to(t, float_of(type_of(t))) : NULL;
     kiln_tensor *one = scalar_like(x, 1.0);
     return kiln_div(one, kiln_add(one, kiln_exp(kiln_neg(x))));
@@ -292,16 +297,16 @@ static bool axes_mask(kiln_tensor *t, const char *name, uint32_t naxes, const in
         return true;
     }
     if (!axes)
-        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: %u axes and no axes array", name,
-                        naxes) != NULL;
+        return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT, "%s: %u axes and no axes array",
+                        name, naxes) != NULL;
     for (uint32_t i = 0; i < naxes; i++) {
         int32_t a = axes[i] < 0 ? axes[i] + (int32_t)ndim : axes[i];
         if (a < 0 || a >= (int32_t)ndim)
-            return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
+            return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT,
                             "%s: axis %d is out of range for %u dims", name, axes[i], ndim) != NULL;
         if (*mask & (1u << a))
-            return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: axis %d appears twice", name,
-                            axes[i]) != NULL;
+            return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT, "%s: axis %d appears twice",
+                            name, axes[i]) != NULL;
         *mask |= 1u << a;
     }
     return true;
@@ -330,7 +335,7 @@ static const sym_node *reduced_count(kiln_tensor *t, uint32_t mask) {
         if (mask & (1u << d))
             dims[n++] = v->shape[d];
     }
-    return eng_numel(t->ctx, n, dims);
+    return eng_numel(ENG_CTX(t), n, dims);
 }
 
 /* The most elements one kernel combines per output: lavapipe ends every loop of an invocation
@@ -344,7 +349,7 @@ static kiln_tensor *reduce_node(kiln_tensor *t, ir_op op, uint32_t mask);
  * with values that change nothing (0 for sums, 1 for products, the first element for max and
  * min), reduced over inner, then over outer. The result is shaped as reduce_node's. */
 static kiln_tensor *reduce_split(kiln_tensor *t, ir_op op, uint32_t mask, int64_t count) {
-    kiln_context *ctx = t->ctx;
+    kiln_context *ctx = ENG_CTX(t);
     const shape_view *v = view_of(t);
     int64_t outer = (count + REDUCE_MAX_COUNT - 1) / REDUCE_MAX_COUNT;
     int64_t inner = (count + outer - 1) / outer;
@@ -388,7 +393,7 @@ static kiln_tensor *reduce_split(kiln_tensor *t, ir_op op, uint32_t mask, int64_
 static kiln_tensor *reduce_node(kiln_tensor *t, ir_op op, uint32_t mask) {
     if (!t)
         return NULL;
-    kiln_context *ctx = t->ctx;
+    kiln_context *ctx = ENG_CTX(t);
     int64_t count;
     const sym_node *c = reduced_count(t, mask);
     if (c && sym_is_const(c, &count) && count > REDUCE_MAX_COUNT)
@@ -401,8 +406,12 @@ static kiln_tensor *reduce_node(kiln_tensor *t, ir_op op, uint32_t mask) {
     if (!n)
         return NULL;
     n->nsrc = 1;
-    n->src[0] = (eng_src){eng_resolve(t), t->st};
+    n->src[0] = (eng_src){eng_resolve(t), eng_tracker_keep(ctx, ENG_ST(t)), 0};
     n->reduce_mask = mask;
+    if (!n->src[0].st) {
+        eng_node_discard(ctx, n);
+        return NULL;
+    }
     n = eng_node_intern(ctx, n);
     return n ? eng_tensor_new(ctx, n, eng_tracker_contiguous(ctx, n->ndim, n->shape)) : NULL;
 }
@@ -414,7 +423,7 @@ static kiln_tensor *reduce_node(kiln_tensor *t, ir_op op, uint32_t mask) {
  * device's parallelism. Constant sizes only (a symbolic reduction stays one kernel, compiled
  * once for every bound value). Returns NULL when one stage is best. */
 static kiln_tensor *split_reduce(kiln_tensor *x, ir_op op, uint32_t mask) {
-    kiln_context *ctx = x->ctx;
+    kiln_context *ctx = ENG_CTX(x);
     const shape_view *v = view_of(x);
     int64_t outputs = 1, count = 1, size;
     for (uint32_t d = 0; d < v->ndim; d++) {
@@ -467,7 +476,7 @@ static kiln_tensor *split_reduce(kiln_tensor *x, ir_op op, uint32_t mask) {
  * of (4096, 4096) on lavapipe: 16 strips 7-9% faster than 8); the second combines P partials
  * per column. NULL: one stage is best. */
 static kiln_tensor *strip_split(kiln_tensor *x, ir_op op, uint32_t mask) {
-    kiln_context *ctx = x->ctx;
+    kiln_context *ctx = ENG_CTX(x);
     const shape_view *v = view_of(x);
     int64_t rows = 1, cols = 1, size, stride = 0;
     int32_t perm[SHAPE_MAX_DIMS];
@@ -521,7 +530,7 @@ static kiln_tensor *reduce(const char *name, ir_op op, kiln_tensor *t, uint32_t 
         int64_t count;
         const sym_node *c = reduced_count(t, mask);
         if (c && sym_is_const(c, &count) && count == 0)
-            return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
+            return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT,
                             "%s: the reduction is over 0 elements, which has no identity", name);
     }
     kiln_tensor *x = cast_to(t, acc);
@@ -535,19 +544,19 @@ static kiln_tensor *reduce(const char *name, ir_op op, kiln_tensor *t, uint32_t 
     return finish_keepdim(r, mask, keepdim);
 }
 
-kiln_tensor *kiln_sum(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
+static kiln_tensor *sum_impl(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
     return reduce("kiln_sum", IR_ADD, t, naxes, axes, keepdim);
 }
 
-kiln_tensor *kiln_prod(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
+static kiln_tensor *prod_impl(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
     return reduce("kiln_prod", IR_MUL, t, naxes, axes, keepdim);
 }
 
-kiln_tensor *kiln_max(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
+static kiln_tensor *max_impl(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
     return reduce("kiln_max", IR_MAX, t, naxes, axes, keepdim);
 }
 
-kiln_tensor *kiln_min(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
+static kiln_tensor *min_impl(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
     return reduce("kiln_min", IR_MIN, t, naxes, axes, keepdim);
 }
 
@@ -555,14 +564,14 @@ kiln_tensor *kiln_min(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool 
  * as push constants: never evaluated on the host). */
 static kiln_tensor *count_tensor(kiln_tensor *t, uint32_t mask, ir_type type) {
     const sym_node *c = reduced_count(t, mask);
-    return c ? eng_full(t->ctx, type, 0, NULL, 0.0, c) : NULL;
+    return c ? eng_full(ENG_CTX(t), type, 0, NULL, 0.0, c) : NULL;
 }
 
 /* x / 0 as IEEE division gives it (NaN for x = 0, +inf for x > 0; x >= 0 here), written as a
  * select: a device may fold a division by a constant 0 to anything (the emitted SPIR-V does not
  * declare SignedZeroInfNanPreserve; lavapipe folds it to 0). */
 static kiln_tensor *div_by_zero(kiln_tensor *x) {
-    kiln_context *ctx = x->ctx;
+    kiln_context *ctx = ENG_CTX(x);
     kiln_tensor *zero = eng_full(ctx, IR_F32, 0, NULL, 0.0, NULL);
     return kiln_where(kiln_gt(x, zero), eng_full(ctx, IR_F32, 0, NULL, INFINITY, NULL),
                       eng_full(ctx, IR_F32, 0, NULL, NAN, NULL));
@@ -575,12 +584,12 @@ static bool count_at_most(kiln_tensor *t, uint32_t mask, double limit) {
     return c && sym_is_const(c, &n) && (double)n <= limit;
 }
 
-kiln_tensor *kiln_mean(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
+static kiln_tensor *mean_impl(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
     uint32_t mask;
     if (!t || !axes_mask(t, "kiln_mean", naxes, axes, &mask))
         return NULL;
     if (!ir_type_is_float(type_of(t)))
-        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
+        return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT,
                         "kiln_mean: the input must be a float tensor (as PyTorch)");
     ir_type type = type_of(t);
     kiln_tensor *s = reduce("kiln_mean", IR_ADD, cast_to(t, IR_F32), naxes, axes, keepdim);
@@ -592,15 +601,15 @@ kiln_tensor *kiln_mean(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool
 /* var in one kernel: the shifted-data algorithm, with the shift K the first element of each
  * reduced slice (a view, no extra pass): s1 = sum(x - K), s2 = sum((x - K)^2) share one range,
  * var = (s2 - s1^2 / n) / max(0, n - correction). */
-kiln_tensor *kiln_var(kiln_tensor *t, uint32_t naxes, const int32_t *axes, double correction,
-                      bool keepdim) {
+static kiln_tensor *var_impl(kiln_tensor *t, uint32_t naxes, const int32_t *axes, double correction,
+                             bool keepdim) {
     uint32_t mask;
     if (!t || !axes_mask(t, "kiln_var", naxes, axes, &mask))
         return NULL;
     if (!ir_type_is_float(type_of(t)))
-        return eng_fail(t->ctx, KILN_ERROR_INVALID_ARGUMENT,
+        return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT,
                         "kiln_var: the input must be a float tensor (as PyTorch)");
-    kiln_context *ctx = t->ctx;
+    kiln_context *ctx = ENG_CTX(t);
     ir_type type = type_of(t);
     kiln_tensor *x = cast_to(t, IR_F32);
     if (!x)
@@ -637,12 +646,12 @@ kiln_tensor *kiln_var(kiln_tensor *t, uint32_t naxes, const int32_t *axes, doubl
     return cast_to(kiln_div(num, divisor), type);
 }
 
-kiln_tensor *kiln_std(kiln_tensor *t, uint32_t naxes, const int32_t *axes, double correction,
-                      bool keepdim) {
+static kiln_tensor *std_impl(kiln_tensor *t, uint32_t naxes, const int32_t *axes, double correction,
+                             bool keepdim) {
     return kiln_sqrt(kiln_var(t, naxes, axes, correction, keepdim));
 }
 
-kiln_tensor *kiln_softmax(kiln_tensor *t, int32_t dim) {
+static kiln_tensor *softmax_impl(kiln_tensor *t, int32_t dim) {
     if (!t)
         return NULL;
     kiln_tensor *x = cast_to(t, float_of(type_of(t)));
@@ -650,7 +659,7 @@ kiln_tensor *kiln_softmax(kiln_tensor *t, int32_t dim) {
     return kiln_div(e, kiln_sum(e, 1, &dim, true));
 }
 
-kiln_tensor *kiln_log_softmax(kiln_tensor *t, int32_t dim) {
+static kiln_tensor *log_softmax_impl(kiln_tensor *t, int32_t dim) {
     if (!t)
         return NULL;
     kiln_tensor *x = cast_to(t, float_of(type_of(t)));
@@ -660,10 +669,10 @@ kiln_tensor *kiln_log_softmax(kiln_tensor *t, int32_t dim) {
 
 /* torch.matmul: (..., n, k) @ (..., k, m) as a broadcast multiply reduced over k; 1-d operands
  * gain a dim that the result drops again. */
-kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b) {
+static kiln_tensor *matmul_impl(kiln_tensor *a, kiln_tensor *b) {
     if (!a || !b)
         return NULL;
-    kiln_context *ctx = a->ctx;
+    kiln_context *ctx = ENG_CTX(a);
     uint32_t na = view_of(a)->ndim, nb = view_of(b)->ndim;
     if (na == 0 || nb == 0)
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
@@ -691,7 +700,7 @@ kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b) {
  * is the maximum (as torch.argmax): the maximum is NaN then, equal to nothing, and the NaNs
  * (x != x) are the candidates; bool + bool is or. */
 static kiln_tensor *argmax_split(kiln_tensor *x, int32_t dim, bool keepdim) {
-    kiln_context *ctx = x->ctx;
+    kiln_context *ctx = ENG_CTX(x);
     const shape_view *v = view_of(x);
     uint32_t d = (uint32_t)(dim < 0 ? dim + (int32_t)v->ndim : dim);
     const sym_node *len = v->shape[d];
@@ -710,11 +719,11 @@ static kiln_tensor *argmax_split(kiln_tensor *x, int32_t dim, bool keepdim) {
 /* torch.argmax(dim): the first index of the maximum (NaN counts as the maximum), as i32
  * (PyTorch returns int64, which Kiln's public dtypes lack). One reduction that keeps the best
  * value and its index together. */
-kiln_tensor *kiln_argmax(kiln_tensor *t, int32_t dim, bool keepdim) {
+static kiln_tensor *argmax_impl(kiln_tensor *t, int32_t dim, bool keepdim) {
     uint32_t mask;
     if (!t || !axes_mask(t, "kiln_argmax", 1, &dim, &mask))
         return NULL;
-    kiln_context *ctx = t->ctx;
+    kiln_context *ctx = ENG_CTX(t);
     const sym_node *count = reduced_count(t, mask);
     int64_t n;
     if (count && sym_is_const(count, &n) && n == 0)
@@ -733,9 +742,13 @@ kiln_tensor *kiln_argmax(kiln_tensor *t, int32_t dim, bool keepdim) {
     if (!r)
         return NULL;
     r->nsrc = 1;
-    r->src[0] = (eng_src){eng_resolve(x), x->st};
+    r->src[0] = (eng_src){eng_resolve(x), eng_tracker_keep(ctx, ENG_ST(x)), 0};
     r->reduce_mask = mask;
     r->arg = true;
+    if (!r->src[0].st) {
+        eng_node_discard(ctx, r);
+        return NULL;
+    }
     r = eng_node_intern(ctx, r);
     kiln_tensor *out =
         r ? eng_tensor_new(ctx, r, eng_tracker_contiguous(ctx, r->ndim, r->shape)) : NULL;
@@ -744,10 +757,10 @@ kiln_tensor *kiln_argmax(kiln_tensor *t, int32_t dim, bool keepdim) {
 
 /* torch.nn.functional.conv2d without bias or groups: x (N, C, H, W), w (O, C, KH, KW) ->
  * (N, O, OH, OW), from movement ops (pad, unfold, permute) and one reduction. */
-kiln_tensor *kiln_conv2d(kiln_tensor *x, kiln_tensor *w, int64_t stride, int64_t padding) {
+static kiln_tensor *conv2d_impl(kiln_tensor *x, kiln_tensor *w, int64_t stride, int64_t padding) {
     if (!x || !w)
         return NULL;
-    kiln_context *ctx = x->ctx;
+    kiln_context *ctx = ENG_CTX(x);
     if (view_of(x)->ndim != 4 || view_of(w)->ndim != 4 || stride < 1 || padding < 0)
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
                         "kiln_conv2d: x (N, C, H, W), w (O, C, KH, KW), stride >= 1, padding >= 0");
@@ -773,4 +786,329 @@ kiln_tensor *kiln_conv2d(kiln_tensor *x, kiln_tensor *w, int64_t stride, int64_t
     kiln_tensor *wk = kiln_unsqueeze(kiln_unsqueeze(kiln_unsqueeze(w, 0), 3), 3);
     int32_t axes[3] = {2, 5, 6};
     return kiln_sum(kiln_mul(win, wk), 3, axes, false);
+}
+
+/* ---- the public entry points: checked handles, intermediates released ---------------- */
+
+kiln_tensor *kiln_cast(kiln_tensor *t, kiln_dtype dtype) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_cast"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, cast_impl(t, dtype));
+}
+
+kiln_tensor *kiln_add(kiln_tensor *a, kiln_tensor *b) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(a, &ctx, "kiln_add") || !eng_arg(b, &ctx, "kiln_add"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, add_impl(a, b));
+}
+
+kiln_tensor *kiln_sub(kiln_tensor *a, kiln_tensor *b) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(a, &ctx, "kiln_sub") || !eng_arg(b, &ctx, "kiln_sub"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, sub_impl(a, b));
+}
+
+kiln_tensor *kiln_mul(kiln_tensor *a, kiln_tensor *b) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(a, &ctx, "kiln_mul") || !eng_arg(b, &ctx, "kiln_mul"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, mul_impl(a, b));
+}
+
+kiln_tensor *kiln_div(kiln_tensor *a, kiln_tensor *b) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(a, &ctx, "kiln_div") || !eng_arg(b, &ctx, "kiln_div"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, div_impl(a, b));
+}
+
+kiln_tensor *kiln_pow(kiln_tensor *a, kiln_tensor *b) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(a, &ctx, "kiln_pow") || !eng_arg(b, &ctx, "kiln_pow"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, pow_impl(a, b));
+}
+
+kiln_tensor *kiln_maximum(kiln_tensor *a, kiln_tensor *b) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(a, &ctx, "kiln_maximum") || !eng_arg(b, &ctx, "kiln_maximum"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, maximum_impl(a, b));
+}
+
+kiln_tensor *kiln_minimum(kiln_tensor *a, kiln_tensor *b) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(a, &ctx, "kiln_minimum") || !eng_arg(b, &ctx, "kiln_minimum"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, minimum_impl(a, b));
+}
+
+kiln_tensor *kiln_lt(kiln_tensor *a, kiln_tensor *b) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(a, &ctx, "kiln_lt") || !eng_arg(b, &ctx, "kiln_lt"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, lt_impl(a, b));
+}
+
+kiln_tensor *kiln_le(kiln_tensor *a, kiln_tensor *b) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(a, &ctx, "kiln_le") || !eng_arg(b, &ctx, "kiln_le"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, le_impl(a, b));
+}
+
+kiln_tensor *kiln_gt(kiln_tensor *a, kiln_tensor *b) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(a, &ctx, "kiln_gt") || !eng_arg(b, &ctx, "kiln_gt"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, gt_impl(a, b));
+}
+
+kiln_tensor *kiln_ge(kiln_tensor *a, kiln_tensor *b) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(a, &ctx, "kiln_ge") || !eng_arg(b, &ctx, "kiln_ge"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, ge_impl(a, b));
+}
+
+kiln_tensor *kiln_eq(kiln_tensor *a, kiln_tensor *b) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(a, &ctx, "kiln_eq") || !eng_arg(b, &ctx, "kiln_eq"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, eq_impl(a, b));
+}
+
+kiln_tensor *kiln_ne(kiln_tensor *a, kiln_tensor *b) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(a, &ctx, "kiln_ne") || !eng_arg(b, &ctx, "kiln_ne"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, ne_impl(a, b));
+}
+
+kiln_tensor *kiln_where(kiln_tensor *cond, kiln_tensor *a, kiln_tensor *b) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(cond, &ctx, "kiln_where") || !eng_arg(a, &ctx, "kiln_where") ||
+        !eng_arg(b, &ctx, "kiln_where"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, where_impl(cond, a, b));
+}
+
+kiln_tensor *kiln_neg(kiln_tensor *t) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_neg"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, neg_impl(t));
+}
+
+kiln_tensor *kiln_abs(kiln_tensor *t) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_abs"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, abs_impl(t));
+}
+
+kiln_tensor *kiln_exp(kiln_tensor *t) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_exp"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, exp_impl(t));
+}
+
+kiln_tensor *kiln_log(kiln_tensor *t) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_log"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, log_impl(t));
+}
+
+kiln_tensor *kiln_sqrt(kiln_tensor *t) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_sqrt"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, sqrt_impl(t));
+}
+
+kiln_tensor *kiln_rsqrt(kiln_tensor *t) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_rsqrt"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, rsqrt_impl(t));
+}
+
+kiln_tensor *kiln_sin(kiln_tensor *t) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_sin"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, sin_impl(t));
+}
+
+kiln_tensor *kiln_cos(kiln_tensor *t) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_cos"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, cos_impl(t));
+}
+
+kiln_tensor *kiln_tanh(kiln_tensor *t) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_tanh"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, tanh_impl(t));
+}
+
+kiln_tensor *kiln_add_scalar(kiln_tensor *t, double value) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_add_scalar"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, add_scalar_impl(t, value));
+}
+
+kiln_tensor *kiln_mul_scalar(kiln_tensor *t, double value) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_mul_scalar"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, mul_scalar_impl(t, value));
+}
+
+kiln_tensor *kiln_relu(kiln_tensor *t) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_relu"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, relu_impl(t));
+}
+
+kiln_tensor *kiln_sigmoid(kiln_tensor *t) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_sigmoid"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, sigmoid_impl(t));
+}
+
+kiln_tensor *kiln_sum(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_sum"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, sum_impl(t, naxes, axes, keepdim));
+}
+
+kiln_tensor *kiln_prod(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_prod"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, prod_impl(t, naxes, axes, keepdim));
+}
+
+kiln_tensor *kiln_max(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_max"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, max_impl(t, naxes, axes, keepdim));
+}
+
+kiln_tensor *kiln_min(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_min"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, min_impl(t, naxes, axes, keepdim));
+}
+
+kiln_tensor *kiln_mean(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_mean"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, mean_impl(t, naxes, axes, keepdim));
+}
+
+kiln_tensor *kiln_var(kiln_tensor *t, uint32_t naxes, const int32_t *axes, double correction,
+                      bool keepdim) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_var"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, var_impl(t, naxes, axes, correction, keepdim));
+}
+
+kiln_tensor *kiln_std(kiln_tensor *t, uint32_t naxes, const int32_t *axes, double correction,
+                      bool keepdim) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_std"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, std_impl(t, naxes, axes, correction, keepdim));
+}
+
+kiln_tensor *kiln_softmax(kiln_tensor *t, int32_t dim) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_softmax"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, softmax_impl(t, dim));
+}
+
+kiln_tensor *kiln_log_softmax(kiln_tensor *t, int32_t dim) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_log_softmax"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, log_softmax_impl(t, dim));
+}
+
+kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(a, &ctx, "kiln_matmul") || !eng_arg(b, &ctx, "kiln_matmul"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, matmul_impl(a, b));
+}
+
+kiln_tensor *kiln_argmax(kiln_tensor *t, int32_t dim, bool keepdim) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(t, &ctx, "kiln_argmax"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, argmax_impl(t, dim, keepdim));
+}
+
+kiln_tensor *kiln_conv2d(kiln_tensor *x, kiln_tensor *w, int64_t stride, int64_t padding) {
+    kiln_context *ctx = NULL;
+    if (!eng_arg(x, &ctx, "kiln_conv2d") || !eng_arg(w, &ctx, "kiln_conv2d"))
+        return NULL;
+    size_t mark = eng_temps_begin(ctx);
+    return eng_temps_end(ctx, mark, conv2d_impl(x, w, stride, padding));
 }

@@ -17,6 +17,7 @@ static kiln_status assign_storage(schedule *s, eng_node *node, eng_kernel *k) {
         if (BASE_VEC_PUSH(&ctx->alloc, &s->assigned, node) != KILN_OK)
             return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory");
         node->storage = node->src[0].node->storage;
+        eng_storage_ref(node->storage);
         k->buffers[0] = node->storage;
         return KILN_OK;
     }
@@ -57,7 +58,7 @@ static kiln_status schedule_earlier_readers(schedule *s, eng_node *w, uint32_t d
     eng_node *target = w->src[0].node;
     for (eng_reader *r = target->readers; r; r = r->next) {
         eng_node *reader = r->node;
-        if (reader == w || reader->storage || reader->released || reader->mark == stamp)
+        if (reader == w || reader->storage || reader->mark == stamp)
             continue;
         kiln_status st = schedule_node(s, reader, depth + 1);
         if (st != KILN_OK)
@@ -104,8 +105,17 @@ static kiln_status schedule_node(schedule *s, eng_node *node, uint32_t depth) {
 
 /* Undoes the storage assignments of a realize that failed: those nodes stay unrealized. */
 static void unassign(schedule *s) {
+    for (size_t i = 0; i < s->assigned.len; i++) {
+        eng_node *n = s->assigned.data[i];
+        eng_storage_unref(s->ctx, n->storage);
+        n->storage = NULL;
+    }
+}
+
+/* The realized nodes let their sources go: what only they held is freed. */
+static void let_go(schedule *s) {
     for (size_t i = 0; i < s->assigned.len; i++)
-        s->assigned.data[i]->storage = NULL; /* the storage is freed with the context */
+        eng_node_let_go(s->ctx, s->assigned.data[i]);
 }
 
 static kiln_status run_schedule(schedule *s) {
@@ -141,6 +151,8 @@ kiln_status eng_realize(kiln_context *ctx, uint32_t count, eng_node *const *node
     }
     if (st != KILN_OK)
         unassign(&s);
+    else
+        let_go(&s);
     ctx->stats.realizes++;
     if (base_log_verbosity() >= 1)
         base_log(BASE_LOG_INFO, "engine",
@@ -152,14 +164,19 @@ kiln_status eng_realize(kiln_context *ctx, uint32_t count, eng_node *const *node
                  (double)ctx->stats.device_time_ns / 1e6);
     BASE_VEC_FREE(&ctx->alloc, &s.kernels);
     BASE_VEC_FREE(&ctx->alloc, &s.assigned);
+    /* The kernels' ASTs and the lowering memo live for one realize. */
+    base_arena_finish(&ctx->arena);
+    base_arena_init(&ctx->arena, &ctx->alloc, 64 * 1024);
     return st;
 }
 
 kiln_status kiln_realize(kiln_tensor *t) {
-    if (!t)
-        return KILN_ERROR_INVALID_ARGUMENT;
+    kiln_context *ctx = NULL;
+    kiln_status st;
+    if (!eng_arg_status(t, &ctx, "kiln_realize", &st))
+        return st;
     eng_node *base = eng_resolve(t);
-    return eng_realize(t->ctx, 1, &base);
+    return eng_realize(ctx, 1, &base);
 }
 
 kiln_status kiln_realize_many(kiln_context *ctx, uint32_t count, kiln_tensor *const *tensors) {
@@ -173,8 +190,10 @@ kiln_status kiln_realize_many(kiln_context *ctx, uint32_t count, kiln_tensor *co
         return base_error_set(&ctx->err, KILN_ERROR_LIMIT_EXCEEDED,
                               "kiln_realize_many: at most 64 tensors at once");
     for (uint32_t i = 0; i < count; i++) {
-        if (!tensors[i])
-            return ctx->err.status ? ctx->err.status : KILN_ERROR_INVALID_ARGUMENT;
+        kiln_context *owner = ctx;
+        kiln_status st;
+        if (!eng_arg_status(tensors[i], &owner, "kiln_realize_many", &st))
+            return st;
         nodes[i] = eng_resolve(tensors[i]);
     }
     return eng_realize(ctx, count, nodes);
@@ -182,28 +201,21 @@ kiln_status kiln_realize_many(kiln_context *ctx, uint32_t count, kiln_tensor *co
 
 /* The tensor's elements are its node's storage, in order, when its view is dense at offset 0
  * and covers the whole storage (a reshape of a contiguous result, for one). */
-static bool reads_storage_directly(kiln_context *ctx, const kiln_tensor *t) {
-    if (!shape_tracker_contiguous(t->st))
+static bool reads_storage_directly(kiln_context *ctx, kiln_tensor *t) {
+    if (!shape_tracker_contiguous(ENG_ST(t)))
         return false;
-    const shape_view *v = shape_tracker_last(t->st);
+    const shape_view *v = shape_tracker_last(ENG_ST(t));
     const sym_node *a = shape_view_numel(ctx->shape, v);
-    const sym_node *b = eng_numel(ctx, t->base->ndim, t->base->shape);
+    const sym_node *b = eng_numel(ctx, ENG_BASE(t)->ndim, ENG_BASE(t)->shape);
     return a && a == b;
 }
 
-kiln_status kiln_read(kiln_tensor *t, void *dst, size_t bytes) {
-    if (!t)
-        return KILN_ERROR_INVALID_ARGUMENT;
-    kiln_context *ctx = t->ctx;
-    kiln_status sticky = eng_call_begin(ctx);
-    if (sticky != KILN_OK)
-        return sticky;
-    eng_resolve(t);
+static kiln_status read_impl(kiln_context *ctx, kiln_tensor *t, void *dst, size_t bytes) {
     int64_t numel;
     kiln_status st = kiln_tensor_numel(t, &numel);
     if (st != KILN_OK)
         return st;
-    uint64_t need = (uint64_t)numel * eng_type_size(t->base->type);
+    uint64_t need = (uint64_t)numel * eng_type_size(ENG_BASE(t)->type);
     if (bytes < need || (need && !dst))
         return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
                               "kiln_read: the tensor holds %llu bytes; the buffer %zu",
@@ -211,12 +223,26 @@ kiln_status kiln_read(kiln_tensor *t, void *dst, size_t bytes) {
     /* A view that is not the storage itself is read through a copy in logical order. */
     kiln_tensor *src = t;
     if (!reads_storage_directly(ctx, t)) {
-        src = eng_elementwise(ctx, IR_CAST, t->base->type, 1, &t);
+        src = eng_elementwise(ctx, IR_CAST, ENG_BASE(t)->type, 1, &t);
         if (!src)
             return ctx->err.status;
     }
     st = kiln_realize(src);
     if (st == KILN_OK)
-        st = eng_storage_read(ctx, src->base->storage, dst, need);
+        st = eng_storage_read(ctx, ENG_BASE(src)->storage, dst, need);
+    return st;
+}
+
+kiln_status kiln_read(kiln_tensor *t, void *dst, size_t bytes) {
+    kiln_context *ctx = NULL;
+    kiln_status st;
+    if (!eng_arg_status(t, &ctx, "kiln_read", &st))
+        return st;
+    st = eng_call_begin(ctx);
+    if (st != KILN_OK)
+        return st;
+    size_t mark = eng_temps_begin(ctx);
+    st = read_impl(ctx, t, dst, bytes);
+    eng_temps_end(ctx, mark, NULL);
     return st;
 }

@@ -160,18 +160,9 @@ void eng_runtime_finish(kiln_context *ctx) {
         p = next;
     }
     ctx->program_list = NULL;
-    for (eng_storage *s = ctx->storage_list; s;) {
-        eng_storage *next = s->next;
-        eng_storage_free(ctx, s);
-        base_free(&ctx->alloc, s, sizeof *s);
-        s = next;
-    }
-    ctx->storage_list = NULL;
-    BASE_VEC_FREE(&ctx->alloc, &ctx->handles);
     for (size_t i = 0; i < ctx->pool.len; i++)
         vkd_buffer_destroy(ctx->pool.data[i]);
     BASE_VEC_FREE(&ctx->alloc, &ctx->pool);
-    BASE_VEC_FREE(&ctx->alloc, &ctx->scopes);
     eng_cache_save_pipelines(ctx); /* mobile programs may never get here: realize saves too */
     eng_cache_close(ctx);
     vkd_batch_destroy(ctx->batch);

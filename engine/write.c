@@ -1,15 +1,17 @@
 /* Writes through views: copy_ and the in-place ops. A write is a graph node like any other
  * (lazy); its kernel stores into the storage it overwrites, element by element of the
- * destination view. Program order: the written node forwards every later use of its storage
- * (eng_resolve), and readers built before it are realized before it runs (realize.c). */
+ * destination view. Program order: the write node becomes the current value of the storage
+ * (its cell), so every later use reads it, and readers built before it are realized before it
+ * runs (realize.c). */
 #include "eng.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Why dst cannot be written, or NULL. */
-static const char *unwritable(kiln_context *ctx, const kiln_tensor *dst) {
-    const shape_view *v = shape_tracker_last(dst->st);
-    if (dst->st->nviews != 1)
+static const char *unwritable(kiln_context *ctx, kiln_tensor *dst) {
+    const shape_view *v = shape_tracker_last(ENG_ST(dst));
+    if (ENG_ST(dst)->nviews != 1)
         return "it is not a view of one storage";
     if (v->masked)
         return "it is padded (padding has no storage to write)";
@@ -23,61 +25,134 @@ static const char *unwritable(kiln_context *ctx, const kiln_tensor *dst) {
     }
 }
 
-kiln_status kiln_copy_(kiln_tensor *dst, kiln_tensor *src) {
-    if (!dst || !src)
-        return dst ? (dst->ctx->err.status ? dst->ctx->err.status : KILN_ERROR_INVALID_ARGUMENT)
-                   : KILN_ERROR_INVALID_ARGUMENT;
-    kiln_context *ctx = dst->ctx;
-    kiln_status sticky = eng_call_begin(ctx);
-    if (sticky != KILN_OK)
-        return sticky;
-    if (src->ctx != ctx)
-        return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
-                              "kiln_copy_: tensors of different contexts");
+/* The node a write to dst overwrites: dst's storage's current value, made private first when
+ * another storage shares it (hash-consing made two equal computations one node: a write to
+ * one of them must not reach the other). */
+static eng_node *write_target(kiln_context *ctx, eng_tensor *dst) {
+    eng_node *target = dst->cell->node;
+    if (target->cells > 1) {
+        eng_node *copy =
+            eng_node_new(ctx, ENG_EW, IR_CAST, target->type, target->ndim, target->shape);
+        const shape_tracker *whole = eng_tracker_contiguous(ctx, target->ndim, target->shape);
+        if (!copy || !whole) {
+            eng_node_discard(ctx, copy);
+            eng_tracker_free(ctx, whole);
+            return NULL;
+        }
+        copy->unique = true;
+        copy->nsrc = 1;
+        copy->src[0] = (eng_src){target, whole, 0};
+        eng_cell_set(ctx, dst, eng_node_adopt(ctx, copy));
+        target = copy;
+    }
+    /* Its value stops being the current value of a storage: no computation built from now on
+     * may find it by hash-consing. */
+    target->written = true;
+    if (target->interned) {
+        base_map_remove(&ctx->nodes, target->hash, target, eng_node_same, NULL);
+        target->interned = false;
+    }
+    return target;
+}
+
+/* The write node storing value into dst's view; dst's storage then reads it. */
+static kiln_status write_node(kiln_context *ctx, eng_tensor *dst, kiln_tensor *value) {
+    eng_node *target = write_target(ctx, dst);
+    if (!target)
+        return ctx->err.status;
+    eng_node *w = eng_node_new(ctx, ENG_WRITE, IR_CONST, target->type, target->ndim, target->shape);
+    if (!w)
+        return ctx->err.status;
+    w->nsrc = 2;
+    w->src[0] = (eng_src){target, eng_tracker_contiguous(ctx, target->ndim, target->shape), 0};
+    w->src[1] = (eng_src){eng_resolve(value), eng_tracker_keep(ctx, ENG_ST(value)), 0};
+    w->dst_view = eng_tracker_keep(ctx, dst->st);
+    if (!w->src[0].st || !w->src[1].st || !w->dst_view) {
+        eng_node_discard(ctx, w);
+        return ctx->err.status;
+    }
+    /* Every later use of this storage reads the write's result. */
+    eng_cell_set(ctx, dst, eng_node_adopt(ctx, w));
+    return KILN_OK;
+}
+
+static kiln_status copy_impl(kiln_context *ctx, kiln_tensor *dst, kiln_tensor *src) {
     const char *why = unwritable(ctx, dst);
     if (why)
         return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
                               "kiln_copy_: the destination cannot be written: %s", why);
-    const shape_view *v = shape_tracker_last(dst->st);
-    eng_node *target = eng_resolve(dst);
+    const shape_view *v = shape_tracker_last(ENG_ST(dst));
+    ir_type type = eng_resolve(dst)->type;
     /* src broadcast to dst's shape, in dst's dtype. */
     kiln_tensor *value = kiln_expand_sym(src, v->ndim, (const kiln_expr *const *)v->shape);
-    if (!value)
-        return ctx->err.status;
-    if (value->base->type != target->type) {
-        value = eng_elementwise(ctx, IR_CAST, target->type, 1, &value);
-        if (!value)
-            return ctx->err.status;
+    if (value && ENG_BASE(value)->type != type)
+        value = eng_elementwise(ctx, IR_CAST, type, 1, &value);
+    if (!value) {
+        /* A refused copy is this call's failure, not a graph-building error that blocks
+         * later calls. */
+        ctx->sticky = false;
+        char cause[512];
+        snprintf(cause, sizeof cause, "%s", base_error_message(&ctx->err));
+        return base_error_set(
+            &ctx->err, ctx->err.status ? ctx->err.status : KILN_ERROR_OUT_OF_HOST_MEMORY,
+            "kiln_copy_: the source cannot be written to the destination: %s", cause);
     }
-    eng_node *w = eng_node_new(ctx, ENG_WRITE, IR_CONST, target->type, target->ndim, target->shape);
-    const shape_tracker *whole = eng_tracker_contiguous(ctx, target->ndim, target->shape);
-    if (!w || !whole)
-        return ctx->err.status;
-    w->nsrc = 2;
-    w->src[0] = (eng_src){target, whole};
-    w->src[1] = (eng_src){eng_resolve(value), value->st};
-    w->dst_view = dst->st;
-    kiln_status st = eng_register_readers(ctx, w);
+    return write_node(ctx, eng_t(dst), value);
+}
+
+/* Runs a write call: checked handles, the sticky error first, intermediates released. */
+static kiln_status run_write(const char *call, kiln_tensor *dst, kiln_tensor *src, int kind,
+                             double value) {
+    kiln_context *ctx = NULL;
+    kiln_status st;
+    if (!eng_arg_status(dst, &ctx, call, &st))
+        return st;
+    if (kind != 3 && !eng_arg_status(src, &ctx, call, &st))
+        return st;
+    st = eng_call_begin(ctx);
     if (st != KILN_OK)
         return st;
-    target->written_by = w; /* every later use of this storage reads the write's result */
-    return KILN_OK;
+    size_t mark = eng_temps_begin(ctx);
+    switch (kind) {
+    case 0:
+        st = copy_impl(ctx, dst, src);
+        break;
+    case 1:
+    case 2: {
+        kiln_tensor *r = kind == 1 ? kiln_add(dst, src) : kiln_mul(dst, src);
+        if (!r) {
+            ctx->sticky = false;
+            st = ctx->err.status;
+        } else
+            st = copy_impl(ctx, dst, r);
+        break;
+    }
+    default: {
+        ir_type type = eng_resolve(dst)->type;
+        if (!eng_value_fits(ctx, call, type, value)) {
+            ctx->sticky = false;
+            st = ctx->err.status;
+        } else
+            st = copy_impl(ctx, dst, eng_full(ctx, type, 0, NULL, value, NULL));
+        break;
+    }
+    }
+    eng_temps_end(ctx, mark, NULL);
+    return st;
+}
+
+kiln_status kiln_copy_(kiln_tensor *dst, kiln_tensor *src) {
+    return run_write("kiln_copy_", dst, src, 0, 0.0);
 }
 
 kiln_status kiln_add_(kiln_tensor *dst, kiln_tensor *src) {
-    if (!dst)
-        return KILN_ERROR_INVALID_ARGUMENT;
-    return kiln_copy_(dst, kiln_add(dst, src));
+    return run_write("kiln_add_", dst, src, 1, 0.0);
 }
 
 kiln_status kiln_mul_(kiln_tensor *dst, kiln_tensor *src) {
-    if (!dst)
-        return KILN_ERROR_INVALID_ARGUMENT;
-    return kiln_copy_(dst, kiln_mul(dst, src));
+    return run_write("kiln_mul_", dst, src, 2, 0.0);
 }
 
 kiln_status kiln_fill_(kiln_tensor *dst, double value) {
-    if (!dst)
-        return KILN_ERROR_INVALID_ARGUMENT;
-    return kiln_copy_(dst, eng_full(dst->ctx, dst->base->type, 0, NULL, value, NULL));
+    return run_write("kiln_fill_", dst, NULL, 3, value);
 }

@@ -144,8 +144,17 @@ typedef struct kiln_stats {
                             workgroup of a reduction's lanes; a tiled item computes a tile) */
     uint64_t bytes_uploaded;
     uint64_t bytes_downloaded;
-    uint64_t storages_freed; /* storages given back by kiln_scope_end */
+    uint64_t storages_freed; /* storages given back (nothing could read them any more) */
     uint64_t device_time_ns; /* device time of the realizes (with options.timing or KILN_DEBUG) */
+    /* What is alive now (not totals): tensor handles, graph nodes, storages and their bytes
+     * (device memory, or host memory with the interpreter), freed buffers kept for reuse, and
+     * symbolic expression nodes. A loop that releases what it no longer needs keeps them flat. */
+    uint64_t live_tensors;
+    uint64_t live_nodes;
+    uint64_t live_storages;
+    uint64_t live_storage_bytes;
+    uint64_t pool_bytes;
+    uint64_t live_expressions;
 } kiln_stats;
 kiln_stats kiln_context_stats(const kiln_context *ctx);
 
@@ -357,6 +366,10 @@ kiln_tensor *kiln_conv2d(kiln_tensor *x, kiln_tensor *w, int64_t stride, int64_t
  *         state = next;
  *     } */
 void kiln_scope_begin(kiln_context *ctx);
+/* Releases t: the handle may not be used again (a later use is an error, detected without
+ * touching freed memory); its view's storage and computation are freed once no other tensor
+ * needs them. NULL is a no-op; releasing a released handle is KILN_ERROR_INVALID_ARGUMENT. */
+kiln_status kiln_release(kiln_tensor *t);
 kiln_status kiln_scope_end(kiln_context *ctx, uint32_t keep_count, kiln_tensor *const *keep);
 
 /* Realization and read-back. */

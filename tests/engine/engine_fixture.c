@@ -157,7 +157,7 @@ void fx_read(kiln_tensor *t, kiln_dtype dtype, void *out, size_t n) {
     kiln_status st = kiln_read(t, out, n * kiln_dtype_size(dtype));
     if (st != KILN_OK)
         fail_msg("kiln_read: %s (%s)", kiln_status_string(st),
-                 kiln_context_message(((const struct kiln_tensor *)t)->ctx));
+                 kiln_context_message(kiln_tensor_context(t)));
 }
 
 void fx_check_f32(kiln_tensor *t, const float *want, size_t n, double atol, double rtol) {

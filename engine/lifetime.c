@@ -1,0 +1,471 @@
+/* Lifetime: tensor handles, cells and the references between them, nodes and storages.
+ *
+ * A kiln_tensor * is not a pointer. It encodes the context's registry index, a slot of the
+ * context's handle table and the slot's generation, so a released handle (or one of another
+ * or a destroyed context) is detected without touching freed memory:
+ *
+ *     bits 55..63  registry index (1..511)   bits 32..54  generation   bits 0..31  slot
+ *
+ * A handle holds a cell (the tensors that view one storage); the cell holds its current node;
+ * an unrealized node holds its sources, a realized one its storage. What nothing holds any
+ * more is freed at once: a node's sources are freed after it, iteratively (a node being freed
+ * is off the live list, so its list link serves as the work stack: no recursion, no
+ * allocation). */
+#include "eng.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+_Static_assert(sizeof(uintptr_t) == 8, "tensor handles encode 64 bits");
+
+enum { REGISTRY_SIZE = 512, GEN_BITS = 23 };
+#define GEN_MASK ((UINT32_C(1) << GEN_BITS) - 1)
+
+static _Atomic(kiln_context *) registry[REGISTRY_SIZE];
+static atomic_uint next_registry;   /* where the next search for a free index starts */
+static atomic_uint next_generation; /* first generation of a new slot chunk */
+
+kiln_status eng_registry_add(kiln_context *ctx) {
+    unsigned start = atomic_fetch_add(&next_registry, 1);
+    for (unsigned k = 0; k < REGISTRY_SIZE; k++) {
+        unsigned i = 1 + (start + k) % (REGISTRY_SIZE - 1);
+        kiln_context *expected = NULL;
+        if (atomic_compare_exchange_strong(&registry[i], &expected, ctx)) {
+            ctx->registry_index = i;
+            return KILN_OK;
+        }
+    }
+    return base_error_set(&ctx->err, KILN_ERROR_LIMIT_EXCEEDED,
+                          "kiln_context_create: %d contexts exist at once (the most)",
+                          REGISTRY_SIZE - 1);
+}
+
+void eng_registry_remove(kiln_context *ctx) {
+    if (ctx->registry_index)
+        atomic_store(&registry[ctx->registry_index], NULL);
+    ctx->registry_index = 0;
+}
+
+static kiln_tensor *encode(uint32_t reg, uint32_t slot, uint32_t gen) {
+    return (kiln_tensor *)(uintptr_t)(((uint64_t)reg << 55) | ((uint64_t)(gen & GEN_MASK) << 32) |
+                                      slot);
+}
+
+static eng_tensor *slot_at(const kiln_context *ctx, uint32_t slot) {
+    return &ctx->slot_chunks[slot / ENG_SLOT_CHUNK][slot % ENG_SLOT_CHUNK];
+}
+
+/* The slot h names if it is live; *owner receives the context it names (NULL: none). */
+static eng_tensor *decode(kiln_tensor *h, kiln_context **owner) {
+    uint64_t v = (uint64_t)(uintptr_t)h;
+    uint32_t reg = (uint32_t)(v >> 55), gen = (uint32_t)(v >> 32) & GEN_MASK, slot = (uint32_t)v;
+    *owner = reg > 0 && reg < REGISTRY_SIZE ? atomic_load(&registry[reg]) : NULL;
+    if (!*owner || slot >= (*owner)->slot_count)
+        return NULL;
+    eng_tensor *t = slot_at(*owner, slot);
+    return t->live && t->gen == gen ? t : NULL;
+}
+
+eng_tensor *eng_t(kiln_tensor *h) {
+    kiln_context *owner;
+    return h ? decode(h, &owner) : NULL;
+}
+
+static eng_tensor *check(kiln_tensor *h, kiln_context **ctx, const char *call, bool sticky) {
+    if (!h)
+        return NULL;
+    kiln_context *owner;
+    eng_tensor *t = decode(h, &owner);
+    kiln_context *report = *ctx ? *ctx : owner;
+    const char *why = NULL;
+    if (*ctx && owner && owner != *ctx)
+        why = "a tensor of another context";
+    else if (!t)
+        why = "a tensor used after it was released (kiln_release, or the end of its scope), or "
+              "not a tensor";
+    if (why) {
+        *ctx = report;
+        if (report && sticky)
+            eng_fail(report, KILN_ERROR_INVALID_ARGUMENT, "%s: %s", call, why);
+        else if (report)
+            base_error_set(&report->err, KILN_ERROR_INVALID_ARGUMENT, "%s: %s", call, why);
+        return NULL;
+    }
+    *ctx = owner;
+    return t;
+}
+
+eng_tensor *eng_arg(kiln_tensor *h, kiln_context **ctx, const char *call) {
+    return check(h, ctx, call, true);
+}
+
+eng_tensor *eng_arg_status(kiln_tensor *h, kiln_context **ctx, const char *call,
+                           kiln_status *status) {
+    kiln_context *known = *ctx;
+    eng_tensor *t = check(h, ctx, call, false);
+    if (!t) {
+        if (!h && *ctx)
+            base_error_set(&(*ctx)->err, KILN_ERROR_INVALID_ARGUMENT, "%s: no tensor", call);
+        *status = *ctx ? (*ctx)->err.status : KILN_ERROR_INVALID_ARGUMENT;
+        if (*status == KILN_OK)
+            *status = KILN_ERROR_INVALID_ARGUMENT;
+        if (!*ctx)
+            *ctx = known;
+    }
+    return t;
+}
+
+/* ---- slots --------------------------------------------------------------------------------- */
+
+static bool grow_slots(kiln_context *ctx) {
+    if (ctx->slot_count > UINT32_MAX - 2 * ENG_SLOT_CHUNK)
+        return false;
+    size_t n = ctx->slot_chunk_count;
+    eng_tensor *chunk = base_calloc(&ctx->alloc, ENG_SLOT_CHUNK, sizeof *chunk);
+    if (!chunk)
+        return false;
+    eng_tensor **chunks =
+        base_realloc(&ctx->alloc, ctx->slot_chunks, n * sizeof *chunks, (n + 1) * sizeof *chunks);
+    if (!chunks) {
+        base_free(&ctx->alloc, chunk, ENG_SLOT_CHUNK * sizeof *chunk);
+        return false;
+    }
+    ctx->slot_chunks = chunks;
+    chunks[n] = chunk;
+    ctx->slot_chunk_count++;
+    /* Generations start apart in every chunk of every context: a stale handle of another
+     * context that got this registry index does not match by chance. */
+    uint32_t gen = atomic_fetch_add(&next_generation, 7919u);
+    for (uint32_t i = ENG_SLOT_CHUNK; i-- > 0;) {
+        chunk[i].gen = gen & GEN_MASK;
+        chunk[i].next_free = ctx->free_slot;
+        ctx->free_slot = ctx->slot_count + i;
+    }
+    ctx->slot_count += ENG_SLOT_CHUNK;
+    return true;
+}
+
+static eng_tensor *slot_take(kiln_context *ctx, uint32_t *index) {
+    if (ctx->free_slot == UINT32_MAX && !grow_slots(ctx))
+        return eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a tensor handle");
+    *index = ctx->free_slot;
+    eng_tensor *t = slot_at(ctx, *index);
+    ctx->free_slot = t->next_free;
+    return t;
+}
+
+/* ---- nodes ----------------------------------------------------------------------------------- */
+
+void eng_node_ref(eng_node *n) {
+    n->refs++;
+}
+
+static void reader_leave(eng_node *src, eng_reader *r) {
+    if (r->prev)
+        r->prev->next = r->next;
+    else if (src->readers == r)
+        src->readers = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    r->next = r->prev = NULL;
+}
+
+static void reader_join(eng_node *src, eng_reader *r) {
+    r->prev = NULL;
+    r->next = src->readers;
+    if (src->readers)
+        src->readers->prev = r;
+    src->readers = r;
+}
+
+static void list_unlink(kiln_context *ctx, eng_node *n) {
+    if (n->prev)
+        n->prev->next = n->next;
+    else
+        ctx->node_list = n->next;
+    if (n->next)
+        n->next->prev = n->prev;
+    n->next = n->prev = NULL;
+    ctx->live_nodes--;
+}
+
+eng_node *eng_node_adopt(kiln_context *ctx, eng_node *n) {
+    if (!n)
+        return NULL;
+    for (uint32_t i = 0; i < n->nsrc; i++) {
+        n->src[i].id = n->src[i].node->id;
+        eng_node_ref(n->src[i].node);
+        n->as_reader[i].node = n;
+        reader_join(n->src[i].node, &n->as_reader[i]);
+    }
+    n->next = ctx->node_list;
+    n->prev = NULL;
+    if (ctx->node_list)
+        ctx->node_list->prev = n;
+    ctx->node_list = n;
+    ctx->live_nodes++;
+    return n;
+}
+
+void eng_node_discard(kiln_context *ctx, eng_node *n) {
+    if (!n)
+        return;
+    for (uint32_t i = 0; i < n->nsrc; i++)
+        eng_tracker_free(ctx, n->src[i].st);
+    eng_tracker_free(ctx, n->dst_view);
+    base_free(&ctx->alloc, n, sizeof *n);
+}
+
+/* n's sources (their reader links and references) go; pushes sources nothing holds any more
+ * onto *work. */
+static void drop_sources(kiln_context *ctx, eng_node *n, eng_node **work) {
+    for (uint32_t i = 0; i < n->nsrc; i++) {
+        eng_node *src = n->src[i].node;
+        if (!src)
+            continue;
+        reader_leave(src, &n->as_reader[i]);
+        n->src[i].node = NULL;
+        if (--src->refs == 0) {
+            list_unlink(ctx, src);
+            src->next = *work;
+            *work = src;
+        }
+    }
+}
+
+static void free_nodes(kiln_context *ctx, eng_node *work) {
+    while (work) {
+        eng_node *n = work;
+        work = n->next;
+        drop_sources(ctx, n, &work);
+        if (n->interned)
+            base_map_remove(&ctx->nodes, n->hash, n, eng_node_same, NULL);
+        /* Readers hold references: a node still read by another is not freed. */
+        if (n->storage)
+            eng_storage_unref(ctx, n->storage);
+        eng_node_discard(ctx, n);
+    }
+}
+
+void eng_node_unref(kiln_context *ctx, eng_node *n) {
+    if (!n || --n->refs > 0)
+        return;
+    list_unlink(ctx, n);
+    n->next = NULL;
+    free_nodes(ctx, n);
+}
+
+void eng_node_set_src(kiln_context *ctx, eng_node *n, uint32_t i, eng_node *src,
+                      const shape_tracker *st) {
+    eng_node *old = n->src[i].node;
+    reader_leave(old, &n->as_reader[i]);
+    eng_tracker_free(ctx, n->src[i].st);
+    n->src[i] = (eng_src){src, st, src->id};
+    eng_node_ref(src);
+    reader_join(src, &n->as_reader[i]);
+    eng_node_unref(ctx, old);
+}
+
+void eng_node_let_go(kiln_context *ctx, eng_node *n) {
+    eng_node *work = NULL;
+    drop_sources(ctx, n, &work);
+    free_nodes(ctx, work);
+}
+
+/* A node nothing holds yet (a fresh one whose tensor could not be made) is freed. */
+static void drop_if_unheld(kiln_context *ctx, eng_node *n) {
+    if (n && n->refs == 0) {
+        n->refs = 1;
+        eng_node_unref(ctx, n);
+    }
+}
+
+/* ---- storages -------------------------------------------------------------------------------- */
+
+void eng_storage_track(kiln_context *ctx, eng_storage *s) {
+    s->refs = 1;
+    s->prev = NULL;
+    s->next = ctx->storage_list;
+    if (s->next)
+        s->next->prev = s;
+    ctx->storage_list = s;
+    ctx->live_storages++;
+    ctx->live_bytes += s->elements * eng_type_size(s->type);
+}
+
+void eng_storage_ref(eng_storage *s) {
+    s->refs++;
+}
+
+void eng_storage_unref(kiln_context *ctx, eng_storage *s) {
+    if (!s || --s->refs > 0)
+        return;
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        ctx->storage_list = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    ctx->live_storages--;
+    ctx->live_bytes -= s->elements * eng_type_size(s->type);
+    ctx->stats.storages_freed++;
+    eng_storage_release(ctx, s);
+    base_free(&ctx->alloc, s, sizeof *s);
+}
+
+/* ---- tensors --------------------------------------------------------------------------------- */
+
+static kiln_tensor *handle_new(kiln_context *ctx, eng_cell *cell, const shape_tracker *st) {
+    uint32_t index;
+    eng_tensor *t = slot_take(ctx, &index);
+    if (!t)
+        return NULL;
+    if (ctx->temp_depth > 0 && BASE_VEC_PUSH(&ctx->alloc, &ctx->temps, index) != KILN_OK) {
+        t->next_free = ctx->free_slot;
+        ctx->free_slot = index;
+        return eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a tensor handle");
+    }
+    t->ctx = ctx;
+    t->cell = cell;
+    t->st = st;
+    t->scope = ctx->scope_depth;
+    t->live = true;
+    t->handle = encode(ctx->registry_index, index, t->gen);
+    cell->refs++;
+    ctx->live_tensors++;
+    return t->handle;
+}
+
+kiln_tensor *eng_tensor_new(kiln_context *ctx, eng_node *base, const shape_tracker *st) {
+    eng_cell *cell = base && st ? base_calloc(&ctx->alloc, 1, sizeof *cell) : NULL;
+    if (!cell) {
+        if (base && st)
+            eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a tensor");
+        eng_tracker_free(ctx, st);
+        drop_if_unheld(ctx, base);
+        return NULL;
+    }
+    cell->node = base;
+    eng_node_ref(base);
+    base->cells++;
+    kiln_tensor *h = handle_new(ctx, cell, st);
+    if (!h) {
+        eng_tracker_free(ctx, st);
+        base->cells--;
+        base_free(&ctx->alloc, cell, sizeof *cell);
+        eng_node_unref(ctx, base);
+    }
+    return h;
+}
+
+kiln_tensor *eng_view_new(kiln_context *ctx, kiln_tensor *t, const shape_tracker *st) {
+    if (!st)
+        return NULL;
+    kiln_tensor *h = handle_new(ctx, eng_t(t)->cell, st);
+    if (!h)
+        eng_tracker_free(ctx, st);
+    return h;
+}
+
+eng_node *eng_resolve(kiln_tensor *t) {
+    return eng_t(t)->cell->node;
+}
+
+void eng_cell_set(kiln_context *ctx, eng_tensor *t, eng_node *n) {
+    eng_cell *cell = t->cell;
+    eng_node *old = cell->node;
+    eng_node_ref(n);
+    n->cells++;
+    cell->node = n;
+    old->cells--;
+    eng_node_unref(ctx, old);
+}
+
+void eng_tensor_release(kiln_context *ctx, eng_tensor *t) {
+    eng_cell *cell = t->cell;
+    eng_tracker_free(ctx, t->st);
+    t->st = NULL;
+    t->cell = NULL;
+    t->live = false;
+    t->gen = (t->gen + 1) & GEN_MASK;
+    uint32_t index = (uint32_t)(uintptr_t)t->handle;
+    t->next_free = ctx->free_slot;
+    ctx->free_slot = index;
+    ctx->live_tensors--;
+    if (--cell->refs == 0) {
+        eng_node *n = cell->node;
+        n->cells--;
+        base_free(&ctx->alloc, cell, sizeof *cell);
+        eng_node_unref(ctx, n);
+    }
+}
+
+kiln_status kiln_release(kiln_tensor *t) {
+    if (!t)
+        return KILN_OK; /* as free(NULL) */
+    kiln_context *ctx = NULL;
+    kiln_status st;
+    eng_tensor *e = eng_arg_status(t, &ctx, "kiln_release", &st);
+    if (!e)
+        return st;
+    eng_tensor_release(ctx, e);
+    return KILN_OK;
+}
+
+/* ---- intermediate tensors of composite ops ----------------------------------------------------
+ */
+
+size_t eng_temps_begin(kiln_context *ctx) {
+    ctx->temp_depth++;
+    return ctx->temps.len;
+}
+
+kiln_tensor *eng_temps_end(kiln_context *ctx, size_t mark, kiln_tensor *result) {
+    eng_tensor *r = eng_t(result);
+    bool made_here = false;
+    for (size_t i = mark; i < ctx->temps.len; i++) {
+        eng_tensor *t = slot_at(ctx, ctx->temps.data[i]);
+        if (!t->live)
+            continue;
+        if (t == r)
+            made_here = true;
+        else
+            eng_tensor_release(ctx, t);
+    }
+    ctx->temps.len = mark;
+    ctx->temp_depth--;
+    /* The result is an intermediate of the enclosing region, if any (the push cannot fail:
+     * the vector held at least one more element a moment ago). */
+    if (made_here && ctx->temp_depth > 0)
+        (void)BASE_VEC_PUSH(&ctx->alloc, &ctx->temps, (uint32_t)(uintptr_t)result);
+    return result;
+}
+
+/* ---- the end ----------------------------------------------------------------------------------
+ */
+
+void eng_lifetime_finish(kiln_context *ctx) {
+    for (uint32_t i = 0; i < ctx->slot_count; i++) {
+        eng_tensor *t = slot_at(ctx, i);
+        if (t->live)
+            eng_tensor_release(ctx, t);
+    }
+    /* Every node and storage is free now; anything left (a bug, or a failed creation) goes
+     * without its references. */
+    while (ctx->node_list) {
+        eng_node *n = ctx->node_list;
+        list_unlink(ctx, n);
+        eng_node_discard(ctx, n);
+    }
+    while (ctx->storage_list) {
+        eng_storage *s = ctx->storage_list;
+        s->refs = 1;
+        eng_storage_unref(ctx, s);
+    }
+    for (uint32_t c = 0; c < ctx->slot_chunk_count; c++)
+        base_free(&ctx->alloc, ctx->slot_chunks[c], ENG_SLOT_CHUNK * sizeof(eng_tensor));
+    base_free(&ctx->alloc, ctx->slot_chunks, ctx->slot_chunk_count * sizeof *ctx->slot_chunks);
+    ctx->slot_chunks = NULL;
+    ctx->slot_chunk_count = ctx->slot_count = 0;
+    BASE_VEC_FREE(&ctx->alloc, &ctx->temps);
+}
