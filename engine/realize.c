@@ -30,8 +30,10 @@ static kiln_status assign_storage(schedule *s, eng_node *node, eng_kernel *k) {
     eng_storage *storage = eng_storage_new(ctx, node->type, (uint64_t)n);
     if (!storage)
         return ctx->err.status ? ctx->err.status : KILN_ERROR_OUT_OF_HOST_MEMORY;
-    if (BASE_VEC_PUSH(&ctx->alloc, &s->assigned, node) != KILN_OK)
+    if (BASE_VEC_PUSH(&ctx->alloc, &s->assigned, node) != KILN_OK) {
+        eng_storage_unref(ctx, storage);
         return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory to schedule");
+    }
     node->storage = storage;
     k->buffers[0] = storage;
     return KILN_OK;
@@ -114,8 +116,13 @@ static void unassign(schedule *s) {
 
 /* The realized nodes let their sources go: what only they held is freed. */
 static void let_go(schedule *s) {
+    /* Held meanwhile: one realized node may be all that held another. */
+    for (size_t i = 0; i < s->assigned.len; i++)
+        eng_node_ref(s->assigned.data[i]);
     for (size_t i = 0; i < s->assigned.len; i++)
         eng_node_let_go(s->ctx, s->assigned.data[i]);
+    for (size_t i = 0; i < s->assigned.len; i++)
+        eng_node_unref(s->ctx, s->assigned.data[i]);
 }
 
 static kiln_status run_schedule(schedule *s) {

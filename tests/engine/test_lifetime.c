@@ -1,0 +1,494 @@
+/* Tensor identity and lifetime, on the device and on the interpreter: every creation has a
+ * storage of its own; a write never reaches another tensor's value nor a computation built
+ * after it; released handles and tensors of other contexts are errors, never a use of freed
+ * memory; loops run in constant memory (live counts and the allocator's bytes flat from the
+ * second step on). */
+#include "engine_fixture.h"
+#include "test_alloc.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const int64_t S4[1] = {4};
+
+/* ---- identity ------------------------------------------------------------------------------ */
+
+/* Two creations with the same arguments are two storages: a write into one leaves the other. */
+static void test_engine_lifetime_creations_are_distinct(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    const float ones[4] = {1, 1, 1, 1}, zeros[4] = {0, 0, 0, 0};
+    kiln_tensor *pairs[][2] = {
+        {kiln_zeros(ctx, KILN_F32, 1, S4), kiln_zeros(ctx, KILN_F32, 1, S4)},
+        {kiln_ones(ctx, KILN_F32, 1, S4), kiln_ones(ctx, KILN_F32, 1, S4)},
+        {kiln_full(ctx, KILN_F32, 1, S4, 2), kiln_full(ctx, KILN_F32, 1, S4, 2)},
+        {kiln_arange(ctx, KILN_F32, 0, 4, 1), kiln_arange(ctx, KILN_F32, 0, 4, 1)},
+        {kiln_rand(ctx, KILN_F32, 1, S4, 7), kiln_rand(ctx, KILN_F32, 1, S4, 7)},
+        {kiln_randn(ctx, KILN_F32, 1, S4, 7), kiln_randn(ctx, KILN_F32, 1, S4, 7)},
+        {kiln_add_scalar(kiln_zeros(ctx, KILN_F32, 1, S4), 0),
+         kiln_add_scalar(kiln_zeros(ctx, KILN_F32, 1, S4), 0)},
+        {kiln_empty(ctx, KILN_F32, 1, S4), kiln_empty(ctx, KILN_F32, 1, S4)},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        kiln_tensor *a = pairs[i][0], *b = pairs[i][1];
+        assert_non_null(a);
+        assert_non_null(b);
+        float before[4];
+        if (i == 7) /* empty: give b known contents first */
+            assert_int_equal(kiln_fill_(b, 1), KILN_OK);
+        fx_read(b, KILN_F32, before, 4);
+        assert_int_equal(kiln_fill_(a, 5), KILN_OK);
+        fx_check_f32(a, (const float[]){5, 5, 5, 5}, 4, 0, 0);
+        fx_check_f32(b, before, 4, 0, 0);
+    }
+    /* A KV cache made of two zeros: V's rows written, K still zeros. */
+    kiln_tensor *k = kiln_zeros(ctx, KILN_F32, 2, (const int64_t[]){2, 2});
+    kiln_tensor *v = kiln_zeros(ctx, KILN_F32, 2, (const int64_t[]){2, 2});
+    assert_int_equal(kiln_copy_(kiln_select(v, 0, 1), fx_f32(ctx, 1, (const int64_t[]){2}, ones)),
+                     KILN_OK);
+    fx_check_f32(k, zeros, 4, 0, 0);
+    fx_check_f32(v, (const float[]){0, 0, 1, 1}, 4, 0, 0);
+}
+
+/* After a write, an expression built again reads the storage's old contents nowhere. */
+static void test_engine_lifetime_write_then_rebuild(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    const float xs[4] = {1, 2, 3, 4}, plus1[4] = {2, 3, 4, 5}, zeros[4] = {0};
+    kiln_tensor *x = fx_f32(ctx, 1, S4, xs);
+    for (int realized = 0; realized < 2; realized++) {
+        kiln_tensor *a = kiln_add_scalar(x, 1);
+        kiln_tensor *b = kiln_add_scalar(x, 1);     /* equal computation, another tensor */
+        kiln_tensor *twice = kiln_mul_scalar(a, 2); /* built before the write: old values */
+        if (realized)
+            assert_int_equal(kiln_realize(a), KILN_OK);
+        assert_int_equal(kiln_fill_(a, 0), KILN_OK);
+        fx_check_f32(a, zeros, 4, 0, 0);
+        fx_check_f32(b, plus1, 4, 0, 0);
+        fx_check_f32(kiln_add_scalar(x, 1), plus1, 4, 0, 0);
+        fx_check_f32(twice, (const float[]){4, 6, 8, 10}, 4, 0, 0);
+    }
+    /* A write to x itself: what was built before reads the old x, what is built after the
+     * new one. */
+    kiln_tensor *old = kiln_add_scalar(x, 1);
+    assert_int_equal(kiln_add_(x, kiln_scalar(ctx, KILN_F32, 10)), KILN_OK);
+    fx_check_f32(old, plus1, 4, 0, 0);
+    fx_check_f32(kiln_add_scalar(x, 1), (const float[]){12, 13, 14, 15}, 4, 0, 0);
+    /* A non-aliasing reshape is a tensor of its own. */
+    kiln_tensor *m = fx_f32(ctx, 2, (const int64_t[]){2, 2}, xs);
+    kiln_tensor *r = kiln_reshape(kiln_transpose(m, 0, 1), 1, S4);
+    assert_int_equal(kiln_fill_(r, 0), KILN_OK);
+    fx_check_f32(m, xs, 4, 0, 0);
+    fx_check_f32(r, zeros, 4, 0, 0);
+}
+
+/* ---- misuse ------------------------------------------------------------------------------- */
+
+static void expect_message(kiln_context *ctx, const char *call) {
+    assert_int_not_equal(kiln_context_status(ctx), KILN_OK);
+    if (!strstr(kiln_context_message(ctx), call))
+        fail_msg("message \"%s\" does not name %s", kiln_context_message(ctx), call);
+    kiln_context_clear_error(ctx);
+}
+
+static void test_engine_lifetime_released_handles(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *x = fx_f32(ctx, 1, S4, (const float[]){1, 2, 3, 4});
+    kiln_tensor *view = kiln_slice(x, 0, 1, 3, 1);
+    kiln_tensor *y = kiln_add_scalar(x, 1);
+    assert_int_equal(kiln_release(x), KILN_OK);
+    /* The view and the computation keep what they need. */
+    fx_check_f32(view, (const float[]){2, 3}, 2, 0, 0);
+    fx_check_f32(y, (const float[]){2, 3, 4, 5}, 4, 0, 0);
+    /* Every use of the released handle is an error naming the call. */
+    assert_null(kiln_add(x, y));
+    expect_message(ctx, "kiln_add");
+    assert_null(kiln_add(y, x));
+    expect_message(ctx, "kiln_add");
+    assert_null(kiln_where(y, x, y));
+    expect_message(ctx, "kiln_where");
+    assert_null(kiln_slice(x, 0, 0, 1, 1));
+    expect_message(ctx, "kiln_slice");
+    float out[4];
+    assert_int_not_equal(kiln_read(x, out, sizeof out), KILN_OK);
+    expect_message(ctx, "kiln_read");
+    assert_int_not_equal(kiln_realize(x), KILN_OK);
+    expect_message(ctx, "kiln_realize");
+    assert_int_not_equal(kiln_copy_(x, y), KILN_OK);
+    expect_message(ctx, "kiln_copy_");
+    assert_int_not_equal(kiln_copy_(y, x), KILN_OK);
+    expect_message(ctx, "kiln_copy_");
+    assert_int_not_equal(kiln_release(x), KILN_OK);
+    expect_message(ctx, "kiln_release");
+    int64_t n;
+    assert_int_not_equal(kiln_tensor_numel(x, &n), KILN_OK);
+    expect_message(ctx, "kiln_tensor_numel");
+    assert_null(kiln_tensor_context(x));
+    kiln_context_clear_error(ctx);
+    assert_int_equal(kiln_release(NULL), KILN_OK);
+    /* A handle released by its scope's end. */
+    kiln_scope_begin(ctx);
+    kiln_tensor *inner = kiln_mul_scalar(y, 2);
+    assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    assert_null(kiln_neg(inner));
+    expect_message(ctx, "kiln_neg");
+    /* The keep list cannot revive it, and a count without a list is refused. */
+    kiln_scope_begin(ctx);
+    assert_int_not_equal(kiln_scope_end(ctx, 1, &inner), KILN_OK);
+    expect_message(ctx, "kiln_scope_end");
+    assert_int_not_equal(kiln_scope_end(ctx, 3, NULL), KILN_OK);
+    expect_message(ctx, "kiln_scope_end");
+    assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    assert_int_not_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK); /* none open */
+    expect_message(ctx, "kiln_scope_end");
+    fx_check_f32(y, (const float[]){2, 3, 4, 5}, 4, 0, 0);
+}
+
+static void test_engine_lifetime_other_contexts(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_context *other = eng_context_new(false);
+    assert_non_null(other);
+    kiln_tensor *a = fx_f32(ctx, 1, S4, (const float[]){1, 2, 3, 4});
+    kiln_tensor *b = fx_f32(other, 1, S4, (const float[]){5, 6, 7, 8});
+    assert_null(kiln_add(a, b));
+    expect_message(ctx, "kiln_add");
+    assert_null(kiln_where(a, a, b));
+    expect_message(ctx, "kiln_where");
+    assert_null(kiln_where(b, a, a));
+    expect_message(other, "kiln_where"); /* reported where the first operand lives */
+    assert_int_not_equal(kiln_copy_(a, b), KILN_OK);
+    expect_message(ctx, "kiln_copy_");
+    assert_int_not_equal(kiln_realize_many(ctx, 2, (kiln_tensor *[]){a, b}), KILN_OK);
+    expect_message(ctx, "kiln_realize_many");
+    kiln_scope_begin(ctx);
+    assert_int_not_equal(kiln_scope_end(ctx, 1, &b), KILN_OK);
+    expect_message(ctx, "kiln_scope_end");
+    assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    /* b still belongs to other and works there. */
+    fx_check_f32(kiln_add(b, b), (const float[]){10, 12, 14, 16}, 4, 0, 0);
+    /* A handle of a destroyed context names no context. */
+    eng_fixture_context_destroy(other);
+    assert_null(kiln_add(a, b));
+    expect_message(ctx, "kiln_add");
+    fx_check_f32(a, (const float[]){1, 2, 3, 4}, 4, 0, 0);
+}
+
+/* ---- loops in constant memory ---------------------------------------------------------------- */
+
+/* A two-layer MLP trained by gradient descent with hand-written gradients:
+ * h = relu(x W1), out = h W2, loss = mean((out - y)^2). */
+enum { BATCH = 8, IN = 4, HID = 8, OUT = 2 };
+static const float LR = 0.05f;
+
+typedef struct mlp {
+    kiln_tensor *x, *y, *w1, *w2;
+} mlp;
+
+static float init_value(int i, int salt) {
+    return (float)(((i * 37 + salt * 11) % 17) - 8) / 16.0f;
+}
+
+static mlp mlp_new(kiln_context *ctx) {
+    float x[BATCH * IN], y[BATCH * OUT], w1[IN * HID], w2[HID * OUT];
+    for (int i = 0; i < BATCH * IN; i++)
+        x[i] = init_value(i, 1);
+    for (int i = 0; i < BATCH * OUT; i++)
+        y[i] = init_value(i, 2);
+    for (int i = 0; i < IN * HID; i++)
+        w1[i] = init_value(i, 3);
+    for (int i = 0; i < HID * OUT; i++)
+        w2[i] = init_value(i, 4);
+    return (mlp){fx_f32(ctx, 2, (const int64_t[]){BATCH, IN}, x),
+                 fx_f32(ctx, 2, (const int64_t[]){BATCH, OUT}, y),
+                 fx_f32(ctx, 2, (const int64_t[]){IN, HID}, w1),
+                 fx_f32(ctx, 2, (const int64_t[]){HID, OUT}, w2)};
+}
+
+/* The gradients of the loss with respect to w1 and w2, lazily. */
+static void mlp_grads(kiln_context *ctx, const mlp *m, kiln_tensor *w1, kiln_tensor *w2,
+                      kiln_tensor **g1, kiln_tensor **g2) {
+    kiln_tensor *pre = kiln_matmul(m->x, w1);
+    kiln_tensor *h = kiln_relu(pre);
+    kiln_tensor *out = kiln_matmul(h, w2);
+    kiln_tensor *dout = kiln_mul_scalar(kiln_sub(out, m->y), 2.0 / (BATCH * OUT));
+    *g2 = kiln_matmul(kiln_transpose(h, 0, 1), dout);
+    kiln_tensor *positive = kiln_gt(pre, kiln_zeros(ctx, KILN_F32, 0, NULL));
+    kiln_tensor *dh =
+        kiln_mul(kiln_matmul(dout, kiln_transpose(w2, 0, 1)), kiln_cast(positive, KILN_F32));
+    *g1 = kiln_matmul(kiln_transpose(m->x, 0, 1), dh);
+}
+
+/* The same step on the host, in float. */
+static void host_step(float *w1, float *w2) {
+    float x[BATCH * IN], y[BATCH * OUT], pre[BATCH * HID], h[BATCH * HID];
+    float dout[BATCH * OUT], dh[BATCH * HID], g1[IN * HID] = {0}, g2[HID * OUT] = {0};
+    for (int i = 0; i < BATCH * IN; i++)
+        x[i] = init_value(i, 1);
+    for (int i = 0; i < BATCH * OUT; i++)
+        y[i] = init_value(i, 2);
+    for (int b = 0; b < BATCH; b++) {
+        for (int j = 0; j < HID; j++) {
+            float s = 0;
+            for (int k = 0; k < IN; k++)
+                s += x[b * IN + k] * w1[k * HID + j];
+            pre[b * HID + j] = s;
+            h[b * HID + j] = s > 0 ? s : 0;
+        }
+        for (int o = 0; o < OUT; o++) {
+            float s = 0;
+            for (int j = 0; j < HID; j++)
+                s += h[b * HID + j] * w2[j * OUT + o];
+            dout[b * OUT + o] = (s - y[b * OUT + o]) * (2.0f / (BATCH * OUT));
+        }
+        for (int j = 0; j < HID; j++) {
+            float s = 0;
+            for (int o = 0; o < OUT; o++)
+                s += dout[b * OUT + o] * w2[j * OUT + o];
+            dh[b * HID + j] = pre[b * HID + j] > 0 ? s : 0;
+        }
+    }
+    for (int b = 0; b < BATCH; b++) {
+        for (int j = 0; j < HID; j++) {
+            for (int o = 0; o < OUT; o++)
+                g2[j * OUT + o] += h[b * HID + j] * dout[b * OUT + o];
+            for (int k = 0; k < IN; k++)
+                g1[k * HID + j] += x[b * IN + k] * dh[b * HID + j];
+        }
+    }
+    for (int i = 0; i < IN * HID; i++)
+        w1[i] -= LR * g1[i];
+    for (int i = 0; i < HID * OUT; i++)
+        w2[i] -= LR * g2[i];
+}
+
+typedef enum loop_kind {
+    LOOP_IN_PLACE, /* kiln_add_ on the parameters, a scope per step */
+    LOOP_RELEASE,  /* next = f(state), every handle of the step released by hand */
+    LOOP_SCOPES,   /* next = f(state) in a scope that keeps next; the old state released */
+} loop_kind;
+
+/* One step; returns the status of its realize. */
+static kiln_status loop_step(kiln_context *ctx, loop_kind kind, mlp *m) {
+    if (kind == LOOP_IN_PLACE) {
+        kiln_scope_begin(ctx);
+        kiln_tensor *g1, *g2;
+        mlp_grads(ctx, m, m->w1, m->w2, &g1, &g2);
+        kiln_status st = kiln_add_(m->w1, kiln_mul_scalar(g1, -LR));
+        if (st == KILN_OK)
+            st = kiln_add_(m->w2, kiln_mul_scalar(g2, -LR));
+        if (st == KILN_OK)
+            st = kiln_realize_many(ctx, 2, (kiln_tensor *[]){m->w1, m->w2});
+        kiln_status end = kiln_scope_end(ctx, 0, NULL);
+        return st != KILN_OK ? st : end;
+    }
+    if (kind == LOOP_SCOPES) {
+        kiln_scope_begin(ctx);
+        kiln_tensor *g1, *g2;
+        mlp_grads(ctx, m, m->w1, m->w2, &g1, &g2);
+        kiln_tensor *next[2] = {kiln_sub(m->w1, kiln_mul_scalar(g1, LR)),
+                                kiln_sub(m->w2, kiln_mul_scalar(g2, LR))};
+        kiln_status st = kiln_realize_many(ctx, 2, next);
+        if (st == KILN_OK) {
+            kiln_release(m->w1);
+            kiln_release(m->w2);
+        }
+        kiln_status end = kiln_scope_end(ctx, st == KILN_OK ? 2 : 0, next);
+        if (st == KILN_OK)
+            m->w1 = next[0], m->w2 = next[1];
+        return st != KILN_OK ? st : end;
+    }
+    /* LOOP_RELEASE: the step's handles by hand. */
+    kiln_tensor *pre = kiln_matmul(m->x, m->w1);
+    kiln_tensor *h = kiln_relu(pre);
+    kiln_tensor *out = kiln_matmul(h, m->w2);
+    kiln_tensor *diff = kiln_sub(out, m->y);
+    kiln_tensor *dout = kiln_mul_scalar(diff, 2.0 / (BATCH * OUT));
+    kiln_tensor *ht = kiln_transpose(h, 0, 1);
+    kiln_tensor *g2 = kiln_matmul(ht, dout);
+    kiln_tensor *w2t = kiln_transpose(m->w2, 0, 1);
+    kiln_tensor *back = kiln_matmul(dout, w2t);
+    kiln_tensor *zero = kiln_zeros(ctx, KILN_F32, 0, NULL);
+    kiln_tensor *pos = kiln_gt(pre, zero);
+    kiln_tensor *mask = kiln_cast(pos, KILN_F32);
+    kiln_tensor *dh = kiln_mul(back, mask);
+    kiln_tensor *xt = kiln_transpose(m->x, 0, 1);
+    kiln_tensor *g1 = kiln_matmul(xt, dh);
+    kiln_tensor *s1 = kiln_mul_scalar(g1, LR), *s2 = kiln_mul_scalar(g2, LR);
+    kiln_tensor *next[2] = {kiln_sub(m->w1, s1), kiln_sub(m->w2, s2)};
+    kiln_tensor *made[] = {pre,  h,   out,  diff, dout, ht, g2, w2t, back,
+                           zero, pos, mask, dh,   xt,   g1, s1, s2};
+    kiln_status st = kiln_realize_many(ctx, 2, next);
+    for (size_t i = 0; i < sizeof made / sizeof *made; i++)
+        kiln_release(made[i]);
+    if (st == KILN_OK) {
+        kiln_release(m->w1);
+        kiln_release(m->w2);
+        m->w1 = next[0], m->w2 = next[1];
+    } else {
+        kiln_release(next[0]);
+        kiln_release(next[1]);
+    }
+    return st;
+}
+
+typedef struct counts {
+    kiln_stats stats;
+    size_t bytes;
+    long blocks;
+} counts;
+
+static counts counts_now(kiln_context *ctx, const test_alloc *ta) {
+    return (counts){kiln_context_stats(ctx), ta->live_bytes, ta->live_blocks};
+}
+
+static void assert_flat(const counts *a, const counts *b, int step) {
+    if (a->stats.live_tensors != b->stats.live_tensors ||
+        a->stats.live_nodes != b->stats.live_nodes ||
+        a->stats.live_storages != b->stats.live_storages ||
+        a->stats.live_storage_bytes != b->stats.live_storage_bytes ||
+        a->stats.live_expressions != b->stats.live_expressions || a->bytes != b->bytes ||
+        a->blocks != b->blocks)
+        fail_msg("step %d: tensors %llu -> %llu, nodes %llu -> %llu, storages %llu -> %llu, "
+                 "storage bytes %llu -> %llu, expressions %llu -> %llu, host bytes %zu -> %zu, "
+                 "blocks %ld -> %ld",
+                 step, (unsigned long long)a->stats.live_tensors,
+                 (unsigned long long)b->stats.live_tensors, (unsigned long long)a->stats.live_nodes,
+                 (unsigned long long)b->stats.live_nodes,
+                 (unsigned long long)a->stats.live_storages,
+                 (unsigned long long)b->stats.live_storages,
+                 (unsigned long long)a->stats.live_storage_bytes,
+                 (unsigned long long)b->stats.live_storage_bytes,
+                 (unsigned long long)a->stats.live_expressions,
+                 (unsigned long long)b->stats.live_expressions, a->bytes, b->bytes, a->blocks,
+                 b->blocks);
+}
+
+/* Runs steps of kind, checking the counts flat after step 2 and the parameters against the
+ * host's after the last step. */
+static void run_loop(bool device, bool validation, loop_kind kind, int steps) {
+    test_alloc ta = {0};
+    kiln_context_options opt = {.device = device ? NULL : "interp",
+                                .validation = validation,
+                                .alloc = test_alloc_fn,
+                                .alloc_user = &ta};
+    kiln_context *ctx = NULL;
+    assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
+    mlp m = mlp_new(ctx);
+    counts at2 = {0};
+    for (int step = 1; step <= steps; step++) {
+        kiln_status st = loop_step(ctx, kind, &m);
+        if (st != KILN_OK)
+            fail_msg("step %d: %s", step, kiln_context_message(ctx));
+        if (step == 2)
+            at2 = counts_now(ctx, &ta);
+        else if (step > 2 && (step % 50 == 0 || step == steps || step == 100 || step == 1000)) {
+            counts now = counts_now(ctx, &ta);
+            assert_flat(&at2, &now, step);
+        }
+    }
+    float w1[IN * HID], w2[HID * OUT];
+    for (int i = 0; i < IN * HID; i++)
+        w1[i] = init_value(i, 3);
+    for (int i = 0; i < HID * OUT; i++)
+        w2[i] = init_value(i, 4);
+    for (int step = 0; step < steps; step++)
+        host_step(w1, w2);
+    fx_check_f32(m.w1, w1, IN * HID, 1e-5, 1e-4);
+    fx_check_f32(m.w2, w2, HID * OUT, 1e-5, 1e-4);
+    eng_fixture_context_destroy(ctx);
+    assert_int_equal(ta.live_blocks, 0);
+    assert_int_equal(ta.size_mismatches, 0);
+}
+
+static bool on_device(void **state) {
+    return ((eng_fixture *)*state)->device;
+}
+
+/* On the device: 200 steps with the validation layer, then 10,000 without it (the layer
+ * costs most of a step's time; the kernels and calls are the same). */
+static void test_engine_lifetime_loop_in_place(void **state) {
+    run_loop(on_device(state), on_device(state), LOOP_IN_PLACE, 200);
+    if (on_device(state))
+        run_loop(true, false, LOOP_IN_PLACE, 10000);
+}
+
+static void test_engine_lifetime_loop_release(void **state) {
+    run_loop(on_device(state), on_device(state), LOOP_RELEASE, 200);
+}
+
+static void test_engine_lifetime_loop_scopes(void **state) {
+    run_loop(on_device(state), on_device(state), LOOP_SCOPES, 200);
+}
+
+/* Five steps with every host allocation of them failed in turn, in one context warmed up by
+ * steps of every kind (their kernels compiled): no crash; after kiln_context_clear_error the
+ * loop goes on, and one good step brings every live count and the allocator's bytes back to
+ * where they were (nothing leaked); the parameters stay finite. (Allocation failures while
+ * compiling are test_errors' allocation loop.) */
+static void test_engine_lifetime_loop_faults(void **state) {
+    (void)state;
+    test_alloc ta = {0};
+    kiln_context_options opt = {.device = "interp", .alloc = test_alloc_fn, .alloc_user = &ta};
+    kiln_context *ctx = NULL;
+    assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
+    mlp m = mlp_new(ctx);
+    for (int warm = 0; warm < 6; warm++)
+        assert_int_equal(loop_step(ctx, (loop_kind)(warm % 3), &m), KILN_OK);
+    counts before = counts_now(ctx, &ta);
+    long n;
+    for (n = 1;; n++) {
+        ta.fail_at = ta.count + n;
+        long failures = ta.failures;
+        int done = 0;
+        for (int step = 0; step < 5; step++) {
+            if (loop_step(ctx, (loop_kind)((n + step) % 3), &m) == KILN_OK)
+                done++;
+            else {
+                assert_int_equal(kiln_context_status(ctx), KILN_ERROR_OUT_OF_HOST_MEMORY);
+                kiln_context_clear_error(ctx);
+            }
+        }
+        ta.fail_at = 0;
+        kiln_context_clear_error(ctx);
+        assert_int_equal(loop_step(ctx, LOOP_IN_PLACE, &m), KILN_OK);
+        counts after = counts_now(ctx, &ta);
+        /* The first failure may compile a kernel the warm-up did not need (a step cut short
+         * realizes another part of its graph first): memory is flat from there on. A step cut
+         * short at another point may hold more nodes at once than a whole one, so the node
+         * table's capacity (a high-water mark) may grow: the bytes are not compared, every
+         * block and every live count is. */
+        if (n == 1)
+            before = after;
+        after.bytes = before.bytes;
+        assert_flat(&before, &after, (int)n);
+        if (ta.failures == failures) { /* five steps need fewer than n allocations */
+            assert_int_equal(done, 5);
+            break;
+        }
+    }
+    assert_true(n > 100);
+    float w1[IN * HID];
+    assert_int_equal(kiln_read(m.w1, w1, sizeof w1), KILN_OK);
+    for (int i = 0; i < IN * HID; i++)
+        assert_true(isfinite(w1[i]));
+    kiln_context_destroy(ctx);
+    assert_int_equal(ta.live_blocks, 0);
+    assert_int_equal(ta.size_mismatches, 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        ENG_TEST(test_engine_lifetime_creations_are_distinct),
+        ENG_TEST(test_engine_lifetime_write_then_rebuild),
+        ENG_TEST(test_engine_lifetime_released_handles),
+        ENG_TEST(test_engine_lifetime_other_contexts),
+        ENG_TEST(test_engine_lifetime_loop_in_place),
+        ENG_TEST(test_engine_lifetime_loop_release),
+        ENG_TEST(test_engine_lifetime_loop_scopes),
+    };
+    /* On the interpreter only: a Vulkan context per failure point would take minutes, and the
+     * paths under test (handles, nodes, storages) are the engine's, the same on both. */
+    const struct CMUnitTest faults[] = {
+        cmocka_unit_test(test_engine_lifetime_loop_faults),
+    };
+    return ENG_RUN_BOTH(tests) + cmocka_run_group_tests_name("faults", faults, NULL, NULL);
+}
