@@ -1,5 +1,6 @@
-/* The context, hash-consing and inspection. Every node lives in the context's arena and is
- * found again through a per-context hash table, so structurally equal nodes are one pointer. */
+/* The context, hash-consing and inspection. Every node lives in the context's slabs
+ * (collect.c) and is found again through a per-context hash table, so structurally equal
+ * nodes are one pointer. */
 #include "sym_internal.h"
 
 #include <assert.h>
@@ -8,7 +9,6 @@
 enum {
     SYM_DEFAULT_BUDGET = 200000, /* steps per top-level constructor call */
     SYM_MAX_DEPTH = 2000,        /* nesting of constructor calls (stack safety) */
-    SYM_ARENA_CHUNK = 64 * 1024,
 };
 
 const sym_kind_info sym_kinds[SYM_KIND_COUNT_] = {
@@ -40,11 +40,11 @@ kiln_status sym_ctx_create(const base_allocator *alloc, sym_ctx **out) {
     if (!ctx)
         return KILN_ERROR_OUT_OF_HOST_MEMORY;
     ctx->alloc = a;
-    base_arena_init(&ctx->arena, &ctx->alloc, SYM_ARENA_CHUNK);
     base_map_init(&ctx->nodes, &ctx->alloc);
     base_map_init(&ctx->vars, &ctx->alloc);
     base_error_clear(&ctx->err);
     ctx->budget = SYM_DEFAULT_BUDGET;
+    ctx->epoch = 1; /* new nodes have mark 0: unmarked */
     *out = ctx;
     return KILN_OK;
 }
@@ -52,9 +52,14 @@ kiln_status sym_ctx_create(const base_allocator *alloc, sym_ctx **out) {
 void sym_ctx_destroy(sym_ctx *ctx) {
     if (!ctx)
         return;
+    void *v;
+    for (size_t i = 0; base_map_next(&ctx->vars, &i, &v);) {
+        const char *name = ((const sym_node *)v)->name;
+        base_free(&ctx->alloc, (void *)(uintptr_t)name, strlen(name) + 1);
+    }
     base_map_finish(&ctx->nodes);
     base_map_finish(&ctx->vars);
-    base_arena_finish(&ctx->arena);
+    sym_slabs_finish(ctx);
     base_allocator a = ctx->alloc;
     base_free(&a, ctx, sizeof *ctx);
 }
@@ -142,15 +147,18 @@ static bool node_eq(const void *stored, const void *key, void *user) {
            s->src[1] == k->src[1] && s->src[2] == k->src[2];
 }
 
-/* Copies the key into the arena, numbers it and records it; NULL on allocation failure. */
+/* Copies the key into a free slot, numbers it and records it; NULL on allocation failure.
+ * Ids only grow: a node rebuilt after a collection freed it gets a new one. */
 static sym_node *node_intern(sym_ctx *ctx, const sym_node *key) {
-    sym_node *n = base_arena_alloc(&ctx->arena, sizeof *n, _Alignof(sym_node));
+    sym_node *n = sym_slot_alloc(ctx);
     if (!n)
         return NULL;
     *n = *key;
     n->id = ctx->next_id;
-    if (base_map_insert(&ctx->nodes, n->hash, n) != KILN_OK)
-        return NULL; /* the arena keeps the block until the context goes */
+    if (base_map_insert(&ctx->nodes, n->hash, n) != KILN_OK) {
+        sym_slot_release(ctx, n);
+        return NULL;
+    }
     ctx->next_id++;
     return n;
 }
@@ -247,14 +255,22 @@ static const sym_node *var_new(sym_ctx *ctx, const char *name, uint64_t h, int64
     key.vmax = max;
     key.hash =
         base_hash_u64(base_hash_u64(base_hash_u64(h, SYM_VAR), (uint64_t)min), (uint64_t)max);
-    key.name = base_arena_strdup(&ctx->arena, name);
-    sym_node *n = key.name ? base_arena_alloc(&ctx->arena, sizeof *n, _Alignof(sym_node)) : NULL;
-    if (!n || base_map_insert(&ctx->vars, h, n) != KILN_OK)
-        return sym_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "out of memory creating Variable %s",
-                        name);
-    *n = key;
-    n->id = ctx->next_id++;
-    return n;
+    size_t size = strlen(name) + 1;
+    char *copy = base_malloc(&ctx->alloc, size);
+    sym_node *n = copy ? sym_slot_alloc(ctx) : NULL;
+    if (n) {
+        memcpy(copy, name, size);
+        key.name = copy;
+        *n = key;
+        if (base_map_insert(&ctx->vars, h, n) == KILN_OK) {
+            n->id = ctx->next_id++;
+            ctx->name_bytes += size;
+            return n;
+        }
+        sym_slot_release(ctx, n);
+    }
+    base_free(&ctx->alloc, copy, size);
+    return sym_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "out of memory creating Variable %s", name);
 }
 
 const sym_node *sym_var(sym_ctx *ctx, const char *name, int64_t min, int64_t max) {

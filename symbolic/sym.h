@@ -18,8 +18,9 @@
  *     if (sym_ctx_status(c) != KILN_OK) puts(sym_ctx_message(c));
  *     sym_ctx_destroy(c);
  *
- * A context is not thread-safe. All host memory comes from the context's allocator; nodes live
- * until sym_ctx_destroy and belong to their context (never pass them to another).
+ * A context is not thread-safe. All host memory comes from the context's allocator; nodes
+ * belong to their context (never pass them to another) and live until a collection finds them
+ * unmarked (sym_collect, below) or until sym_ctx_destroy.
  *
  * Statuses recorded by constructors: KILN_ERROR_INVALID_ARGUMENT (division or modulo by a
  * constant 0, a bad Variable declaration or binding), KILN_ERROR_OVERFLOW (a constant or a
@@ -85,7 +86,7 @@ const char *sym_ctx_message(const sym_ctx *ctx);
 void sym_ctx_clear_error(sym_ctx *ctx);
 /* Simplification steps allowed per top-level constructor call (a default is set). */
 void sym_ctx_set_budget(sym_ctx *ctx, uint64_t steps);
-uint64_t sym_ctx_node_count(const sym_ctx *ctx); /* distinct nodes built (statistics) */
+uint64_t sym_ctx_node_count(const sym_ctx *ctx); /* nodes ever built, freed ones included */
 
 /* ---- constructors (NULL on error; NULL operands propagate) --------------------------------- */
 
@@ -166,6 +167,56 @@ const sym_node *sym_unbind_all(sym_ctx *ctx, const sym_node *n, const sym_node *
  * always NUL-terminates when cap > 0; buf may be NULL when cap is 0. n NULL renders "<null>".
  * The rendering is a tree: a subexpression shared n times is written n times. */
 size_t sym_render(const sym_node *n, char *buf, size_t cap);
+
+/* ---- collection ---------------------------------------------------------------------------- */
+/* The owner of a context frees the nodes it no longer uses in collection cycles: mark every
+ * node still in use, then collect.
+ *
+ *     for (each node the program still holds) sym_mark(c, node);
+ *     size_t freed = sym_collect(c);
+ *
+ * Contract: sym_collect frees every node not marked since the previous sym_collect (or since
+ * sym_ctx_create), except Variables (SYM_VAR nodes: declared by the program and looked up by
+ * name, they and their names live until sym_ctx_destroy). Constants, bound nodes and every
+ * other kind are collectable. Before collecting, a caller must mark every node it will use
+ * again: each node it holds, including nodes reachable only from its own data structures
+ * (tables keyed by node pointers, caches, guards); marking a node marks its operands,
+ * transitively. Using a node freed by a collection is undefined behaviour (its memory is
+ * reused by later nodes; AddressSanitizer builds report the use). A node built between the
+ * marking and sym_collect is freed unless it is marked too, so mark right before collecting.
+ *
+ * Marking is cumulative within a cycle and may be repeated; marking an already marked node is
+ * O(1); the cost of a cycle is the nodes newly marked plus a sweep over the node storage.
+ * Neither call allocates, so neither can fail or record an error: marking walks operands
+ * without a stack, to any depth. The memory of freed nodes is reused by later nodes, and
+ * storage left entirely free (beyond one spare block of 256 nodes) goes back to the allocator,
+ * so a program whose live nodes stay bounded runs in bounded memory however many nodes it
+ * builds.
+ *
+ * Ids and canonical forms: ids are never reused; a node built again after its collection gets
+ * a new, larger id. Canonical forms order sum terms and commutative operands by id (see the
+ * top of this header), so an expression rebuilt after a collection may come back with its
+ * terms in another order than the freed one had: another rendering and another sym_node_hash,
+ * the same value. Every live node still has one canonical form and equality stays pointer
+ * equality: a marked node keeps its operands, so the constructors return it for its structure.
+ * sym_node_hash is structural (kinds, values, a Variable's name and range, the operands'
+ * hashes; never ids or addresses), so the same sequence of constructor calls and collections
+ * gives the same hashes and renderings on every run; a cache keyed by the hashes of
+ * expressions that get collected and rebuilt can miss (never wrongly hit) after a collection,
+ * which marking the expressions the cache keeps avoids. */
+
+/* Marks n and every node it is built from as in use for the current cycle. NULL n (or ctx)
+ * is a no-op. n must be a live node of ctx. */
+void sym_mark(sym_ctx *ctx, const sym_node *n);
+/* Frees every node not marked since the previous sym_collect (Variables excepted), removes it
+ * from hash-consing, makes its memory reusable and starts the next cycle (no node is marked).
+ * Returns the number of nodes freed; 0 for NULL ctx. */
+size_t sym_collect(sym_ctx *ctx);
+/* Nodes built and not freed, Variables included. */
+uint64_t sym_ctx_live_nodes(const sym_ctx *ctx);
+/* Host memory the context holds: the context, node storage (live and free slots), the
+ * hash-consing tables and Variable names. Transient buffers of a call are not counted. */
+size_t sym_ctx_bytes(const sym_ctx *ctx);
 
 /* ---- guards -------------------------------------------------------------------------------- */
 /* An assumption code relied on, recorded and checked against an assignment before reuse. */

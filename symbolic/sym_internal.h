@@ -2,6 +2,7 @@
  *
  * Files by concept:
  *   node.c    the context, hash-consing, the kind table, inspection
+ *   collect.c node storage (slabs and a free list) and collection: marking, sweeping
  *   bounds.c  [vmin, vmax] of every kind, overflow-checked
  *   sum.c     term lists, canonical sums of products: add, mul, neg, sub
  *   divmod.c  floor division and modulo rules (by constants and by expressions)
@@ -29,23 +30,36 @@
 
 enum { SYM_F_COMM = 1, SYM_F_BOOL = 2 };
 
+/* The kind of a free slot in a slab (never a live node's). */
+enum { SYM_FREE_SLOT = 0xff };
+_Static_assert((int)SYM_KIND_COUNT_ < (int)SYM_FREE_SLOT, "SYM_FREE_SLOT must not be a kind");
+
 struct sym_node {
-    uint64_t id;   /* creation order */
+    uint64_t id;   /* creation order; never reused, even after the node is collected */
     uint64_t hash; /* structural */
     int64_t vmin, vmax;
-    int64_t value;    /* SYM_CONST: the value; SYM_BIND: the bound value */
-    const char *name; /* SYM_VAR, SYM_BIND: the Variable's name (arena-owned) */
-    const sym_node *src[3];
-    uint8_t kind;
+    int64_t value;          /* SYM_CONST: the value; SYM_BIND: the bound value */
+    const char *name;       /* SYM_VAR: its name (owned); SYM_BIND: the Variable's name */
+    const sym_node *src[3]; /* a free slot: src[0] links the free list */
+    uint8_t kind;           /* sym_kind, or SYM_FREE_SLOT */
     uint8_t arity;
+    uint8_t visit; /* sym_mark: the operand being visited (pointer reversal) */
+    uint32_t mark; /* the collection epoch in which the node was last marked (0: never) */
 };
+
+typedef struct sym_slab sym_slab;
 
 struct sym_ctx {
     base_allocator alloc;
-    base_arena arena; /* nodes and names */
-    base_map nodes;   /* hash-consing of every node but Variables */
-    base_map vars;    /* Variables by name */
+    base_map nodes; /* hash-consing of every node but Variables */
+    base_map vars;  /* Variables by name; each owns its name, freed at destroy */
     base_error err;
+    sym_slab *slabs;   /* node storage, newest first (collect.c) */
+    sym_node *free;    /* free slots of the slabs, linked through src[0] */
+    size_t slab_count; /* statistics (sym_ctx_bytes) */
+    size_t name_bytes; /* Variable names (sym_ctx_bytes) */
+    uint64_t live;     /* nodes not collected */
+    uint32_t epoch;    /* the current collection cycle, never 0 */
     uint64_t next_id;
     uint64_t budget; /* steps per top-level constructor call */
     uint64_t steps;
@@ -79,6 +93,15 @@ BASE_HIDDEN const sym_node *sym_make(sym_ctx *ctx, sym_kind kind, const sym_node
                                      const sym_node *b, const sym_node *c, int64_t value);
 BASE_HIDDEN const sym_node *sym_make_const(sym_ctx *ctx, int64_t value);
 BASE_HIDDEN bool sym_is_k(const sym_node *n, int64_t value); /* n is the constant value */
+
+/* ---- collect.c ---- */
+/* A slot for a new node (contents undefined), counted live; NULL when a slab cannot be
+ * allocated (no error recorded). */
+BASE_HIDDEN sym_node *sym_slot_alloc(sym_ctx *ctx);
+/* Gives back a slot sym_slot_alloc returned whose node was never published (not in a map). */
+BASE_HIDDEN void sym_slot_release(sym_ctx *ctx, sym_node *n);
+/* Frees every slab (sym_ctx_destroy). */
+BASE_HIDDEN void sym_slabs_finish(sym_ctx *ctx);
 
 /* ---- bounds.c ---- */
 /* Sets n->vmin and n->vmax from its kind and operands; false on overflow (error recorded). */
