@@ -38,7 +38,7 @@ static const kiln_expr *sym_checked(kiln_context *ctx, const sym_node *n) {
         eng_fail(ctx, sym_ctx_status(ctx->sym), "%s", sym_ctx_message(ctx->sym));
         sym_ctx_clear_error(ctx->sym);
     }
-    return (const kiln_expr *)n;
+    return eng_pin_expr(ctx, n); /* the program holds it now */
 }
 
 kiln_status kiln_context_create(const kiln_context_options *options, kiln_context **out) {
@@ -60,6 +60,7 @@ kiln_status eng_context_create(const kiln_context_options *opt, const eng_extern
     base_arena_init(&ctx->arena, &alloc, 64 * 1024);
     base_map_init(&ctx->nodes, &alloc);
     base_map_init(&ctx->programs, &alloc);
+    base_map_init(&ctx->pinned, &alloc);
     kiln_status st = eng_registry_add(ctx);
     if (st == KILN_OK)
         st = sym_ctx_create(&alloc, &ctx->sym);
@@ -128,7 +129,7 @@ kiln_stats kiln_context_stats(const kiln_context *ctx) {
     s.live_storages = ctx->live_storages;
     s.live_storage_bytes = ctx->live_bytes;
     s.pool_bytes = ctx->pool_bytes;
-    s.live_expressions = sym_ctx_node_count(ctx->sym);
+    s.live_expressions = sym_ctx_live_nodes(ctx->sym);
     return s;
 }
 

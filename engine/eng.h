@@ -118,6 +118,11 @@ typedef struct eng_tensor {
     bool live;
 } eng_tensor;
 
+typedef struct eng_pin {
+    const sym_node *expr;
+    uint32_t scope;
+} eng_pin;
+
 /* ---- kernels ------------------------------------------------------------------------------- */
 
 typedef enum kast_kind {
@@ -238,6 +243,10 @@ struct kiln_context {
     uint32_t temp_depth;      /* open eng_temps_begin regions */
     BASE_VEC(uint32_t) temps; /* slots made inside them, innermost last */
     uint64_t live_tensors, live_nodes, live_storages, live_bytes;
+    /* Expressions handed to the program (kiln_int, kiln_bind, ...), each once, with the scope
+     * depth it was made in: they live until that scope ends (lifetime.c). */
+    BASE_VEC(eng_pin) pins;
+    base_map pinned;
     BASE_VEC(vkd_buffer *) pool; /* buffers of freed storages, reused by size */
     uint64_t pool_bytes;
     uint64_t next_id;
@@ -347,6 +356,12 @@ void eng_storage_unref(kiln_context *ctx, eng_storage *s);
  * release their intermediate tensors). Returns result. */
 size_t eng_temps_begin(kiln_context *ctx);
 kiln_tensor *eng_temps_end(kiln_context *ctx, size_t mark, kiln_tensor *result);
+/* e (may be NULL) was handed to the program: it lives until the current scope ends. */
+const kiln_expr *eng_pin_expr(kiln_context *ctx, const sym_node *e);
+/* Frees the expressions nothing uses any more: none pinned, none read by a live tensor, node
+ * or compiled kernel (never during a realize). */
+void eng_collect_expressions(kiln_context *ctx);
+void eng_unpin_to(kiln_context *ctx, uint32_t depth);
 /* Frees every handle, node and storage (context destruction). */
 void eng_lifetime_finish(kiln_context *ctx);
 

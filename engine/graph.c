@@ -496,7 +496,7 @@ const kiln_expr *kiln_tensor_size_expr(const kiln_tensor *t, uint32_t dim) {
     const eng_tensor *e = queried(t, "kiln_tensor_size_expr", NULL);
     if (!e || dim >= last_view(e)->ndim)
         return NULL;
-    return (const kiln_expr *)last_view(e)->shape[dim];
+    return eng_pin_expr(e->ctx, last_view(e)->shape[dim]);
 }
 
 kiln_status kiln_tensor_shape(const kiln_tensor *t, int64_t *shape) {

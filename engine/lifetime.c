@@ -441,6 +441,87 @@ kiln_tensor *eng_temps_end(kiln_context *ctx, size_t mark, kiln_tensor *result) 
     return result;
 }
 
+/* ---- expressions ------------------------------------------------------------------------------
+ */
+
+static bool same_expr(const void *stored, const void *key, void *user) {
+    (void)user;
+    return stored == key;
+}
+
+const kiln_expr *eng_pin_expr(kiln_context *ctx, const sym_node *e) {
+    if (!e || sym_node_kind(e) == SYM_VAR) /* Variables live as long as the context */
+        return (const kiln_expr *)e;
+    uint64_t h = sym_node_id(e);
+    if (base_map_find(&ctx->pinned, h, e, same_expr, NULL))
+        return (const kiln_expr *)e;
+    eng_pin pin = {e, ctx->scope_depth};
+    if (BASE_VEC_PUSH(&ctx->alloc, &ctx->pins, pin) != KILN_OK) {
+        eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for an expression");
+        return NULL;
+    }
+    /* The pointer stays a valid map value: the map only compares it. */
+    if (base_map_insert(&ctx->pinned, h, (void *)(uintptr_t)e) != KILN_OK) {
+        ctx->pins.len--;
+        eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for an expression");
+        return NULL;
+    }
+    return (const kiln_expr *)e;
+}
+
+/* Unpins the expressions of scopes deeper than depth. */
+void eng_unpin_to(kiln_context *ctx, uint32_t depth) {
+    while (ctx->pins.len > 0 && ctx->pins.data[ctx->pins.len - 1].scope > depth) {
+        const sym_node *e = ctx->pins.data[--ctx->pins.len].expr;
+        base_map_remove(&ctx->pinned, sym_node_id(e), e, same_expr, NULL);
+    }
+}
+
+static void mark_tracker(sym_ctx *sc, const shape_tracker *st) {
+    if (!st)
+        return;
+    for (uint32_t i = 0; i < st->nviews; i++) {
+        const shape_view *v = &st->views[i];
+        sym_mark(sc, v->offset);
+        sym_mark(sc, v->user_offset);
+        for (uint32_t d = 0; d < v->ndim; d++) {
+            sym_mark(sc, v->shape[d]);
+            sym_mark(sc, v->strides[d]);
+            sym_mark(sc, v->user_strides[d]);
+            if (v->masked) {
+                sym_mark(sc, v->mask_begin[d]);
+                sym_mark(sc, v->mask_end[d]);
+            }
+        }
+    }
+}
+
+void eng_collect_expressions(kiln_context *ctx) {
+    sym_ctx *sc = ctx->sym;
+    for (size_t i = 0; i < ctx->pins.len; i++)
+        sym_mark(sc, ctx->pins.data[i].expr);
+    for (eng_node *n = ctx->node_list; n; n = n->next) {
+        for (uint32_t d = 0; d < n->ndim; d++)
+            sym_mark(sc, n->shape[d]);
+        sym_mark(sc, n->value_expr);
+        for (uint32_t i = 0; i < n->nsrc; i++)
+            mark_tracker(sc, n->src[i].st);
+        mark_tracker(sc, n->dst_view);
+    }
+    for (uint32_t c = 0; c < ctx->slot_chunk_count; c++) {
+        for (uint32_t i = 0; i < ENG_SLOT_CHUNK; i++) {
+            const eng_tensor *t = &ctx->slot_chunks[c][i];
+            if (t->live)
+                mark_tracker(sc, t->st);
+        }
+    }
+    for (const eng_program *p = ctx->program_list; p; p = p->next) {
+        if (p->has_guard)
+            sym_mark(sc, p->guard.expr);
+    }
+    sym_collect(sc);
+}
+
 /* ---- the end ----------------------------------------------------------------------------------
  */
 
@@ -468,4 +549,6 @@ void eng_lifetime_finish(kiln_context *ctx) {
     ctx->slot_chunks = NULL;
     ctx->slot_chunk_count = ctx->slot_count = 0;
     BASE_VEC_FREE(&ctx->alloc, &ctx->temps);
+    BASE_VEC_FREE(&ctx->alloc, &ctx->pins);
+    base_map_finish(&ctx->pinned);
 }
