@@ -1,21 +1,44 @@
 /* Realization: the walk of ARCHITECTURE.md as one function, one call per stage. */
 #include "eng.h"
 
+#include <stdio.h>
 #include <string.h>
+
+enum { MAX_NEEDS = 16 }; /* dependencies one kernel build reports at a time */
+
+/* Scheduling runs on an explicit stack (allocated with the context's allocator), not on the C
+ * stack: a graph of any depth schedules. A frame is a node being scheduled and where it is. */
+typedef enum frame_step {
+    STEP_START,   /* not looked at yet */
+    STEP_READERS, /* a write: scheduling the earlier readers of its target, one at a time */
+    STEP_BUILD,   /* building its kernel (again, once the dependencies it needed are done) */
+    STEP_NEEDS,   /* scheduling the dependencies its kernel build asked for, one at a time */
+} frame_step;
+
+typedef struct frame {
+    eng_node *node;
+    frame_step step;
+    uint64_t stamp;     /* STEP_READERS: the mark of the nodes the write's value depends on */
+    eng_reader *reader; /* STEP_READERS: the reader scheduled last (NULL: none yet) */
+    uint32_t need_count, next_need;
+    eng_node *needs[MAX_NEEDS];
+} frame;
 
 typedef struct schedule {
     kiln_context *ctx;
-    BASE_VEC(eng_kernel) kernels;  /* in dependency order */
-    BASE_VEC(eng_node *) assigned; /* nodes given a storage by this realize */
+    BASE_VEC(eng_kernel) kernels; /* in dependency order; every output has its storage */
+    BASE_VEC(frame) stack;
+    BASE_VEC(eng_node *) walk; /* mark_dependencies' work list */
 } schedule;
+
+static kiln_status no_memory(kiln_context *ctx) {
+    return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory to schedule");
+}
 
 /* Storage for node's result (its row-major elements under the bound sizes); a write's result
  * is the storage it writes. */
-static kiln_status assign_storage(schedule *s, eng_node *node, eng_kernel *k) {
-    kiln_context *ctx = s->ctx;
+static kiln_status assign_storage(kiln_context *ctx, eng_node *node, eng_kernel *k) {
     if (node->kind == ENG_WRITE) {
-        if (BASE_VEC_PUSH(&ctx->alloc, &s->assigned, node) != KILN_OK)
-            return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory");
         node->storage = node->src[0].node->storage;
         k->buffers[0] = node->storage;
         return KILN_OK;
@@ -29,83 +52,146 @@ static kiln_status assign_storage(schedule *s, eng_node *node, eng_kernel *k) {
     eng_storage *storage = eng_storage_new(ctx, node->type, (uint64_t)n);
     if (!storage)
         return ctx->err.status ? ctx->err.status : KILN_ERROR_OUT_OF_HOST_MEMORY;
-    if (BASE_VEC_PUSH(&ctx->alloc, &s->assigned, node) != KILN_OK)
-        return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory to schedule");
     node->storage = storage;
     k->buffers[0] = storage;
     return KILN_OK;
 }
 
-static kiln_status schedule_node(schedule *s, eng_node *node, uint32_t depth);
-
-/* Marks the unrealized nodes w's value depends on. */
-static void mark_dependencies(eng_node *n, uint64_t stamp) {
-    if (n->storage || n->mark == stamp)
-        return;
-    n->mark = stamp;
-    for (uint32_t i = 0; i < n->nsrc; i++)
-        mark_dependencies(n->src[i].node, stamp);
+/* Appends node's kernel k to the schedule and gives node its storage: every kernel in the
+ * schedule has its output's storage, and every storage this realize assigned has its kernel
+ * (unassign relies on both). */
+static kiln_status add_kernel(schedule *s, eng_node *node, const eng_kernel *k) {
+    if (BASE_VEC_PUSH(&s->ctx->alloc, &s->kernels, *k) != KILN_OK)
+        return no_memory(s->ctx);
+    kiln_status st = assign_storage(s->ctx, node, &s->kernels.data[s->kernels.len - 1]);
+    if (st != KILN_OK)
+        s->kernels.len--;
+    return st;
 }
 
-/* Program order: readers of the storage w overwrites that were built before w, and that w's own
- * value does not consume element for element, must read the old values: they are realized
- * first. */
-static kiln_status schedule_earlier_readers(schedule *s, eng_node *w, uint32_t depth) {
+static kiln_status push_frame(schedule *s, eng_node *node) {
+    /* Each frame waits for the one above it, a node made before it (a source, or a reader
+     * built before a write) or a write's copy of its source: no node is on the stack twice,
+     * unless the graph had a cycle (which recursion would have followed forever). */
+    if (s->stack.len >= s->ctx->next_id)
+        return base_error_set(&s->ctx->err, KILN_ERROR_INTERNAL,
+                              "scheduling: the graph has a cycle (%zu nodes in progress)",
+                              s->stack.len);
+    frame f = {.node = node, .step = STEP_START};
+    return BASE_VEC_PUSH(&s->ctx->alloc, &s->stack, f) == KILN_OK ? KILN_OK : no_memory(s->ctx);
+}
+
+/* Marks with stamp the unrealized nodes the value n depends on (n included). */
+static kiln_status mark_dependencies(schedule *s, eng_node *n, uint64_t stamp) {
     kiln_context *ctx = s->ctx;
-    uint64_t stamp = ++ctx->next_mark;
-    mark_dependencies(w->src[1].node, stamp);
-    eng_node *target = w->src[0].node;
-    for (eng_reader *r = target->readers; r; r = r->next) {
-        eng_node *reader = r->node;
-        if (reader == w || reader->storage || reader->released || reader->mark == stamp)
+    s->walk.len = 0;
+    if (BASE_VEC_PUSH(&ctx->alloc, &s->walk, n) != KILN_OK)
+        return no_memory(ctx);
+    while (s->walk.len > 0) {
+        n = s->walk.data[--s->walk.len];
+        if (n->storage || n->mark == stamp)
             continue;
-        kiln_status st = schedule_node(s, reader, depth + 1);
-        if (st != KILN_OK)
-            return st;
+        n->mark = stamp;
+        for (uint32_t i = 0; i < n->nsrc; i++) {
+            if (BASE_VEC_PUSH(&ctx->alloc, &s->walk, n->src[i].node) != KILN_OK)
+                return no_memory(ctx);
+        }
     }
     return KILN_OK;
 }
 
-/* Schedules the kernels that realize node, dependencies first. */
-static kiln_status schedule_node(schedule *s, eng_node *node, uint32_t depth) {
-    kiln_context *ctx = s->ctx;
-    if (node->storage)
+/* A node already realized is done; a write first schedules the readers of the storage it
+ * overwrites (STEP_READERS); any other node builds its kernel. */
+static kiln_status step_start(schedule *s, frame *f) {
+    eng_node *node = f->node;
+    if (node->storage) {
+        s->stack.len--;
         return KILN_OK;
-    if (depth > 256)
-        return base_error_set(&ctx->err, KILN_ERROR_LIMIT_EXCEEDED,
-                              "the graph nests more than 256 kernels deep");
-    if (node->kind == ENG_WRITE) {
-        kiln_status st = schedule_earlier_readers(s, node, depth);
-        if (st != KILN_OK)
-            return st;
     }
-    enum { MAX_NEEDS = 16 };
-    for (;;) {
-        eng_kernel k;
-        eng_node *needs[MAX_NEEDS];
-        uint32_t count = 0;
-        kiln_status st = eng_kernel_build(ctx, node, &k, needs, MAX_NEEDS, &count);
-        if (st == KILN_ERROR_NOT_FOUND && count > 0) {
-            for (uint32_t i = 0; i < count; i++) {
-                kiln_status dep = schedule_node(s, needs[i], depth + 1);
-                if (dep != KILN_OK)
-                    return dep;
-            }
-            continue; /* rebuild: the dependencies are now loads */
-        }
-        if (st != KILN_OK)
-            return st;
-        st = assign_storage(s, node, &k);
-        if (st == KILN_OK && BASE_VEC_PUSH(&ctx->alloc, &s->kernels, k) != KILN_OK)
-            st = base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory to schedule");
-        return st;
+    if (node->kind != ENG_WRITE) {
+        f->step = STEP_BUILD;
+        return KILN_OK;
     }
+    f->step = STEP_READERS;
+    f->reader = NULL;
+    f->stamp = ++s->ctx->next_mark;
+    return mark_dependencies(s, node->src[1].node, f->stamp);
 }
+
+/* Program order: readers of the storage write w overwrites that were built before w, and that
+ * w's own value does not consume (the nodes marked with the frame's stamp), must read the old
+ * values: they are realized first, one frame each, in the order of the target's reader list. */
+static kiln_status step_readers(schedule *s, frame *f) {
+    eng_node *w = f->node;
+    eng_node *target = w->src[0].node;
+    for (eng_reader *r = f->reader ? f->reader->next : target->readers; r; r = r->next) {
+        eng_node *reader = r->node;
+        if (reader == w || reader->storage || reader->released || reader->mark == f->stamp)
+            continue;
+        f->reader = r;
+        return push_frame(s, reader); /* f is stale from here */
+    }
+    f->step = STEP_BUILD;
+    return KILN_OK;
+}
+
+/* Builds the node's kernel: the dependencies it needs first (STEP_NEEDS, then built again), or
+ * the kernel, added to the schedule (the frame is done). */
+static kiln_status step_build(schedule *s, frame *f) {
+    eng_kernel k;
+    uint32_t count = 0;
+    kiln_status st = eng_kernel_build(s->ctx, f->node, &k, f->needs, MAX_NEEDS, &count);
+    if (st == KILN_ERROR_NOT_FOUND && count > 0) {
+        f->step = STEP_NEEDS;
+        f->need_count = count;
+        f->next_need = 0;
+        return KILN_OK;
+    }
+    if (st != KILN_OK)
+        return st;
+    eng_node *node = f->node;
+    s->stack.len--;
+    return add_kernel(s, node, &k);
+}
+
+static kiln_status step_needs(schedule *s, frame *f) {
+    if (f->next_need < f->need_count)
+        return push_frame(s, f->needs[f->next_need++]); /* f is stale from here */
+    f->step = STEP_BUILD; /* rebuild: the dependencies are now loads */
+    return KILN_OK;
+}
+
+/* Schedules the kernels that realize root, dependencies first: the order of a depth-first
+ * recursion (a write's earlier readers, then the node's needs, each completely, in order). */
+static kiln_status schedule_node(schedule *s, eng_node *root) {
+    s->stack.len = 0;
+    kiln_status st = push_frame(s, root);
+    while (st == KILN_OK && s->stack.len > 0) {
+        frame *f = &s->stack.data[s->stack.len - 1];
+        switch (f->step) {
+        case STEP_START:
+            st = step_start(s, f);
+            break;
+        case STEP_READERS:
+            st = step_readers(s, f);
+            break;
+        case STEP_BUILD:
+            st = step_build(s, f);
+            break;
+        case STEP_NEEDS:
+            st = step_needs(s, f);
+            break;
+        }
+    }
+    return st;
+}
+
+/* ---- running the schedule ----------------------------------------------------------------- */
 
 /* Undoes the storage assignments of a realize that failed: those nodes stay unrealized. */
 static void unassign(schedule *s) {
-    for (size_t i = 0; i < s->assigned.len; i++)
-        s->assigned.data[i]->storage = NULL; /* the storage is freed with the context */
+    for (size_t i = 0; i < s->kernels.len; i++)
+        s->kernels.data[i].output->storage = NULL; /* the storage is freed with the context */
 }
 
 static kiln_status run_schedule(schedule *s) {
@@ -124,14 +210,14 @@ static kiln_status run_schedule(schedule *s) {
     return st != KILN_OK ? st : fin;
 }
 
-kiln_status eng_realize(kiln_context *ctx, uint32_t count, eng_node *const *nodes) {
+static kiln_status realize(kiln_context *ctx, uint32_t count, eng_node *const *nodes) {
     kiln_status sticky = eng_call_begin(ctx); /* a graph-building error recorded earlier */
     if (sticky != KILN_OK)
         return sticky;
     schedule s = {.ctx = ctx};
     kiln_status st = KILN_OK;
     for (uint32_t i = 0; st == KILN_OK && i < count; i++)
-        st = schedule_node(&s, nodes[i], 0);
+        st = schedule_node(&s, nodes[i]);
     uint64_t pipelines = ctx->stats.pipelines_created;
     if (st == KILN_OK)
         st = run_schedule(&s);
@@ -151,33 +237,49 @@ kiln_status eng_realize(kiln_context *ctx, uint32_t count, eng_node *const *node
                  (unsigned long long)ctx->stats.dispatches,
                  (double)ctx->stats.device_time_ns / 1e6);
     BASE_VEC_FREE(&ctx->alloc, &s.kernels);
-    BASE_VEC_FREE(&ctx->alloc, &s.assigned);
+    BASE_VEC_FREE(&ctx->alloc, &s.stack);
+    BASE_VEC_FREE(&ctx->alloc, &s.walk);
     return st;
+}
+
+kiln_status eng_realize(kiln_context *ctx, uint32_t count, eng_node *const *nodes) {
+    return realize(ctx, count, nodes);
 }
 
 kiln_status kiln_realize(kiln_tensor *t) {
     if (!t)
         return KILN_ERROR_INVALID_ARGUMENT;
     eng_node *base = eng_resolve(t);
-    return eng_realize(t->ctx, 1, &base);
+    return realize(t->ctx, 1, &base);
 }
 
 kiln_status kiln_realize_many(kiln_context *ctx, uint32_t count, kiln_tensor *const *tensors) {
     if (!ctx)
         return KILN_ERROR_INVALID_ARGUMENT;
-    eng_node *nodes[64];
+    kiln_status sticky = eng_call_begin(ctx);
+    if (sticky != KILN_OK)
+        return sticky;
     if (count && !tensors)
         return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
                               "kiln_realize_many: no tensors");
-    if (count > 64)
-        return base_error_set(&ctx->err, KILN_ERROR_LIMIT_EXCEEDED,
-                              "kiln_realize_many: at most 64 tensors at once");
     for (uint32_t i = 0; i < count; i++) {
         if (!tensors[i])
-            return ctx->err.status ? ctx->err.status : KILN_ERROR_INVALID_ARGUMENT;
-        nodes[i] = eng_resolve(tensors[i]);
+            return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
+                                  "kiln_realize_many: tensor %u of %u is NULL", i, count);
+        if (tensors[i]->ctx != ctx)
+            return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
+                                  "kiln_realize_many: tensor %u of %u belongs to another context",
+                                  i, count);
     }
-    return eng_realize(ctx, count, nodes);
+    eng_node **nodes = base_calloc(&ctx->alloc, count ? count : 1, sizeof *nodes);
+    if (!nodes)
+        return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY,
+                              "kiln_realize_many: no memory for %u tensors", count);
+    for (uint32_t i = 0; i < count; i++)
+        nodes[i] = eng_resolve(tensors[i]);
+    kiln_status st = realize(ctx, count, nodes);
+    base_free(&ctx->alloc, nodes, (count ? count : 1) * sizeof *nodes);
+    return st;
 }
 
 /* The tensor's elements are its node's storage, in order, when its view is dense at offset 0
