@@ -29,6 +29,7 @@ typedef struct schedule {
     BASE_VEC(eng_kernel) kernels; /* in dependency order; every output has its storage */
     BASE_VEC(frame) stack;
     BASE_VEC(eng_node *) walk; /* mark_dependencies' work list */
+    size_t ran;                /* after run_schedule: the kernels that ran (the first ones) */
 } schedule;
 
 static kiln_status no_memory(kiln_context *ctx) {
@@ -186,31 +187,140 @@ static kiln_status schedule_node(schedule *s, eng_node *root) {
     return st;
 }
 
-/* ---- running the schedule ----------------------------------------------------------------- */
+/* ---- running the schedule, and what ran --------------------------------------------------- */
 
-/* Undoes the storage assignments of a realize that failed: those nodes stay unrealized. */
-static void unassign(schedule *s) {
-    for (size_t i = 0; i < s->kernels.len; i++)
-        s->kernels.data[i].output->storage = NULL; /* the storage is freed with the context */
+/* "kernels 1-2 ran and their results are kept; 3-5 did not run" (kernels numbered from 1). */
+static void describe_ran(char *buf, size_t cap, size_t ran, size_t total) {
+    char done[96] = "no kernel ran", rest[64] = "";
+    if (ran == 1)
+        snprintf(done, sizeof done, "kernel 1 ran and its result is kept");
+    else if (ran > 1)
+        snprintf(done, sizeof done, "kernels 1-%zu ran and their results are kept", ran);
+    if (ran > 0 && ran + 1 == total)
+        snprintf(rest, sizeof rest, "; %zu did not run", total);
+    else if (ran > 0 && ran + 1 < total)
+        snprintf(rest, sizeof rest, "; %zu-%zu did not run", ran + 1, total);
+    snprintf(buf, cap, "%s%s", done, rest);
 }
 
-static kiln_status run_schedule(schedule *s) {
+/* The causes quoted in a realize's message are cut to leave room for the rest. */
+enum { CAUSE_MAX = 320 };
+
+/* Copies the context's error message into cause (BASE_ERROR_MESSAGE_MAX bytes) and clears the
+ * error, for a message that quotes it. */
+static void take_cause(kiln_context *ctx, char *cause) {
+    snprintf(cause, BASE_ERROR_MESSAGE_MAX, "%s", base_error_message(&ctx->err));
+    base_error_clear(&ctx->err);
+}
+
+/* The device's submissions so far (0 with the interpreter). */
+static uint64_t device_submits(const kiln_context *ctx) {
+    return ctx->dev ? vkd_device_stats(ctx->dev).submits : 0;
+}
+
+/* Runs the scheduled kernels in order and sets s->ran to the number that ran; on failure the
+ * context's message names the call, the cause, and what did and did not run.
+ *
+ * Which kernels ran:
+ * - The interpreter runs each kernel within eng_batch_run: a kernel ran when that call
+ *   returned KILN_OK. (interp_run stops part-way only on an internal error, a load outside its
+ *   buffer; such a kernel counts as not run, though it may have stored some elements.)
+ * - On a device, eng_batch_run only records the kernel into the batch's command buffer, and
+ *   eng_batch_finish submits that buffer and waits for it. A kernel refused by
+ *   eng_program_get or eng_batch_run recorded nothing (vkd_batch_dispatch fails before its
+ *   first vkCmd call) and the loop stops there, but eng_batch_finish still submits the kernels
+ *   recorded before it. Those ran exactly when the submission happened, i.e. vkQueueSubmit
+ *   succeeded (the device's submit count rose): a failure before it (vkEndCommandBuffer,
+ *   vkResetFences, vkQueueSubmit) leaves the command buffer unexecuted (the next realize
+ *   resets it): nothing ran. A failure after it (the fence wait timed out or the device was
+ *   lost, or reading the timestamps ran out of memory) comes after the kernels were handed to
+ *   the queue, which cannot take them back: they ran (after a timeout they are still running,
+ *   and the next batch waits for them before recording), and must not run again.
+ * Kernels run in order, so those that ran are the first s->ran. */
+static kiln_status run_schedule(schedule *s, const char *call) {
     kiln_context *ctx = s->ctx;
+    size_t total = s->kernels.len, recorded = 0;
+    s->ran = 0;
     eng_batch *batch;
     kiln_status st = eng_batch_begin(ctx, &batch);
-    if (st != KILN_OK)
-        return st;
-    for (size_t i = 0; st == KILN_OK && i < s->kernels.len; i++) {
-        eng_program *p;
-        st = eng_program_get(ctx, &s->kernels.data[i], &p);
-        if (st == KILN_OK)
-            st = eng_batch_run(ctx, batch, p, &s->kernels.data[i]);
+    if (st != KILN_OK) {
+        char cause[BASE_ERROR_MESSAGE_MAX];
+        take_cause(ctx, cause);
+        return base_error_set(&ctx->err, st,
+                              "%s: starting a batch of %zu kernels failed (%.*s): "
+                              "no kernel ran",
+                              call, total, CAUSE_MAX, cause);
     }
+    while (st == KILN_OK && recorded < total) {
+        eng_program *p;
+        st = eng_program_get(ctx, &s->kernels.data[recorded], &p);
+        if (st == KILN_OK)
+            st = eng_batch_run(ctx, batch, p, &s->kernels.data[recorded]);
+        recorded += st == KILN_OK;
+    }
+    char cause[BASE_ERROR_MESSAGE_MAX] = "", fin_cause[BASE_ERROR_MESSAGE_MAX] = "";
+    if (st != KILN_OK)
+        take_cause(ctx, cause); /* eng_batch_finish may record its own failure */
+    uint64_t submits = device_submits(ctx);
     kiln_status fin = eng_batch_finish(ctx, batch);
-    return st != KILN_OK ? st : fin;
+    bool submitted = fin == KILN_OK || device_submits(ctx) > submits;
+    s->ran = submitted ? recorded : 0;
+    if (st == KILN_OK && fin == KILN_OK)
+        return KILN_OK;
+    if (fin != KILN_OK)
+        take_cause(ctx, fin_cause);
+    char ran[160], sent[48] = "the batch";
+    describe_ran(ran, sizeof ran, s->ran, total);
+    if (recorded == 1)
+        snprintf(sent, sizeof sent, "kernel 1");
+    else if (recorded > 1)
+        snprintf(sent, sizeof sent, "kernels 1-%zu", recorded);
+    const char *finishing = submitted ? "waiting for" : "submitting";
+    if (st == KILN_OK)
+        return base_error_set(&ctx->err, fin, "%s: %s %s failed (%.*s): %s", call, finishing, sent,
+                              CAUSE_MAX, fin_cause, ran);
+    if (fin == KILN_OK)
+        return base_error_set(&ctx->err, st, "%s: kernel %zu of %zu failed (%.*s): %s", call,
+                              recorded + 1, total, CAUSE_MAX, cause, ran);
+    return base_error_set(
+        &ctx->err, st, "%s: kernel %zu of %zu failed (%.*s), then %s %s failed (%.*s): %s", call,
+        recorded + 1, total, CAUSE_MAX / 2, cause, finishing, sent, CAUSE_MAX / 2, fin_cause, ran);
 }
 
-static kiln_status realize(kiln_context *ctx, uint32_t count, eng_node *const *nodes) {
+/* After a failed realize: the kernels that ran keep their results (a write that ran is never
+ * applied again); the nodes of the others stay unrealized and give back the storage this
+ * realize made for them (a write's storage is its target's, not its own). No kernel that ran
+ * reads or writes such a storage (its kernel comes after them), and a command buffer that
+ * recorded one was never submitted. */
+static void unassign(schedule *s) {
+    kiln_context *ctx = s->ctx;
+    uint64_t stamp = ++ctx->next_mark;
+    size_t owned = 0;
+    for (size_t i = s->ran; i < s->kernels.len; i++) {
+        eng_node *n = s->kernels.data[i].output;
+        if (n->kind != ENG_WRITE) {
+            n->storage->mark = stamp;
+            owned++;
+        }
+        n->storage = NULL;
+    }
+    for (eng_storage **link = &ctx->storage_list; *link && owned > 0;) {
+        eng_storage *storage = *link;
+        if (storage->mark != stamp) {
+            link = &storage->next;
+            continue;
+        }
+        *link = storage->next;
+        eng_storage_release(ctx, storage);
+        base_free(&ctx->alloc, storage, sizeof *storage);
+        owned--;
+    }
+}
+
+/* Realizes nodes for the public call named call: schedule, then run (kernels are built,
+ * looked up or compiled, and dispatched as they run). */
+static kiln_status realize(kiln_context *ctx, const char *call, uint32_t count,
+                           eng_node *const *nodes) {
     kiln_status sticky = eng_call_begin(ctx); /* a graph-building error recorded earlier */
     if (sticky != KILN_OK)
         return sticky;
@@ -218,9 +328,15 @@ static kiln_status realize(kiln_context *ctx, uint32_t count, eng_node *const *n
     kiln_status st = KILN_OK;
     for (uint32_t i = 0; st == KILN_OK && i < count; i++)
         st = schedule_node(&s, nodes[i]);
+    if (st != KILN_OK) {
+        char cause[BASE_ERROR_MESSAGE_MAX];
+        take_cause(ctx, cause);
+        base_error_set(&ctx->err, st, "%s: scheduling failed (%.*s): no kernel ran", call,
+                       CAUSE_MAX, cause);
+    }
     uint64_t pipelines = ctx->stats.pipelines_created;
     if (st == KILN_OK)
-        st = run_schedule(&s);
+        st = run_schedule(&s, call);
     if (st == KILN_OK && !ctx->blob_saved && ctx->stats.pipelines_created > pipelines) {
         eng_cache_save_pipelines(ctx); /* after the program's first burst of compiles */
         ctx->blob_saved = true;
@@ -243,14 +359,14 @@ static kiln_status realize(kiln_context *ctx, uint32_t count, eng_node *const *n
 }
 
 kiln_status eng_realize(kiln_context *ctx, uint32_t count, eng_node *const *nodes) {
-    return realize(ctx, count, nodes);
+    return realize(ctx, "kiln_realize", count, nodes);
 }
 
 kiln_status kiln_realize(kiln_tensor *t) {
     if (!t)
         return KILN_ERROR_INVALID_ARGUMENT;
     eng_node *base = eng_resolve(t);
-    return realize(t->ctx, 1, &base);
+    return realize(t->ctx, "kiln_realize", 1, &base);
 }
 
 kiln_status kiln_realize_many(kiln_context *ctx, uint32_t count, kiln_tensor *const *tensors) {
@@ -277,7 +393,7 @@ kiln_status kiln_realize_many(kiln_context *ctx, uint32_t count, kiln_tensor *co
                               "kiln_realize_many: no memory for %u tensors", count);
     for (uint32_t i = 0; i < count; i++)
         nodes[i] = eng_resolve(tensors[i]);
-    kiln_status st = realize(ctx, count, nodes);
+    kiln_status st = realize(ctx, "kiln_realize_many", count, nodes);
     base_free(&ctx->alloc, nodes, (count ? count : 1) * sizeof *nodes);
     return st;
 }
@@ -317,7 +433,8 @@ kiln_status kiln_read(kiln_tensor *t, void *dst, size_t bytes) {
         if (!src)
             return ctx->err.status;
     }
-    st = kiln_realize(src);
+    eng_node *node = eng_resolve(src);
+    st = realize(ctx, "kiln_read", 1, &node);
     if (st == KILN_OK)
         st = eng_storage_read(ctx, src->base->storage, dst, need);
     return st;
