@@ -16,6 +16,12 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Unrealized nodes inlined into one another at most: a longer chain (10,000 adds, or the
+ * chain of a loop's steps that each read a reduction of the last) is cut into kernels, so that
+ * building, lowering and interpreting a kernel recurse at most this deep, and a kernel build
+ * never walks further than this into nodes that later kernels realize. */
+enum { MAX_INLINE_DEPTH = 256 };
+
 typedef struct kbuild {
     kiln_context *ctx;
     sym_ctx *sym;
@@ -32,6 +38,7 @@ typedef struct kbuild {
     eng_node *inlined_top; /* the outermost unrealized node being inlined (NULL: none) */
     eng_node *last_top;    /* the last such node (its loads may fill the buffer table) */
     bool row_ok;           /* an elementwise kernel of constant sizes: row mode is possible */
+    uint32_t depth;        /* unrealized nodes inlined around the current one */
     const sym_node *out_idx[SHAPE_MAX_DIMS]; /* the output element's indices */
     kiln_status status;
 } kbuild;
@@ -272,7 +279,10 @@ static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx) 
         const sym_node *const *at = identity ? idx : own;
         bool outer_at_output = b->at_output;
         b->at_output = same_element;
+        b->depth++;
         if (n->kind == ENG_WRITE) /* a write runs as its own kernel, then is read */
+            need(b, n);
+        else if (b->depth > MAX_INLINE_DEPTH) /* a chain this long is cut: n runs first */
             need(b, n);
         else if (n->kind != ENG_REDUCE) {
             bool top = !b->inlined_top;
@@ -289,6 +299,7 @@ static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx) 
         } else {
             need(b, n);
         }
+        b->depth--;
         b->at_output = outer_at_output;
     }
     b->valid = outer;

@@ -1,21 +1,45 @@
 /* Realization: the walk of ARCHITECTURE.md as one function, one call per stage. */
 #include "eng.h"
 
+#include <stdio.h>
 #include <string.h>
+
+enum { MAX_NEEDS = 16 }; /* dependencies one kernel build reports at a time */
+
+/* Scheduling runs on an explicit stack (allocated with the context's allocator), not on the C
+ * stack: a graph of any depth schedules. A frame is a node being scheduled and where it is. */
+typedef enum frame_step {
+    STEP_START,   /* not looked at yet */
+    STEP_READERS, /* a write: scheduling the earlier readers of its target, one at a time */
+    STEP_BUILD,   /* building its kernel (again, once the dependencies it needed are done) */
+    STEP_NEEDS,   /* scheduling the dependencies its kernel build asked for, one at a time */
+} frame_step;
+
+typedef struct frame {
+    eng_node *node;
+    frame_step step;
+    uint64_t stamp;     /* STEP_READERS: the mark of the nodes the write's value depends on */
+    eng_reader *reader; /* STEP_READERS: the reader scheduled last (NULL: none yet) */
+    uint32_t need_count, next_need;
+    eng_node *needs[MAX_NEEDS];
+} frame;
 
 typedef struct schedule {
     kiln_context *ctx;
-    BASE_VEC(eng_kernel) kernels;  /* in dependency order */
-    BASE_VEC(eng_node *) assigned; /* nodes given a storage by this realize */
+    BASE_VEC(eng_kernel) kernels; /* in dependency order; every output has its storage */
+    BASE_VEC(frame) stack;
+    BASE_VEC(eng_node *) walk; /* mark_dependencies' work list */
+    size_t ran;                /* after run_schedule: the kernels that ran (the first ones) */
 } schedule;
+
+static kiln_status no_memory(kiln_context *ctx) {
+    return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory to schedule");
+}
 
 /* Storage for node's result (its row-major elements under the bound sizes); a write's result
  * is the storage it writes. */
-static kiln_status assign_storage(schedule *s, eng_node *node, eng_kernel *k) {
-    kiln_context *ctx = s->ctx;
+static kiln_status assign_storage(kiln_context *ctx, eng_node *node, eng_kernel *k) {
     if (node->kind == ENG_WRITE) {
-        if (BASE_VEC_PUSH(&ctx->alloc, &s->assigned, node) != KILN_OK)
-            return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory");
         node->storage = node->src[0].node->storage;
         eng_storage_ref(node->storage);
         k->buffers[0] = node->storage;
@@ -30,136 +54,292 @@ static kiln_status assign_storage(schedule *s, eng_node *node, eng_kernel *k) {
     eng_storage *storage = eng_storage_new(ctx, node->type, (uint64_t)n);
     if (!storage)
         return ctx->err.status ? ctx->err.status : KILN_ERROR_OUT_OF_HOST_MEMORY;
-    if (BASE_VEC_PUSH(&ctx->alloc, &s->assigned, node) != KILN_OK) {
-        eng_storage_unref(ctx, storage);
-        return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory to schedule");
-    }
     node->storage = storage;
     k->buffers[0] = storage;
     return KILN_OK;
 }
 
-static kiln_status schedule_node(schedule *s, eng_node *node, uint32_t depth);
-
-/* Marks the unrealized nodes w's value depends on. */
-static void mark_dependencies(eng_node *n, uint64_t stamp) {
-    if (n->storage || n->mark == stamp)
-        return;
-    n->mark = stamp;
-    for (uint32_t i = 0; i < n->nsrc; i++)
-        mark_dependencies(n->src[i].node, stamp);
+/* Appends node's kernel k to the schedule and gives node its storage: every kernel in the
+ * schedule has its output's storage, and every storage this realize assigned has its kernel
+ * (unassign relies on both). */
+static kiln_status add_kernel(schedule *s, eng_node *node, const eng_kernel *k) {
+    if (BASE_VEC_PUSH(&s->ctx->alloc, &s->kernels, *k) != KILN_OK)
+        return no_memory(s->ctx);
+    kiln_status st = assign_storage(s->ctx, node, &s->kernels.data[s->kernels.len - 1]);
+    if (st != KILN_OK)
+        s->kernels.len--;
+    return st;
 }
 
-/* Program order: readers of the storage w overwrites that were built before w, and that w's own
- * value does not consume element for element, must read the old values: they are realized
- * first. */
-static kiln_status schedule_earlier_readers(schedule *s, eng_node *w, uint32_t depth) {
+static kiln_status push_frame(schedule *s, eng_node *node) {
+    /* Each frame waits for the one above it, a node made before it (a source, or a reader
+     * built before a write) or a write's copy of its source: no node is on the stack twice,
+     * unless the graph had a cycle (which recursion would have followed forever). */
+    if (s->stack.len >= s->ctx->next_id)
+        return base_error_set(&s->ctx->err, KILN_ERROR_INTERNAL,
+                              "scheduling: the graph has a cycle (%zu nodes in progress)",
+                              s->stack.len);
+    frame f = {.node = node, .step = STEP_START};
+    return BASE_VEC_PUSH(&s->ctx->alloc, &s->stack, f) == KILN_OK ? KILN_OK : no_memory(s->ctx);
+}
+
+/* Marks with stamp the unrealized nodes the value n depends on (n included). */
+static kiln_status mark_dependencies(schedule *s, eng_node *n, uint64_t stamp) {
     kiln_context *ctx = s->ctx;
-    uint64_t stamp = ++ctx->next_mark;
-    mark_dependencies(w->src[1].node, stamp);
-    eng_node *target = w->src[0].node;
-    for (eng_reader *r = target->readers; r; r = r->next) {
-        eng_node *reader = r->node;
-        if (reader == w || reader->storage || reader->mark == stamp)
+    s->walk.len = 0;
+    if (BASE_VEC_PUSH(&ctx->alloc, &s->walk, n) != KILN_OK)
+        return no_memory(ctx);
+    while (s->walk.len > 0) {
+        n = s->walk.data[--s->walk.len];
+        if (n->storage || n->mark == stamp)
             continue;
-        kiln_status st = schedule_node(s, reader, depth + 1);
-        if (st != KILN_OK)
-            return st;
+        n->mark = stamp;
+        for (uint32_t i = 0; i < n->nsrc; i++) {
+            if (BASE_VEC_PUSH(&ctx->alloc, &s->walk, n->src[i].node) != KILN_OK)
+                return no_memory(ctx);
+        }
     }
     return KILN_OK;
 }
 
-/* Schedules the kernels that realize node, dependencies first. */
-static kiln_status schedule_node(schedule *s, eng_node *node, uint32_t depth) {
-    kiln_context *ctx = s->ctx;
-    if (node->storage)
+/* A node already realized is done; a write first schedules the readers of the storage it
+ * overwrites (STEP_READERS); any other node builds its kernel. */
+static kiln_status step_start(schedule *s, frame *f) {
+    eng_node *node = f->node;
+    if (node->storage) {
+        s->stack.len--;
         return KILN_OK;
-    if (depth > 256)
-        return base_error_set(&ctx->err, KILN_ERROR_LIMIT_EXCEEDED,
-                              "the graph nests more than 256 kernels deep");
-    if (node->kind == ENG_WRITE) {
-        kiln_status st = schedule_earlier_readers(s, node, depth);
-        if (st != KILN_OK)
-            return st;
     }
-    enum { MAX_NEEDS = 16 };
-    for (;;) {
-        eng_kernel k;
-        eng_node *needs[MAX_NEEDS];
-        uint32_t count = 0;
-        kiln_status st = eng_kernel_build(ctx, node, &k, needs, MAX_NEEDS, &count);
-        if (st == KILN_ERROR_NOT_FOUND && count > 0) {
-            for (uint32_t i = 0; i < count; i++) {
-                kiln_status dep = schedule_node(s, needs[i], depth + 1);
-                if (dep != KILN_OK)
-                    return dep;
-            }
-            continue; /* rebuild: the dependencies are now loads */
-        }
-        if (st != KILN_OK)
-            return st;
-        st = assign_storage(s, node, &k);
-        if (st == KILN_OK && BASE_VEC_PUSH(&ctx->alloc, &s->kernels, k) != KILN_OK)
-            st = base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory to schedule");
-        return st;
+    if (node->kind != ENG_WRITE) {
+        f->step = STEP_BUILD;
+        return KILN_OK;
     }
+    f->step = STEP_READERS;
+    f->reader = NULL;
+    f->stamp = ++s->ctx->next_mark;
+    return mark_dependencies(s, node->src[1].node, f->stamp);
 }
 
-/* Undoes the storage assignments of a realize that failed: those nodes stay unrealized. */
+/* Program order: readers of the storage write w overwrites that were built before w, and that
+ * w's own value does not consume (the nodes marked with the frame's stamp), must read the old
+ * values: they are realized first, one frame each, in the order of the target's reader list. */
+static kiln_status step_readers(schedule *s, frame *f) {
+    eng_node *w = f->node;
+    eng_node *target = w->src[0].node;
+    for (eng_reader *r = f->reader ? f->reader->next : target->readers; r; r = r->next) {
+        eng_node *reader = r->node;
+        if (reader == w || reader->storage || reader->mark == f->stamp)
+            continue;
+        f->reader = r;
+        return push_frame(s, reader); /* f is stale from here */
+    }
+    f->step = STEP_BUILD;
+    return KILN_OK;
+}
+
+/* Builds the node's kernel: the dependencies it needs first (STEP_NEEDS, then built again), or
+ * the kernel, added to the schedule (the frame is done). */
+static kiln_status step_build(schedule *s, frame *f) {
+    eng_kernel k;
+    uint32_t count = 0;
+    kiln_status st = eng_kernel_build(s->ctx, f->node, &k, f->needs, MAX_NEEDS, &count);
+    if (st == KILN_ERROR_NOT_FOUND && count > 0) {
+        f->step = STEP_NEEDS;
+        f->need_count = count;
+        f->next_need = 0;
+        return KILN_OK;
+    }
+    if (st != KILN_OK)
+        return st;
+    eng_node *node = f->node;
+    s->stack.len--;
+    return add_kernel(s, node, &k);
+}
+
+static kiln_status step_needs(schedule *s, frame *f) {
+    if (f->next_need < f->need_count)
+        return push_frame(s, f->needs[f->next_need++]); /* f is stale from here */
+    f->step = STEP_BUILD; /* rebuild: the dependencies are now loads */
+    return KILN_OK;
+}
+
+/* Schedules the kernels that realize root, dependencies first: the order of a depth-first
+ * recursion (a write's earlier readers, then the node's needs, each completely, in order). */
+static kiln_status schedule_node(schedule *s, eng_node *root) {
+    s->stack.len = 0;
+    kiln_status st = push_frame(s, root);
+    while (st == KILN_OK && s->stack.len > 0) {
+        frame *f = &s->stack.data[s->stack.len - 1];
+        switch (f->step) {
+        case STEP_START:
+            st = step_start(s, f);
+            break;
+        case STEP_READERS:
+            st = step_readers(s, f);
+            break;
+        case STEP_BUILD:
+            st = step_build(s, f);
+            break;
+        case STEP_NEEDS:
+            st = step_needs(s, f);
+            break;
+        }
+    }
+    return st;
+}
+
+/* ---- running the schedule, and what ran --------------------------------------------------- */
+
+/* "kernels 1-2 ran and their results are kept; 3-5 did not run" (kernels numbered from 1). */
+static void describe_ran(char *buf, size_t cap, size_t ran, size_t total) {
+    char done[96] = "no kernel ran", rest[64] = "";
+    if (ran == 1)
+        snprintf(done, sizeof done, "kernel 1 ran and its result is kept");
+    else if (ran > 1)
+        snprintf(done, sizeof done, "kernels 1-%zu ran and their results are kept", ran);
+    if (ran > 0 && ran + 1 == total)
+        snprintf(rest, sizeof rest, "; %zu did not run", total);
+    else if (ran > 0 && ran + 1 < total)
+        snprintf(rest, sizeof rest, "; %zu-%zu did not run", ran + 1, total);
+    snprintf(buf, cap, "%s%s", done, rest);
+}
+
+/* The causes quoted in a realize's message are cut to leave room for the rest. */
+enum { CAUSE_MAX = 320 };
+
+/* Copies the context's error message into cause (BASE_ERROR_MESSAGE_MAX bytes) and clears the
+ * error, for a message that quotes it. */
+static void take_cause(kiln_context *ctx, char *cause) {
+    snprintf(cause, BASE_ERROR_MESSAGE_MAX, "%s", base_error_message(&ctx->err));
+    base_error_clear(&ctx->err);
+}
+
+/* The device's submissions so far (0 with the interpreter). */
+static uint64_t device_submits(const kiln_context *ctx) {
+    return ctx->dev ? vkd_device_stats(ctx->dev).submits : 0;
+}
+
+/* Runs the scheduled kernels in order and sets s->ran to the number that ran; on failure the
+ * context's message names the call, the cause, and what did and did not run.
+ *
+ * Which kernels ran:
+ * - The interpreter runs each kernel within eng_batch_run: a kernel ran when that call
+ *   returned KILN_OK. (interp_run stops part-way only on an internal error, a load outside its
+ *   buffer; such a kernel counts as not run, though it may have stored some elements.)
+ * - On a device, eng_batch_run only records the kernel into the batch's command buffer, and
+ *   eng_batch_finish submits that buffer and waits for it. A kernel refused by
+ *   eng_program_get or eng_batch_run recorded nothing (vkd_batch_dispatch fails before its
+ *   first vkCmd call) and the loop stops there, but eng_batch_finish still submits the kernels
+ *   recorded before it. Those ran exactly when the submission happened, i.e. vkQueueSubmit
+ *   succeeded (the device's submit count rose): a failure before it (vkEndCommandBuffer,
+ *   vkResetFences, vkQueueSubmit) leaves the command buffer unexecuted (the next realize
+ *   resets it): nothing ran. A failure after it (the fence wait timed out or the device was
+ *   lost, or reading the timestamps ran out of memory) comes after the kernels were handed to
+ *   the queue, which cannot take them back: they ran (after a timeout they are still running,
+ *   and the next batch waits for them before recording), and must not run again.
+ * Kernels run in order, so those that ran are the first s->ran. */
+static kiln_status run_schedule(schedule *s, const char *call) {
+    kiln_context *ctx = s->ctx;
+    size_t total = s->kernels.len, recorded = 0;
+    s->ran = 0;
+    eng_batch *batch;
+    kiln_status st = eng_batch_begin(ctx, &batch);
+    if (st != KILN_OK) {
+        char cause[BASE_ERROR_MESSAGE_MAX];
+        take_cause(ctx, cause);
+        return base_error_set(&ctx->err, st,
+                              "%s: starting a batch of %zu kernels failed (%.*s): "
+                              "no kernel ran",
+                              call, total, CAUSE_MAX, cause);
+    }
+    while (st == KILN_OK && recorded < total) {
+        eng_program *p;
+        st = eng_program_get(ctx, &s->kernels.data[recorded], &p);
+        if (st == KILN_OK)
+            st = eng_batch_run(ctx, batch, p, &s->kernels.data[recorded]);
+        recorded += st == KILN_OK;
+    }
+    char cause[BASE_ERROR_MESSAGE_MAX] = "", fin_cause[BASE_ERROR_MESSAGE_MAX] = "";
+    if (st != KILN_OK)
+        take_cause(ctx, cause); /* eng_batch_finish may record its own failure */
+    uint64_t submits = device_submits(ctx);
+    kiln_status fin = eng_batch_finish(ctx, batch);
+    bool submitted = fin == KILN_OK || device_submits(ctx) > submits;
+    s->ran = submitted ? recorded : 0;
+    if (st == KILN_OK && fin == KILN_OK)
+        return KILN_OK;
+    if (fin != KILN_OK)
+        take_cause(ctx, fin_cause);
+    char ran[160], sent[48] = "the batch";
+    describe_ran(ran, sizeof ran, s->ran, total);
+    if (recorded == 1)
+        snprintf(sent, sizeof sent, "kernel 1");
+    else if (recorded > 1)
+        snprintf(sent, sizeof sent, "kernels 1-%zu", recorded);
+    const char *finishing = submitted ? "waiting for" : "submitting";
+    if (st == KILN_OK)
+        return base_error_set(&ctx->err, fin, "%s: %s %s failed (%.*s): %s", call, finishing, sent,
+                              CAUSE_MAX, fin_cause, ran);
+    if (fin == KILN_OK)
+        return base_error_set(&ctx->err, st, "%s: kernel %zu of %zu failed (%.*s): %s", call,
+                              recorded + 1, total, CAUSE_MAX, cause, ran);
+    return base_error_set(
+        &ctx->err, st, "%s: kernel %zu of %zu failed (%.*s), then %s %s failed (%.*s): %s", call,
+        recorded + 1, total, CAUSE_MAX / 2, cause, finishing, sent, CAUSE_MAX / 2, fin_cause, ran);
+}
+
+/* After a failed realize: the kernels that ran keep their results (a write that ran is never
+ * applied again); the nodes of the others stay unrealized and give back the storage this
+ * realize made for them (a write's storage is its target's, not its own). No kernel that ran
+ * reads or writes such a storage (its kernel comes after them), and a command buffer that
+ * recorded one was never submitted. */
 static void unassign(schedule *s) {
-    for (size_t i = 0; i < s->assigned.len; i++) {
-        eng_node *n = s->assigned.data[i];
+    for (size_t i = s->ran; i < s->kernels.len; i++) {
+        eng_node *n = s->kernels.data[i].output;
         eng_storage_unref(s->ctx, n->storage);
         n->storage = NULL;
     }
 }
 
-/* The realized nodes let their sources go: what only they held is freed. */
+/* The nodes whose kernels ran are realized: they let their sources go (what only they held is
+ * freed). */
 static void let_go(schedule *s) {
     /* Held meanwhile: one realized node may be all that held another. */
-    for (size_t i = 0; i < s->assigned.len; i++)
-        eng_node_ref(s->assigned.data[i]);
-    for (size_t i = 0; i < s->assigned.len; i++)
-        eng_node_let_go(s->ctx, s->assigned.data[i]);
-    for (size_t i = 0; i < s->assigned.len; i++)
-        eng_node_unref(s->ctx, s->assigned.data[i]);
+    for (size_t i = 0; i < s->ran; i++)
+        eng_node_ref(s->kernels.data[i].output);
+    for (size_t i = 0; i < s->ran; i++)
+        eng_node_let_go(s->ctx, s->kernels.data[i].output);
+    for (size_t i = 0; i < s->ran; i++)
+        eng_node_unref(s->ctx, s->kernels.data[i].output);
 }
 
-static kiln_status run_schedule(schedule *s) {
-    kiln_context *ctx = s->ctx;
-    eng_batch *batch;
-    kiln_status st = eng_batch_begin(ctx, &batch);
-    if (st != KILN_OK)
-        return st;
-    for (size_t i = 0; st == KILN_OK && i < s->kernels.len; i++) {
-        eng_program *p;
-        st = eng_program_get(ctx, &s->kernels.data[i], &p);
-        if (st == KILN_OK)
-            st = eng_batch_run(ctx, batch, p, &s->kernels.data[i]);
-    }
-    kiln_status fin = eng_batch_finish(ctx, batch);
-    return st != KILN_OK ? st : fin;
-}
-
-kiln_status eng_realize(kiln_context *ctx, uint32_t count, eng_node *const *nodes) {
+/* Realizes nodes for the public call named call: schedule, then run (kernels are built,
+ * looked up or compiled, and dispatched as they run). */
+static kiln_status realize(kiln_context *ctx, const char *call, uint32_t count,
+                           eng_node *const *nodes) {
     kiln_status sticky = eng_call_begin(ctx); /* a graph-building error recorded earlier */
     if (sticky != KILN_OK)
         return sticky;
     schedule s = {.ctx = ctx};
     kiln_status st = KILN_OK;
     for (uint32_t i = 0; st == KILN_OK && i < count; i++)
-        st = schedule_node(&s, nodes[i], 0);
+        st = schedule_node(&s, nodes[i]);
+    if (st != KILN_OK) {
+        char cause[BASE_ERROR_MESSAGE_MAX];
+        take_cause(ctx, cause);
+        base_error_set(&ctx->err, st, "%s: scheduling failed (%.*s): no kernel ran", call,
+                       CAUSE_MAX, cause);
+    }
     uint64_t pipelines = ctx->stats.pipelines_created;
     if (st == KILN_OK)
-        st = run_schedule(&s);
+        st = run_schedule(&s, call);
     if (st == KILN_OK && !ctx->blob_saved && ctx->stats.pipelines_created > pipelines) {
         eng_cache_save_pipelines(ctx); /* after the program's first burst of compiles */
         ctx->blob_saved = true;
     }
     if (st != KILN_OK)
         unassign(&s);
-    else
-        let_go(&s);
+    let_go(&s);
     ctx->stats.realizes++;
     if (base_log_verbosity() >= 1)
         base_log(BASE_LOG_INFO, "engine",
@@ -170,11 +350,16 @@ kiln_status eng_realize(kiln_context *ctx, uint32_t count, eng_node *const *node
                  (unsigned long long)ctx->stats.dispatches,
                  (double)ctx->stats.device_time_ns / 1e6);
     BASE_VEC_FREE(&ctx->alloc, &s.kernels);
-    BASE_VEC_FREE(&ctx->alloc, &s.assigned);
+    BASE_VEC_FREE(&ctx->alloc, &s.stack);
+    BASE_VEC_FREE(&ctx->alloc, &s.walk);
     /* The kernels' ASTs and the lowering memo live for one realize. */
     base_arena_finish(&ctx->arena);
     base_arena_init(&ctx->arena, &ctx->alloc, 64 * 1024);
     return st;
+}
+
+kiln_status eng_realize(kiln_context *ctx, uint32_t count, eng_node *const *nodes) {
+    return realize(ctx, "kiln_realize", count, nodes);
 }
 
 kiln_status kiln_realize(kiln_tensor *t) {
@@ -183,27 +368,39 @@ kiln_status kiln_realize(kiln_tensor *t) {
     if (!eng_arg_status(t, &ctx, "kiln_realize", &st))
         return st;
     eng_node *base = eng_resolve(t);
-    return eng_realize(ctx, 1, &base);
+    return realize(ctx, "kiln_realize", 1, &base);
 }
 
 kiln_status kiln_realize_many(kiln_context *ctx, uint32_t count, kiln_tensor *const *tensors) {
     if (!ctx)
         return KILN_ERROR_INVALID_ARGUMENT;
-    eng_node *nodes[64];
+    kiln_status sticky = eng_call_begin(ctx);
+    if (sticky != KILN_OK)
+        return sticky;
     if (count && !tensors)
         return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
                               "kiln_realize_many: no tensors");
-    if (count > 64)
-        return base_error_set(&ctx->err, KILN_ERROR_LIMIT_EXCEEDED,
-                              "kiln_realize_many: at most 64 tensors at once");
     for (uint32_t i = 0; i < count; i++) {
         kiln_context *owner = ctx;
         kiln_status st;
-        if (!eng_arg_status(tensors[i], &owner, "kiln_realize_many", &st))
-            return st;
-        nodes[i] = eng_resolve(tensors[i]);
+        if (!tensors[i])
+            return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
+                                  "kiln_realize_many: tensor %u of %u is NULL", i, count);
+        if (!eng_arg_status(tensors[i], &owner, "kiln_realize_many", &st)) {
+            char why[BASE_ERROR_MESSAGE_MAX];
+            snprintf(why, sizeof why, "%s", base_error_message(&ctx->err));
+            return base_error_set(&ctx->err, st, "%s (tensor %u of %u)", why, i, count);
+        }
     }
-    return eng_realize(ctx, count, nodes);
+    eng_node **nodes = base_calloc(&ctx->alloc, count ? count : 1, sizeof *nodes);
+    if (!nodes)
+        return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY,
+                              "kiln_realize_many: no memory for %u tensors", count);
+    for (uint32_t i = 0; i < count; i++)
+        nodes[i] = eng_resolve(tensors[i]);
+    kiln_status st = realize(ctx, "kiln_realize_many", count, nodes);
+    base_free(&ctx->alloc, nodes, (count ? count : 1) * sizeof *nodes);
+    return st;
 }
 
 /* The tensor's elements are its node's storage, in order, when its view is dense at offset 0
@@ -234,7 +431,8 @@ static kiln_status read_impl(kiln_context *ctx, kiln_tensor *t, void *dst, size_
         if (!src)
             return ctx->err.status;
     }
-    st = kiln_realize(src);
+    eng_node *node = eng_resolve(src);
+    st = realize(ctx, "kiln_read", 1, &node);
     if (st == KILN_OK)
         st = eng_storage_read(ctx, ENG_BASE(src)->storage, dst, need);
     return st;

@@ -1,0 +1,337 @@
+/* Realization itself, on both backends: graphs thousands of kernels deep realize in one call
+ * (scheduling keeps its own stack), kiln_realize_many takes any count, and a write is applied
+ * exactly once whatever fails around it: kernels that ran keep their results, the others are
+ * undone, and the message says which were which. */
+#include "engine_fixture.h"
+#include "test_alloc.h"
+#include "vk_fixture.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool on_device(void **state) {
+    return ((eng_fixture *)*state)->device;
+}
+
+/* A context of the fixture's backend whose host allocations go through ta. */
+static kiln_context *counted_context(bool device, test_alloc *ta) {
+    vk_fixture_keep_drivers_loaded();
+    kiln_context_options opt = {.device = device ? NULL : "interp",
+                                .validation = device,
+                                .alloc = test_alloc_fn,
+                                .alloc_user = ta};
+    kiln_context *ctx = NULL;
+    assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
+    return ctx;
+}
+
+static float read_first(kiln_tensor *t) {
+    float v[4];
+    fx_read(t, KILN_F32, v, 4);
+    return v[0];
+}
+
+static void assert_message_has(kiln_context *ctx, const char *part) {
+    const char *msg = kiln_context_message(ctx);
+    if (!strstr(msg, part))
+        fail_msg("the message \"%s\" does not say \"%s\"", msg, part);
+}
+
+/* ---- depth -------------------------------------------------------------------------------- */
+
+/* x <- x0 + sum(x) / 4, steps times: every step's kernel reads the reduction of the step
+ * before, so the graph is about steps kernels deep (the last kernel fuses the last few sums as
+ * stages of a row kernel): at least kernels deep. sum(x) gains 6 per step and x0 = {0, 1, 2, 3}
+ * ends at x0 + 1.5 steps. */
+static void reduction_chain(kiln_context *ctx, int kernels) {
+    int steps = kernels + 10;
+    kiln_tensor *x0 = fx_f32(ctx, 1, (const int64_t[]){4}, (const float[]){0, 1, 2, 3});
+    kiln_tensor *x = x0;
+    for (int k = 0; k < steps; k++)
+        x = kiln_add(x0, kiln_mul_scalar(kiln_sum(x, 0, NULL, false), 0.25));
+    kiln_stats before = kiln_context_stats(ctx);
+    kiln_status st = kiln_realize(x);
+    if (st != KILN_OK)
+        fail_msg("kiln_realize: %s", kiln_context_message(ctx));
+    kiln_stats after = kiln_context_stats(ctx);
+    assert_int_equal(after.realizes - before.realizes, 1);
+    assert_true(after.dispatches - before.dispatches >= (uint64_t)kernels);
+    float want[4];
+    for (int i = 0; i < 4; i++)
+        want[i] = (float)i + 1.5f * (float)steps;
+    fx_check_f32(x, want, 4, 0, 0);
+}
+
+static void test_engine_realize_graph_1000_kernels_deep(void **state) {
+    reduction_chain(fx_ctx(state), 1000);
+}
+
+static void test_engine_realize_graph_10000_kernels_deep(void **state) {
+    if (on_device(state))
+        skip(); /* the interpreter's run is the quick one */
+    reduction_chain(fx_ctx(state), 10000);
+}
+
+/* x <- x + (max(x) - min(x)), 1000 times: each step reads reductions of the last, and the
+ * steps in between are elementwise, unrealized, inlined into one another (a kernel build cuts
+ * the chain). x0 = {0, 1, 2, 3} gains 3 per step. On the device it compiles some 40 kernels:
+ * the interpreter only. */
+static void test_engine_realize_deep_chain_of_inlined_steps(void **state) {
+    if (on_device(state))
+        skip();
+    kiln_context *ctx = fx_ctx(state);
+    enum { STEPS = 1000 };
+    kiln_tensor *x = fx_f32(ctx, 1, (const int64_t[]){4}, (const float[]){0, 1, 2, 3});
+    for (int k = 0; k < STEPS; k++)
+        x = kiln_add(x, kiln_sub(kiln_max(x, 0, NULL, false), kiln_min(x, 0, NULL, false)));
+    assert_int_equal(kiln_realize(x), KILN_OK);
+    fx_check_f32(x, (const float[]){3 * STEPS, 3 * STEPS + 1, 3 * STEPS + 2, 3 * STEPS + 3}, 4, 0,
+                 0);
+}
+
+/* In-place adds (1000 on the interpreter, 300 on the device), each after a sum of the value
+ * before it: realizing the last write first realizes every earlier sum (program order), one
+ * write deeper each time. */
+static void test_engine_realize_deep_writes_keep_program_order(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    const int steps = on_device(state) ? 300 : 1000;
+    kiln_tensor *s = fx_f32(ctx, 1, (const int64_t[]){4}, (const float[]){0, 1, 2, 3});
+    kiln_tensor **sums = malloc((size_t)steps * sizeof *sums);
+    assert_non_null(sums);
+    kiln_tensor *one = kiln_scalar(ctx, KILN_F32, 1);
+    for (int k = 0; k < steps; k++) {
+        sums[k] = kiln_sum(s, 0, NULL, false);
+        assert_int_equal(kiln_add_(s, one), KILN_OK);
+    }
+    assert_int_equal(kiln_realize(s), KILN_OK);
+    float n = (float)steps;
+    fx_check_f32(s, (const float[]){n, n + 1, n + 2, n + 3}, 4, 0, 0);
+    for (int k = 0; k < steps; k++) {
+        float v = -1;
+        assert_int_equal(kiln_read(sums[k], &v, sizeof v), KILN_OK);
+        if (v != 6.0f + 4.0f * (float)k)
+            fail_msg("sum %d: got %g, want %g", k, v, 6.0 + 4.0 * k);
+    }
+    free(sums);
+}
+
+/* Chained adds, 20,000 on the interpreter (nested in one kernel they overflowed the C stack
+ * under ASan from about 15,000), 1,000 on the device: the chain is cut into kernels. */
+static void test_engine_realize_long_elementwise_chain(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    int steps = on_device(state) ? 1000 : 20000;
+    kiln_tensor *x = fx_f32(ctx, 1, (const int64_t[]){4}, (const float[]){0, 1, 2, 3});
+    for (int k = 0; k < steps; k++)
+        x = kiln_add_scalar(x, 1);
+    float n = (float)steps;
+    fx_check_f32(x, (const float[]){n, n + 1, n + 2, n + 3}, 4, 0, 0);
+}
+
+/* ---- kiln_realize_many -------------------------------------------------------------------- */
+
+static void test_engine_realize_many_takes_1000_tensors(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    enum { COUNT = 1000 };
+    kiln_tensor *a = fx_f32(ctx, 1, (const int64_t[]){4}, (const float[]){1, 2, 3, 4});
+    kiln_tensor **t = malloc(COUNT * sizeof *t);
+    assert_non_null(t);
+    for (int i = 0; i < COUNT; i++) { /* one kernel for all: a times a scalar buffer */
+        float v = (float)i;
+        t[i] = kiln_mul(a, kiln_from_data(ctx, KILN_F32, 0, NULL, &v));
+    }
+    kiln_stats before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize_many(ctx, COUNT, t), KILN_OK);
+    kiln_stats after = kiln_context_stats(ctx);
+    assert_int_equal(after.realizes - before.realizes, 1);
+    assert_int_equal(after.dispatches - before.dispatches, COUNT);
+    for (int i = 0; i < COUNT; i += 37) { /* a sample, and the last below */
+        float f = (float)i;
+        fx_check_f32(t[i], (const float[]){f, 2 * f, 3 * f, 4 * f}, 4, 0, 0);
+    }
+    fx_check_f32(t[COUNT - 1], (const float[]){999, 1998, 2997, 3996}, 4, 0, 0);
+    /* Realized already: nothing runs again. */
+    assert_int_equal(kiln_realize_many(ctx, COUNT, t), KILN_OK);
+    assert_int_equal(kiln_context_stats(ctx).dispatches, after.dispatches);
+    free(t);
+    assert_int_equal(kiln_realize_many(ctx, 0, NULL), KILN_OK);
+    kiln_tensor *with_null[2] = {a, NULL};
+    assert_int_equal(kiln_realize_many(ctx, 2, with_null), KILN_ERROR_INVALID_ARGUMENT);
+    assert_message_has(ctx, "tensor 1 of 2 is NULL");
+    fx_expect_error(ctx, KILN_ERROR_INVALID_ARGUMENT);
+}
+
+/* ---- a write is applied once ------------------------------------------------------------- */
+
+/* kiln_add_(s, 1), then a realize of s and of a kernel after it that fails at allocation n
+ * (n = 1, 1 + step, ...): a failure before the write ran undoes it, one after it keeps it;
+ * either way s ends exactly 1 higher once a read succeeds, also when the realize fails twice
+ * in a row. Some failures must land after the write's kernel ran. */
+static void write_once_loop(bool device, long step) {
+    test_alloc ta = {0};
+    kiln_context *ctx = counted_context(device, &ta);
+    kiln_tensor *s = fx_f32(ctx, 1, (const int64_t[]){4}, (const float[]){0, 10, 20, 30});
+    kiln_tensor *a = fx_f32(ctx, 1, (const int64_t[]){4}, (const float[]){1, 2, 3, 4});
+    kiln_tensor *one = kiln_scalar(ctx, KILN_F32, 1);
+    float want = read_first(s);
+    long after_write = 0, twice = 0, runs = 0;
+    for (long n = 1;; n += step, runs++) {
+        assert_int_equal(kiln_add_(s, one), KILN_OK);
+        want += 1;
+        /* A kernel compiled fresh each time (its constant is new), run after the write's. */
+        kiln_tensor *later = kiln_add_scalar(kiln_mul(a, a), (double)n);
+        kiln_tensor *both[2] = {s, later};
+        long failures = ta.failures;
+        ta.fail_at = ta.count + n;
+        kiln_status st = kiln_realize_many(ctx, 2, both);
+        ta.fail_at = 0;
+        bool failed = ta.failures > failures;
+        if (st != KILN_OK) {
+            assert_int_equal(st, KILN_ERROR_OUT_OF_HOST_MEMORY);
+            assert_true(failed);
+            assert_message_has(ctx, "kiln_realize_many: ");
+            const char *msg = kiln_context_message(ctx);
+            after_write += strstr(msg, "kernel 1 ran") || strstr(msg, "kernels 1-");
+            kiln_context_clear_error(ctx);
+            /* Fail the retry too, at the same distance. */
+            ta.fail_at = ta.count + n;
+            st = kiln_realize_many(ctx, 2, both);
+            ta.fail_at = 0;
+            if (st != KILN_OK) {
+                twice++;
+                kiln_context_clear_error(ctx);
+            }
+        }
+        float got = read_first(s);
+        if (got != want)
+            fail_msg("allocation %ld failed: s = %g, want %g (%s)", n, got, want,
+                     kiln_context_message(ctx));
+        float m = (float)n;
+        fx_check_f32(later, (const float[]){1 + m, 4 + m, 9 + m, 16 + m}, 4, 0, 0);
+        if (!failed)
+            break; /* the realize needed fewer than n allocations */
+    }
+    print_message("%ld runs by %ld; %ld failed after the write ran, %ld failed twice\n", runs, step,
+                  after_write, twice);
+    assert_true(after_write > 0);
+    assert_true(twice > 0);
+    eng_fixture_context_destroy(ctx);
+    assert_int_equal(ta.live_blocks, 0);
+    assert_int_equal(ta.size_mismatches, 0);
+}
+
+static void test_engine_realize_write_once_under_allocation_failures(void **state) {
+    /* Each device run compiles a kernel: every 12th allocation point there. */
+    write_once_loop(on_device(state), on_device(state) ? 12 : 1);
+}
+
+/* A later kernel of the same realize refused when it runs (max over a symbolic size bound to
+ * 0): the write before it ran and stays applied, the kernels after it did not run and their
+ * storage is given back; the message names both. */
+static void test_engine_realize_write_once_when_a_later_kernel_is_refused(void **state) {
+    bool device = on_device(state);
+    test_alloc ta = {0};
+    kiln_context *ctx = counted_context(device, &ta);
+    kiln_tensor *s = fx_f32(ctx, 1, (const int64_t[]){4}, (const float[]){1, 2, 3, 4});
+    assert_int_equal(kiln_add_(s, kiln_scalar(ctx, KILN_F32, 1)), KILN_OK);
+    const kiln_expr *zero = kiln_bind(ctx, kiln_variable(ctx, "len", 0, 9), 0);
+    kiln_tensor *empty =
+        kiln_narrow_sym(kiln_arange(ctx, KILN_F32, 0, 9, 1), 0, kiln_int(ctx, 0), zero);
+    kiln_tensor *bad = kiln_max(empty, 0, NULL, false);
+    enum { BIG = 1 << 18 };
+    kiln_tensor *big = kiln_add_scalar(kiln_arange(ctx, KILN_F32, 0, BIG, 1), 1);
+    kiln_tensor *all[3] = {s, bad, big};
+    size_t live = ta.live_bytes;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        assert_int_equal(kiln_realize_many(ctx, 3, all), KILN_ERROR_INVALID_ARGUMENT);
+        assert_message_has(ctx, "0 elements");
+        if (attempt == 0) {
+            assert_message_has(ctx, "kiln_realize_many: kernel 2 of 3 failed (");
+            assert_message_has(ctx, "): kernel 1 ran and its result is kept; 2-3 did not run");
+        } else { /* the write is done: the refused kernel and the one after it remain */
+            assert_message_has(ctx, "kiln_realize_many: kernel 1 of 2 failed (");
+            assert_message_has(ctx, "): no kernel ran");
+        }
+        kiln_context_clear_error(ctx);
+        if (!device) /* big's 1 MiB on the host: given back, not kept for the context */
+            assert_true(ta.live_bytes < live + BIG);
+        fx_check_f32(s, (const float[]){2, 3, 4, 5}, 4, 0, 0);
+    }
+    assert_int_equal(kiln_realize(big), KILN_OK);
+    float *got = malloc(BIG * sizeof *got);
+    assert_non_null(got);
+    assert_int_equal(kiln_read(big, got, BIG * sizeof *got), KILN_OK);
+    for (int i = 0; i < BIG; i += 4099)
+        assert_true(got[i] == (float)i + 1);
+    free(got);
+    fx_check_f32(s, (const float[]){2, 3, 4, 5}, 4, 0, 0);
+    eng_fixture_context_destroy(ctx);
+    assert_int_equal(ta.live_blocks, 0);
+}
+
+/* The write and ten kernels of one shape (compiled by the first, smaller realize), realized
+ * on a fresh context; with fail set, its last allocation fails. Returns the allocations the
+ * realize made. */
+static long write_and_ten(test_alloc *ta, bool fail, long last) {
+    kiln_context *ctx = counted_context(true, ta);
+    kiln_tensor *s = fx_f32(ctx, 1, (const int64_t[]){4}, (const float[]){1, 2, 3, 4});
+    kiln_tensor *a = fx_f32(ctx, 1, (const int64_t[]){4}, (const float[]){1, 2, 3, 4});
+    kiln_tensor *one = kiln_scalar(ctx, KILN_F32, 1);
+    kiln_tensor *t[11] = {s};
+    for (int i = 0; i < 11; i++) {
+        float v = (float)i;
+        t[i == 0 ? 1 : i] = kiln_mul(a, kiln_from_data(ctx, KILN_F32, 0, NULL, &v));
+        if (i == 0) { /* the first realize: the write's kernel and the product's, compiled */
+            assert_int_equal(kiln_add_(s, one), KILN_OK);
+            assert_int_equal(kiln_realize_many(ctx, 2, t), KILN_OK);
+            assert_int_equal(kiln_add_(s, one), KILN_OK);
+        }
+    }
+    long start = ta->count;
+    ta->fail_at = fail ? start + last : 0;
+    kiln_status st = kiln_realize_many(ctx, 11, t);
+    ta->fail_at = 0;
+    long made = ta->count - start;
+    if (!fail) {
+        assert_int_equal(st, KILN_OK);
+    } else {
+        assert_int_equal(st, KILN_ERROR_OUT_OF_HOST_MEMORY);
+        assert_message_has(ctx, "kiln_realize_many: waiting for kernels 1-11 failed (");
+        assert_message_has(ctx, "): kernels 1-11 ran and their results are kept");
+        kiln_context_clear_error(ctx);
+    }
+    uint64_t dispatches = kiln_context_stats(ctx).dispatches;
+    fx_check_f32(s, (const float[]){3, 4, 5, 6}, 4, 0, 0);
+    fx_check_f32(t[10], (const float[]){10, 20, 30, 40}, 4, 0, 0);
+    assert_int_equal(kiln_context_stats(ctx).dispatches, dispatches); /* nothing ran again */
+    eng_fixture_context_destroy(ctx);
+    assert_int_equal(ta->live_blocks, 0);
+    return made;
+}
+
+/* On a device the kernels run when their batch is submitted; a failure after the submission
+ * (here the batch's last allocation, for its timings: more dispatches than the batch held
+ * before) leaves them run: the write is applied once. Twin contexts make the same allocations. */
+static void test_engine_realize_write_once_when_waiting_fails(void **state) {
+    if (!on_device(state))
+        skip(); /* the interpreter has nothing to wait for */
+    test_alloc counting = {0}, failing = {0};
+    long last = write_and_ten(&counting, false, 0);
+    write_and_ten(&failing, true, last);
+    assert_int_equal(failing.failures, 1);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        ENG_TEST(test_engine_realize_graph_1000_kernels_deep),
+        ENG_TEST(test_engine_realize_graph_10000_kernels_deep),
+        ENG_TEST(test_engine_realize_deep_chain_of_inlined_steps),
+        ENG_TEST(test_engine_realize_deep_writes_keep_program_order),
+        ENG_TEST(test_engine_realize_long_elementwise_chain),
+        ENG_TEST(test_engine_realize_many_takes_1000_tensors),
+        ENG_TEST(test_engine_realize_write_once_under_allocation_failures),
+        ENG_TEST(test_engine_realize_write_once_when_a_later_kernel_is_refused),
+        ENG_TEST(test_engine_realize_write_once_when_waiting_fails),
+    };
+    return ENG_RUN_BOTH(tests);
+}
