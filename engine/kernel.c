@@ -471,7 +471,7 @@ static const sym_node *lift_param(kbuild *b, const char *what, int64_t value, in
                                   int64_t hi) {
     eng_kernel *k = b->k;
     if (k->param_count >= MAX_LIFTED || b->lifted_count == ENG_MAX_PARAMS || value < lo ||
-        value > hi)
+        value > hi || lo == hi) /* (a range of one value: the value is the structure's) */
         return NULL;
     char name[80];
     snprintf(name, sizeof name, "view.%s%u:%lld:%lld", what, b->lifted_count, (long long)lo,
