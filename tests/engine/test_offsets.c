@@ -245,22 +245,30 @@ static void test_offsets_window_of_a_padded_view(void **state) {
 }
 
 /* A cache written one row at a time (a decoder's keys): copying into row i of a (64, 32)
- * tensor is a write at a pushed offset, compiled once for rows 1..63. */
+ * tensor is a write at a pushed offset, compiled once for rows 1..63, and so is adding into
+ * the row in place (the kernel loads the row it stores). Rows of 16384 (tiled) store octets
+ * at their pushed offset. */
 static void test_offsets_write_rows(void **state) {
     eng_fixture *f = *state;
     kiln_context *ctx = eng_context_new(f->device);
     assert_non_null(ctx);
-    enum { ROWS = 64, COLS = 32 };
+    enum { ROWS = 64, COLS = 32, WIDE = 16384 };
     kiln_tensor *cache = kiln_zeros(ctx, KILN_F32, 2, (const int64_t[]){ROWS, COLS});
     float row[COLS], *want = calloc(ROWS * COLS, sizeof *want);
     assert_non_null(want);
     uint64_t first_four = 0;
     for (int64_t i = 0; i < ROWS; i++) {
         kiln_scope_begin(ctx);
-        for (int j = 0; j < COLS; j++)
-            want[i * COLS + j] = row[j] = (float)(i * 100 + j);
+        for (int j = 0; j < COLS; j++) {
+            row[j] = (float)(i * 100 + j);
+            want[i * COLS + j] = row[j] + (i % 3 == 0 ? 0.5f : 0.0f);
+        }
         kiln_tensor *src = fx_f32(ctx, 1, (const int64_t[]){COLS}, row);
         assert_int_equal(kiln_copy_(kiln_select(cache, 0, i), src), KILN_OK);
+        if (i % 3 == 0) {
+            kiln_tensor *half = kiln_full(ctx, KILN_F32, 1, (const int64_t[]){COLS}, 0.5);
+            assert_int_equal(kiln_add_(kiln_select(cache, 0, i), half), KILN_OK);
+        }
         assert_int_equal(kiln_realize(cache), KILN_OK);
         assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
         if (i == 3)
@@ -268,7 +276,28 @@ static void test_offsets_write_rows(void **state) {
     }
     assert_int_equal(compiled(ctx), first_four);
     fx_check_f32(cache, want, ROWS * COLS, 0, 0);
+    kiln_tensor *wide = kiln_zeros(ctx, KILN_F32, 2, (const int64_t[]){4, WIDE});
+    float *src = ramp(WIDE), *all = calloc(4 * WIDE, sizeof *all);
+    assert_non_null(all);
+    assert_int_equal(kiln_realize(wide), KILN_OK); /* its zeros first */
+    kiln_stats before = kiln_context_stats(ctx);
+    for (int64_t i = 1; i < 4; i++) {
+        for (int j = 0; j < WIDE; j++)
+            all[i * WIDE + j] = src[j] + (float)i;
+        kiln_scope_begin(ctx);
+        kiln_tensor *s = fx_f32(ctx, 1, (const int64_t[]){WIDE}, all + i * WIDE);
+        assert_int_equal(kiln_copy_(kiln_select(wide, 0, i), s), KILN_OK);
+        assert_int_equal(kiln_realize(wide), KILN_OK);
+        assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    }
+    kiln_stats after = kiln_context_stats(ctx);
+    assert_int_equal(after.kernels_compiled - before.kernels_compiled, 1);
+    if (cpu_tiles(ctx, f))
+        assert_int_equal(after.kernels_octets - before.kernels_octets, 1);
+    fx_check_f32(wide, all, 4 * WIDE, 0, 0);
     free(want);
+    free(src);
+    free(all);
     eng_fixture_context_destroy(ctx);
 }
 
