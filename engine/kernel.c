@@ -1,7 +1,8 @@
 /* Kernel ASTs: the expression a kernel computes per output element, with every load's storage
  * index and validity as symbolic expressions over the kernel's index Variables (gidx: the
  * output element; ridx: the reduction's element). Bound Variables are unbound afterwards, so
- * the AST and its hash are the same for every bound value; the values become parameters.
+ * the AST and its hash are the same for every bound value; the values become parameters. So
+ * do view offsets and mask bounds (lifted below): row i of a table is one kernel for every i.
  *
  * Fusion: elementwise nodes are inlined into their consumer; a reduction is fused into the
  * kernel when it is the kernel's own output or when the elementwise output reads it element for

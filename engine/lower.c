@@ -17,7 +17,9 @@
  * where a vector access costs per component, emit.c), eight aligned to 8 become one LOAD8 or
  * STORE8, and a reduction with one output per item unrolls eight steps. Whether a tiled
  * kernel was compiled, and whether it holds vectors, is deterministic from the AST, the tile
- * and the device's figures (part of the cache key).
+ * and the device's figures (part of the cache key). A view offset that reaches the kernel as
+ * a parameter (kernel.c) proves its alignment only as the variant has it: V read as
+ * align * W + residue (eng_program align; runtime.c chooses and pushes W).
  *
  * Row mode (kernel.c fused reductions read along rows): the item is a row; its reductions run
  * once, stage after stage, each over its own RANGE, then a RANGE over the row's tiles stores
