@@ -8,9 +8,18 @@
 /* Version of the payload layout below and of the code it holds (7: tiled reductions add a
  * step's elements first; 8: matmul tile blocks; 9: loads shared in subgroups; 10: the step
  * order of multi-row tiles and the float max/min; 11: vectors moved as 64-bit integers,
- * octets, and one-output reductions in steps of eight): another value makes every entry a
- * miss. */
-enum { CACHE_PAYLOAD_VERSION = 11, CACHE_HEADER_WORDS = 9 };
+ * octets, and one-output reductions in steps of eight; 12: view offsets and mask bounds as
+ * parameters, their alignment in the key and the payload, redirects): another value makes
+ * every entry a miss.
+ *
+ * Payload: magic, version, flags (1: parameters in a buffer, 2: a redirect), index type,
+ * parameter count, binding count, push-constant size, workgroup size, word count, the
+ * alignment the code relies on (ALIGN_WORDS words, a byte per parameter: 0, 4 or 8), then
+ * the SPIR-V words. A redirect has no words: the variant asked for (the key's alignment) has
+ * the code of the variant its alignment names, stored under that one's key. */
+enum { CACHE_PAYLOAD_VERSION = 12, ALIGN_WORDS = ENG_MAX_PARAMS / 4 };
+enum { CACHE_HEADER_WORDS = 9 + ALIGN_WORDS, CACHE_KEY_SIZE = 40 + ENG_MAX_PARAMS };
+enum { FLAG_PARAMS_IN_BUFFER = 1, FLAG_REDIRECT = 2 };
 static const uint32_t payload_magic = 0x4e524b4bu; /* "KKRN" */
 
 kiln_status eng_cache_open(kiln_context *ctx, const kiln_context_options *opt,
@@ -57,10 +66,11 @@ static uint32_t get_u32(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* Everything the compiled result depends on: the kernel's structure, the variant chosen, and
- * the code-generation inputs read from the device. */
+/* Everything the compiled result depends on: the kernel's structure, the variant chosen
+ * (with align: each lifted offset's alignment and its residue), and the code-generation inputs
+ * read from the device. */
 static size_t cache_key(const kiln_context *ctx, const eng_kernel *k, const eng_program *p,
-                        unsigned char key[40]) {
+                        const uint8_t *align, unsigned char key[CACHE_KEY_SIZE]) {
     const vkd_caps *caps = vkd_device_caps(ctx->dev);
     memcpy(key, "kilnkern", 8);
     put_u32(key + 8, (uint32_t)k->hash);
@@ -74,74 +84,120 @@ static size_t cache_key(const kiln_context *ctx, const eng_kernel *k, const eng_
             caps->maintenance4 | p->block_m << 8 | p->block_n << 16 | p->share_lanes << 24);
     put_u32(key + 32, caps->max_push_constants_size);
     put_u32(key + 36, CACHE_PAYLOAD_VERSION);
-    return 40;
+    for (uint32_t i = 0; i < ENG_MAX_PARAMS; i++) {
+        uint32_t m = i < k->param_count && align[i] > 1 ? align[i] : 0;
+        key[40 + i] = (unsigned char)(m ? m << 4 | p->residue[i] % m : 0);
+    }
+    return CACHE_KEY_SIZE;
 }
 
-kiln_status eng_cache_load(kiln_context *ctx, const eng_kernel *k, eng_program *p, uint32_t **words,
-                           size_t *word_count) {
-    if (!ctx->pcache)
-        return KILN_ERROR_NOT_FOUND;
-    unsigned char key[40];
-    size_t key_size = cache_key(ctx, k, p, key);
+/* An alignment byte as stored: 0, 4 or 8. */
+static bool alignment_ok(uint32_t a) {
+    return a == 0 || a == 4 || a == 8;
+}
+
+/* The entry of key, parsed: KILN_OK and the payload (to free with pcache_free), or a miss
+ * (KILN_ERROR_NOT_FOUND: none, or one that does not parse), or out of memory. */
+static kiln_status entry_get(kiln_context *ctx, const unsigned char *key, size_t key_size,
+                             unsigned char **out, size_t *out_size) {
     void *data;
     size_t size;
     base_error err = {0};
     kiln_status st = pcache_get(ctx->pcache, key, key_size, &data, &size, &err);
     if (st == KILN_ERROR_OUT_OF_HOST_MEMORY)
         return base_error_set(&ctx->err, st, "%s", base_error_message(&err));
-    if (st != KILN_OK) {
-        ctx->stats.disk_misses++;
+    if (st != KILN_OK)
+        return KILN_ERROR_NOT_FOUND;
+    const unsigned char *b = data;
+    bool ok = size >= 4 * CACHE_HEADER_WORDS && get_u32(b) == payload_magic &&
+              get_u32(b + 4) == CACHE_PAYLOAD_VERSION && get_u32(b + 12) <= IR_TYPE_COUNT_;
+    size_t count = ok ? get_u32(b + 32) : 0;
+    bool redirect = ok && (get_u32(b + 8) & FLAG_REDIRECT);
+    ok = ok && size == 4 * (CACHE_HEADER_WORDS + count) && (redirect ? count == 0 : count > 0);
+    for (uint32_t i = 0; ok && i < ENG_MAX_PARAMS; i++)
+        ok = alignment_ok(b[36 + i]);
+    if (!ok) {
+        pcache_free(ctx->pcache, data, size);
         return KILN_ERROR_NOT_FOUND;
     }
-    const unsigned char *b = data;
-    st = KILN_ERROR_NOT_FOUND; /* a payload that does not parse is a miss */
-    if (size >= 4 * CACHE_HEADER_WORDS && get_u32(b) == payload_magic &&
-        get_u32(b + 4) == CACHE_PAYLOAD_VERSION) {
-        size_t count = get_u32(b + 32);
-        if (size == 4 * (CACHE_HEADER_WORDS + count) && count > 0 &&
-            get_u32(b + 12) <= IR_TYPE_COUNT_) {
-            p->params_in_buffer = get_u32(b + 8) & 1u;
-            p->index_type = (ir_type)get_u32(b + 12);
-            p->param_count = get_u32(b + 16);
-            p->binding_count = get_u32(b + 20);
-            p->push_constant_size = get_u32(b + 24);
-            *words = base_malloc(&ctx->alloc, count * sizeof **words);
-            st = *words ? KILN_OK : KILN_ERROR_OUT_OF_HOST_MEMORY;
-            for (size_t i = 0; st == KILN_OK && i < count; i++)
-                (*words)[i] = get_u32(b + 4 * (CACHE_HEADER_WORDS + i));
-            *word_count = count;
+    *out = data;
+    *out_size = size;
+    return KILN_OK;
+}
+
+kiln_status eng_cache_load(kiln_context *ctx, const eng_kernel *k, eng_program *p, uint32_t **words,
+                           size_t *word_count) {
+    if (!ctx->pcache)
+        return KILN_ERROR_NOT_FOUND;
+    unsigned char key[CACHE_KEY_SIZE], *b = NULL;
+    size_t size = 0;
+    kiln_status st = entry_get(ctx, key, cache_key(ctx, k, p, p->align, key), &b, &size);
+    if (st == KILN_OK && (get_u32(b + 8) & FLAG_REDIRECT)) { /* the code is another key's */
+        uint8_t align[ENG_MAX_PARAMS];
+        memcpy(align, b + 36, sizeof align);
+        pcache_free(ctx->pcache, b, size);
+        st = entry_get(ctx, key, cache_key(ctx, k, p, align, key), &b, &size);
+        if (st == KILN_OK && (get_u32(b + 8) & FLAG_REDIRECT)) {
+            pcache_free(ctx->pcache, b, size);
+            st = KILN_ERROR_NOT_FOUND;
         }
     }
-    pcache_free(ctx->pcache, data, size);
+    if (st != KILN_OK)
+        return st;
+    size_t count = get_u32(b + 32);
+    p->params_in_buffer = get_u32(b + 8) & FLAG_PARAMS_IN_BUFFER;
+    p->index_type = (ir_type)get_u32(b + 12);
+    p->param_count = get_u32(b + 16);
+    p->binding_count = get_u32(b + 20);
+    p->push_constant_size = get_u32(b + 24);
+    memcpy(p->align, b + 36, sizeof p->align);
+    *words = base_malloc(&ctx->alloc, count * sizeof **words);
+    st = *words ? KILN_OK : KILN_ERROR_OUT_OF_HOST_MEMORY;
+    for (size_t i = 0; st == KILN_OK && i < count; i++)
+        (*words)[i] = get_u32(b + 4 * (CACHE_HEADER_WORDS + i));
+    *word_count = count;
+    pcache_free(ctx->pcache, b, size);
     if (st == KILN_OK)
         ctx->stats.disk_hits++;
-    else if (st == KILN_ERROR_NOT_FOUND)
-        ctx->stats.disk_misses++;
     return st;
 }
 
-void eng_cache_store(kiln_context *ctx, const eng_kernel *k, const eng_program *p,
-                     const uint32_t *words, size_t word_count) {
-    if (!ctx->pcache)
-        return;
+/* Stores one entry: p's interface and alignment with words, or a redirect (words NULL). */
+static void entry_put(kiln_context *ctx, const eng_kernel *k, const eng_program *p,
+                      const uint8_t *key_align, const uint32_t *words, size_t word_count) {
     size_t size = 4 * (CACHE_HEADER_WORDS + word_count);
     unsigned char *b = base_malloc(&ctx->alloc, size);
     if (!b)
         return; /* the kernel still runs; only the disk copy is lost */
     put_u32(b, payload_magic);
     put_u32(b + 4, CACHE_PAYLOAD_VERSION);
-    put_u32(b + 8, p->params_in_buffer);
+    put_u32(b + 8,
+            (p->params_in_buffer ? FLAG_PARAMS_IN_BUFFER : 0u) | (words ? 0u : FLAG_REDIRECT));
     put_u32(b + 12, p->index_type);
     put_u32(b + 16, p->param_count);
     put_u32(b + 20, p->binding_count);
     put_u32(b + 24, p->push_constant_size);
     put_u32(b + 28, p->workgroup_size);
     put_u32(b + 32, (uint32_t)word_count);
+    memcpy(b + 36, p->align, ENG_MAX_PARAMS);
     for (size_t i = 0; i < word_count; i++)
         put_u32(b + 4 * (CACHE_HEADER_WORDS + i), words[i]);
-    unsigned char key[40];
-    size_t key_size = cache_key(ctx, k, p, key);
+    unsigned char key[CACHE_KEY_SIZE];
+    size_t key_size = cache_key(ctx, k, p, key_align, key);
     base_error err = {0};
     (void)pcache_put(ctx->pcache, key, key_size, b, size, &err); /* a failing disk warns once */
     base_free(&ctx->alloc, b, size);
+}
+
+void eng_cache_store(kiln_context *ctx, const eng_kernel *k, const eng_program *p,
+                     const uint8_t *asked, const uint32_t *words, size_t word_count) {
+    if (!ctx->pcache)
+        return;
+    if (words)
+        entry_put(ctx, k, p, p->align, words, word_count);
+    unsigned char mine[CACHE_KEY_SIZE], theirs[CACHE_KEY_SIZE];
+    cache_key(ctx, k, p, asked, mine);
+    cache_key(ctx, k, p, p->align, theirs);
+    if (memcmp(mine, theirs, sizeof mine) != 0) /* asked for more alignment than the code uses */
+        entry_put(ctx, k, p, asked, NULL, 0);
 }

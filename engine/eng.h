@@ -179,9 +179,12 @@ typedef struct eng_kernel {
     uint32_t buffer_count; /* buffer 0 is the output */
     eng_storage *buffers[ENG_MAX_BUFFERS];
     ir_type buffer_types[ENG_MAX_BUFFERS];
-    uint32_t param_count; /* bound Variables, pushed as index values */
+    /* Bound Variables, and the values lifted out of the code (kernel.c: view offsets and mask
+     * bounds), pushed as index values. */
+    uint32_t param_count;
     const sym_node *params[ENG_MAX_PARAMS];
     int64_t param_values[ENG_MAX_PARAMS];
+    uint32_t offset_params; /* bit p: params[p] is a lifted offset (its alignment may matter) */
     uint64_t hash;
     eng_node *output; /* the node this kernel realizes */
 } eng_kernel;
@@ -196,6 +199,16 @@ typedef struct eng_program {
     bool unchecked; /* no bounds check: numel is a multiple of the workgroup size */
     bool has_guard;
     sym_guard guard;
+    /* Lifted offsets (eng_kernel offset_params): residue[p] is the offset's value modulo the
+     * widest vector, the variant asked for; align[p] (4 or 8; 0: none) says the code reads the
+     * offset as align[p] * W + residue[p] % align[p] and is pushed W (vector accesses need the
+     * alignment), an alignment kept only where a vector access relies on it. */
+    uint8_t residue[ENG_MAX_PARAMS];
+    uint8_t align[ENG_MAX_PARAMS];
+    struct eng_program *same; /* non-NULL: this variant's code is same's (an alias) */
+    /* The expressions its kernel was built from (runtime.c keep_expressions). */
+    const sym_node **exprs;
+    uint32_t expr_count;
     struct eng_program *variant;
     bool params_in_buffer; /* parameters exceed the push-constant limit: a small buffer */
     uint32_t workgroup_size;
@@ -384,9 +397,11 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
 void eng_kernel_share(const kiln_context *ctx, eng_program *p);
 /* Lowers k as the variant p describes: p->unchecked omits the bounds check (the dispatch covers
  * exactly the items: outputs / tile, or workgroups of group_lanes lanes), p->group_lanes and
- * the tile as chosen above. */
+ * the tile as chosen above, the lifted offsets aligned as p->align and p->residue say. used
+ * (may be NULL) receives, per parameter, the widest vector access that relies on its
+ * alignment (0: none). */
 kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_program *p,
-                             ir_kernel *ir);
+                             ir_kernel *ir, uint8_t *used);
 
 /* runtime.c */
 kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt);
@@ -398,12 +413,15 @@ kiln_status eng_cache_open(kiln_context *ctx, const kiln_context_options *opt,
                            const vkd_device_info *info, vkd_device_options *dopt);
 void eng_cache_close(kiln_context *ctx);
 void eng_cache_save_pipelines(kiln_context *ctx);
-/* KILN_OK: words (allocated with the context's allocator) and p's interface from disk;
- * KILN_ERROR_NOT_FOUND: a miss. */
+/* p's variant as asked for (p->align: the widest alignment for every lifted offset).
+ * KILN_OK: words (allocated with the context's allocator), p's interface and the alignment
+ * its code relies on (p->align) from disk; KILN_ERROR_NOT_FOUND: a miss. */
 kiln_status eng_cache_load(kiln_context *ctx, const eng_kernel *k, eng_program *p, uint32_t **words,
                            size_t *word_count);
+/* Stores p's code (words; NULL when it is an alias's, stored already) for the variant asked
+ * for (asked: the alignment asked for) and for the one compiled (p->align). */
 void eng_cache_store(kiln_context *ctx, const eng_kernel *k, const eng_program *p,
-                     const uint32_t *words, size_t word_count);
+                     const uint8_t *asked, const uint32_t *words, size_t word_count);
 
 /* interop.c: a context on the application's Vulkan objects. */
 typedef struct eng_external {

@@ -1,7 +1,8 @@
 /* Kernel ASTs: the expression a kernel computes per output element, with every load's storage
  * index and validity as symbolic expressions over the kernel's index Variables (gidx: the
  * output element; ridx: the reduction's element). Bound Variables are unbound afterwards, so
- * the AST and its hash are the same for every bound value; the values become parameters.
+ * the AST and its hash are the same for every bound value; the values become parameters. So
+ * do view offsets and mask bounds (lifted below): row i of a table is one kernel for every i.
  *
  * Fusion: elementwise nodes are inlined into their consumer; a reduction is fused into the
  * kernel when it is the kernel's own output or when the elementwise output reads it element for
@@ -14,6 +15,7 @@
 #include "eng.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Unrealized nodes inlined into one another at most: a longer chain (10,000 adds, or the
@@ -40,6 +42,12 @@ typedef struct kbuild {
     bool row_ok;           /* an elementwise kernel of constant sizes: row mode is possible */
     uint32_t depth;        /* unrealized nodes inlined around the current one */
     const sym_node *out_idx[SHAPE_MAX_DIMS]; /* the output element's indices */
+    /* Values lifted out of the code (finish_tree): each expression replaced, and by what. */
+    struct lifted {
+        const sym_node *from, *to;
+        int64_t lo, hi; /* an offset's range (a bound's comes from its comparison) */
+    } lifted[ENG_MAX_PARAMS];
+    uint32_t lifted_count;
     kiln_status status;
 } kbuild;
 
@@ -449,6 +457,187 @@ static void unbind(kbuild *b, const sym_node **e) {
     }
 }
 
+/* ---- values lifted out of the code -------------------------------------------------------------
+ *
+ * Row i of a table differs from row j only in a number: its view's offset. So do narrow's and a
+ * slice's start, and the bounds of a pad's or a shrink's mask. Once a kernel's expressions are
+ * built (and simplified with every value known), the constant term of each load's storage
+ * index and of a write's destination index (the view's offset) and the constant bound of each
+ * comparison in a validity mask become parameters: Variables whose values are pushed like
+ * bound symbolic values, so that the AST and its hash are the same for every value. Strides
+ * and sizes stay code. The substitution is exact (at its value the Variable gives back the
+ * expression built), so the kernel is right for every value in the Variable's range; the
+ * range is what the code may assume (lower.c: 32-bit indices, unsigned division) and comes
+ * from what does not change with the value (the storage's size, the rest of the expression),
+ * so it is part of the key. A value outside it, a constant 0 (whole tensors keep their code
+ * exactly) and parameters past MAX_LIFTED stay code. Whether a lifted offset is aligned for a
+ * vector access is decided per value by the runtime (eng_program residue and align). */
+
+/* Parameters that make lifting stop: 16 fit 128 bytes of push constants with 64-bit indices. */
+enum { MAX_LIFTED = 16 };
+
+/* A Variable for a value lifted out of the code ("view.<what><n>:<lo>:<hi>": the name of a
+ * Variable is its identity, so the range goes in it), added to the kernel's parameters. NULL
+ * when the kernel has no room for it. */
+static const sym_node *lift_param(kbuild *b, const char *what, int64_t value, int64_t lo,
+                                  int64_t hi) {
+    eng_kernel *k = b->k;
+    if (k->param_count >= MAX_LIFTED || b->lifted_count == ENG_MAX_PARAMS || value < lo ||
+        value > hi || lo == hi) /* (a range of one value: the value is the structure's) */
+        return NULL;
+    char name[80];
+    snprintf(name, sizeof name, "view.%s%u:%lld:%lld", what, b->lifted_count, (long long)lo,
+             (long long)hi);
+    const sym_node *v = sym_var(b->sym, name, lo, hi);
+    for (uint32_t p = 0; v && p < k->param_count; p++) {
+        if (k->params[p] == v) /* an application's Variable of that name: leave the value be */
+            return NULL;
+    }
+    if (!v)
+        return NULL;
+    k->params[k->param_count] = v;
+    k->param_values[k->param_count++] = value;
+    return v;
+}
+
+/* The lifted form of from (with the range lo..hi) made earlier in this kernel, or NULL. */
+static const sym_node *lifted_before(const kbuild *b, const sym_node *from, int64_t lo,
+                                     int64_t hi) {
+    for (uint32_t i = 0; i < b->lifted_count; i++) {
+        const struct lifted *l = &b->lifted[i];
+        if (l->from == from && l->lo == lo && l->hi == hi)
+            return l->to;
+    }
+    return NULL;
+}
+
+static void remember_lift(kbuild *b, const sym_node *from, const sym_node *to, int64_t lo,
+                          int64_t hi) {
+    if (b->lifted_count < ENG_MAX_PARAMS)
+        b->lifted[b->lifted_count++] = (struct lifted){from, to, lo, hi};
+}
+
+/* *e (the storage index of a load or store in a storage of `elements`) with its constant term
+ * c lifted. Its range: every element an unmasked access addresses is in the storage, so
+ * c + rest lies in [0, elements - 1] for every value of rest (the rest's bounds); a masked one
+ * addresses the storage somewhere, so c + rest does for some value of rest. */
+static void lift_offset(kbuild *b, const sym_node **e, uint64_t elements, bool masked) {
+    const sym_node *rest = NULL;
+    int64_t c = 0, lo, hi, last = (int64_t)elements - 1;
+    if (!*e || elements == 0 || elements > INT64_MAX / 4)
+        return;
+    if (!sym_is_const(*e, &c)) {
+        if (sym_node_kind(*e) != SYM_ADD || !sym_is_const(sym_node_src(*e, 1), &c))
+            return; /* a sum's constant is its last term */
+        rest = sym_node_src(*e, 0);
+    }
+    int64_t rmin = rest ? sym_vmin(rest) : 0, rmax = rest ? sym_vmax(rest) : 0;
+    if (c == 0 || __builtin_sub_overflow(0, masked ? rmax : rmin, &lo) ||
+        __builtin_sub_overflow(last, masked ? rmin : rmax, &hi))
+        return;
+    const sym_node *to = lifted_before(b, *e, lo, hi);
+    if (!to) {
+        const sym_node *v = lift_param(b, "offset", c, lo, hi);
+        if (!v)
+            return;
+        b->k->offset_params |= 1u << (b->k->param_count - 1);
+        to = rest ? sym_add(b->sym, rest, v) : v;
+        remember_lift(b, *e, to, lo, hi);
+    }
+    if (to)
+        *e = to;
+}
+
+static const sym_node *lift_bounds(kbuild *b, const sym_node *s);
+
+/* The conjuncts of s (a tree of ANDs), up to cap; false when there are more. */
+static bool conjuncts(const sym_node *s, const sym_node **out, uint32_t *n, uint32_t cap) {
+    if (sym_node_kind(s) == SYM_AND)
+        return conjuncts(sym_node_src(s, 0), out, n, cap) &&
+               conjuncts(sym_node_src(s, 1), out, n, cap);
+    if (*n == cap)
+        return false;
+    out[(*n)++] = s;
+    return true;
+}
+
+/* Conjuncts in an order that does not depend on their bounds' values: by the structural hash
+ * of their left side, then their kind, then (alike otherwise) their hash. */
+static int conjunct_cmp(const void *pa, const void *pb) {
+    const sym_node *a = *(const sym_node *const *)pa, *b = *(const sym_node *const *)pb;
+    uint64_t ka = sym_node_arity(a) ? sym_node_hash(sym_node_src(a, 0)) : 0;
+    uint64_t kb = sym_node_arity(b) ? sym_node_hash(sym_node_src(b, 0)) : 0;
+    if (ka != kb)
+        return ka < kb ? -1 : 1;
+    if (sym_node_kind(a) != sym_node_kind(b))
+        return sym_node_kind(a) < sym_node_kind(b) ? -1 : 1;
+    ka = sym_node_hash(a), kb = sym_node_hash(b);
+    return ka < kb ? -1 : ka > kb;
+}
+
+/* A conjunction with its bounds lifted. The order in which simplification nested its
+ * comparisons depends on when each was first made, so on the values: the conjuncts are
+ * lifted (numbered) and joined again in an order that does not. */
+static const sym_node *lift_conjunction(kbuild *b, const sym_node *s) {
+    const sym_node *terms[4 * SHAPE_MAX_DIMS];
+    uint32_t n = 0;
+    if (!conjuncts(s, terms, &n, 4 * SHAPE_MAX_DIMS))
+        return s;
+    qsort(terms, n, sizeof *terms, conjunct_cmp);
+    const sym_node *all = sym_const(b->sym, 1);
+    for (uint32_t i = 0; i < n; i++)
+        all = sym_and(b->sym, all, lift_bounds(b, terms[i]));
+    return all;
+}
+
+/* s (a validity mask) with the constant bound of each comparison lifted: x < c, x == c and
+ * x != c, which bounds did not decide (so c is in the range the Variable gets). */
+static const sym_node *lift_bounds(kbuild *b, const sym_node *s) {
+    sym_ctx *sc = b->sym;
+    sym_kind kind = s ? sym_node_kind(s) : SYM_CONST;
+    switch (kind) {
+    case SYM_AND:
+        return lift_conjunction(b, s);
+    case SYM_OR:
+        return sym_or(sc, lift_bounds(b, sym_node_src(s, 0)), lift_bounds(b, sym_node_src(s, 1)));
+    case SYM_NOT:
+        return sym_not(sc, lift_bounds(b, sym_node_src(s, 0)));
+    case SYM_LT:
+    case SYM_EQ:
+    case SYM_NE: {
+        const sym_node *x = sym_node_src(s, 0);
+        int64_t c, lo = sym_vmin(x) + (kind == SYM_LT), hi = sym_vmax(x);
+        if (sym_is_const(x, NULL) || !sym_is_const(sym_node_src(s, 1), &c))
+            return s;
+        const sym_node *to = lifted_before(b, s, 0, 0);
+        if (to)
+            return to;
+        const sym_node *v = lift_param(b, "bound", c, lo, hi);
+        if (!v)
+            return s;
+        to = kind == SYM_LT   ? sym_lt(sc, x, v)
+             : kind == SYM_EQ ? sym_eq(sc, x, v)
+                              : sym_ne(sc, x, v);
+        remember_lift(b, s, to, 0, 0);
+        return to;
+    }
+    default:
+        return s;
+    }
+}
+
+/* The values of a's expressions lifted out of the code. */
+static void lift_values(kbuild *b, kast *a) {
+    if (a->kind == KAST_LOAD) {
+        a->valid = lift_bounds(b, a->valid);
+        const eng_storage *s = b->k->buffers[a->buffer];
+        if (s)
+            lift_offset(b, &a->index, s->elements, !is_true(a->valid));
+    } else if (a->kind == KAST_INDEX && a->index && sym_is_bool(a->index)) {
+        a->index = lift_bounds(b, a->index); /* a mask (masked) */
+    }
+}
+
 static uint64_t sym_hash_or_zero(const sym_node *s) {
     return s ? sym_node_hash(s) : 0;
 }
@@ -460,6 +649,7 @@ static uint64_t finish_tree(kbuild *b, kast *a) {
 
     unbind(b, &a->index);
     unbind(b, &a->valid);
+    lift_values(b, a);
     uint64_t h = base_hash_u64((uint64_t)a->kind, ((uint64_t)a->op << 8) | a->type);
     h = base_hash_u64(h, a->buffer);
     h = base_hash_u64(h, sym_hash_or_zero(a->index));
@@ -482,6 +672,8 @@ static void finish_kernel(kbuild *b) {
     unbind(b, &k->numel);
     unbind(b, &k->reduce_count);
     unbind(b, &k->out_index);
+    if (k->out_index && k->buffers[0]) /* a write's destination */
+        lift_offset(b, &k->out_index, k->buffers[0]->elements, false);
     uint64_t h = base_hash_u64(0x6b65726eu, k->out_type);
     h = base_hash_u64(h, finish_tree(b, k->value));
     h = base_hash_u64(h, sym_hash_or_zero(k->numel));

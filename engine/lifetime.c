@@ -518,6 +518,8 @@ void eng_collect_expressions(kiln_context *ctx) {
     for (const eng_program *p = ctx->program_list; p; p = p->next) {
         if (p->has_guard)
             sym_mark(sc, p->guard.expr);
+        for (uint32_t i = 0; i < p->expr_count; i++)
+            sym_mark(sc, p->exprs[i]);
     }
     sym_collect(sc);
 }

@@ -17,7 +17,9 @@
  * where a vector access costs per component, emit.c), eight aligned to 8 become one LOAD8 or
  * STORE8, and a reduction with one output per item unrolls eight steps. Whether a tiled
  * kernel was compiled, and whether it holds vectors, is deterministic from the AST, the tile
- * and the device's figures (part of the cache key).
+ * and the device's figures (part of the cache key). A view offset that reaches the kernel as
+ * a parameter (kernel.c) proves its alignment only as the variant has it: V read as
+ * align * W + residue (eng_program align; runtime.c chooses and pushes W).
  *
  * Row mode (kernel.c fused reductions read along rows): the item is a row; its reductions run
  * once, stage after stage, each over its own RANGE, then a RANGE over the row's tiles stores
@@ -60,6 +62,14 @@ typedef struct lowering {
     ir_value step_value;
     uint32_t step_u, step_width;
     base_map step_memo;
+    /* Aligned offsets (eng_program align): each expression's lifted offset V replaced by
+     * align * W + residue, W a Variable over the values that allow (pushed V's W), so that
+     * a vector access can prove its alignment; used[p]: the widest such access relying on
+     * parameter p's. */
+    uint32_t aligned_count;
+    const sym_node *aligned_from[ENG_MAX_PARAMS], *aligned_to[ENG_MAX_PARAMS];
+    const sym_node *aligned_var[ENG_MAX_PARAMS]; /* W by parameter (NULL: not aligned) */
+    uint8_t used[ENG_MAX_PARAMS];
 } lowering;
 
 /* Memo keys: a sym node (slot 0); a kast for one output (slot 1 + output); a load of buffer b
@@ -132,8 +142,15 @@ static ir_value sym_var_value(lowering *l, const sym_node *s) {
     if (l->lane_var && s == l->lane_var)
         return l->lane;
     for (uint32_t p = 0; p < k->param_count; p++) {
-        if (k->params[p] == s)
+        if (l->aligned_var[p] == s)
             return ir_param(l->ir, p);
+        if (k->params[p] != s)
+            continue;
+        for (uint32_t i = 0; i < l->aligned_count; i++) { /* (every use is replaced: safety) */
+            if (l->aligned_from[i] == s)
+                return lower_sym(l, l->aligned_to[i]);
+        }
+        return ir_param(l->ir, p);
     }
     if (l->ir->status == KILN_OK)            /* else: ridx is IR_NONE after an earlier failure */
         l->ir->status = KILN_ERROR_INTERNAL; /* a Variable the kernel does not know */
@@ -204,17 +221,56 @@ static ir_value lower_sym(lowering *l, const sym_node *s) {
     return v != IR_NONE ? v : memo_put(l, key, lower_sym_uncached(l, s));
 }
 
-/* An index expression of the kernel (over gidx) as it reads for the output being lowered:
- * in a tiled kernel, gidx replaced by that output's expression of the tile Variables. */
-static const sym_node *for_output_at(lowering *l, const sym_node *s, uint32_t out) {
-    if (!s || !l->out_gidx[0])
-        return s;
-    const sym_node *from[1] = {l->k->gidx}, *to[1] = {l->out_gidx[out]};
-    const sym_node *t = sym_substitute(l->ctx->sym, s, from, to, 1);
-    if (!t && l->ir->status == KILN_OK)
+/* An expression of the kernel as the code reads it: gidx replaced by gidx_to (unless NULL),
+ * and the aligned offsets by their aligned forms. */
+static const sym_node *read_as(lowering *l, const sym_node *s, const sym_node *gidx_to) {
+    const sym_node *from[1 + ENG_MAX_PARAMS], *to[1 + ENG_MAX_PARAMS];
+    uint32_t n = 0;
+    if (gidx_to) {
+        from[n] = l->k->gidx;
+        to[n++] = gidx_to;
+    }
+    for (uint32_t i = 0; i < l->aligned_count; i++, n++) {
+        from[n] = l->aligned_from[i];
+        to[n] = l->aligned_to[i];
+    }
+    return s && n > 0 ? sym_substitute(l->ctx->sym, s, from, to, n) : s;
+}
+
+/* read_as, a failure recorded in the IR's status. */
+static const sym_node *as_read(lowering *l, const sym_node *s, const sym_node *gidx_to) {
+    const sym_node *t = read_as(l, s, gidx_to);
+    if (s && !t && l->ir->status == KILN_OK)
         l->ir->status = sym_ctx_status(l->ctx->sym) != KILN_OK ? sym_ctx_status(l->ctx->sym)
                                                                : KILN_ERROR_INTERNAL;
     return t;
+}
+
+/* An index expression of the kernel (over gidx) as it reads for the output being lowered:
+ * in a tiled kernel, gidx replaced by that output's expression of the tile Variables. */
+static const sym_node *for_output_at(lowering *l, const sym_node *s, uint32_t out) {
+    return as_read(l, s, l->out_gidx[0] ? l->out_gidx[out] : NULL);
+}
+
+/* Whether s mentions the Variable v. */
+static bool mentions(const sym_node *s, const sym_node *v) {
+    if (s == v)
+        return true;
+    for (uint32_t i = 0; i < sym_node_arity(s); i++) {
+        if (mentions(sym_node_src(s, i), v))
+            return true;
+    }
+    return false;
+}
+
+/* A vector access of width w to the elements at index (the kernel's expression): the
+ * alignment of the offsets it adds is relied on. (Its aligned form may not mention W: a W of
+ * one value folds.) */
+static void note_vector(lowering *l, const sym_node *index, uint32_t w) {
+    for (uint32_t p = 0; index && p < l->k->param_count; p++) {
+        if (l->aligned_var[p] && l->used[p] < w && mentions(index, l->k->params[p]))
+            l->used[p] = (uint8_t)w;
+    }
 }
 
 static const sym_node *for_output(lowering *l, const sym_node *s) {
@@ -325,6 +381,7 @@ static ir_value lower_load_vector(lowering *l, base_map *map, const kast *a,
                                   const sym_node *const *at, const sym_node *valid, int step,
                                   uint32_t w) {
     ir_kernel *ir = l->ir;
+    note_vector(l, a->index, w);
     ir_value vec = ir_load_vector(ir, a->buffer, lower_sym(l, at[step > 0 ? 0 : w - 1]), w);
     ir_value parts[8];
     for (uint32_t c = 0; c < w; c++)
@@ -364,8 +421,7 @@ static ir_value lower_shared_load(lowering *l, const kast *a, const sym_node *in
         return IR_NONE;
     sym_ctx *sc = l->ctx->sym;
     uint32_t di = l->out / l->tile_n;
-    const sym_node *from[1] = {l->k->gidx}, *to[1] = {l->lane_gidx};
-    const sym_node *mine = sym_substitute(sc, a->index, from, to, 1);
+    const sym_node *mine = read_as(l, a->index, l->lane_gidx);
     const sym_node *lane[1] = {l->lane_var}, *row[1] = {sym_const(sc, di)};
     const sym_node *col[1] = {l->tile_var[1]}, *col0[1] = {sym_const(sc, 0)};
     bool shared = mine && row[0] && col0[0] && sym_substitute(sc, mine, lane, row, 1) == index &&
@@ -1061,6 +1117,7 @@ static void lower_outputs(lowering *l, bool tiled) {
             ir_value in_order[8];
             for (uint32_t c = 0; c < n; c++)
                 in_order[c] = v[step > 0 ? c : n - 1 - c];
+            note_vector(l, k->out_index, n);
             ir_store_vector(ir, 0, lower_sym(l, run[step > 0 ? 0 : n - 1]), in_order, n);
             continue;
         }
@@ -1078,8 +1135,42 @@ static void lower_outputs(lowering *l, bool tiled) {
     l->out = 0;
 }
 
+/* a / m rounded down (m > 0). */
+static int64_t floor_div(int64_t a, int64_t m) {
+    return a >= 0 ? a / m : -((-a + m - 1) / m);
+}
+
+/* The aligned forms of the lifted offsets p aligns: V = align * W + r, W over
+ * [ceil((min - r) / align), floor((max - r) / align)] (named for V, its alignment and
+ * residue, whose name holds V's range). */
+static void align_offsets(lowering *l, const eng_program *p) {
+    const eng_kernel *k = l->k;
+    sym_ctx *sc = l->ctx->sym;
+    for (uint32_t i = 0; i < k->param_count; i++) {
+        int64_t m = p->align[i], r, lo, hi;
+        const char *name;
+        if (m < 2 || !(k->offset_params & (1u << i)) ||
+            !sym_var_info(k->params[i], &name, &lo, &hi))
+            continue;
+        r = p->residue[i] % m;
+        int64_t wlo = -floor_div(r - lo, m), whi = floor_div(hi - r, m);
+        char wname[96];
+        snprintf(wname, sizeof wname, "%s/%lld+%lld", name, (long long)m, (long long)r);
+        const sym_node *w = wlo <= whi ? sym_var(sc, wname, wlo, whi) : NULL;
+        const sym_node *to = sym_add_c(sc, sym_mul_c(sc, w, m), r);
+        if (!to) {
+            if (l->ir->status == KILN_OK)
+                l->ir->status = KILN_ERROR_INTERNAL;
+            continue;
+        }
+        l->aligned_var[i] = w;
+        l->aligned_from[l->aligned_count] = k->params[i];
+        l->aligned_to[l->aligned_count++] = to;
+    }
+}
+
 kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_program *p,
-                             ir_kernel *ir) {
+                             ir_kernel *ir, uint8_t *used) {
     uint32_t group_lanes = p->group_lanes;
     bool narrow = fits_i32(k->numel) && fits_i32(k->reduce_count) && fits_i32(k->out_index) &&
                   tree_fits_i32(k->value);
@@ -1097,6 +1188,7 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_p
     ir->group_lanes = group_lanes;
     ir->share_lanes = p->share_lanes;
     lowering l = {.ctx = ctx, .k = k, .ir = ir, .ridx = IR_NONE, .lane = IR_NONE, .outputs = 1};
+    align_offsets(&l, p);
     base_map_init(&l.memo, &ctx->alloc);
     l.gid = ir_global_id(ir);
     if (group_lanes || p->share_lanes)
@@ -1136,6 +1228,8 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_p
     if (!p->unchecked)
         ir_endif(ir);
     base_map_finish(&l.memo);
+    if (used)
+        memcpy(used, l.used, sizeof l.used);
     if (ir->status != KILN_OK)
         return base_error_set(&ctx->err, ir->status, "lowering a kernel to IR failed: %s",
                               kiln_status_string(ir->status));

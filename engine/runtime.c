@@ -156,6 +156,7 @@ void eng_runtime_finish(kiln_context *ctx) {
         eng_program *next = p->next;
         vkd_pipeline_destroy(p->pipeline);
         ir_kernel_finish(&p->ir);
+        base_free(&ctx->alloc, p->exprs, p->expr_count * sizeof *p->exprs);
         base_free(&ctx->alloc, p, sizeof *p);
         p = next;
     }
@@ -352,7 +353,8 @@ static void count_codegen(kiln_context *ctx, int64_t start) {
 }
 
 /* Emits p's IR as SPIR-V, keeps the words on disk, and creates the pipeline. */
-static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_program *p) {
+static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_program *p,
+                                   const uint8_t *asked) {
     const vkd_caps *caps = vkd_device_caps(ctx->dev);
     kiln_status tst = check_types(ctx, &p->ir);
     if (tst != KILN_OK)
@@ -393,7 +395,7 @@ static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_p
     }
     p->binding_count = r.binding_count;
     p->push_constant_size = r.push_constant_size;
-    eng_cache_store(ctx, k, p, r.words, r.word_count);
+    eng_cache_store(ctx, k, p, asked, r.words, r.word_count);
     st = pipeline_from_words(ctx, p, r.words, r.word_count);
     emit_result_free(&p->ir.alloc, &r);
     return st;
@@ -454,21 +456,112 @@ static void choose_variant(kiln_context *ctx, const eng_kernel *k, eng_program *
     }
 }
 
-/* A compiled variant of k's hash whose guard holds for k's values, or NULL. */
-static eng_program *find_variant(kiln_context *ctx, const eng_kernel *k) {
-    eng_program *p = base_map_find(&ctx->programs, k->hash, &k->hash, program_eq, NULL);
-    sym_assignment a = params_of(k);
-    for (; p; p = p->variant) {
-        base_error err = {0};
-        if (!p->has_guard || sym_guard_check(&p->guard, &a, &err))
-            return p;
-        ctx->stats.guard_failures++;
+/* ---- variants of lifted offsets -----------------------------------------------------------------
+ *
+ * A view's offset reaches the kernel as a value (kernel.c), but a vector access needs it
+ * aligned: its lowest element a multiple of the vector's width. A variant is asked for by the
+ * offsets' residues modulo the widest vector (8 where the device takes octets, else 4) and is
+ * lowered with every lifted offset V read as 8 W + r (pushed W): whatever alignment that
+ * proves, lowering may use. What a vector access relied on is kept (as 4 W' + r % 4 where
+ * only vectors of four did), the rest is dropped and the kernel lowered again. A variant that
+ * comes out as the code of one compiled already (residues that allow no vector, say) is an
+ * alias of it: the code compiled for an aligned offset serves every offset of that residue,
+ * the code without alignment every residue that gets no vector from it, each compiled once. */
+
+/* The modulus of a lifted offset's residue: the widest vector access. */
+static int64_t vector_modulus(const kiln_context *ctx) {
+    return ctx->octets ? 8 : 4;
+}
+
+/* The variant k's values ask for: each lifted offset's value modulo the widest vector. */
+static void wanted_residues(const kiln_context *ctx, const eng_kernel *k, uint8_t *residue) {
+    int64_t m = vector_modulus(ctx);
+    memset(residue, 0, ENG_MAX_PARAMS);
+    for (uint32_t i = 0; i < k->param_count; i++) {
+        if (k->offset_params & (1u << i))
+            residue[i] = (uint8_t)((k->param_values[i] % m + m) % m);
+    }
+}
+
+/* The alignment p's code reads parameter i with (1: none). */
+static int64_t alignment(const eng_program *p, uint32_t i) {
+    return p->align[i] > 1 ? p->align[i] : 1;
+}
+
+/* Whether a and b (variants of one kernel of `params` parameters) have the same code: the
+ * same alignment of each offset, the same bounds-check variant. */
+static bool same_code(const eng_program *a, const eng_program *b, uint32_t params) {
+    if (a->unchecked != b->unchecked || a->has_guard != b->has_guard)
+        return false;
+    if (a->has_guard && (a->guard.kind != b->guard.kind || a->guard.expr != b->guard.expr ||
+                         a->guard.a != b->guard.a || a->guard.b != b->guard.b))
+        return false;
+    for (uint32_t i = 0; i < params; i++) {
+        int64_t m = alignment(a, i);
+        if (m != alignment(b, i) || a->residue[i] % m != b->residue[i] % m)
+            return false;
+    }
+    return true;
+}
+
+/* A compiled variant of k's hash with p's code (not an alias), or NULL. */
+static eng_program *twin_of(kiln_context *ctx, const eng_kernel *k, const eng_program *p) {
+    eng_program *q = base_map_find(&ctx->programs, k->hash, &k->hash, program_eq, NULL);
+    for (; q; q = q->variant) {
+        if (!q->same && same_code(q, p, k->param_count))
+            return q;
     }
     return NULL;
 }
 
+/* The values pushed for k's parameters to p's code: an aligned offset V = m W + r as W. */
+static void pushed_values(const eng_program *p, const eng_kernel *k, int64_t *values) {
+    for (uint32_t i = 0; i < k->param_count; i++) {
+        int64_t v = k->param_values[i], m = alignment(p, i);
+        values[i] = (v - (v % m + m) % m) / m;
+    }
+}
+
+/* A compiled variant of k's hash whose guard holds for k's values and that was asked for by
+ * their residues, or NULL. An alias answers with the variant whose code it shares. */
+static eng_program *find_variant(kiln_context *ctx, const eng_kernel *k) {
+    eng_program *p = base_map_find(&ctx->programs, k->hash, &k->hash, program_eq, NULL);
+    sym_assignment a = params_of(k);
+    uint8_t want[ENG_MAX_PARAMS];
+    wanted_residues(ctx, k, want);
+    for (; p; p = p->variant) {
+        base_error err = {0};
+        if (p->has_guard && !sym_guard_check(&p->guard, &a, &err)) {
+            ctx->stats.guard_failures++;
+            continue;
+        }
+        if (memcmp(p->residue, want, k->param_count) == 0)
+            return p->same ? p->same : p;
+    }
+    return NULL;
+}
+
+/* Lowers k as p (asking for the widest alignment of each lifted offset), keeping only the
+ * alignment its vector accesses rely on: the kernel is lowered again when some went unused. */
+static kiln_status lower_variant(kiln_context *ctx, const eng_kernel *k, eng_program *p) {
+    uint8_t used[ENG_MAX_PARAMS];
+    kiln_status st = eng_kernel_lower(ctx, k, p, &p->ir, used);
+    bool dropped = false;
+    for (uint32_t i = 0; st == KILN_OK && i < k->param_count; i++) {
+        uint8_t keep = used[i] >= 4 ? used[i] : 0;
+        dropped = dropped || keep != p->align[i];
+        p->align[i] = keep;
+    }
+    if (st == KILN_OK && dropped) {
+        ir_kernel_finish(&p->ir);
+        st = eng_kernel_lower(ctx, k, p, &p->ir, NULL);
+    }
+    return st == KILN_OK ? ir_verify(&p->ir, &ctx->err) : st;
+}
+
 /* A kernel found on disk skips lowering and emission (its pipeline is made from the stored
- * words); otherwise it is lowered, verified and (on a device) emitted and stored. */
+ * words); otherwise it is lowered, verified and (on a device) emitted and stored. A variant
+ * whose code is compiled already becomes its alias (p->same). */
 static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_program *p) {
     p->group_lanes = eng_kernel_group_lanes(ctx, k);
     if (p->group_lanes)
@@ -476,25 +569,38 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
     eng_kernel_tile(ctx, k, p);
     choose_variant(ctx, k, p);
     eng_kernel_share(ctx, p);
+    uint8_t asked[ENG_MAX_PARAMS] = {0};
+    for (uint32_t i = 0; i < k->param_count; i++) {
+        if (k->offset_params & (1u << i))
+            asked[i] = p->align[i] = (uint8_t)vector_modulus(ctx);
+    }
     uint32_t *words = NULL;
     size_t count = 0;
     kiln_status st =
         ctx->interpreter ? KILN_ERROR_NOT_FOUND : eng_cache_load(ctx, k, p, &words, &count);
     if (st == KILN_OK) {
-        st = pipeline_from_words(ctx, p, words, count);
+        p->same = twin_of(ctx, k, p);
+        if (!p->same)
+            st = pipeline_from_words(ctx, p, words, count);
         base_free(&ctx->alloc, words, count * sizeof *words);
         return st;
     }
     if (st != KILN_ERROR_NOT_FOUND)
         return st;
     int64_t start = base_now_ns();
-    st = eng_kernel_lower(ctx, k, p, &p->ir);
-    if (st == KILN_OK)
-        st = ir_verify(&p->ir, &ctx->err);
+    st = lower_variant(ctx, k, p);
     count_codegen(ctx, start);
     if (st != KILN_OK)
         return st;
+    p->same = twin_of(ctx, k, p);
+    if (p->same) { /* no code of its own; on disk, the way to its twin's */
+        ir_kernel_finish(&p->ir);
+        if (!ctx->interpreter)
+            eng_cache_store(ctx, k, p, asked, NULL, 0);
+        return KILN_OK;
+    }
     ctx->stats.kernels_compiled++; /* code generated in this process */
+    ctx->stats.disk_misses += ctx->pcache != NULL;
     ctx->stats.kernels_tiled += p->per_item > 1;
     bool vector = false, octets = false;
     for (uint32_t i = 0; i < p->ir.buffer_count; i++) {
@@ -510,7 +616,45 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
     p->index_type = p->ir.index_type;
     p->param_count = p->ir.param_count;
     p->binding_count = p->ir.buffer_count;
-    return ctx->interpreter ? KILN_OK : create_pipeline(ctx, k, p);
+    return ctx->interpreter ? KILN_OK : create_pipeline(ctx, k, p, asked);
+}
+
+static void gather_kast(const kast *a, const sym_node **out, uint32_t cap, uint32_t *n) {
+    for (; a; a = a->nsrc ? a->src[0] : NULL) {
+        const sym_node *e[2] = {a->index, a->valid};
+        for (int i = 0; i < 2; i++) {
+            if (e[i] && *n < cap)
+                out[(*n)++] = e[i];
+        }
+        for (uint32_t i = 1; i < a->nsrc; i++)
+            gather_kast(a->src[i], out, cap, n);
+    }
+}
+
+/* The expressions k was built from (unbound), kept with p so that a collection of the
+ * symbolic context leaves them: built again, an expression finds the same nodes and keeps its
+ * canonical form (term order follows creation), so its kernel's hash stays the same. At most
+ * a fixed number per program; if they do not fit, later builds may compile again, never run a
+ * wrong kernel. */
+static void keep_expressions(kiln_context *ctx, const eng_kernel *k, eng_program *p) {
+    enum { KEEP_MAX = 256 };
+    const sym_node *found[KEEP_MAX];
+    uint32_t n = 0;
+    const sym_node *fixed[] = {k->numel, k->out_index, k->gidx, k->reduce_count, k->ridx};
+    for (size_t i = 0; i < BASE_COUNTOF(fixed); i++) {
+        if (fixed[i])
+            found[n++] = fixed[i];
+    }
+    for (uint32_t d = 0; d < k->ndim; d++)
+        found[n++] = k->dims[d];
+    gather_kast(k->value, found, KEEP_MAX, &n);
+    for (uint32_t r = 0; r < k->reduction_count; r++)
+        gather_kast(k->reductions[r].value, found, KEEP_MAX, &n);
+    p->exprs = base_malloc(&ctx->alloc, n * sizeof *p->exprs);
+    if (p->exprs) {
+        memcpy(p->exprs, found, n * sizeof *p->exprs);
+        p->expr_count = n;
+    }
 }
 
 kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program **out) {
@@ -525,6 +669,7 @@ kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program 
         return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a kernel");
     p->hash = k->hash;
     p->workgroup_size = workgroup_size(ctx);
+    wanted_residues(ctx, k, p->residue);
     kiln_status st = compile_variant(ctx, k, p);
     eng_program *head = base_map_find(&ctx->programs, k->hash, &k->hash, program_eq, NULL);
     if (st == KILN_OK && !head && base_map_insert(&ctx->programs, p->hash, p) != KILN_OK)
@@ -539,10 +684,14 @@ kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program 
         p->variant = head->variant;
         head->variant = p;
     }
-    debug_dump(k, p);
+    if (p->same)
+        ctx->stats.kernels_cached++;
+    else
+        debug_dump(k, p);
+    keep_expressions(ctx, k, p);
     p->next = ctx->program_list;
     ctx->program_list = p;
-    *out = p;
+    *out = p->same ? p->same : p;
     return KILN_OK;
 }
 
@@ -603,7 +752,9 @@ static kiln_status run_interpreter(kiln_context *ctx, const eng_program *p, cons
     interp_buffer bufs[ENG_MAX_BUFFERS];
     for (uint32_t i = 0; i < k->buffer_count; i++)
         bufs[i] = (interp_buffer){k->buffers[i]->host, k->buffers[i]->elements};
-    return interp_run(&p->ir, bufs, k->param_values, n, &ctx->err);
+    int64_t values[ENG_MAX_PARAMS];
+    pushed_values(p, k, values);
+    return interp_run(&p->ir, bufs, values, n, &ctx->err);
 }
 
 /* lavapipe ends every loop of an invocation after 65535 iterations in all (gallivm's
@@ -642,11 +793,13 @@ static kiln_status run_device(kiln_context *ctx, eng_batch *b, const eng_program
         int64_t i64[ENG_MAX_PARAMS];
     } push;
     bool wide = p->index_type == IR_I64;
+    int64_t values[ENG_MAX_PARAMS];
+    pushed_values(p, k, values);
     for (uint32_t i = 0; i < k->param_count; i++) {
         if (wide)
-            push.i64[i] = k->param_values[i];
+            push.i64[i] = values[i];
         else
-            push.i32[i] = (int32_t)k->param_values[i];
+            push.i32[i] = (int32_t)values[i];
     }
     uint32_t push_size = k->param_count * (wide ? 8u : 4u);
     uint32_t binding_count = k->buffer_count;

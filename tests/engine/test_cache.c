@@ -1,7 +1,8 @@
 /* engine/ + shaders_cache/: compiled kernels persist across runs. A second process running the
  * same program compiles nothing (every kernel is a disk hit) and computes the identical
  * result; corrupt entries are misses and are replaced; a symbolic kernel found on disk serves
- * a new bound value. The test runs itself as the second process. */
+ * a new bound value; the variants of a view offset's alignment come back from disk, those
+ * that share another's code too. The test runs itself as the second process. */
 #include "vk_fixture.h"
 
 #include <kiln/kiln.h>
@@ -60,6 +61,57 @@ static int child(const char *dir, int64_t rows, const char *expected_path) {
     return 0;
 }
 
+/* Rows 1..10 of a (16, 37) table (their offsets of every residue modulo 8; no kernel of 37
+ * outputs has vectors: one kernel, the other residues its aliases) and 16384 elements from
+ * starts 8, 4, 1 and 2 (octets, fours, none, and an alias of none), each doubled and checked
+ * here. Returns the statistics; *ok is false when a value is wrong. */
+static kiln_stats offsets_program(bool *ok) {
+    kiln_context *ctx = NULL;
+    assert_int_equal(kiln_context_create(&(kiln_context_options){.cache_dir = cache_dir}, &ctx),
+                     KILN_OK);
+    enum { ROWS = 16, COLS = 37, N = 65536 + 64, LEN = 16384 };
+    static float x[N], y[LEN];
+    for (int i = 0; i < N; i++)
+        x[i] = (float)(i % 1009) - 500.0f;
+    kiln_tensor *table = kiln_from_data(ctx, KILN_F32, 2, (int64_t[]){ROWS, COLS}, x);
+    kiln_tensor *flat = kiln_from_data(ctx, KILN_F32, 1, (int64_t[]){N}, x);
+    *ok = true;
+    for (int64_t r = 1; r <= 10; r++) {
+        kiln_tensor *row = kiln_mul_scalar(kiln_select(table, 0, r), 2);
+        assert_int_equal(kiln_read(row, y, sizeof(float) * COLS), KILN_OK);
+        for (int j = 0; j < COLS; j++)
+            *ok = *ok && y[j] == 2 * x[r * COLS + j];
+    }
+    static const int64_t starts[] = {8, 4, 1, 2};
+    for (int i = 0; i < 4; i++) {
+        kiln_tensor *v = kiln_mul_scalar(kiln_narrow(flat, 0, starts[i], LEN), 2);
+        assert_int_equal(kiln_read(v, y, sizeof y), KILN_OK);
+        for (int j = 0; j < LEN; j++)
+            *ok = *ok && y[j] == 2 * x[starts[i] + j];
+    }
+    kiln_stats s = kiln_context_stats(ctx);
+    kiln_context_destroy(ctx);
+    return s;
+}
+
+/* The second process of the offsets program: every variant, aliases included, from disk. */
+static int child_offsets(const char *dir) {
+    snprintf(cache_dir, sizeof cache_dir, "%s", dir);
+    bool ok;
+    kiln_stats s = offsets_program(&ok);
+    if (!ok) {
+        fprintf(stderr, "child: wrong values\n");
+        return 2;
+    }
+    if (s.kernels_compiled != 0 || s.disk_misses != 0 || s.disk_hits == 0 || s.codegen_ns != 0) {
+        fprintf(stderr, "child: compiled %llu (%llu ns), disk hits %llu, misses %llu\n",
+                (unsigned long long)s.kernels_compiled, (unsigned long long)s.codegen_ns,
+                (unsigned long long)s.disk_hits, (unsigned long long)s.disk_misses);
+        return 3;
+    }
+    return 0;
+}
+
 static int run_child(int64_t rows, const char *expected_path) {
     char cmd[512];
     snprintf(cmd, sizeof cmd, "/proc/%d/exe --child %s %lld %s", (int)getpid(), cache_dir,
@@ -93,6 +145,22 @@ static void test_engine_cache_second_process_compiles_nothing(void **state) {
     assert_int_equal(w.kernels_compiled, 0);
     assert_int_equal(w.codegen_ns, 0); /* a pipeline from stored words generates nothing */
     assert_int_equal(w.disk_hits, s.kernels_compiled);
+}
+
+/* Lifted offsets (engine/kernel.c) on disk: a variant asked for by an offset's residue finds
+ * its code, or the way to the code it shares with another residue, and a second process
+ * compiles nothing. */
+static void test_engine_cache_offsets_of_every_alignment(void **state) {
+    (void)state;
+    bool ok;
+    kiln_stats s = offsets_program(&ok);
+    assert_true(ok);
+    assert_int_equal(s.kernels_compiled, 4); /* the rows; the starts: octets, fours, none */
+    assert_int_equal(s.disk_misses, s.kernels_compiled);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "/proc/%d/exe --child-offsets %s", (int)getpid(), cache_dir);
+    int status = system(cmd);
+    assert_int_equal(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
 }
 
 /* Flips one byte in the middle of every cache entry. */
@@ -159,8 +227,14 @@ int main(int argc, char **argv) {
         setenv("KILN_CACHE", "1", 1);
         return child(argv[2], strtoll(argv[3], NULL, 10), argv[4]);
     }
+    if (argc == 3 && strcmp(argv[1], "--child-offsets") == 0) {
+        vk_fixture_keep_drivers_loaded();
+        setenv("KILN_CACHE", "1", 1);
+        return child_offsets(argv[2]);
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_engine_cache_second_process_compiles_nothing),
+        cmocka_unit_test(test_engine_cache_offsets_of_every_alignment),
         cmocka_unit_test(test_engine_cache_corrupt_entries_are_misses_and_replaced),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
