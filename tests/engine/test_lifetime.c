@@ -176,7 +176,7 @@ static void test_engine_lifetime_other_contexts(void **state) {
 
 /* A two-layer MLP trained by gradient descent with hand-written gradients:
  * h = relu(x W1), out = h W2, loss = mean((out - y)^2). */
-enum { BATCH = 8, IN = 4, HID = 8, OUT = 2 };
+enum { BATCH = 8, MAX_BATCH = 16, IN = 4, HID = 8, OUT = 2 };
 static const float LR = 0.05f;
 
 typedef struct mlp {
@@ -217,15 +217,15 @@ static void mlp_grads(kiln_context *ctx, const mlp *m, kiln_tensor *w1, kiln_ten
     *g1 = kiln_matmul(kiln_transpose(m->x, 0, 1), dh);
 }
 
-/* The same step on the host, in float. */
-static void host_step(float *w1, float *w2) {
-    float x[BATCH * IN], y[BATCH * OUT], pre[BATCH * HID], h[BATCH * HID];
-    float dout[BATCH * OUT], dh[BATCH * HID], g1[IN * HID] = {0}, g2[HID * OUT] = {0};
-    for (int i = 0; i < BATCH * IN; i++)
+/* The same step on the host, in float, over the first batch rows of the inputs. */
+static void host_step(float *w1, float *w2, int batch) {
+    float x[MAX_BATCH * IN], y[MAX_BATCH * OUT], pre[MAX_BATCH * HID], h[MAX_BATCH * HID];
+    float dout[MAX_BATCH * OUT], dh[MAX_BATCH * HID], g1[IN * HID] = {0}, g2[HID * OUT] = {0};
+    for (int i = 0; i < batch * IN; i++)
         x[i] = init_value(i, 1);
-    for (int i = 0; i < BATCH * OUT; i++)
+    for (int i = 0; i < batch * OUT; i++)
         y[i] = init_value(i, 2);
-    for (int b = 0; b < BATCH; b++) {
+    for (int b = 0; b < batch; b++) {
         for (int j = 0; j < HID; j++) {
             float s = 0;
             for (int k = 0; k < IN; k++)
@@ -237,7 +237,7 @@ static void host_step(float *w1, float *w2) {
             float s = 0;
             for (int j = 0; j < HID; j++)
                 s += h[b * HID + j] * w2[j * OUT + o];
-            dout[b * OUT + o] = (s - y[b * OUT + o]) * (2.0f / (BATCH * OUT));
+            dout[b * OUT + o] = (s - y[b * OUT + o]) * (2.0f / (float)(batch * OUT));
         }
         for (int j = 0; j < HID; j++) {
             float s = 0;
@@ -246,7 +246,7 @@ static void host_step(float *w1, float *w2) {
             dh[b * HID + j] = pre[b * HID + j] > 0 ? s : 0;
         }
     }
-    for (int b = 0; b < BATCH; b++) {
+    for (int b = 0; b < batch; b++) {
         for (int j = 0; j < HID; j++) {
             for (int o = 0; o < OUT; o++)
                 g2[j * OUT + o] += h[b * HID + j] * dout[b * OUT + o];
@@ -391,7 +391,7 @@ static void run_loop(bool device, bool validation, loop_kind kind, int steps) {
     for (int i = 0; i < HID * OUT; i++)
         w2[i] = init_value(i, 4);
     for (int step = 0; step < steps; step++)
-        host_step(w1, w2);
+        host_step(w1, w2, BATCH);
     fx_check_f32(m.w1, w1, IN * HID, 1e-5, 1e-4);
     fx_check_f32(m.w2, w2, HID * OUT, 1e-5, 1e-4);
     eng_fixture_context_destroy(ctx);
@@ -417,6 +417,78 @@ static void test_engine_lifetime_loop_release(void **state) {
 
 static void test_engine_lifetime_loop_scopes(void **state) {
     run_loop(on_device(state), on_device(state), LOOP_SCOPES, 200);
+}
+
+/* The batch a Variable bound to a new value every step (1..16, round and round), the inputs
+ * narrowed to it, the parameters updated in place, a scope per step: one compile for every
+ * batch size, and the live counts (expressions included) and allocator bytes flat from the
+ * second step on; the parameters as the host computes them. */
+static void test_engine_lifetime_loop_symbolic_batch(void **state) {
+    bool device = on_device(state);
+    test_alloc ta = {0};
+    kiln_context_options opt = {.device = device ? NULL : "interp",
+                                .validation = device,
+                                .alloc = test_alloc_fn,
+                                .alloc_user = &ta};
+    kiln_context *ctx = NULL;
+    assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
+    float x[MAX_BATCH * IN], y[MAX_BATCH * OUT], w1[IN * HID], w2[HID * OUT];
+    for (int i = 0; i < MAX_BATCH * IN; i++)
+        x[i] = init_value(i, 1);
+    for (int i = 0; i < MAX_BATCH * OUT; i++)
+        y[i] = init_value(i, 2);
+    for (int i = 0; i < IN * HID; i++)
+        w1[i] = init_value(i, 3);
+    for (int i = 0; i < HID * OUT; i++)
+        w2[i] = init_value(i, 4);
+    kiln_tensor *xs = fx_f32(ctx, 2, (const int64_t[]){MAX_BATCH, IN}, x);
+    kiln_tensor *ys = fx_f32(ctx, 2, (const int64_t[]){MAX_BATCH, OUT}, y);
+    mlp m = {NULL, NULL, fx_f32(ctx, 2, (const int64_t[]){IN, HID}, w1),
+             fx_f32(ctx, 2, (const int64_t[]){HID, OUT}, w2)};
+    const kiln_expr *batch = kiln_variable(ctx, "batch", 1, MAX_BATCH);
+    enum { STEPS = 40 };
+    counts at2 = {0};
+    uint64_t compiled2 = 0;
+    for (int step = 1; step <= STEPS; step++) {
+        int b = step % MAX_BATCH + 1;
+        kiln_scope_begin(ctx);
+        const kiln_expr *bound = kiln_bind(ctx, batch, b);
+        m.x = kiln_narrow_sym(xs, 0, kiln_int(ctx, 0), bound);
+        m.y = kiln_narrow_sym(ys, 0, kiln_int(ctx, 0), bound);
+        kiln_tensor *pre = kiln_matmul(m.x, m.w1);
+        kiln_tensor *h = kiln_relu(pre);
+        kiln_tensor *count =
+            kiln_scalar_expr(ctx, KILN_F32, kiln_expr_mul(ctx, bound, kiln_int(ctx, OUT)));
+        kiln_tensor *dout =
+            kiln_div(kiln_mul_scalar(kiln_sub(kiln_matmul(h, m.w2), m.y), 2), count);
+        kiln_tensor *g2 = kiln_matmul(kiln_transpose(h, 0, 1), dout);
+        kiln_tensor *positive =
+            kiln_cast(kiln_gt(pre, kiln_zeros(ctx, KILN_F32, 0, NULL)), KILN_F32);
+        kiln_tensor *dh = kiln_mul(kiln_matmul(dout, kiln_transpose(m.w2, 0, 1)), positive);
+        kiln_tensor *g1 = kiln_matmul(kiln_transpose(m.x, 0, 1), dh);
+        assert_int_equal(kiln_add_(m.w1, kiln_mul_scalar(g1, -LR)), KILN_OK);
+        assert_int_equal(kiln_add_(m.w2, kiln_mul_scalar(g2, -LR)), KILN_OK);
+        assert_int_equal(kiln_realize_many(ctx, 2, (kiln_tensor *[]){m.w1, m.w2}), KILN_OK);
+        assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+        host_step(w1, w2, b);
+        /* Live counts are flat from step 2. On a device, host memory is flat once every batch
+         * size has been seen: the buffer pool keeps freed device buffers by size for reuse (at
+         * most 64 buffers and 64 MiB), and each new size frees buffers of new sizes. */
+        counts now = counts_now(ctx, &ta);
+        if (step == 2 || step == MAX_BATCH + 1) {
+            at2 = now;
+            compiled2 = now.stats.kernels_compiled;
+        } else if (step > 2) {
+            if (step <= MAX_BATCH + 1 && device)
+                now.bytes = at2.bytes, now.blocks = at2.blocks;
+            assert_flat(&at2, &now, step);
+            assert_int_equal(now.stats.kernels_compiled, compiled2);
+        }
+    }
+    fx_check_f32(m.w1, w1, IN * HID, 1e-5, 1e-4);
+    fx_check_f32(m.w2, w2, HID * OUT, 1e-5, 1e-4);
+    eng_fixture_context_destroy(ctx);
+    assert_int_equal(ta.live_blocks, 0);
 }
 
 /* Five steps with every host allocation of them failed in turn, in one context warmed up by
@@ -484,6 +556,7 @@ int main(void) {
         ENG_TEST(test_engine_lifetime_loop_in_place),
         ENG_TEST(test_engine_lifetime_loop_release),
         ENG_TEST(test_engine_lifetime_loop_scopes),
+        ENG_TEST(test_engine_lifetime_loop_symbolic_batch),
     };
     /* On the interpreter only: a Vulkan context per failure point would take minutes, and the
      * paths under test (handles, nodes, storages) are the engine's, the same on both. */
