@@ -1,7 +1,10 @@
 /* engine/ internals (prefix eng_): the context, the lazy graph, kernels and their realization.
  *
  * The walk (shared/design/ARCHITECTURE.md):
- *   graph.c     kiln_ ops build immutable, hash-consed nodes; movement ops only change views
+ *   graph.c     kiln_ ops build immutable nodes (computations hash-consed, creations not);
+ *               movement ops only change views; write.c: writes are nodes too
+ *   lifetime.c  handles, cells (one storage's tensors), references: what nothing holds is
+ *               freed at once; scope.c: scopes release handles (docs/lifetime.md)
  *   schedule.c  realize cuts the graph into kernels: one output, at most one reduction,
  *               elementwise chains inlined, every input read through its view's index
  *   kernel.c    each kernel becomes a kernel AST with bound values unbound; its hash is the key

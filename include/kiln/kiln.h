@@ -21,7 +21,8 @@
  * A status-returning call that fails by itself returns its status, and kiln_context_message
  * gives its message, without blocking later calls. KILN_OK is 0; kiln_status_string gives the
  * generic message. No call aborts on caller input, and a failed call leaves every existing
- * tensor intact.
+ * tensor intact (a failed realize keeps the results of the kernels that ran: see
+ * kiln_realize).
  *
  * Views and copies. Movement ops (reshape, permute, expand, pad, shrink, flip, slice with any
  * step, as_strided, ...) never move data, and kernels read every input through its view's
@@ -33,10 +34,27 @@
  * that PyTorch would copy is a new tensor that does not alias its input, but it is read
  * through a two-view index, not copied; (4) a write realizes first the readers of the
  * overwritten storage built before it (program order), which may run kernels that fusion
- * would otherwise have saved.
+ * would otherwise have saved. (5) a write to a tensor whose value another tensor shares
+ * (equal computations are one node until written) first copies that value, so that the other
+ * tensor keeps it.
  *
- * Ownership. Tensors and expressions belong to their context and live until it is destroyed
- * (kiln_context_destroy frees every tensor, expression and device buffer).
+ * Identity, as PyTorch's: every creation (from_data, empty, empty_strided, zeros, ones, full,
+ * scalar, arange, rand, randn and their _sym forms) and every computation makes a tensor with a
+ * storage of its own (lazily: a creation may stay a constant folded into kernels until it is
+ * written). Views (movement ops) share their input's storage. Equal computations may share
+ * work until one of them is written: a write reaches only the storage it targets, and nothing
+ * built after it reads the old contents.
+ *
+ * Ownership and lifetime. A kiln_tensor * is a handle, not a pointer: kiln_release gives it
+ * back, and so does the end of the scope it was made in (kiln_scope_end). A released handle
+ * (or one of another or a destroyed context) is detected by every call, which returns NULL or
+ * a status with a message naming the call; nothing is freed that anything still uses. A
+ * storage, and the computation that produces it, is freed as soon as no live tensor can reach
+ * it (directly, through views, or through computations not yet run); kiln_stats' live counts
+ * show what is alive. Expressions (kiln_int, kiln_bind, kiln_expr_add, kiln_tensor_size_expr,
+ * ...) stay valid until the scope they were made in ends (outside any scope: as long as the
+ * context); Variables live as long as the context. kiln_context_destroy frees everything.
+ * Operands of one call must belong to one context.
  *
  * Thread-safety: a context and everything made from it is used by one thread at a time;
  * distinct contexts are independent. kiln_status_string is thread-safe.
@@ -352,19 +370,26 @@ kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b);
  * with OH = (H + 2 padding - KH) / stride + 1, built from movement ops and one reduction. */
 kiln_tensor *kiln_conv2d(kiln_tensor *x, kiln_tensor *w, int64_t stride, int64_t padding);
 
-/* Scopes: memory for loops. Every tensor belongs to the innermost scope open when it was
- * made. kiln_scope_end ends the innermost scope: its tensors may no longer be used, except the
- * keep_count tensors listed (they join the enclosing scope), and every storage that no usable
- * tensor can reach any more (directly, through views, or through computations not yet run) is
- * freed. Tensors made outside any scope live until the context is destroyed.
+/* Scopes: memory for loops. Every tensor handle (and expression) belongs to the innermost scope
+ * open when it was made. kiln_scope_end ends the innermost scope: it releases the scope's
+ * handles except the keep_count tensors listed (they join the enclosing scope), frees its
+ * expressions, and so frees whatever only they held. keep may list handles of outer scopes
+ * (they stay where they are); a released handle, a handle of another context, or keep NULL
+ * with keep_count > 0 refuses the call (nothing is released). A loop that replaces its state
+ * releases the old state itself, inside or outside the scope:
  *
  *     for (int step = 0; step < steps; step++) {
  *         kiln_scope_begin(ctx);
  *         kiln_tensor *next = kiln_add(state, kiln_mul_scalar(grad(state), -lr));
  *         kiln_realize(next);
- *         kiln_scope_end(ctx, 1, &next);   // state's storage is freed once nothing needs it
+ *         kiln_release(state);             // state's storage is freed: nothing needs it
+ *         kiln_scope_end(ctx, 1, &next);   // the step's other tensors and expressions too
  *         state = next;
- *     } */
+ *     }
+ *
+ * A loop that updates parameters in place (kiln_add_ and the like) needs no keep list. Such
+ * loops hold every live count and all memory flat from their second step on; a Variable bound
+ * to a new value every step needs the scope (the bound expressions are freed at its end). */
 void kiln_scope_begin(kiln_context *ctx);
 /* Releases t: the handle may not be used again (a later use is an error, detected without
  * touching freed memory); its view's storage and computation are freed once no other tensor
@@ -372,7 +397,11 @@ void kiln_scope_begin(kiln_context *ctx);
 kiln_status kiln_release(kiln_tensor *t);
 kiln_status kiln_scope_end(kiln_context *ctx, uint32_t keep_count, kiln_tensor *const *keep);
 
-/* Realization and read-back. */
+/* Realization and read-back. kiln_realize_many realizes any number of tensors in one
+ * schedule. A graph of any depth realizes (scheduling uses no recursion on it). When a realize
+ * fails part-way, the kernels that ran keep their results (a write that ran is applied once and
+ * never again) and its message says which kernels ran and which did not; the others run at the
+ * next realize that needs them. */
 kiln_status kiln_realize(kiln_tensor *t);
 kiln_status kiln_realize_many(kiln_context *ctx, uint32_t count, kiln_tensor *const *tensors);
 /* Copies the tensor's elements in logical (row-major) order into dst, which holds bytes >=
