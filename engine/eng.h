@@ -1,6 +1,6 @@
 /* engine/ internals (prefix eng_): the context, the lazy graph, kernels and their realization.
  *
- * The walk (shared/design/ARCHITECTURE.md):
+ * The walk:
  *   graph.c     kiln_ ops build immutable nodes (computations hash-consed, creations not);
  *               movement ops only change views; write.c: writes are nodes too
  *   lifetime.c  handles, cells (one storage's tensors), references: what nothing holds is
