@@ -82,3 +82,21 @@ void base_arena_finish(base_arena *arena) {
     arena->head = NULL;
     arena->bytes_used = 0;
 }
+
+void base_arena_reset(base_arena *arena) {
+    base_arena_chunk *c = arena->head, *keep = NULL;
+    while (c) {
+        base_arena_chunk *prev = c->prev;
+        if (!prev && c->size == arena->chunk_size)
+            keep = c; /* the first chunk stays for the next round */
+        else
+            base_free(&arena->alloc, c, sizeof(base_arena_chunk) + c->size);
+        c = prev;
+    }
+    if (keep) {
+        keep->used = 0;
+        keep->prev = NULL;
+    }
+    arena->head = keep;
+    arena->bytes_used = 0;
+}

@@ -126,6 +126,8 @@ void base_arena_init(base_arena *arena, const base_allocator *alloc, size_t chun
 void *base_arena_alloc(base_arena *arena, size_t size, size_t align);
 void *base_arena_memdup(base_arena *arena, const void *data, size_t size, size_t align);
 char *base_arena_strdup(base_arena *arena, const char *s);
+/* Frees every block at once, keeping the first chunk for the next allocations. */
+void base_arena_reset(base_arena *arena);
 void base_arena_finish(base_arena *arena);
 
 /* ---- growable arrays ------------------------------------------------------------------- */

@@ -316,7 +316,7 @@ void eng_storage_unref(kiln_context *ctx, eng_storage *s) {
 /* ---- tensors --------------------------------------------------------------------------------- */
 
 static kiln_tensor *handle_new(kiln_context *ctx, eng_cell *cell, const shape_tracker *st) {
-    uint32_t index;
+    uint32_t index = 0;
     eng_tensor *t = slot_take(ctx, &index);
     if (!t)
         return NULL;
@@ -438,6 +438,10 @@ kiln_tensor *eng_temps_end(kiln_context *ctx, size_t mark, kiln_tensor *result) 
      * the vector held at least one more element a moment ago). */
     if (made_here && ctx->temp_depth > 0)
         (void)BASE_VEC_PUSH(&ctx->alloc, &ctx->temps, (uint32_t)(uintptr_t)result);
+    /* A call whose result is one of its operands as it was (a cast to the same dtype, say)
+     * still returns a handle of its own: releasing one never releases the other. */
+    if (r && !made_here)
+        result = eng_view_new(ctx, result, eng_tracker_keep(ctx, r->st));
     return result;
 }
 

@@ -353,8 +353,7 @@ static kiln_status realize(kiln_context *ctx, const char *call, uint32_t count,
     BASE_VEC_FREE(&ctx->alloc, &s.stack);
     BASE_VEC_FREE(&ctx->alloc, &s.walk);
     /* The kernels' ASTs and the lowering memo live for one realize. */
-    base_arena_finish(&ctx->arena);
-    base_arena_init(&ctx->arena, &ctx->alloc, 64 * 1024);
+    base_arena_reset(&ctx->arena);
     return st;
 }
 

@@ -125,6 +125,12 @@ static void test_engine_lifetime_released_handles(void **state) {
     assert_null(kiln_tensor_context(x));
     kiln_context_clear_error(ctx);
     assert_int_equal(kiln_release(NULL), KILN_OK);
+    /* A call that returns its operand as it was still returns a handle of its own. */
+    kiln_tensor *same = kiln_cast(y, KILN_F32);
+    assert_non_null(same);
+    assert_ptr_not_equal(same, y);
+    assert_int_equal(kiln_release(same), KILN_OK);
+    fx_check_f32(y, (const float[]){2, 3, 4, 5}, 4, 0, 0);
     /* A handle released by its scope's end. */
     kiln_scope_begin(ctx);
     kiln_tensor *inner = kiln_mul_scalar(y, 2);
