@@ -371,6 +371,19 @@ void eng_storage_unref(kiln_context *ctx, eng_storage *s);
 /* Handles made between begin and end are released at end, except result (composite ops
  * release their intermediate tensors). Returns result. */
 size_t eng_temps_begin(kiln_context *ctx);
+/* The context of a public call's tensor operands (all of one context), or NULL with the error
+ * recorded (a NULL operand passes an earlier error through). */
+kiln_context *eng_entry_context(const char *call, size_t count, kiln_tensor *const *tensors);
+/* The body of a public tensor op: checks the tensor operands, then evaluates result (an
+ * expression of them) in a temporaries region, so that the op's intermediates are released. */
+#define ENG_ENTRY(call, result, ...)                                                               \
+    kiln_context *eng_ctx_ =                                                                       \
+        eng_entry_context(call, sizeof((kiln_tensor *[]){__VA_ARGS__}) / sizeof(kiln_tensor *),    \
+                          (kiln_tensor *[]){__VA_ARGS__});                                         \
+    if (!eng_ctx_)                                                                                 \
+        return NULL;                                                                               \
+    size_t eng_mark_ = eng_temps_begin(eng_ctx_);                                                  \
+    return eng_temps_end(eng_ctx_, eng_mark_, result)
 kiln_tensor *eng_temps_end(kiln_context *ctx, size_t mark, kiln_tensor *result);
 /* e (may be NULL) was handed to the program: it lives until the current scope ends. */
 const kiln_expr *eng_pin_expr(kiln_context *ctx, const sym_node *e);

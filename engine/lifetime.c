@@ -415,6 +415,15 @@ kiln_status kiln_release(kiln_tensor *t) {
 /* ---- intermediate tensors of composite ops ----------------------------------------------------
  */
 
+kiln_context *eng_entry_context(const char *call, size_t count, kiln_tensor *const *tensors) {
+    kiln_context *ctx = NULL;
+    for (size_t i = 0; i < count; i++) {
+        if (!eng_arg(tensors[i], &ctx, call))
+            return NULL;
+    }
+    return ctx;
+}
+
 size_t eng_temps_begin(kiln_context *ctx) {
     ctx->temp_depth++;
     return ctx->temps.len;

@@ -311,173 +311,89 @@ static kiln_tensor *as_strided_impl(kiln_tensor *t, uint32_t ndim, const int64_t
 /* ---- the public entry points: checked handles, intermediates released ---------------- */
 
 kiln_tensor *kiln_permute(kiln_tensor *t, const int32_t *dims) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_permute"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, permute_impl(t, dims));
+    ENG_ENTRY("kiln_permute", permute_impl(t, dims), t);
 }
 
 kiln_tensor *kiln_transpose(kiln_tensor *t, int32_t dim0, int32_t dim1) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_transpose"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, transpose_impl(t, dim0, dim1));
+    ENG_ENTRY("kiln_transpose", transpose_impl(t, dim0, dim1), t);
 }
 
 kiln_tensor *kiln_expand_sym(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_expand_sym"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, expand_sym_impl(t, ndim, shape));
+    ENG_ENTRY("kiln_expand_sym", expand_sym_impl(t, ndim, shape), t);
 }
 
 kiln_tensor *kiln_expand(kiln_tensor *t, uint32_t ndim, const int64_t *shape) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_expand"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, expand_impl(t, ndim, shape));
+    ENG_ENTRY("kiln_expand", expand_impl(t, ndim, shape), t);
 }
 
 kiln_tensor *kiln_pad(kiln_tensor *t, const int64_t *pad) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_pad"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, pad_impl(t, pad));
+    ENG_ENTRY("kiln_pad", pad_impl(t, pad), t);
 }
 
 kiln_tensor *kiln_shrink(kiln_tensor *t, const int64_t *begin, const int64_t *end) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_shrink"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, shrink_impl(t, begin, end));
+    ENG_ENTRY("kiln_shrink", shrink_impl(t, begin, end), t);
 }
 
 kiln_tensor *kiln_flip(kiln_tensor *t, int32_t dim) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_flip"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, flip_impl(t, dim));
+    ENG_ENTRY("kiln_flip", flip_impl(t, dim), t);
 }
 
 kiln_tensor *kiln_slice(kiln_tensor *t, int32_t dim, int64_t start, int64_t stop, int64_t step) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_slice"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, slice_impl(t, dim, start, stop, step));
+    ENG_ENTRY("kiln_slice", slice_impl(t, dim, start, stop, step), t);
 }
 
 kiln_tensor *kiln_unsqueeze(kiln_tensor *t, int32_t dim) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_unsqueeze"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, unsqueeze_impl(t, dim));
+    ENG_ENTRY("kiln_unsqueeze", unsqueeze_impl(t, dim), t);
 }
 
 kiln_tensor *kiln_squeeze(kiln_tensor *t, int32_t dim) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_squeeze"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, squeeze_impl(t, dim));
+    ENG_ENTRY("kiln_squeeze", squeeze_impl(t, dim), t);
 }
 
 kiln_tensor *kiln_narrow(kiln_tensor *t, int32_t dim, int64_t start, int64_t length) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_narrow"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, narrow_impl(t, dim, start, length));
+    ENG_ENTRY("kiln_narrow", narrow_impl(t, dim, start, length), t);
 }
 
 kiln_tensor *kiln_select(kiln_tensor *t, int32_t dim, int64_t index) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_select"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, select_impl(t, dim, index));
+    ENG_ENTRY("kiln_select", select_impl(t, dim, index), t);
 }
 
 kiln_tensor *kiln_diagonal(kiln_tensor *t, int64_t offset, int32_t dim1, int32_t dim2) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_diagonal"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, diagonal_impl(t, offset, dim1, dim2));
+    ENG_ENTRY("kiln_diagonal", diagonal_impl(t, offset, dim1, dim2), t);
 }
 
 kiln_tensor *kiln_unfold(kiln_tensor *t, int32_t dim, int64_t size, int64_t step) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_unfold"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, unfold_impl(t, dim, size, step));
+    ENG_ENTRY("kiln_unfold", unfold_impl(t, dim, size, step), t);
 }
 
 kiln_tensor *kiln_reshape_sym(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_reshape_sym"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, reshape_sym_impl(t, ndim, shape));
+    ENG_ENTRY("kiln_reshape_sym", reshape_sym_impl(t, ndim, shape), t);
 }
 
 kiln_tensor *kiln_reshape(kiln_tensor *t, uint32_t ndim, const int64_t *shape) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_reshape"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, reshape_impl(t, ndim, shape));
+    ENG_ENTRY("kiln_reshape", reshape_impl(t, ndim, shape), t);
 }
 
 kiln_tensor *kiln_shrink_sym(kiln_tensor *t, const kiln_expr *const *begin,
                              const kiln_expr *const *end) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_shrink_sym"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, shrink_sym_impl(t, begin, end));
+    ENG_ENTRY("kiln_shrink_sym", shrink_sym_impl(t, begin, end), t);
 }
 
 kiln_tensor *kiln_pad_sym(kiln_tensor *t, const kiln_expr *const *pad) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_pad_sym"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, pad_sym_impl(t, pad));
+    ENG_ENTRY("kiln_pad_sym", pad_sym_impl(t, pad), t);
 }
 
 kiln_tensor *kiln_narrow_sym(kiln_tensor *t, int32_t dim, const kiln_expr *start,
                              const kiln_expr *length) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_narrow_sym"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, narrow_sym_impl(t, dim, start, length));
+    ENG_ENTRY("kiln_narrow_sym", narrow_sym_impl(t, dim, start, length), t);
 }
 
 kiln_tensor *kiln_slice_sym(kiln_tensor *t, int32_t dim, const kiln_expr *start,
                             const kiln_expr *stop, int64_t step) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_slice_sym"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, slice_sym_impl(t, dim, start, stop, step));
+    ENG_ENTRY("kiln_slice_sym", slice_sym_impl(t, dim, start, stop, step), t);
 }
 
 kiln_tensor *kiln_as_strided(kiln_tensor *t, uint32_t ndim, const int64_t *shape,
                              const int64_t *strides, int64_t offset) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_as_strided"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, as_strided_impl(t, ndim, shape, strides, offset));
+    ENG_ENTRY("kiln_as_strided", as_strided_impl(t, ndim, shape, strides, offset), t);
 }

@@ -791,324 +791,163 @@ static kiln_tensor *conv2d_impl(kiln_tensor *x, kiln_tensor *w, int64_t stride, 
 /* ---- the public entry points: checked handles, intermediates released ---------------- */
 
 kiln_tensor *kiln_cast(kiln_tensor *t, kiln_dtype dtype) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_cast"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, cast_impl(t, dtype));
+    ENG_ENTRY("kiln_cast", cast_impl(t, dtype), t);
 }
 
 kiln_tensor *kiln_add(kiln_tensor *a, kiln_tensor *b) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(a, &ctx, "kiln_add") || !eng_arg(b, &ctx, "kiln_add"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, add_impl(a, b));
+    ENG_ENTRY("kiln_add", add_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_sub(kiln_tensor *a, kiln_tensor *b) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(a, &ctx, "kiln_sub") || !eng_arg(b, &ctx, "kiln_sub"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, sub_impl(a, b));
+    ENG_ENTRY("kiln_sub", sub_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_mul(kiln_tensor *a, kiln_tensor *b) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(a, &ctx, "kiln_mul") || !eng_arg(b, &ctx, "kiln_mul"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, mul_impl(a, b));
+    ENG_ENTRY("kiln_mul", mul_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_div(kiln_tensor *a, kiln_tensor *b) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(a, &ctx, "kiln_div") || !eng_arg(b, &ctx, "kiln_div"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, div_impl(a, b));
+    ENG_ENTRY("kiln_div", div_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_pow(kiln_tensor *a, kiln_tensor *b) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(a, &ctx, "kiln_pow") || !eng_arg(b, &ctx, "kiln_pow"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, pow_impl(a, b));
+    ENG_ENTRY("kiln_pow", pow_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_maximum(kiln_tensor *a, kiln_tensor *b) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(a, &ctx, "kiln_maximum") || !eng_arg(b, &ctx, "kiln_maximum"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, maximum_impl(a, b));
+    ENG_ENTRY("kiln_maximum", maximum_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_minimum(kiln_tensor *a, kiln_tensor *b) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(a, &ctx, "kiln_minimum") || !eng_arg(b, &ctx, "kiln_minimum"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, minimum_impl(a, b));
+    ENG_ENTRY("kiln_minimum", minimum_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_lt(kiln_tensor *a, kiln_tensor *b) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(a, &ctx, "kiln_lt") || !eng_arg(b, &ctx, "kiln_lt"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, lt_impl(a, b));
+    ENG_ENTRY("kiln_lt", lt_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_le(kiln_tensor *a, kiln_tensor *b) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(a, &ctx, "kiln_le") || !eng_arg(b, &ctx, "kiln_le"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, le_impl(a, b));
+    ENG_ENTRY("kiln_le", le_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_gt(kiln_tensor *a, kiln_tensor *b) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(a, &ctx, "kiln_gt") || !eng_arg(b, &ctx, "kiln_gt"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, gt_impl(a, b));
+    ENG_ENTRY("kiln_gt", gt_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_ge(kiln_tensor *a, kiln_tensor *b) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(a, &ctx, "kiln_ge") || !eng_arg(b, &ctx, "kiln_ge"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, ge_impl(a, b));
+    ENG_ENTRY("kiln_ge", ge_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_eq(kiln_tensor *a, kiln_tensor *b) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(a, &ctx, "kiln_eq") || !eng_arg(b, &ctx, "kiln_eq"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, eq_impl(a, b));
+    ENG_ENTRY("kiln_eq", eq_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_ne(kiln_tensor *a, kiln_tensor *b) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(a, &ctx, "kiln_ne") || !eng_arg(b, &ctx, "kiln_ne"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, ne_impl(a, b));
+    ENG_ENTRY("kiln_ne", ne_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_where(kiln_tensor *cond, kiln_tensor *a, kiln_tensor *b) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(cond, &ctx, "kiln_where") || !eng_arg(a, &ctx, "kiln_where") ||
-        !eng_arg(b, &ctx, "kiln_where"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, where_impl(cond, a, b));
+    ENG_ENTRY("kiln_where", where_impl(cond, a, b), cond, a, b);
 }
 
 kiln_tensor *kiln_neg(kiln_tensor *t) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_neg"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, neg_impl(t));
+    ENG_ENTRY("kiln_neg", neg_impl(t), t);
 }
 
 kiln_tensor *kiln_abs(kiln_tensor *t) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_abs"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, abs_impl(t));
+    ENG_ENTRY("kiln_abs", abs_impl(t), t);
 }
 
 kiln_tensor *kiln_exp(kiln_tensor *t) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_exp"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, exp_impl(t));
+    ENG_ENTRY("kiln_exp", exp_impl(t), t);
 }
 
 kiln_tensor *kiln_log(kiln_tensor *t) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_log"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, log_impl(t));
+    ENG_ENTRY("kiln_log", log_impl(t), t);
 }
 
 kiln_tensor *kiln_sqrt(kiln_tensor *t) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_sqrt"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, sqrt_impl(t));
+    ENG_ENTRY("kiln_sqrt", sqrt_impl(t), t);
 }
 
 kiln_tensor *kiln_rsqrt(kiln_tensor *t) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_rsqrt"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, rsqrt_impl(t));
+    ENG_ENTRY("kiln_rsqrt", rsqrt_impl(t), t);
 }
 
 kiln_tensor *kiln_sin(kiln_tensor *t) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_sin"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, sin_impl(t));
+    ENG_ENTRY("kiln_sin", sin_impl(t), t);
 }
 
 kiln_tensor *kiln_cos(kiln_tensor *t) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_cos"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, cos_impl(t));
+    ENG_ENTRY("kiln_cos", cos_impl(t), t);
 }
 
 kiln_tensor *kiln_tanh(kiln_tensor *t) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_tanh"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, tanh_impl(t));
+    ENG_ENTRY("kiln_tanh", tanh_impl(t), t);
 }
 
 kiln_tensor *kiln_add_scalar(kiln_tensor *t, double value) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_add_scalar"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, add_scalar_impl(t, value));
+    ENG_ENTRY("kiln_add_scalar", add_scalar_impl(t, value), t);
 }
 
 kiln_tensor *kiln_mul_scalar(kiln_tensor *t, double value) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_mul_scalar"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, mul_scalar_impl(t, value));
+    ENG_ENTRY("kiln_mul_scalar", mul_scalar_impl(t, value), t);
 }
 
 kiln_tensor *kiln_relu(kiln_tensor *t) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_relu"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, relu_impl(t));
+    ENG_ENTRY("kiln_relu", relu_impl(t), t);
 }
 
 kiln_tensor *kiln_sigmoid(kiln_tensor *t) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_sigmoid"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, sigmoid_impl(t));
+    ENG_ENTRY("kiln_sigmoid", sigmoid_impl(t), t);
 }
 
 kiln_tensor *kiln_sum(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_sum"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, sum_impl(t, naxes, axes, keepdim));
+    ENG_ENTRY("kiln_sum", sum_impl(t, naxes, axes, keepdim), t);
 }
 
 kiln_tensor *kiln_prod(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_prod"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, prod_impl(t, naxes, axes, keepdim));
+    ENG_ENTRY("kiln_prod", prod_impl(t, naxes, axes, keepdim), t);
 }
 
 kiln_tensor *kiln_max(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_max"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, max_impl(t, naxes, axes, keepdim));
+    ENG_ENTRY("kiln_max", max_impl(t, naxes, axes, keepdim), t);
 }
 
 kiln_tensor *kiln_min(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_min"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, min_impl(t, naxes, axes, keepdim));
+    ENG_ENTRY("kiln_min", min_impl(t, naxes, axes, keepdim), t);
 }
 
 kiln_tensor *kiln_mean(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_mean"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, mean_impl(t, naxes, axes, keepdim));
+    ENG_ENTRY("kiln_mean", mean_impl(t, naxes, axes, keepdim), t);
 }
 
 kiln_tensor *kiln_var(kiln_tensor *t, uint32_t naxes, const int32_t *axes, double correction,
                       bool keepdim) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_var"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, var_impl(t, naxes, axes, correction, keepdim));
+    ENG_ENTRY("kiln_var", var_impl(t, naxes, axes, correction, keepdim), t);
 }
 
 kiln_tensor *kiln_std(kiln_tensor *t, uint32_t naxes, const int32_t *axes, double correction,
                       bool keepdim) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_std"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, std_impl(t, naxes, axes, correction, keepdim));
+    ENG_ENTRY("kiln_std", std_impl(t, naxes, axes, correction, keepdim), t);
 }
 
 kiln_tensor *kiln_softmax(kiln_tensor *t, int32_t dim) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_softmax"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, softmax_impl(t, dim));
+    ENG_ENTRY("kiln_softmax", softmax_impl(t, dim), t);
 }
 
 kiln_tensor *kiln_log_softmax(kiln_tensor *t, int32_t dim) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_log_softmax"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, log_softmax_impl(t, dim));
+    ENG_ENTRY("kiln_log_softmax", log_softmax_impl(t, dim), t);
 }
 
 kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(a, &ctx, "kiln_matmul") || !eng_arg(b, &ctx, "kiln_matmul"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, matmul_impl(a, b));
+    ENG_ENTRY("kiln_matmul", matmul_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_argmax(kiln_tensor *t, int32_t dim, bool keepdim) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(t, &ctx, "kiln_argmax"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, argmax_impl(t, dim, keepdim));
+    ENG_ENTRY("kiln_argmax", argmax_impl(t, dim, keepdim), t);
 }
 
 kiln_tensor *kiln_conv2d(kiln_tensor *x, kiln_tensor *w, int64_t stride, int64_t padding) {
-    kiln_context *ctx = NULL;
-    if (!eng_arg(x, &ctx, "kiln_conv2d") || !eng_arg(w, &ctx, "kiln_conv2d"))
-        return NULL;
-    size_t mark = eng_temps_begin(ctx);
-    return eng_temps_end(ctx, mark, conv2d_impl(x, w, stride, padding));
+    ENG_ENTRY("kiln_conv2d", conv2d_impl(x, w, stride, padding), x, w);
 }
