@@ -397,6 +397,23 @@ static void print_times(variant *vs, int count, const variant *ref) {
     }
 }
 
+/* Whether twin (the same work as keep, in a context of its own) paired with keep at 1: with
+ * the median within 5%, the ratios of this run compare the variants; beyond, the contexts
+ * themselves differ (seen on lavapipe under load: a context's device threads can run slower for a
+ * whole run). */
+static void print_control(const variant *twin, const variant *keep) {
+    double mid, lo, hi;
+    if (!paired_ratio(twin, keep, &mid, &lo, &hi))
+        return;
+    if (fabs(mid - 1) <= 0.05)
+        printf("control: keep's twin / keep = %.3f [%.3f, %.3f]: the pairing holds (within 5%%)\n",
+               mid, lo, hi);
+    else
+        printf("control: keep's twin / keep = %.3f [%.3f, %.3f]: NOT 1, the two contexts ran at "
+               "different speeds; compare the ratios of another run\n",
+               mid, lo, hi);
+}
+
 static void print_counts(const variant *v) {
     printf("\n%s (%d steps): live counts after a step\n", v->name, v->done);
     printf("%7s %8s %8s %9s %13s %10s %12s %12s %9s %9s\n", "step", "tensors", "nodes", "storages",
@@ -466,6 +483,7 @@ int main(void) {
            "kernels: dispatches per step; allocs: host allocations per step; ratio: median "
            "over the rounds both ran of the block's time over keep's block's)\n",
            g_block);
+    print_control(&vs[LOOP_KEEP_TWIN], &vs[LOOP_KEEP]);
     int failed = 0;
     for (int k = 0; k < LOOP_KINDS; k++) {
         if (vs[k].steps)
