@@ -82,7 +82,7 @@ const char *ir_type_name(ir_type t);
     X(SIN, 1, ALU)                                                                                 \
     X(COS, 1, ALU)                                                                                 \
     X(TANH, 1, ALU)                                                                                \
-    X(CAST, 1, ALU)  /* to the instruction's type (float->int truncates; ints wrap) */             \
+    X(CAST, 1, ALU)  /* to the type: float->int truncates (out of range: kiln.h), ints wrap */     \
     X(WHERE, 3, ALU) /* src0 (bool) ? src1 : src2 */                                               \
     X(IF, 1, CONTROL)                                                                              \
     X(ENDIF, 0, CONTROL)                                                                           \
