@@ -275,8 +275,9 @@ static bool program_eq(const void *stored, const void *key, void *user) {
     return ((const eng_program *)stored)->hash == *(const uint64_t *)key;
 }
 
-/* Debug output of a freshly compiled kernel (KILN_DEBUG=3: its AST and IR). Debug text is
- * allocated with malloc: it never touches the context's allocator or its accounting. */
+/* Debug output of a freshly compiled kernel (KILN_DEBUG=3: its AST and IR), a log line per
+ * line of text (a log line holds at most 1 KiB). Debug text is allocated with malloc: it
+ * never touches the context's allocator or its accounting. */
 static void debug_dump(const eng_kernel *k, const eng_program *p) {
     if (base_log_verbosity() < 3)
         return;
@@ -286,7 +287,11 @@ static void debug_dump(const eng_kernel *k, const eng_program *p) {
         return;
     eng_kernel_dump(k, text, a + 1);
     ir_dump(&p->ir, text + a, n + 1);
-    base_log(BASE_LOG_INFO, "engine", "%s", text);
+    for (char *line = text, *end; *line; line = end + (*end != '\0')) {
+        end = strchr(line, '\n');
+        end = end ? end : line + strlen(line);
+        base_log(BASE_LOG_INFO, "engine", "%.*s", (int)(end - line), line);
+    }
     free(text);
 }
 
