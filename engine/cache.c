@@ -10,8 +10,8 @@
  * order of multi-row tiles and the float max/min; 11: vectors moved as 64-bit integers,
  * octets, and one-output reductions in steps of eight; 12: view offsets and mask bounds as
  * parameters, their alignment in the key and the payload, redirects; 13: explicit
- * float-to-integer casts, pow's special values, tanh near 0): another value makes every entry
- * a miss.
+ * float-to-integer casts, pow's special values, tanh near 0, loops within lavapipe's 65535
+ * passes): another value makes every entry a miss.
  *
  * Payload: magic, version, flags (1: parameters in a buffer, 2: a redirect), index type,
  * parameter count, binding count, push-constant size, workgroup size, word count, the
