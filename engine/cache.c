@@ -9,15 +9,16 @@
  * step's elements first; 8: matmul tile blocks; 9: loads shared in subgroups; 10: the step
  * order of multi-row tiles and the float max/min; 11: vectors moved as 64-bit integers,
  * octets, and one-output reductions in steps of eight; 12: view offsets and mask bounds as
- * parameters, their alignment in the key and the payload, redirects): another value makes
- * every entry a miss.
+ * parameters, their alignment in the key and the payload, redirects; 13: explicit
+ * float-to-integer casts, pow's special values, tanh near 0, loops within lavapipe's 65535
+ * passes): another value makes every entry a miss.
  *
  * Payload: magic, version, flags (1: parameters in a buffer, 2: a redirect), index type,
  * parameter count, binding count, push-constant size, workgroup size, word count, the
  * alignment the code relies on (ALIGN_WORDS words, a byte per parameter: 0, 4 or 8), then
  * the SPIR-V words. A redirect has no words: the variant asked for (the key's alignment) has
  * the code of the variant its alignment names, stored under that one's key. */
-enum { CACHE_PAYLOAD_VERSION = 12, ALIGN_WORDS = ENG_MAX_PARAMS / 4 };
+enum { CACHE_PAYLOAD_VERSION = 13, ALIGN_WORDS = ENG_MAX_PARAMS / 4 };
 enum { CACHE_HEADER_WORDS = 9 + ALIGN_WORDS, CACHE_KEY_SIZE = 40 + ENG_MAX_PARAMS };
 enum { FLAG_PARAMS_IN_BUFFER = 1, FLAG_REDIRECT = 2 };
 static const uint32_t payload_magic = 0x4e524b4bu; /* "KKRN" */

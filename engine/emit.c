@@ -3,6 +3,7 @@
  * rounded or wrapped after every instruction, as ir.h promises). */
 #include "emit.h"
 
+#include <math.h>
 #include <string.h>
 
 typedef struct emitter {
@@ -103,6 +104,41 @@ static spv_id fit(spv_builder *b, ir_type t, spv_id v) {
 
 /* ---- conversions -------------------------------------------------------------------------- */
 
+/* A float (in f32) to an integer type as ir.h defines CAST, never through an out-of-range
+ * OpConvertFToS/FToU (undefined: lavapipe gives INT_MIN, or UINT_MAX for FToU): to i32 (and
+ * i8, u8: its low bits), NaN, infinities and values outside [-2^31, 2^31) give INT32_MIN; to
+ * u32, values in [2^31, 2^32) convert, larger ones give 0, smaller ones are the i32 cast's
+ * bits; to i64, NaN and values outside [-2^63, 2^63) give INT64_MIN. */
+static spv_id float_to_int(spv_builder *b, ir_type to, spv_id v) {
+    spv_id zero = spv_const_f32(b, 0.0f);
+    if (to == IR_I64) {
+        spv_id i64 = spv_type_int(b, 64, true);
+        spv_id in =
+            spv_binop(b, SpvOpLogicalAnd,
+                      spv_binop(b, SpvOpFOrdGreaterThanEqual, v, spv_const_f32(b, -0x1p63f)),
+                      spv_binop(b, SpvOpFOrdLessThan, v, spv_const_f32(b, 0x1p63f)));
+        spv_id r = spv_convert(b, SpvOpConvertFToS, i64, spv_select(b, in, v, zero));
+        return spv_select(b, in, r, spv_const_int(b, i64, INT64_MIN));
+    }
+    spv_id i32 = spv_type_int(b, 32, true), u32 = spv_type_int(b, 32, false);
+    spv_id in = spv_binop(b, SpvOpLogicalAnd,
+                          spv_binop(b, SpvOpFOrdGreaterThanEqual, v, spv_const_f32(b, -0x1p31f)),
+                          spv_binop(b, SpvOpFOrdLessThan, v, spv_const_f32(b, 0x1p31f)));
+    spv_id r = spv_convert(b, SpvOpConvertFToS, i32, spv_select(b, in, v, zero));
+    r = spv_select(b, in, r, spv_const_int(b, i32, INT32_MIN));
+    if (to == IR_I32 || to == IR_I8)
+        return r;
+    r = spv_convert(b, SpvOpBitcast, u32, r);
+    if (to != IR_U32)
+        return r; /* u8: wrapped by the caller */
+    spv_id high = spv_binop(b, SpvOpLogicalAnd,
+                            spv_binop(b, SpvOpFOrdGreaterThanEqual, v, spv_const_f32(b, 0x1p31f)),
+                            spv_binop(b, SpvOpFOrdLessThan, v, spv_const_f32(b, 0x1p32f)));
+    spv_id u = spv_convert(b, SpvOpConvertFToU, u32, spv_select(b, high, v, zero));
+    spv_id big = spv_binop(b, SpvOpFOrdGreaterThanEqual, v, spv_const_f32(b, 0x1p31f));
+    return spv_select(b, big, spv_select(b, high, u, spv_const_int(b, u32, 0)), r);
+}
+
 /* Converts v of IR type from (in compute form) to IR type to (in compute form). */
 static spv_id convert(spv_builder *b, ir_type to, ir_type from, spv_id v) {
     spv_id type = compute_type(b, to);
@@ -119,7 +155,7 @@ static spv_id convert(spv_builder *b, ir_type to, ir_type from, spv_id v) {
     if (ff && tf) {
         r = v; /* both computed in f32 */
     } else if (ff) {
-        r = spv_convert(b, ir_type_is_signed(to) ? SpvOpConvertFToS : SpvOpConvertFToU, type, v);
+        r = float_to_int(b, to, v);
     } else if (tf) {
         r = spv_convert(b, ir_type_is_signed(from) ? SpvOpConvertSToF : SpvOpConvertUToF, type, v);
     } else {
@@ -175,27 +211,65 @@ static spv_id float_minmax(spv_builder *b, bool is_max, spv_id x, spv_id y) {
     return spv_select(b, spv_binop(b, SpvOpLogicalOr, wins, is_nan(b, x)), x, y);
 }
 
-/* torch.pow for floats: exp2(y * log2|x|) with the sign of x for odd integral y, NaN for
- * negative x with fractional y, and x^0 = 1. */
+static spv_id glsl1(spv_builder *b, enum GLSLstd450 inst, spv_id x) {
+    return spv_glsl(b, inst, spv_type_float(b, 32), 1, &x);
+}
+
+/* pow for floats as C's pow (C99 Annex F, which NumPy's float32 power and the interpreter
+ * follow): exp2(y log2 |x|), then the special cases that formula gets wrong, or that a
+ * driver's log2 and exp2 need not get right (lavapipe's log2(0) is not -inf): pow(x, +-0) and
+ * pow(1, y) are 1 even for NaN; NaN otherwise gives NaN; |x| = 0 gives +inf for y < 0 and +0
+ * for y > 0, |x| = inf the reverse; y = +-inf gives 1 for |x| = 1, else +inf when |x| < 1 and
+ * y < 0 or |x| > 1 and y > 0, else +0; an odd integral y keeps the sign of x (-0 and -inf
+ * included); a finite x < 0 with a finite fractional y gives NaN. */
 static spv_id float_pow(spv_builder *b, spv_id x, spv_id y) {
-    spv_id f32 = spv_type_float(b, 32);
+    spv_id f32 = spv_type_float(b, 32), i32 = spv_type_int(b, 32, true);
     spv_id zero = spv_const_f32(b, 0.0f), one = spv_const_f32(b, 1.0f);
-    spv_id ax = spv_glsl(b, GLSLstd450FAbs, f32, 1, &x);
-    spv_id lg = spv_glsl(b, GLSLstd450Log2, f32, 1, &ax);
-    spv_id prod = spv_binop(b, SpvOpFMul, y, lg);
+    spv_id inf = spv_const_f32(b, INFINITY), nan = spv_const_f32(b, NAN);
+    spv_id ax = glsl1(b, GLSLstd450FAbs, x), ay = glsl1(b, GLSLstd450FAbs, y);
+    spv_id prod = spv_binop(b, SpvOpFMul, y, glsl1(b, GLSLstd450Log2, ax));
     spv_id mag = spv_glsl(b, GLSLstd450Exp2, f32, 1, &prod);
-    spv_id fy = spv_glsl(b, GLSLstd450Floor, f32, 1, &y);
-    spv_id integral = spv_binop(b, SpvOpFOrdEqual, fy, y);
+    spv_id y_neg = spv_binop(b, SpvOpFOrdLessThan, y, zero);
+    mag =
+        spv_select(b, spv_binop(b, SpvOpFOrdEqual, ax, zero), spv_select(b, y_neg, inf, zero), mag);
+    mag =
+        spv_select(b, spv_binop(b, SpvOpFOrdEqual, ax, inf), spv_select(b, y_neg, zero, inf), mag);
+    spv_id grows = spv_binop(b, SpvOpLogicalEqual, spv_binop(b, SpvOpFOrdLessThan, ax, one), y_neg);
+    spv_id at_inf =
+        spv_select(b, spv_binop(b, SpvOpFOrdEqual, ax, one), one, spv_select(b, grows, inf, zero));
+    mag = spv_select(b, spv_binop(b, SpvOpFOrdEqual, ay, inf), at_inf, mag);
+    /* the sign: odd integral y and x's sign bit set */
+    spv_id integral = spv_binop(b, SpvOpFOrdEqual, glsl1(b, GLSLstd450Floor, y), y);
     spv_id half = spv_binop(b, SpvOpFMul, y, spv_const_f32(b, 0.5f));
-    spv_id fhalf = spv_glsl(b, GLSLstd450Floor, f32, 1, &half);
-    spv_id odd = spv_binop(b, SpvOpFOrdNotEqual, fhalf, half);
-    spv_id neg_x = spv_binop(b, SpvOpFOrdLessThan, x, zero);
-    spv_id nan = spv_binop(b, SpvOpFDiv, zero, zero);
-    spv_id signed_mag = spv_select(b, spv_binop(b, SpvOpLogicalAnd, integral, odd),
-                                   spv_unop(b, SpvOpFNegate, mag), mag);
-    spv_id neg_result = spv_select(b, integral, signed_mag, nan);
-    spv_id r = spv_select(b, neg_x, neg_result, mag);
-    return spv_select(b, spv_binop(b, SpvOpFOrdEqual, y, zero), one, r);
+    spv_id odd = spv_binop(b, SpvOpLogicalAnd, integral,
+                           spv_binop(b, SpvOpFOrdNotEqual, glsl1(b, GLSLstd450Floor, half), half));
+    spv_id sign = spv_binop(b, SpvOpSLessThan, spv_convert(b, SpvOpBitcast, i32, x),
+                            spv_const_int(b, i32, 0));
+    spv_id r = spv_select(b, spv_binop(b, SpvOpLogicalAnd, sign, odd),
+                          spv_unop(b, SpvOpFNegate, mag), mag);
+    spv_id neg_finite = spv_binop(b, SpvOpLogicalAnd, spv_binop(b, SpvOpFOrdLessThan, x, zero),
+                                  spv_binop(b, SpvOpFOrdNotEqual, ax, inf));
+    spv_id no_real = spv_binop(b, SpvOpLogicalAnd, neg_finite,
+                               spv_unop(b, SpvOpLogicalNot, integral)); /* y NaN: NaN anyway */
+    spv_id any_nan = spv_binop(b, SpvOpLogicalOr, is_nan(b, x), is_nan(b, y));
+    r = spv_select(b, spv_binop(b, SpvOpLogicalOr, no_real, any_nan), nan, r);
+    spv_id unit = spv_binop(b, SpvOpLogicalOr, spv_binop(b, SpvOpFOrdEqual, y, zero),
+                            spv_binop(b, SpvOpFOrdEqual, x, one));
+    return spv_select(b, unit, one, r);
+}
+
+/* tanh: the driver's, except for |x| < 0.1: x (1 - x^2 / 3 + 2 x^4 / 15) (relative error below
+ * 6e-8 there). lavapipe's tanh, (e^2x - 1) / (e^2x + 1), cancels near 0: tanh(1e-30) came
+ * back as 3e-8, tanh(1e-5) 0.14% high. The polynomial keeps -0 and tiny values as they are. */
+static spv_id float_tanh(spv_builder *b, spv_id x) {
+    spv_id x2 = spv_binop(b, SpvOpFMul, x, x);
+    spv_id c = spv_binop(b, SpvOpFMul, x2, spv_const_f32(b, 2.0f / 15.0f));
+    c = spv_binop(b, SpvOpFAdd, c, spv_const_f32(b, -1.0f / 3.0f));
+    spv_id scale = spv_binop(b, SpvOpFAdd, spv_const_f32(b, 1.0f), spv_binop(b, SpvOpFMul, x2, c));
+    spv_id poly = spv_binop(b, SpvOpFMul, x, scale);
+    spv_id small =
+        spv_binop(b, SpvOpFOrdLessThan, glsl1(b, GLSLstd450FAbs, x), spv_const_f32(b, 0.1f));
+    return spv_select(b, small, poly, glsl1(b, GLSLstd450Tanh, x));
 }
 
 static spv_id compare(spv_builder *b, ir_op op, ir_type t, spv_id x, spv_id y) {
@@ -213,10 +287,6 @@ static spv_id compare(spv_builder *b, ir_op op, ir_type t, spv_id x, spv_id y) {
         return spv_binop(b, op == IR_LT ? SpvOpLogicalAnd : SpvOpLogicalOr, nx, y);
     }
     return spv_binop(b, ops[row][col], x, y);
-}
-
-static spv_id glsl1(spv_builder *b, enum GLSLstd450 inst, spv_id x) {
-    return spv_glsl(b, inst, spv_type_float(b, 32), 1, &x);
 }
 
 static spv_id float_alu(spv_builder *b, ir_op op, spv_id x, spv_id y) {
@@ -254,7 +324,7 @@ static spv_id float_alu(spv_builder *b, ir_op op, spv_id x, spv_id y) {
     case IR_COS:
         return glsl1(b, GLSLstd450Cos, x);
     case IR_TANH:
-        return glsl1(b, GLSLstd450Tanh, x);
+        return float_tanh(b, x);
     default:
         return 0;
     }

@@ -153,6 +153,9 @@ typedef struct kast {
 
 enum { ENG_MAX_BUFFERS = 16, ENG_MAX_PARAMS = 32, ENG_MAX_REDUCTIONS = 4 };
 enum { ENG_MAX_TILE = 64 }; /* outputs per invocation of a tiled kernel */
+/* The loop passes (a loop of n iterations makes n + 1) one invocation of a kernel may run in
+ * all: below the 65535 after which lavapipe leaves loops silently (lower.c, the loop budget). */
+enum { ENG_LOOP_PASSES = 65534 };
 
 /* One reduction of a kernel. Every reduction of a kernel combines over the same range. */
 typedef struct eng_reduction {
@@ -408,6 +411,10 @@ size_t eng_kernel_dump(const eng_kernel *k, char *buf, size_t cap);
 uint32_t eng_kernel_group_lanes(const kiln_context *ctx, const eng_kernel *k);
 /* The output tile of k's kernel (p->tile_m, tile_n, tile_width; 1 x 1 when untiled). */
 void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *p);
+/* The loop passes one invocation of p's kernel runs when the reduction combines count
+ * elements per output (the loop budget, lower.c). */
+uint64_t eng_kernel_loop_passes(const kiln_context *ctx, const eng_kernel *k, const eng_program *p,
+                                int64_t count);
 /* Whether p's kernel runs in teams that share loads (p->share_lanes; after the tile and the
  * bounds-check variant are chosen). */
 void eng_kernel_share(const kiln_context *ctx, eng_program *p);

@@ -101,16 +101,17 @@ static slot fit(ir_type t, slot v) {
     return v;
 }
 
-/* float -> integer conversion: truncation toward zero, saturating, NaN -> 0 (devices leave
- * out-of-range conversions undefined; Kiln's tests stay in range). */
-static int64_t float_to_int(double f) {
-    if (isnan(f))
-        return 0;
-    if (f >= 9.2233720368547758e18)
-        return INT64_MAX;
-    if (f <= -9.2233720368547758e18)
-        return INT64_MIN;
-    return (int64_t)f;
+/* float -> integer conversion as ir.h defines CAST (x86-64's cvttss2si, as NumPy and PyTorch
+ * get it there): truncation toward zero; to i32 (and i8, u8: its low bits, by fit), NaN,
+ * infinities and values outside [-2^31, 2^31) give INT32_MIN; to u32, values in
+ * [2^31, 2^32) convert, larger ones give 0, smaller ones are the i32 cast's bits; to i64,
+ * NaN and values outside [-2^63, 2^63) give INT64_MIN. */
+static int64_t float_to_int(ir_type to, double f) {
+    if (to == IR_I64)
+        return f >= -0x1p63 && f < 0x1p63 ? (int64_t)f : INT64_MIN;
+    if (to == IR_U32 && f >= 0x1p31)
+        return f < 0x1p32 ? (int64_t)f : 0;
+    return f >= -0x1p31 && f < 0x1p31 ? (int64_t)f : INT32_MIN;
 }
 
 static slot cast(ir_type to, ir_type from, slot v) {
@@ -120,7 +121,7 @@ static slot cast(ir_type to, ir_type from, slot v) {
     } else if (ir_type_is_float(to)) {
         r.f = ir_type_is_float(from) ? v.f : (double)v.i;
     } else {
-        r.i = ir_type_is_float(from) ? float_to_int(v.f) : v.i;
+        r.i = ir_type_is_float(from) ? float_to_int(to, v.f) : v.i;
     }
     return fit(to, r);
 }

@@ -476,6 +476,96 @@ kiln_status ir_verify(const ir_kernel *k, base_error *err) {
     return st;
 }
 
+/* ---- loop passes ------------------------------------------------------------------------- */
+
+/* a + b and a * b of pass counts, saturating. */
+static uint64_t sat_add(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+static uint64_t sat_mul(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/* The value of integer instruction i when its operands' are known (value[] of earlier
+ * instructions, known[] whether they are): CONST, and ADD, SUB, MUL, DIV, MIN, MAX and CAST
+ * between integers (the operands of a loop count are non-negative and small: no wrapping). */
+static bool constant_of(const ir_kernel *k, const ir_inst *i, const int64_t *value,
+                        const bool *known, int64_t *out) {
+    if (ir_type_is_float(i->type) || i->type == IR_BOOL)
+        return false;
+    if (i->op == IR_CONST) {
+        *out = i->imm.i;
+        return true;
+    }
+    if (ir_op_operands(i->op) == 0 || ir_op_operands(i->op) > 2 || !known[i->src[0]])
+        return false;
+    int64_t a = value[i->src[0]], b = 0;
+    if (i->op == IR_CAST) {
+        *out = a;
+        return !ir_type_is_float(k->insts.data[i->src[0]].type);
+    }
+    if (ir_op_operands(i->op) != 2 || !known[i->src[1]])
+        return false;
+    b = value[i->src[1]];
+    bool small = a >= -(1ll << 31) && a < (1ll << 31) && b >= -(1ll << 31) && b < (1ll << 31);
+    switch (small ? i->op : IR_OP_COUNT_) {
+    case IR_ADD:
+        *out = a + b;
+        return true;
+    case IR_SUB:
+        *out = a - b;
+        return true;
+    case IR_MUL:
+        *out = a * b;
+        return true;
+    case IR_DIV:
+        *out = b > 0 && a >= 0 ? a / b : 0;
+        return b > 0 && a >= 0;
+    case IR_MIN:
+        *out = a < b ? a : b;
+        return true;
+    case IR_MAX:
+        *out = a > b ? a : b;
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool ir_loop_passes(const ir_kernel *k, uint64_t *passes) {
+    uint32_t n = (uint32_t)k->insts.len;
+    int64_t *value = base_calloc(&k->alloc, n ? n : 1, sizeof *value);
+    bool *known = base_calloc(&k->alloc, n ? n : 1, sizeof *known);
+    uint64_t times[VERIFY_MAX_DEPTH + 1] = {1}; /* how often the body at each depth runs */
+    uint32_t depth = 0;
+    bool ok = value && known;
+    *passes = 0;
+    for (uint32_t at = 0; ok && at < n; at++) {
+        const ir_inst *i = &k->insts.data[at];
+        known[at] = constant_of(k, i, value, known, &value[at]);
+        if (i->op == IR_RANGE) {
+            ok = known[i->src[0]] && value[i->src[0]] >= 0 && depth < VERIFY_MAX_DEPTH;
+            uint64_t count = ok ? (uint64_t)value[i->src[0]] : 0;
+            *passes = sat_add(*passes, sat_mul(times[depth], count + 1));
+            times[depth + 1] = sat_mul(times[depth], count);
+            depth++;
+        } else if (i->op == IR_IF && depth < VERIFY_MAX_DEPTH) {
+            times[depth + 1] = times[depth]; /* as if taken */
+            depth++;
+        } else if (i->op == IR_IF) {
+            ok = false; /* (ir_verify refuses it) */
+        } else if (depth > 0 && (i->op == IR_ENDIF || i->op == IR_ENDRANGE)) {
+            depth--;
+        }
+    }
+    base_free(&k->alloc, value, (n ? n : 1) * sizeof *value);
+    base_free(&k->alloc, known, (n ? n : 1) * sizeof *known);
+    return ok;
+}
+
 /* ---- listing and hash -------------------------------------------------------------------- */
 
 /* Appends to buf (snprintf contract over the whole listing: *n counts every byte). */

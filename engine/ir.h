@@ -82,7 +82,7 @@ const char *ir_type_name(ir_type t);
     X(SIN, 1, ALU)                                                                                 \
     X(COS, 1, ALU)                                                                                 \
     X(TANH, 1, ALU)                                                                                \
-    X(CAST, 1, ALU)  /* to the instruction's type (float->int truncates; ints wrap) */             \
+    X(CAST, 1, ALU)  /* to the type: float->int truncates (out of range: kiln.h), ints wrap */     \
     X(WHERE, 3, ALU) /* src0 (bool) ? src1 : src2 */                                               \
     X(IF, 1, CONTROL)                                                                              \
     X(ENDIF, 0, CONTROL)                                                                           \
@@ -187,6 +187,11 @@ ir_value ir_get(ir_kernel *k, ir_value var);
 
 /* Checks the structure (nesting, operand order and scope, types, buffer numbers). */
 kiln_status ir_verify(const ir_kernel *k, base_error *err);
+/* The loop passes one invocation runs (a RANGE of n iterations makes n + 1, each time its
+ * body is reached; bodies of IFs counted as taken), when every RANGE's end is a constant
+ * expression (integer CONST and arithmetic of such): lavapipe leaves loops after 65535 passes
+ * in all (lower.c, the loop budget). false when some end is not constant (or no memory). */
+bool ir_loop_passes(const ir_kernel *k, uint64_t *passes);
 /* A readable listing, one instruction per line (KILN_DEBUG=3). snprintf contract. */
 size_t ir_dump(const ir_kernel *k, char *buf, size_t cap);
 /* A structural hash of the kernel (instructions and interface). */

@@ -25,6 +25,10 @@
  * once, stage after stage, each over its own RANGE, then a RANGE over the row's tiles stores
  * the outputs (the tile column Variable is that loop's counter).
  *
+ * All the loops of an invocation together stay below lavapipe's 65535 passes (the loop
+ * budget, below): a reduction's steps and the row loop's passes take more work each where a
+ * kernel's loops would reach it.
+ *
  * Index expressions (symbolic) become integer arithmetic of the index type (i32 when every
  * bound fits, else i64); floor division and modulo whose operands are provably non-negative use
  * the unsigned (cheap) forms. Values are memoized per body. */
@@ -70,6 +74,7 @@ typedef struct lowering {
     const sym_node *aligned_from[ENG_MAX_PARAMS], *aligned_to[ENG_MAX_PARAMS];
     const sym_node *aligned_var[ENG_MAX_PARAMS]; /* W by parameter (NULL: not aligned) */
     uint8_t used[ENG_MAX_PARAMS];
+    const struct loop_plan *plan; /* the loops' shapes (the loop budget, below) */
 } lowering;
 
 /* Memo keys: a sym node (slot 0); a kast for one output (slot 1 + output); a load of buffer b
@@ -581,6 +586,110 @@ static void combine(lowering *l, const eng_reduction *r, ir_value acc, ir_value 
  * octet) for a one-output item on a device that takes octets (lower_stage). */
 enum { REDUCE_UNROLL = 4, MAX_UNROLL = 8 };
 
+/* ---- the loop budget ----------------------------------------------------------------------
+ *
+ * lavapipe (gallivm in Mesa 22.3) ends loops silently. An invocation has one counter of loop
+ * passes, LP_MAX_TGSI_LOOP_ITERATIONS = 65535 (lp_exec_mask_function_init), decremented at the
+ * end of every pass of every loop, nested or one after another, the pass that leaves a loop
+ * included; the loop that brings it to 0 is left there. A loop of n iterations costs n + 1
+ * passes of the invocation's 65535, and splitting a loop into an outer and an inner one saves
+ * nothing (the inner loop's passes count once per outer iteration, the outer's on top).
+ * Measured: the softmax of rows of 50001 (two reduction loops of 12501 steps, then a row loop
+ * of 50001 one-output tiles) lost each row's outputs from 65535 - 2 * 12502 = 40531 on, and
+ * of rows of 65533 from 32765 on: half of each row was 0.
+ *
+ * So on every device a kernel is lowered with all its loops' passes, for the largest counts
+ * its Variables allow, at most LOOP_PASSES (below 65535). The loops are one per reduction
+ * stage (steps of unroll[s] elements per lane) and, in row mode, the row loop (row_tiles
+ * tiles per pass). Starting from the unrolling chosen for speed (stage_unroll) and one tile
+ * per pass, the loop with the most passes takes twice the work per pass (a reduction up to
+ * MAX_UNROLL, the row loop up to MAX_ROW_TILES) until the kernel fits: sizes far below the
+ * limit keep their code. A reduction of constant size combines at most 65535 elements per
+ * kernel (ops.c REDUCE_MAX_COUNT), so every kernel of constant sizes fits (at worst four
+ * stages of 8193 passes and a row loop of 16385); one of symbolic size may not for its
+ * largest values, and those are refused on lavapipe (runtime.c, eng_kernel_loop_passes). */
+enum { LOOP_PASSES = ENG_LOOP_PASSES, MAX_ROW_TILES = 16 };
+
+typedef struct loop_plan {
+    uint32_t stages;
+    uint32_t unroll[ENG_MAX_REDUCTIONS]; /* elements per step of stage s's loop, per lane */
+    uint32_t row_tiles;                  /* tiles per pass of the row loop */
+    int64_t columns;                     /* the row loop's tiles (0: no row loop) */
+} loop_plan;
+
+/* The elements a stage's loop combines per step for speed: REDUCE_UNROLL; one for fewer than
+ * two steps' worth and for an arg reduction (before the budget); an octet for a one-output
+ * item on a device that takes octets when the count is a multiple of 8. */
+static uint32_t stage_unroll(const kiln_context *ctx, const eng_kernel *k, const eng_program *p,
+                             uint32_t stage) {
+    int64_t constant;
+    bool known = sym_is_const(k->reduce_count, &constant);
+    bool one_output = p->row_loop || p->per_item <= 1;
+    uint32_t unroll = REDUCE_UNROLL;
+    if (known && constant < 2 * REDUCE_UNROLL)
+        unroll = 1;
+    else if (known && ctx->octets && one_output && !p->group_lanes && constant % 8 == 0)
+        unroll = MAX_UNROLL; /* an octet per step: one LOAD8 where the elements line up */
+    for (uint32_t i = 0; i < k->reduction_count; i++)
+        unroll = k->reductions[i].arg && k->reductions[i].stage == stage ? 1 : unroll;
+    return unroll;
+}
+
+/* The passes of each loop of the plan for count elements per output (passes[plan->stages]:
+ * the row loop's, 0 without one); returns their sum. */
+static uint64_t plan_passes(const loop_plan *plan, const eng_program *p, int64_t count,
+                            uint64_t *passes) {
+    uint64_t lanes = p->group_lanes ? p->group_lanes : 1, total = 0;
+    uint64_t n = count > 0 ? (uint64_t)count : 0;
+    for (uint32_t s = 0; s < plan->stages; s++) {
+        uint64_t per_step = plan->unroll[s] * lanes;
+        passes[s] = (n + per_step - 1) / per_step + 1;
+        total += passes[s];
+    }
+    uint64_t columns = (uint64_t)plan->columns;
+    passes[plan->stages] = columns ? (columns + plan->row_tiles - 1) / plan->row_tiles + 1 : 0;
+    return total + passes[plan->stages];
+}
+
+static void plan_loops(const kiln_context *ctx, const eng_kernel *k, const eng_program *p,
+                       loop_plan *plan) {
+    memset(plan, 0, sizeof *plan);
+    plan->row_tiles = 1;
+    if (p->row_loop)
+        plan->columns = p->tile_width / (int64_t)p->tile_n;
+    for (uint32_t i = 0; i < k->reduction_count; i++) {
+        uint32_t s = k->reductions[i].stage + 1;
+        plan->stages = s > plan->stages ? s : plan->stages;
+    }
+    for (uint32_t s = 0; s < plan->stages; s++)
+        plan->unroll[s] = stage_unroll(ctx, k, p, s);
+    int64_t count = k->reduction_count ? sym_vmax(k->reduce_count) : 0;
+    uint64_t passes[ENG_MAX_REDUCTIONS + 1];
+    while (plan_passes(plan, p, count, passes) > LOOP_PASSES) {
+        uint32_t most = UINT32_MAX; /* the loop with the most passes that can take more work */
+        for (uint32_t s = 0; s <= plan->stages; s++) {
+            bool grows = s < plan->stages ? plan->unroll[s] < MAX_UNROLL
+                                          : plan->columns && plan->row_tiles < MAX_ROW_TILES;
+            if (grows && (most == UINT32_MAX || passes[s] > passes[most]))
+                most = s;
+        }
+        if (most == UINT32_MAX)
+            return; /* a symbolic count too large for any plan: refused at run time */
+        if (most < plan->stages)
+            plan->unroll[most] *= 2;
+        else
+            plan->row_tiles *= 2;
+    }
+}
+
+uint64_t eng_kernel_loop_passes(const kiln_context *ctx, const eng_kernel *k, const eng_program *p,
+                                int64_t count) {
+    loop_plan plan;
+    uint64_t passes[ENG_MAX_REDUCTIONS + 1];
+    plan_loops(ctx, k, p, &plan);
+    return plan_passes(&plan, p, count, passes);
+}
+
 /* acc[u] = identity; RANGE ceil(reduce_count / (U * S)) as q: for u < U, element
  * (q * U + u) * S + lane (when it is below reduce_count) is combined into acc[u]; the results
  * are (acc0 op acc1) op (acc2 op acc3) after the range, in a group kernel then combined over
@@ -593,25 +702,21 @@ static void lower_stage(lowering *l, uint32_t stage) {
     ir_kernel *ir = l->ir;
     ir_value acc[MAX_TILE][MAX_UNROLL][ENG_MAX_REDUCTIONS]; /* 8 KiB */
     ir_value at[ENG_MAX_REDUCTIONS];
-    uint32_t unroll = REDUCE_UNROLL;
+    uint32_t unroll = l->plan->unroll[stage]; /* stage_unroll, or more (the loop budget) */
     int64_t constant = -1;
     int64_t stride = l->ir->group_lanes ? l->ir->group_lanes : 1;
-    bool known = sym_is_const(k->reduce_count, &constant);
-    if (known && constant < 2 * REDUCE_UNROLL)
-        unroll = 1;
-    else if (known && l->ctx->octets && l->outputs == 1 && stride == 1 && constant % 8 == 0)
-        unroll = MAX_UNROLL; /* an octet per step: one LOAD8 where the elements line up */
-    for (uint32_t i = 0; i < k->reduction_count; i++)
-        unroll = k->reductions[i].arg && k->reductions[i].stage == stage ? 1 : unroll;
+    sym_is_const(k->reduce_count, &constant);
     uint32_t chains = l->outputs > 1 ? 1 : unroll; /* accumulators per output and reduction */
     /* no element needs a bounds check */
     bool exact = constant >= 0 && constant % ((int64_t)unroll * stride) == 0;
+    bool arg = false; /* an arg reduction: one accumulator, its elements in order */
     for (uint32_t i = 0; i < k->reduction_count; i++) {
         const eng_reduction *r = &k->reductions[i];
         if (r->stage != stage)
             continue;
+        arg = arg || r->arg;
         for (uint32_t o = 0; o < l->outputs; o++) {
-            for (uint32_t u = 0; u < chains; u++)
+            for (uint32_t u = 0; u < (r->arg ? 1 : chains); u++)
                 acc[o][u][i] = ir_var(ir, reduce_identity(ir, r->op, r->type));
         }
         at[i] = r->arg ? ir_var(ir, ir_const_i(ir, IR_I32, 0)) : IR_NONE;
@@ -639,7 +744,7 @@ static void lower_stage(lowering *l, uint32_t stage) {
      * does. One update of each accumulator per step instead of four (lavapipe keeps a matmul's
      * 64 in memory). Measured on lavapipe against the old order in one process: matmul
      * 1024^3 0.99-1.01, 2048^3 0.96. */
-    bool stepwise = chains == 1 && unroll > 1 && exact;
+    bool stepwise = chains == 1 && unroll > 1 && exact && !arg;
     ir_value ridx[MAX_UNROLL];
     for (uint32_t u = 0; u < unroll; u++) { /* element u of the step (and of the lane) */
         ridx[u] = q;
@@ -676,7 +781,7 @@ static void lower_stage(lowering *l, uint32_t stage) {
             for (uint32_t i = 0; i < k->reduction_count; i++) {
                 const eng_reduction *r = &k->reductions[i];
                 if (r->stage == stage)
-                    combine(l, r, acc[l->out][chains > 1 ? u : 0][i], at[i],
+                    combine(l, r, acc[l->out][chains > 1 && !r->arg ? u : 0][i], at[i],
                             lower_value(l, r->value));
             }
         }
@@ -1135,6 +1240,35 @@ static void lower_outputs(lowering *l, bool tiled) {
     l->out = 0;
 }
 
+/* Row mode's loop over the row's tiles (the tile column Variable is the tile's column),
+ * per_pass tiles per pass (the loop budget): tile j * per_pass + t at step t of pass j,
+ * checked against the row's end where per_pass does not divide the columns. Each tile has its
+ * own memo (its column differs, and values inside a check are not visible after it). */
+static void lower_row_loop(lowering *l, int64_t columns, uint32_t per_pass) {
+    ir_kernel *ir = l->ir;
+    ir_type it = ir->index_type;
+    base_map outer = l->memo;
+    ir_value j = ir_range(ir, ir_const_i(ir, it, (columns + per_pass - 1) / per_pass));
+    for (uint32_t t = 0; t < per_pass; t++) {
+        base_map_init(&l->memo, &l->ctx->alloc);
+        ir_value column = j;
+        if (per_pass > 1) {
+            ir_value first = ir_alu(ir, IR_MUL, it, j, ir_const_i(ir, it, per_pass), IR_NONE);
+            column = ir_alu(ir, IR_ADD, it, first, ir_const_i(ir, it, t), IR_NONE);
+        }
+        bool checked = t > 0 && columns % per_pass != 0;
+        if (checked)
+            ir_if(ir, ir_alu(ir, IR_LT, IR_BOOL, column, ir_const_i(ir, it, columns), IR_NONE));
+        l->tile_value[1] = column;
+        lower_outputs(l, true);
+        if (checked)
+            ir_endif(ir);
+        base_map_finish(&l->memo);
+    }
+    l->memo = outer;
+    ir_endrange(ir);
+}
+
 /* a / m rounded down (m > 0). */
 static int64_t floor_div(int64_t a, int64_t m) {
     return a >= 0 ? a / m : -((-a + m - 1) / m);
@@ -1187,7 +1321,15 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_p
         ir_param(ir, i); /* declares every parameter, in order */
     ir->group_lanes = group_lanes;
     ir->share_lanes = p->share_lanes;
-    lowering l = {.ctx = ctx, .k = k, .ir = ir, .ridx = IR_NONE, .lane = IR_NONE, .outputs = 1};
+    loop_plan plan;
+    plan_loops(ctx, k, p, &plan);
+    lowering l = {.ctx = ctx,
+                  .k = k,
+                  .ir = ir,
+                  .ridx = IR_NONE,
+                  .lane = IR_NONE,
+                  .outputs = 1,
+                  .plan = &plan};
     align_offsets(&l, p);
     base_map_init(&l.memo, &ctx->alloc);
     l.gid = ir_global_id(ir);
@@ -1204,7 +1346,6 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_p
     }
     if (tiled && ir->status == KILN_OK)
         lower_tile(&l, p, items);
-    base_map outer = l.memo; /* (replaced before the row loop) */
     if (p->row_loop) { /* the row's reductions once (output 0's), then a loop over its tiles */
         l.outputs = 1;
         if (k->reduction_count > 0)
@@ -1212,18 +1353,11 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_p
         l.outputs = p->tile_n;
         for (uint32_t o = 1; o < l.outputs; o++)
             memcpy(l.results[o], l.results[0], sizeof l.results[0]);
-        l.tile_value[1] =
-            ir_range(ir, ir_const_i(ir, ir->index_type, p->tile_width / (int64_t)p->tile_n));
-        outer = l.memo;
-        base_map_init(&l.memo, &ctx->alloc); /* the loop's body */
-    } else if (k->reduction_count > 0) {
-        lower_reductions(&l);
-    }
-    lower_outputs(&l, tiled);
-    if (p->row_loop) {
-        base_map_finish(&l.memo);
-        l.memo = outer;
-        ir_endrange(ir);
+        lower_row_loop(&l, plan.columns, plan.row_tiles);
+    } else {
+        if (k->reduction_count > 0)
+            lower_reductions(&l);
+        lower_outputs(&l, tiled);
     }
     if (!p->unchecked)
         ir_endif(ir);
@@ -1233,5 +1367,12 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_p
     if (ir->status != KILN_OK)
         return base_error_set(&ctx->err, ir->status, "lowering a kernel to IR failed: %s",
                               kiln_status_string(ir->status));
+    /* The loops as made (constant counts) against the budget: a plan that does not fit. */
+    uint64_t passes;
+    if (ir_loop_passes(ir, &passes) && passes > LOOP_PASSES)
+        return base_error_set(&ctx->err, KILN_ERROR_INTERNAL,
+                              "lowering made loops of %llu passes per invocation (at most %d: "
+                              "lavapipe leaves loops after 65535)",
+                              (unsigned long long)passes, LOOP_PASSES);
     return KILN_OK;
 }

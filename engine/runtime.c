@@ -275,8 +275,9 @@ static bool program_eq(const void *stored, const void *key, void *user) {
     return ((const eng_program *)stored)->hash == *(const uint64_t *)key;
 }
 
-/* Debug output of a freshly compiled kernel (KILN_DEBUG=3: its AST and IR). Debug text is
- * allocated with malloc: it never touches the context's allocator or its accounting. */
+/* Debug output of a freshly compiled kernel (KILN_DEBUG=3: its AST and IR), a log line per
+ * line of text (a log line holds at most 1 KiB). Debug text is allocated with malloc: it
+ * never touches the context's allocator or its accounting. */
 static void debug_dump(const eng_kernel *k, const eng_program *p) {
     if (base_log_verbosity() < 3)
         return;
@@ -286,7 +287,11 @@ static void debug_dump(const eng_kernel *k, const eng_program *p) {
         return;
     eng_kernel_dump(k, text, a + 1);
     ir_dump(&p->ir, text + a, n + 1);
-    base_log(BASE_LOG_INFO, "engine", "%s", text);
+    for (char *line = text, *end; *line; line = end + (*end != '\0')) {
+        end = strchr(line, '\n');
+        end = end ? end : line + strlen(line);
+        base_log(BASE_LOG_INFO, "engine", "%.*s", (int)(end - line), line);
+    }
     free(text);
 }
 
@@ -757,10 +762,10 @@ static kiln_status run_interpreter(kiln_context *ctx, const eng_program *p, cons
     return interp_run(&p->ir, bufs, values, n, &ctx->err);
 }
 
-/* lavapipe ends every loop of an invocation after 65535 iterations in all (gallivm's
- * LP_MAX_TGSI_LOOP_ITERATIONS), silently. Reductions of constant size are split into stages
- * below that (ops.c); one whose symbolic size is larger is refused rather than cut short (a
- * group reduction's lanes share the elements: each iterates count / lanes times at most). */
+/* lavapipe leaves loops silently once an invocation has run 65535 loop passes in all (lower.c,
+ * the loop budget). Lowering keeps every kernel of constant sizes within ENG_LOOP_PASSES, and
+ * one of symbolic size for its largest values where it can; a reduction whose bound count
+ * needs more passes is refused rather than cut short. */
 static kiln_status check_loop_limit(kiln_context *ctx, const eng_program *p, const eng_kernel *k) {
     const vkd_device_info *info = vkd_device_info_of(ctx->dev);
     if (k->reduction_count == 0 || !info->has_driver ||
@@ -769,14 +774,15 @@ static kiln_status check_loop_limit(kiln_context *ctx, const eng_program *p, con
     sym_assignment a = params_of(k);
     int64_t count;
     base_error err = {0};
-    uint64_t lanes = p->group_lanes ? p->group_lanes : 1;
-    if (sym_eval(k->reduce_count, &a, &count, &err) != KILN_OK ||
-        ((uint64_t)count + lanes - 1) / lanes <= 65535)
+    if (sym_eval(k->reduce_count, &a, &count, &err) != KILN_OK)
+        return KILN_OK;
+    uint64_t passes = eng_kernel_loop_passes(ctx, k, p, count);
+    if (passes <= ENG_LOOP_PASSES)
         return KILN_OK;
     return base_error_set(&ctx->err, KILN_ERROR_UNSUPPORTED,
-                          "%s cannot reduce %lld elements in one kernel (at most 65535 loop "
-                          "iterations per invocation)",
-                          ctx->device_name, (long long)count);
+                          "%s cannot reduce %lld elements in one kernel: its loops would run "
+                          "%llu passes per invocation, and it leaves loops after 65535",
+                          ctx->device_name, (long long)count, (unsigned long long)passes);
 }
 
 static kiln_status run_device(kiln_context *ctx, eng_batch *b, const eng_program *p,

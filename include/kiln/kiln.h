@@ -334,6 +334,16 @@ kiln_tensor *kiln_ne(kiln_tensor *a, kiln_tensor *b);
 kiln_tensor *kiln_where(kiln_tensor *cond, kiln_tensor *a, kiln_tensor *b);
 kiln_tensor *kiln_neg(kiln_tensor *t);
 kiln_tensor *kiln_abs(kiln_tensor *t);
+/* Functions of floats (integers are cast to f32 first). Special values are C's and x86-64
+ * NumPy's on every device: NaN gives NaN; exp(-inf) = 0, exp(inf) = inf; log(+-0) = -inf,
+ * log(x < 0) = NaN; sqrt(-0) = -0; rsqrt(+-0) = +-inf, rsqrt(inf) = 0; sin and cos of +-inf
+ * are NaN; tanh(+-inf) = +-1; sigmoid(-inf) = 0; zeros keep their sign where C's do.
+ * pow follows C's pow: pow(x, +-0) and pow(1, y) are 1 even for NaN; pow(+-0, y < 0) = inf
+ * (-inf for -0 and an odd integer y); pow(+-inf, y) = inf for y > 0, 0 for y < 0 (signed
+ * for -inf and odd y); pow(x, +-inf) for |x| < 1 is 0 or inf, for x = -1 it is 1;
+ * pow(x < 0, fractional y) = NaN. Division: x / +-0 is an infinity of the signs' product,
+ * 0 / 0 NaN. Finite results may differ from NumPy's by rounding (a device's exp, log, pow, sin,
+ * ... are not correctly rounded); lavapipe's sin and cos lose precision beyond |x| ~ 1e8. */
 kiln_tensor *kiln_exp(kiln_tensor *t);
 kiln_tensor *kiln_log(kiln_tensor *t);
 kiln_tensor *kiln_sqrt(kiln_tensor *t);
@@ -343,7 +353,13 @@ kiln_tensor *kiln_cos(kiln_tensor *t);
 kiln_tensor *kiln_tanh(kiln_tensor *t);
 kiln_tensor *kiln_sigmoid(kiln_tensor *t);
 kiln_tensor *kiln_relu(kiln_tensor *t);
-/* Casts follow PyTorch: float to integer truncates toward zero, narrowing integers wrap. */
+/* Casts follow PyTorch: float to integer truncates toward zero, narrowing integers wrap.
+ * Floats out of an integer type's range give x86-64 NumPy's results (of its vector loop; its
+ * scalar loop differs for u32), on every device: to i32, NaN, infinities and values outside
+ * [-2^31, 2^31) give INT32_MIN (0x80000000); to i8 and u8, the low 8 bits of that i32 (NaN,
+ * infinities and values beyond 2^31 give 0, 300.0 gives 44); to u32, values in [2^31, 2^32)
+ * convert, larger ones and +inf give 0, smaller ones the i32 cast's bits (-1.5 gives 2^32 - 1;
+ * NaN, -inf and values below -2^31 give 2^31). To bool: x != 0, so NaN is true. */
 kiln_tensor *kiln_cast(kiln_tensor *t, kiln_dtype dtype);
 /* Shorthands with a scalar operand of the tensor's dtype. */
 kiln_tensor *kiln_add_scalar(kiln_tensor *t, double value);
