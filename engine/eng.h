@@ -266,6 +266,7 @@ struct kiln_context {
      * depth it was made in: they live until that scope ends (lifetime.c). */
     BASE_VEC(eng_pin) pins;
     base_map pinned;
+    uint64_t sym_built;          /* symbolic nodes ever built, at the last collection */
     BASE_VEC(vkd_buffer *) pool; /* buffers of freed storages, reused by size */
     uint64_t pool_bytes;
     uint64_t next_id;

@@ -511,6 +511,11 @@ static void mark_tracker(sym_ctx *sc, const shape_tracker *st) {
 
 void eng_collect_expressions(kiln_context *ctx) {
     sym_ctx *sc = ctx->sym;
+    /* Nothing built since the last collection: what it left was in use then, and what has
+     * stopped being used since waits for the next collection that has new nodes to free (a
+     * loop of fixed shapes builds none, and pays nothing here). */
+    if (sym_ctx_node_count(sc) == ctx->sym_built)
+        return;
     for (size_t i = 0; i < ctx->pins.len; i++)
         sym_mark(sc, ctx->pins.data[i].expr);
     for (eng_node *n = ctx->node_list; n; n = n->next) {
@@ -535,6 +540,7 @@ void eng_collect_expressions(kiln_context *ctx) {
             sym_mark(sc, p->exprs[i]);
     }
     sym_collect(sc);
+    ctx->sym_built = sym_ctx_node_count(sc);
 }
 
 /* ---- the end ----------------------------------------------------------------------------------
