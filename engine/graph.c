@@ -642,6 +642,8 @@ static kiln_tensor *rand_sym_impl(kiln_context *ctx, kiln_dtype dtype, uint32_t 
 
 static kiln_tensor *randn_sym_impl(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
                                    const kiln_expr *const *shape, uint64_t seed) {
+    if (!check_dtype(ctx, "kiln_randn", dtype)) /* before eng_ir_type reads its table */
+        return NULL;
     kiln_tensor *u1 = kiln_rand_sym(ctx, KILN_F32, ndim, shape, seed);
     kiln_tensor *u2 = kiln_rand_sym(ctx, KILN_F32, ndim, shape, seed ^ 0x9e3779b97f4a7c15ull);
     if (!u1 || !u2)
