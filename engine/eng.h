@@ -460,6 +460,8 @@ bool eng_shape_from_ints(kiln_context *ctx, const char *op, uint32_t ndim, const
 bool eng_shape_from_exprs(kiln_context *ctx, const char *op, uint32_t ndim,
                           const kiln_expr *const *shape, const sym_node **out);
 const sym_node *eng_numel(kiln_context *ctx, uint32_t ndim, const sym_node *const *shape);
+/* A shape for a message, "(2, n, 3)", into buf (truncated to cap); returns buf. */
+const char *eng_shape_render(uint32_t ndim, const sym_node *const *shape, char *buf, size_t cap);
 kiln_tensor *eng_full(kiln_context *ctx, ir_type type, uint32_t ndim, const sym_node *const *dims,
                       double value, const sym_node *value_expr);
 /* Whether value (truncated) is a value of the integer type; else false and an error for op. */

@@ -3,6 +3,7 @@
 #include "eng.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static const ir_type dtype_to_ir[] = {
@@ -245,6 +246,19 @@ const sym_node *eng_numel(kiln_context *ctx, uint32_t ndim, const sym_node *cons
     if (!n)
         eng_fail_from_shape(ctx, KILN_ERROR_OVERFLOW);
     return n;
+}
+
+const char *eng_shape_render(uint32_t ndim, const sym_node *const *shape, char *buf, size_t cap) {
+    size_t n = (size_t)snprintf(buf, cap, "(");
+    for (uint32_t d = 0; d < ndim && n < cap; d++) {
+        if (d > 0)
+            n += (size_t)snprintf(buf + n, cap - n, ", ");
+        if (n < cap)
+            n += sym_render(shape[d], buf + n, cap - n);
+    }
+    if (n < cap)
+        snprintf(buf + n, cap - n, ")");
+    return buf;
 }
 
 /* ---- creation -------------------------------------------------------------------------------- */

@@ -652,7 +652,8 @@ static kiln_tensor *std_impl(kiln_tensor *t, uint32_t naxes, const int32_t *axes
 }
 
 static kiln_tensor *softmax_impl(kiln_tensor *t, int32_t dim) {
-    if (!t)
+    uint32_t mask;
+    if (!t || !axes_mask(t, "kiln_softmax", 1, &dim, &mask))
         return NULL;
     kiln_tensor *x = cast_to(t, float_of(type_of(t)));
     kiln_tensor *e = kiln_exp(kiln_sub(x, kiln_max(x, 1, &dim, true)));
@@ -660,7 +661,8 @@ static kiln_tensor *softmax_impl(kiln_tensor *t, int32_t dim) {
 }
 
 static kiln_tensor *log_softmax_impl(kiln_tensor *t, int32_t dim) {
-    if (!t)
+    uint32_t mask;
+    if (!t || !axes_mask(t, "kiln_log_softmax", 1, &dim, &mask))
         return NULL;
     kiln_tensor *x = cast_to(t, float_of(type_of(t)));
     kiln_tensor *shifted = kiln_sub(x, kiln_max(x, 1, &dim, true));
@@ -682,9 +684,16 @@ static kiln_tensor *matmul_impl(kiln_tensor *a, kiln_tensor *b) {
     if (!x || !y)
         return NULL;
     const shape_view *vx = view_of(x), *vy = view_of(y);
-    if (vx->shape[vx->ndim - 1] != vy->shape[vy->ndim - 2])
-        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                        "kiln_matmul: inner dims differ (the last of a, the second last of b)");
+    const sym_node *ka = vx->shape[vx->ndim - 1], *kb = vy->shape[vy->ndim - 2];
+    if (ka != kb) { /* the last dim of a, the second last of b (torch's names: a @ b) */
+        char sa[128], sb[128], inner_a[64], inner_b[64];
+        const shape_view *va = view_of(a), *vb = view_of(b);
+        sym_render(ka, inner_a, sizeof inner_a);
+        sym_render(kb, inner_b, sizeof inner_b);
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_matmul: a is %s, b is %s: %s != %s",
+                        eng_shape_render(va->ndim, va->shape, sa, sizeof sa),
+                        eng_shape_render(vb->ndim, vb->shape, sb, sizeof sb), inner_a, inner_b);
+    }
     int32_t k_axis = -2;
     kiln_tensor *prod = kiln_mul(kiln_unsqueeze(x, -1), kiln_unsqueeze(y, -3));
     kiln_tensor *r = kiln_sum(prod, 1, &k_axis, false);

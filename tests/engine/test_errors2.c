@@ -23,6 +23,12 @@ static void expect_message(kiln_context *ctx, kiln_status status, ...) {
     kiln_context_clear_error(ctx);
 }
 
+static const float A_DATA[6] = {1, 2, 3, 4, 5, 6};
+
+static kiln_tensor *two_by_three(kiln_context *ctx) {
+    return fx_f32(ctx, 2, (const int64_t[]){2, 3}, A_DATA);
+}
+
 /* An unknown dtype is refused before anything reads a table with it (ASan sees any read). */
 static void test_engine_errors2_randn_sym_unknown_dtype(void **state) {
     kiln_context *ctx = fx_ctx(state);
@@ -37,9 +43,55 @@ static void test_engine_errors2_randn_sym_unknown_dtype(void **state) {
     expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_randn", "float", NULL);
 }
 
+/* Each message names the public call and the values that make the arguments wrong. */
+static void test_engine_errors2_messages_name_the_call_and_values(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *a = two_by_three(ctx);
+    assert_null(kiln_permute(a, (const int32_t[]){1, 1}));
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_permute", "dim 1 appears twice", NULL);
+    assert_null(kiln_permute(a, (const int32_t[]){-1, 1})); /* -1 is dim 1 too */
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_permute", "appears twice", NULL);
+    assert_null(kiln_permute(a, (const int32_t[]){0, 2}));
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_permute", "2", NULL);
+    /* unfold: a step past the end asks for one window (as torch), however large; one whose
+     * windows' stride (step times the dim's, 3) overflows int64 is refused at the call. */
+    fx_check_f32(kiln_unfold(a, 1, 2, INT64_MAX), (const float[]){1, 2, 4, 5}, 4, 0, 0);
+    assert_null(kiln_unfold(a, 0, 1, INT64_MAX));
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_unfold", "9223372036854775807",
+                   "overflows", NULL);
+    /* The huge step left nothing behind: the next refusal reports its own cause. */
+    assert_null(kiln_permute(a, (const int32_t[]){0, 0}));
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_permute: dim 0 appears twice", NULL);
+    assert_null(kiln_unfold(a, 1, 4, 1));
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_unfold", "4", "3", NULL);
+    assert_null(kiln_unfold(a, 1, 2, 0));
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_unfold", "step 0", NULL);
+    assert_null(kiln_softmax(a, 2));
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_softmax", "2", NULL);
+    assert_null(kiln_log_softmax(a, -3));
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_log_softmax", "-3", NULL);
+    kiln_tensor *b = kiln_zeros(ctx, KILN_F32, 2, (const int64_t[]){4, 5});
+    assert_null(kiln_matmul(a, b));
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_matmul: a is (2, 3), b is (4, 5): 3 != 4",
+                   NULL);
+    kiln_tensor *v = kiln_zeros(ctx, KILN_F32, 1, (const int64_t[]){4});
+    assert_null(kiln_matmul(a, v));
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_matmul: a is (2, 3), b is (4): 3 != 4",
+                   NULL);
+    assert_null(kiln_narrow(a, 1, 2, 3));
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_narrow", "start 2", "length 3", NULL);
+    assert_null(kiln_narrow(a, 1, -5, 1));
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_narrow", "-5", NULL);
+    /* What is right still works after the refusals. */
+    fx_check_f32(kiln_narrow(a, 1, 1, 2), (const float[]){2, 3, 5, 6}, 4, 0, 0);
+    fx_check_f32(kiln_unfold(kiln_reshape(a, 1, (const int64_t[]){6}), 0, 2, 4),
+                 (const float[]){1, 2, 5, 6}, 4, 0, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_errors2_randn_sym_unknown_dtype),
+        ENG_TEST(test_engine_errors2_messages_name_the_call_and_values),
     };
     return ENG_RUN_BOTH(tests);
 }
