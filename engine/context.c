@@ -200,9 +200,5 @@ kiln_status kiln_expr_value(kiln_context *ctx, const kiln_expr *e, int64_t *valu
         return ctx->err.status ? ctx->err.status
                                : base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
                                                 "kiln_expr_value: no expression");
-    base_error err = {0};
-    kiln_status st = sym_eval(S(e), NULL, value, &err);
-    if (st != KILN_OK)
-        base_error_set(&ctx->err, st, "%s", base_error_message(&err));
-    return st;
+    return eng_eval(ctx, "kiln_expr_value", S(e), value);
 }

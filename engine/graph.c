@@ -248,6 +248,19 @@ const sym_node *eng_numel(kiln_context *ctx, uint32_t ndim, const sym_node *cons
     return n;
 }
 
+kiln_status eng_eval(kiln_context *ctx, const char *what, const sym_node *e, int64_t *out) {
+    base_error err = {0};
+    kiln_status st = e ? sym_eval(e, NULL, out, &err) : KILN_ERROR_INTERNAL;
+    if (st == KILN_ERROR_NOT_FOUND) /* sym_eval: a Variable without a value */
+        return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
+                              "%s: %s: it was never bound (size tensors with the expression "
+                              "kiln_bind returns)",
+                              what, base_error_message(&err));
+    if (st != KILN_OK)
+        base_error_set(&ctx->err, st, "%s: %s", what, base_error_message(&err));
+    return st;
+}
+
 const char *eng_shape_render(uint32_t ndim, const sym_node *const *shape, char *buf, size_t cap) {
     size_t n = (size_t)snprintf(buf, cap, "(");
     for (uint32_t d = 0; d < ndim && n < cap; d++) {
@@ -523,11 +536,9 @@ kiln_status kiln_tensor_shape(const kiln_tensor *t, int64_t *shape) {
         return base_error_set(&e->ctx->err, KILN_ERROR_INVALID_ARGUMENT,
                               "kiln_tensor_shape: no array for %u sizes", v->ndim);
     for (uint32_t d = 0; d < v->ndim; d++) {
-        base_error err = {0};
-        st = sym_eval(v->shape[d], NULL, &shape[d], &err);
+        st = eng_eval(e->ctx, "kiln_tensor_shape", v->shape[d], &shape[d]);
         if (st != KILN_OK)
-            return base_error_set(&e->ctx->err, st, "kiln_tensor_shape: %s",
-                                  base_error_message(&err));
+            return st;
     }
     return KILN_OK;
 }
@@ -543,11 +554,9 @@ kiln_status kiln_tensor_numel(const kiln_tensor *t, int64_t *numel) {
     const shape_view *v = last_view(e);
     int64_t n = 1, size;
     for (uint32_t d = 0; d < v->ndim; d++) {
-        base_error err = {0};
-        st = sym_eval(v->shape[d], NULL, &size, &err);
+        st = eng_eval(e->ctx, "kiln_tensor_numel", v->shape[d], &size);
         if (st != KILN_OK)
-            return base_error_set(&e->ctx->err, st, "kiln_tensor_numel: %s",
-                                  base_error_message(&err));
+            return st;
         if (!base_mul_i64(n, size, &n))
             return base_error_set(&e->ctx->err, KILN_ERROR_OVERFLOW,
                                   "kiln_tensor_numel: the element count overflows");
@@ -558,11 +567,7 @@ kiln_status kiln_tensor_numel(const kiln_tensor *t, int64_t *numel) {
 
 static kiln_status eval_into(const eng_tensor *t, const char *what, const sym_node *e,
                              int64_t *out) {
-    base_error err = {0};
-    kiln_status st = e ? sym_eval(e, NULL, out, &err) : KILN_ERROR_INTERNAL;
-    if (st != KILN_OK)
-        base_error_set(&t->ctx->err, st, "%s: %s", what, base_error_message(&err));
-    return st;
+    return eng_eval(t->ctx, what, e, out);
 }
 
 kiln_status kiln_tensor_strides(const kiln_tensor *h, int64_t *strides) {

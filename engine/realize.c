@@ -47,10 +47,11 @@ static kiln_status assign_storage(kiln_context *ctx, eng_node *node, eng_kernel 
     }
     const sym_node *numel = eng_numel(ctx, node->ndim, node->shape);
     int64_t n = 0;
-    base_error err = {0};
-    kiln_status st = numel ? sym_eval(numel, NULL, &n, &err) : KILN_ERROR_OVERFLOW;
+    if (!numel) /* eng_numel recorded why */
+        return ctx->err.status ? ctx->err.status : KILN_ERROR_OVERFLOW;
+    kiln_status st = eng_eval(ctx, "result size", numel, &n);
     if (st != KILN_OK)
-        return base_error_set(&ctx->err, st, "result size: %s", base_error_message(&err));
+        return st;
     eng_storage *storage = eng_storage_new(ctx, node->type, (uint64_t)n);
     if (!storage)
         return ctx->err.status ? ctx->err.status : KILN_ERROR_OUT_OF_HOST_MEMORY;

@@ -172,7 +172,8 @@ const kiln_expr *kiln_expr_mul(kiln_context *ctx, const kiln_expr *a, const kiln
 /* Floor division and modulo. */
 const kiln_expr *kiln_expr_div(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b);
 const kiln_expr *kiln_expr_mod(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b);
-/* The value of e with its bound Variables (an unbound Variable is an error). */
+/* The value of e with its bound Variables. A Variable never bound has no value: wherever one is
+ * needed (this call, a query, a realize) that is KILN_ERROR_INVALID_ARGUMENT, naming it. */
 kiln_status kiln_expr_value(kiln_context *ctx, const kiln_expr *e, int64_t *value);
 
 /* ---- tensors ------------------------------------------------------------------------------ */

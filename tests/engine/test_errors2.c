@@ -72,8 +72,8 @@ static void test_engine_errors2_messages_name_the_call_and_values(void **state) 
     expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_log_softmax", "-3", NULL);
     kiln_tensor *b = kiln_zeros(ctx, KILN_F32, 2, (const int64_t[]){4, 5});
     assert_null(kiln_matmul(a, b));
-    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_matmul: a is (2, 3), b is (4, 5): 3 != 4",
-                   NULL);
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                   "kiln_matmul: a is (2, 3), b is (4, 5): 3 != 4", NULL);
     kiln_tensor *v = kiln_zeros(ctx, KILN_F32, 1, (const int64_t[]){4});
     assert_null(kiln_matmul(a, v));
     expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_matmul: a is (2, 3), b is (4): 3 != 4",
@@ -88,10 +88,41 @@ static void test_engine_errors2_messages_name_the_call_and_values(void **state) 
                  (const float[]){1, 2, 5, 6}, 4, 0, 0);
 }
 
+/* A size or value whose Variable was never bound is the caller's mistake, named: a reduction
+ * over it (which lowering used to report as a bug in Kiln), an elementwise result of that
+ * size, an expression's value computed in a kernel, and the queries. */
+static void test_engine_errors2_unbound_variable_is_a_caller_error(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    const kiln_expr *n = kiln_variable(ctx, "rows", 1, 16);
+    kiln_tensor *x = kiln_full_sym(ctx, KILN_F32, 1, &n, 2);
+    float out[16];
+    assert_int_equal(kiln_read(kiln_sum(x, 0, NULL, false), out, sizeof(float)),
+                     KILN_ERROR_INVALID_ARGUMENT);
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "Variable rows", "never bound", NULL);
+    assert_int_equal(kiln_read(kiln_exp(x), out, sizeof out), KILN_ERROR_INVALID_ARGUMENT);
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "Variable rows", NULL);
+    assert_int_equal(kiln_realize(kiln_exp(x)), KILN_ERROR_INVALID_ARGUMENT);
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "Variable rows", NULL);
+    assert_int_equal(kiln_read(kiln_scalar_expr(ctx, KILN_F32, n), out, sizeof(float)),
+                     KILN_ERROR_INVALID_ARGUMENT);
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "Variable rows", NULL);
+    int64_t size;
+    assert_int_equal(kiln_tensor_shape(x, &size), KILN_ERROR_INVALID_ARGUMENT);
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_tensor_shape", "Variable rows", NULL);
+    assert_int_equal(kiln_expr_value(ctx, n, &size), KILN_ERROR_INVALID_ARGUMENT);
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "Variable rows", NULL);
+    /* Bound, the same computations run. */
+    const kiln_expr *b = kiln_bind(ctx, n, 3);
+    kiln_tensor *y = kiln_full_sym(ctx, KILN_F32, 1, &b, 2);
+    fx_check_f32(kiln_sum(y, 0, NULL, false), (const float[]){6}, 1, 0, 0);
+    fx_check_f32(kiln_scalar_expr(ctx, KILN_F32, b), (const float[]){3}, 1, 0, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_errors2_randn_sym_unknown_dtype),
         ENG_TEST(test_engine_errors2_messages_name_the_call_and_values),
+        ENG_TEST(test_engine_errors2_unbound_variable_is_a_caller_error),
     };
     return ENG_RUN_BOTH(tests);
 }
