@@ -420,7 +420,12 @@ static kiln_status read_impl(kiln_context *ctx, kiln_tensor *t, void *dst, size_
     kiln_status st = kiln_tensor_numel(t, &numel);
     if (st != KILN_OK)
         return st;
-    uint64_t need = (uint64_t)numel * eng_type_size(ENG_BASE(t)->type);
+    uint64_t need;
+    if (__builtin_mul_overflow((uint64_t)numel, (uint64_t)eng_type_size(ENG_BASE(t)->type), &need))
+        return base_error_set(&ctx->err, KILN_ERROR_LIMIT_EXCEEDED,
+                              "kiln_read: the tensor holds %lld elements of %u bytes, more bytes "
+                              "than a size_t counts",
+                              (long long)numel, eng_type_size(ENG_BASE(t)->type));
     if (bytes < need || (need && !dst))
         return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
                               "kiln_read: the tensor holds %llu bytes; the buffer %zu",

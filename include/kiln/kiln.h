@@ -194,8 +194,13 @@ enum { KILN_MAX_DIMS = 16 };
 size_t kiln_dtype_size(kiln_dtype dtype);
 const char *kiln_dtype_name(kiln_dtype dtype);
 
-/* Creation. Shapes are ndim sizes >= 0; the _sym forms take expressions. data is copied
- * (row-major, numel * kiln_dtype_size bytes). */
+/* Creation. Shapes are ndim sizes >= 0 whose product (a 0 counted as 1: the strides) is an
+ * int64 (else KILN_ERROR_OVERFLOW); the _sym forms take expressions. data is copied
+ * (row-major, numel * kiln_dtype_size bytes). A fill value (kiln_full, kiln_scalar,
+ * kiln_fill_, the _scalar ops) converts as a cast: toward zero for an integer dtype, where
+ * NaN, an infinity or a value outside the dtype's range is KILN_ERROR_INVALID_ARGUMENT (as
+ * torch.full); for bool, true when nonzero, NaN included (as Python's bool(float('nan')) and
+ * torch.full(..., nan, dtype=torch.bool)). */
 kiln_tensor *kiln_from_data(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
                             const int64_t *shape, const void *data);
 kiln_tensor *kiln_empty(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape);
@@ -206,7 +211,9 @@ kiln_tensor *kiln_full_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
 kiln_tensor *kiln_zeros(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape);
 kiln_tensor *kiln_ones(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape);
 kiln_tensor *kiln_scalar(kiln_context *ctx, kiln_dtype dtype, double value); /* 0-d */
-/* [start, stop) by step, as torch.arange (a 1-d tensor of ceil((stop - start) / step)). */
+/* [start, stop) by step, as torch.arange (a 1-d tensor of ceil((stop - start) / step)).
+ * Non-finite bounds, a zero step, and for an integer dtype a value it cannot hold are
+ * KILN_ERROR_INVALID_ARGUMENT naming the values. */
 kiln_tensor *kiln_arange(kiln_context *ctx, kiln_dtype dtype, double start, double stop,
                          double step);
 /* Symbolic forms: sizes (and values) are expressions of bound Variables. One kernel serves

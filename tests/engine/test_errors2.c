@@ -3,6 +3,7 @@
  * and no argument is read out of bounds on the way. */
 #include "engine_fixture.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -118,11 +119,108 @@ static void test_engine_errors2_unbound_variable_is_a_caller_error(void **state)
     fx_check_f32(kiln_scalar_expr(ctx, KILN_F32, b), (const float[]){3}, 1, 0, 0);
 }
 
+/* NaN converts to bool as true (bool(float('nan')) and torch.full(..., nan, dtype=bool)). */
+static void test_engine_errors2_fill_values(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    const int64_t s[] = {2};
+    fx_check_u8(kiln_full(ctx, KILN_BOOL, 1, s, NAN), KILN_BOOL, (const uint8_t[]){1, 1}, 2);
+    fx_check_u8(kiln_full(ctx, KILN_BOOL, 1, s, -0.0), KILN_BOOL, (const uint8_t[]){0, 0}, 2);
+    fx_check_u8(kiln_full(ctx, KILN_BOOL, 1, s, 0.25), KILN_BOOL, (const uint8_t[]){1, 1}, 2);
+    fx_check_u8(kiln_full(ctx, KILN_BOOL, 1, s, -INFINITY), KILN_BOOL, (const uint8_t[]){1, 1}, 2);
+    kiln_tensor *flags = kiln_zeros(ctx, KILN_BOOL, 1, s);
+    assert_int_equal(kiln_fill_(flags, NAN), KILN_OK);
+    fx_check_u8(flags, KILN_BOOL, (const uint8_t[]){1, 1}, 2);
+    /* An integer tensor cannot hold NaN, an infinity or 2^31. */
+    kiln_tensor *i = kiln_zeros(ctx, KILN_I32, 1, s);
+    assert_int_equal(kiln_fill_(i, NAN), KILN_ERROR_INVALID_ARGUMENT);
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_fill_", "nan", "i32", NULL);
+    assert_int_equal(kiln_fill_(i, -INFINITY), KILN_ERROR_INVALID_ARGUMENT);
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_fill_", "inf", NULL);
+    assert_int_equal(kiln_fill_(i, 2147483648.0), KILN_ERROR_INVALID_ARGUMENT);
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_fill_", "2147483648", NULL);
+    assert_int_equal(kiln_fill_(i, -7.9), KILN_OK); /* truncates, as a cast */
+    fx_check_i32(i, (const int32_t[]){-7, -7}, 2);
+    assert_null(kiln_full(ctx, KILN_U32, 1, s, NAN));
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_full", "nan", NULL);
+}
+
+/* Integer aranges whose values the dtype cannot hold are refused, naming them. */
+static void test_engine_errors2_integer_arange_bounds(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    assert_null(kiln_arange(ctx, KILN_I32, NAN, 3, 1));
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_arange", "nan", NULL);
+    assert_null(kiln_arange(ctx, KILN_I32, 0, -INFINITY, -1));
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_arange", "inf", NULL);
+    assert_null(kiln_arange(ctx, KILN_I32, 3e9, 3e9 + 2, 1));
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_arange", "3000000000", "i32", NULL);
+    assert_null(kiln_arange(ctx, KILN_I32, 0, 4e9, 1e9)); /* 0, 1e9, 2e9, 3e9: the last too large */
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_arange", "value 3000000000", NULL);
+    assert_null(kiln_arange(ctx, KILN_U8, 0, 300, 1));
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_arange", "299", "u8", NULL);
+    assert_null(kiln_arange(ctx, KILN_U32, 1, -2, -1)); /* 1, 0, -1 */
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_arange", "-1", "u32", NULL);
+    uint32_t down[3];
+    fx_read(kiln_arange(ctx, KILN_U32, 2, -1, -1), KILN_U32, down, 3);
+    assert_true(down[0] == 2 && down[1] == 1 && down[2] == 0);
+    /* One value (0) with a step no i8 holds: the values fit, the step need not. */
+    fx_check_u8(kiln_cast(kiln_arange(ctx, KILN_I8, 0, 1, 1e10), KILN_U8), KILN_U8,
+                (const uint8_t[]){0}, 1);
+    fx_check_u8(kiln_arange(ctx, KILN_U8, 250, 256, 1), KILN_U8,
+                (const uint8_t[]){250, 251, 252, 253, 254, 255}, 6);
+    fx_check_i32(kiln_arange(ctx, KILN_I32, 2147483645.0, 2147483648.0, 1),
+                 (const int32_t[]){2147483645, 2147483646, 2147483647}, 3);
+    fx_check_i32(kiln_arange(ctx, KILN_I32, -3, 3, 2.5), (const int32_t[]){-3, 0, 2}, 3);
+    /* A step past the i32 range, with values inside it (the arithmetic wraps on the way). */
+    fx_check_i32(kiln_arange(ctx, KILN_I32, -2e9, 2.1e9, 3e9),
+                 (const int32_t[]){-2000000000, 1000000000}, 2);
+    /* u32 values past INT32_MAX, up and down. */
+    uint32_t top[3];
+    fx_read(kiln_arange(ctx, KILN_U32, 4294967293.0, 4294967296.0, 1), KILN_U32, top, 3);
+    assert_true(top[0] == 4294967293u && top[1] == 4294967294u && top[2] == 4294967295u);
+    fx_read(kiln_arange(ctx, KILN_U32, 4294967295.0, 4294967292.0, -1), KILN_U32, top, 3);
+    assert_true(top[0] == 4294967295u && top[1] == 4294967294u && top[2] == 4294967293u);
+    /* An empty range whatever its bounds (as torch). */
+    fx_read(kiln_arange(ctx, KILN_I8, 1000, 0, 1), KILN_I8, top, 0);
+}
+
+/* Sizes near INT64_MAX: a clear result or error, never an overflow (UBSan would stop it). */
+static void test_engine_errors2_huge_sizes(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    const int64_t huge = INT64_MAX - 1;
+    kiln_tensor *z = kiln_zeros(ctx, KILN_F32, 2, (const int64_t[]){0, huge});
+    int64_t shape[2], strides[2];
+    assert_int_equal(kiln_tensor_shape(z, shape), KILN_OK);
+    assert_true(shape[0] == 0 && shape[1] == huge);
+    assert_int_equal(kiln_tensor_strides(z, strides), KILN_OK); /* torch's: (huge, 1) */
+    assert_true(strides[0] == huge && strides[1] == 1);
+    float none[1];
+    assert_int_equal(kiln_read(z, none, 0), KILN_OK);
+    assert_int_equal(kiln_read(kiln_exp(z), none, 0), KILN_OK);
+    /* No output, however many elements each would combine: an empty result. */
+    kiln_tensor *rows = kiln_sum(z, 1, (const int32_t[]){1}, false);
+    fx_assert_shape(rows, 1, (const int64_t[]){0});
+    assert_int_equal(kiln_read(rows, none, 0), KILN_OK);
+    /* huge outputs of 4 bytes: more bytes than kiln_read can count. */
+    assert_int_equal(kiln_read(kiln_sum(z, 1, (const int32_t[]){0}, false), none, sizeof none),
+                     KILN_ERROR_LIMIT_EXCEEDED);
+    expect_message(ctx, KILN_ERROR_LIMIT_EXCEEDED, "kiln_read", "9223372036854775806", NULL);
+    /* Sizes whose element count or strides overflow are refused at creation. */
+    assert_null(kiln_zeros(ctx, KILN_F32, 2, (const int64_t[]){2, huge}));
+    expect_message(ctx, KILN_ERROR_OVERFLOW, "kiln_full", "(2, 9223372036854775806)", NULL);
+    assert_null(kiln_zeros(ctx, KILN_F32, 3, (const int64_t[]){0, huge, 2}));
+    expect_message(ctx, KILN_ERROR_OVERFLOW, "kiln_full", NULL);
+    assert_null(kiln_rand(ctx, KILN_F32, 2, (const int64_t[]){huge, huge}, 1));
+    expect_message(ctx, KILN_ERROR_OVERFLOW, "kiln_rand", NULL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_errors2_randn_sym_unknown_dtype),
         ENG_TEST(test_engine_errors2_messages_name_the_call_and_values),
         ENG_TEST(test_engine_errors2_unbound_variable_is_a_caller_error),
+        ENG_TEST(test_engine_errors2_fill_values),
+        ENG_TEST(test_engine_errors2_integer_arange_bounds),
+        ENG_TEST(test_engine_errors2_huge_sizes),
     };
     return ENG_RUN_BOTH(tests);
 }
