@@ -112,6 +112,9 @@ void kiln_context_clear_error(kiln_context *ctx) {
         return;
     base_error_clear(&ctx->err);
     ctx->sticky = false;
+    /* An error the modules below recorded and nobody moved here (an allocation failing deep
+     * in a symbolic computation) would fail the next call with no new cause. */
+    shape_ctx_clear_error(ctx->shape); /* and the symbolic context's */
 }
 
 const char *kiln_context_device_name(const kiln_context *ctx) {

@@ -556,6 +556,14 @@ static kiln_status lower_variant(kiln_context *ctx, const eng_kernel *k, eng_pro
         ir_kernel_finish(&p->ir);
         st = eng_kernel_lower(ctx, k, p, &p->ir, NULL);
     }
+    if (st != KILN_OK && sym_ctx_status(ctx->sym) != KILN_OK) {
+        /* A symbolic constructor failed under lowering (out of memory building an aligned
+         * offset's Variable), which lower.c reports as an internal error: the symbolic
+         * context knows the cause, and it must not stay there for the next call. */
+        st = base_error_reset(&ctx->err, sym_ctx_status(ctx->sym),
+                              "lowering a kernel to IR failed: %s", sym_ctx_message(ctx->sym));
+        sym_ctx_clear_error(ctx->sym);
+    }
     return st == KILN_OK ? ir_verify(&p->ir, &ctx->err) : st;
 }
 

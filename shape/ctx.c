@@ -39,6 +39,13 @@ const char *shape_ctx_message(const shape_ctx *ctx) {
     return ctx ? base_error_message(&ctx->err) : "no shape context";
 }
 
+void shape_ctx_clear_error(shape_ctx *ctx) {
+    if (!ctx)
+        return;
+    base_error_clear(&ctx->err);
+    sym_ctx_clear_error(ctx->sym);
+}
+
 kiln_status shape_fail(shape_ctx *ctx, kiln_status status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
