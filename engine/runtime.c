@@ -142,6 +142,9 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
         pcache_free(ctx->pcache, ctx->blob, ctx->blob_size);
         ctx->blob = NULL;
     }
+    if (st == KILN_ERROR_NOT_FOUND && !ctx->err.status) /* the device asked for: name the others */
+        return base_error_set(&ctx->err, st, "%s; or \"interp\", the reference interpreter",
+                              base_error_message(&err));
     if (st != KILN_OK)
         return ctx->err.status ? ctx->err.status
                                : base_error_set(&ctx->err, st, "%s", base_error_message(&err));

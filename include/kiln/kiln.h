@@ -114,8 +114,10 @@ typedef struct kiln_context_options {
     bool test_unpaired_vectors;
 } kiln_context_options;
 
-/* Statuses: KILN_ERROR_NOT_FOUND (no device matches), KILN_ERROR_OUT_OF_HOST_MEMORY, Vulkan
- * errors. *out is NULL on failure. options may be NULL. */
+/* Statuses: KILN_ERROR_NOT_FOUND (no device matches: the message lists the Vulkan devices by
+ * index and name, and "interp"), KILN_ERROR_OUT_OF_HOST_MEMORY, Vulkan errors. *out is NULL on
+ * failure, and the message of a failed creation goes to the log (stderr, KILN_DEBUG). options
+ * may be NULL. */
 kiln_status kiln_context_create(const kiln_context_options *options, kiln_context **out);
 void kiln_context_destroy(kiln_context *ctx); /* NULL is a no-op */
 /* The most recent failure (a sticky graph-building error, or the last failed call). */

@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Asserts that the context holds status with a message containing each of the NULL-ended
@@ -230,6 +231,49 @@ static void test_engine_errors2_clear_error_clears_the_symbolic_context(void **s
                  1, 0, 0);
 }
 
+/* The log lines a test captures (base_log_set_sink), joined. */
+static char logged[4096];
+
+static void capture(void *user, base_log_level level, const char *line) {
+    (void)user;
+    (void)level;
+    size_t n = strlen(logged);
+    snprintf(logged + n, sizeof logged - n, "%s\n", line);
+}
+
+/* A device that does not exist: KILN_ERROR_NOT_FOUND, and the message (in the log: there is
+ * no context to hold it) lists the devices there are, by index and name, and "interp". */
+static void test_engine_errors2_unknown_device_lists_the_devices(void **state) {
+    (void)state;
+    kiln_context *dev = eng_context_new(true);
+    if (!dev)
+        skip();
+    char name[256];
+    snprintf(name, sizeof name, "0: %s", kiln_context_device_name(dev));
+    eng_fixture_context_destroy(dev);
+    const char *specs[] = {"nonexistent", "42"};
+    for (int i = 0; i < 3; i++) {
+        logged[0] = '\0';
+        base_log_set_sink(capture, NULL);
+        kiln_context *ctx = (kiln_context *)1;
+        kiln_status st;
+        if (i < 2) {
+            st = kiln_context_create(
+                &(kiln_context_options){.device = specs[i], .validation = true}, &ctx);
+        } else { /* from the environment */
+            setenv("KILN_DEVICE", "nonexistent", 1);
+            st = kiln_context_create(&(kiln_context_options){.validation = true}, &ctx);
+            unsetenv("KILN_DEVICE");
+        }
+        base_log_set_sink(NULL, NULL);
+        assert_int_equal(st, KILN_ERROR_NOT_FOUND);
+        assert_null(ctx);
+        if (!strstr(logged, i == 1 ? "42" : "\"nonexistent\"") || !strstr(logged, name) ||
+            !strstr(logged, "\"interp\""))
+            fail_msg("the log does not list the devices (%s) and \"interp\": %s", name, logged);
+    }
+}
+
 /* A graph of most kinds of kernel, over x = arange(n) with n a Variable bound to 6: symbolic
  * sizes and view offsets, lifted offsets (narrow, unfold), a pad, reductions fused into rows
  * (softmax), a matmul, var, argmax, all added into one value. */
@@ -317,8 +361,10 @@ int main(void) {
         ENG_TEST(test_engine_errors2_huge_sizes),
         ENG_TEST(test_engine_errors2_clear_error_clears_the_symbolic_context),
     };
-    const struct CMUnitTest interp_only[] = {
+    const struct CMUnitTest own_contexts[] = {
         cmocka_unit_test(test_engine_errors2_symbolic_allocation_failures),
+        cmocka_unit_test(test_engine_errors2_unknown_device_lists_the_devices),
     };
-    return ENG_RUN_BOTH(tests) + cmocka_run_group_tests_name("allocation", interp_only, NULL, NULL);
+    return ENG_RUN_BOTH(tests) +
+           cmocka_run_group_tests_name("own contexts", own_contexts, NULL, NULL);
 }
