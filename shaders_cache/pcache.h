@@ -26,7 +26,8 @@
  *   failures    a directory that cannot be created turns the handle off; a write that fails
  *               (read-only or full disk) makes it read-only. Either logs ONE warning per handle
  *               (base_log) and the program runs on without the cache. Bad files never fail a
- *               call: they are misses.
+ *               call: they are misses, and so is anything but a regular file in an entry's
+ *               place (a FIFO is never opened to block).
  *
  * A handle is used from one thread at a time; several handles and processes may share one
  * directory. Every allocation goes through options.alloc.
