@@ -76,7 +76,9 @@ typedef struct kiln_context_options {
     const char *device;
     bool validation; /* the Khronos validation layer (also $KILN_VALIDATION=1) */
     /* Where compiled kernels persist across runs: NULL uses $KILN_CACHE_DIR, else
-     * $XDG_CACHE_HOME/kiln, else ~/.cache/kiln. KILN_CACHE=0 turns the disk cache off. */
+     * $XDG_CACHE_HOME/kiln, else ~/.cache/kiln. KILN_CACHE=0 turns the disk cache off; so does
+     * a directory that cannot be created or whose name is too long for a path (with a
+     * warning in the log: the context is made all the same). */
     const char *cache_dir;
     /* Measure device time with timestamp queries (kiln_stats.device_time_ns). Off by default:
      * a timestamp costs a wait for idle on some drivers (about 0.1 ms per realize on

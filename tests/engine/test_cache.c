@@ -255,6 +255,32 @@ static void test_engine_cache_fifo_entries_are_misses(void **state) {
     assert_int_equal(system(cmd), 0);
 }
 
+/* A cache directory whose name is too long for any path (over 4 KB) turns the cache off
+ * with a warning: the context is made and computes (its creation used to fail). */
+static void test_engine_cache_too_long_directory_turns_the_cache_off(void **state) {
+    (void)state;
+    static char dir[5000];
+    memset(dir, 'd', sizeof dir - 1);
+    memcpy(dir, "/tmp/", 5);
+    for (int from_env = 0; from_env < 2; from_env++) {
+        kiln_context *ctx = NULL;
+        kiln_context_options opt = {.cache_dir = from_env ? NULL : dir, .validation = true};
+        if (from_env)
+            setenv("KILN_CACHE_DIR", dir, 1);
+        kiln_status st = kiln_context_create(&opt, &ctx);
+        unsetenv("KILN_CACHE_DIR");
+        assert_int_equal(st, KILN_OK);
+        float y[3];
+        assert_int_equal(
+            kiln_read(kiln_exp(kiln_zeros(ctx, KILN_F32, 1, (int64_t[]){3})), y, sizeof y),
+            KILN_OK);
+        assert_true(y[0] == 1 && y[2] == 1);
+        kiln_stats s = kiln_context_stats(ctx);
+        assert_int_equal(s.disk_hits, 0);
+        kiln_context_destroy(ctx);
+    }
+}
+
 static int setup(void **state) {
     (void)state;
     vk_fixture_keep_drivers_loaded();
@@ -288,6 +314,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_engine_cache_offsets_of_every_alignment),
         cmocka_unit_test(test_engine_cache_corrupt_entries_are_misses_and_replaced),
         cmocka_unit_test(test_engine_cache_fifo_entries_are_misses),
+        cmocka_unit_test(test_engine_cache_too_long_directory_turns_the_cache_off),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -354,6 +354,28 @@ static void test_shaders_cache_store_special_files_are_misses(void **state) {
     helper_rmtree(dir);
 }
 
+/* A directory name too long for a path turns the cache off with one warning (like a
+ * directory that cannot be made); opening still succeeds and every call is a miss. */
+static void test_shaders_cache_store_too_long_directory_turns_the_cache_off(void **state) {
+    (void)state;
+    static char dir[5000];
+    memset(dir, 'd', sizeof dir - 1);
+    dir[0] = '/';
+    pcache_identity id = helper_identity(10);
+    pcache *pc = NULL;
+    helper_capture_log();
+    assert_int_equal(pcache_open(&(pcache_options){.directory = dir, .identity = &id}, &pc, NULL),
+                     KILN_OK);
+    assert_int_equal(pcache_mode_of(pc), PCACHE_MODE_OFF);
+    assert_int_equal(helper_warnings(), 1);
+    assert_non_null(strstr(helper_last_warning(), "4999 bytes"));
+    assert_int_equal(pcache_put(pc, "k", 1, "v", 1, NULL), KILN_OK);
+    expect_miss(pc, "k", 1);
+    assert_int_equal(helper_warnings(), 1);
+    helper_release_log();
+    pcache_close(pc);
+}
+
 /* Everything a run does, under an allocator that fails the Nth allocation. */
 static kiln_status one_run(const base_allocator *a, const char *dir, const pcache_identity *id) {
     pcache *pc = NULL;
@@ -419,6 +441,7 @@ int main(void) {
         cmocka_unit_test(test_shaders_cache_store_rejects_bad_arguments),
         cmocka_unit_test(test_shaders_cache_store_fail_nth_allocation),
         cmocka_unit_test(test_shaders_cache_store_special_files_are_misses),
+        cmocka_unit_test(test_shaders_cache_store_too_long_directory_turns_the_cache_off),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
