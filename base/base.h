@@ -208,7 +208,9 @@ void base_log(base_log_level level, const char *module, const char *fmt, ...) BA
  * of the clock shows as one wrong (possibly negative) duration, which callers clamp. */
 int64_t base_now_ns(void);
 
-/* Test hook: redirect log lines (NULL restores stderr). The sink receives one whole line. */
+/* Test hook: redirect log lines (NULL restores stderr). The sink receives one whole line. Not
+ * synchronised: set it while no other thread logs. (The verbosity may be read from any
+ * thread.) */
 typedef void (*base_log_sink)(void *user, base_log_level level, const char *line);
 void base_log_set_sink(base_log_sink sink, void *user);
 

@@ -1,20 +1,24 @@
 /* Leveled logging. KILN_DEBUG sets the verbosity; a test can capture lines with a sink. */
 #include "base.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-static int log_verbosity = -1; /* -1: not read yet */
+/* Read from any thread: the first readers may all parse KILN_DEBUG, and store the same value. */
+static atomic_int log_verbosity = -1; /* -1: not read yet */
 static base_log_sink log_sink;
 static void *log_sink_user;
 
 int base_log_verbosity(void) {
-    if (log_verbosity < 0) {
+    int level = atomic_load_explicit(&log_verbosity, memory_order_relaxed);
+    if (level < 0) {
         const char *s = getenv("KILN_DEBUG");
         long v = s ? strtol(s, NULL, 10) : 0;
-        log_verbosity = v < 0 ? 0 : v > 9 ? 9 : (int)v;
+        level = v < 0 ? 0 : v > 9 ? 9 : (int)v;
+        atomic_store_explicit(&log_verbosity, level, memory_order_relaxed);
     }
-    return log_verbosity;
+    return level;
 }
 
 bool base_log_enabled(base_log_level level) {

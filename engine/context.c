@@ -112,6 +112,9 @@ void kiln_context_clear_error(kiln_context *ctx) {
         return;
     base_error_clear(&ctx->err);
     ctx->sticky = false;
+    /* An error the modules below recorded and nobody moved here (an allocation failing deep
+     * in a symbolic computation) would fail the next call with no new cause. */
+    shape_ctx_clear_error(ctx->shape); /* and the symbolic context's */
 }
 
 const char *kiln_context_device_name(const kiln_context *ctx) {
@@ -200,9 +203,5 @@ kiln_status kiln_expr_value(kiln_context *ctx, const kiln_expr *e, int64_t *valu
         return ctx->err.status ? ctx->err.status
                                : base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
                                                 "kiln_expr_value: no expression");
-    base_error err = {0};
-    kiln_status st = sym_eval(S(e), NULL, value, &err);
-    if (st != KILN_OK)
-        base_error_set(&ctx->err, st, "%s", base_error_message(&err));
-    return st;
+    return eng_eval(ctx, "kiln_expr_value", S(e), value);
 }

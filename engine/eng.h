@@ -484,6 +484,12 @@ bool eng_shape_from_ints(kiln_context *ctx, const char *op, uint32_t ndim, const
 bool eng_shape_from_exprs(kiln_context *ctx, const char *op, uint32_t ndim,
                           const kiln_expr *const *shape, const sym_node **out);
 const sym_node *eng_numel(kiln_context *ctx, uint32_t ndim, const sym_node *const *shape);
+/* e's value with its bound Variables, or a status recorded in ctx->err as "what: ...". A
+ * Variable that was never bound is the caller's mistake: KILN_ERROR_INVALID_ARGUMENT, naming
+ * it. Not sticky. */
+kiln_status eng_eval(kiln_context *ctx, const char *what, const sym_node *e, int64_t *out);
+/* A shape for a message, "(2, n, 3)", into buf (truncated to cap); returns buf. */
+const char *eng_shape_render(uint32_t ndim, const sym_node *const *shape, char *buf, size_t cap);
 kiln_tensor *eng_full(kiln_context *ctx, ir_type type, uint32_t ndim, const sym_node *const *dims,
                       double value, const sym_node *value_expr);
 /* Whether value (truncated) is a value of the integer type; else false and an error for op. */

@@ -3,6 +3,7 @@
 #include "eng.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static const ir_type dtype_to_ir[] = {
@@ -216,6 +217,17 @@ bool eng_shape_from_ints(kiln_context *ctx, const char *op, uint32_t ndim, const
         if (!out[d])
             return eng_fail_from_shape(ctx, KILN_ERROR_OVERFLOW) != NULL;
     }
+    /* The element count and the row-major strides are int64s: the product of the sizes, a 0
+     * counted as 1 (torch.zeros(2, 0, 3).stride() is (3, 3, 1)), fits. */
+    int64_t product = 1;
+    for (uint32_t d = 0; d < ndim; d++) {
+        if (!base_mul_i64(product, shape[d] ? shape[d] : 1, &product)) {
+            char s[512];
+            return eng_fail(ctx, KILN_ERROR_OVERFLOW,
+                            "%s: the sizes %s overflow int64 (the element count or a stride)", op,
+                            eng_shape_render(ndim, out, s, sizeof s)) != NULL;
+        }
+    }
     return true;
 }
 
@@ -245,6 +257,32 @@ const sym_node *eng_numel(kiln_context *ctx, uint32_t ndim, const sym_node *cons
     if (!n)
         eng_fail_from_shape(ctx, KILN_ERROR_OVERFLOW);
     return n;
+}
+
+kiln_status eng_eval(kiln_context *ctx, const char *what, const sym_node *e, int64_t *out) {
+    base_error err = {0};
+    kiln_status st = e ? sym_eval(e, NULL, out, &err) : KILN_ERROR_INTERNAL;
+    if (st == KILN_ERROR_NOT_FOUND) /* sym_eval: a Variable without a value */
+        return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
+                              "%s: %s: it was never bound (size tensors with the expression "
+                              "kiln_bind returns)",
+                              what, base_error_message(&err));
+    if (st != KILN_OK)
+        base_error_set(&ctx->err, st, "%s: %s", what, base_error_message(&err));
+    return st;
+}
+
+const char *eng_shape_render(uint32_t ndim, const sym_node *const *shape, char *buf, size_t cap) {
+    size_t n = (size_t)snprintf(buf, cap, "(");
+    for (uint32_t d = 0; d < ndim && n < cap; d++) {
+        if (d > 0)
+            n += (size_t)snprintf(buf + n, cap - n, ", ");
+        if (n < cap)
+            n += sym_render(shape[d], buf + n, cap - n);
+    }
+    if (n < cap)
+        snprintf(buf + n, cap - n, ")");
+    return buf;
 }
 
 /* ---- creation -------------------------------------------------------------------------------- */
@@ -321,42 +359,58 @@ kiln_tensor *eng_full(kiln_context *ctx, ir_type type, uint32_t ndim, const sym_
     return eng_constant(ctx, type, ndim, dims, value, value_expr, false);
 }
 
+/* Whether value, truncated toward zero as a cast truncates it, is a value of the integer type
+ * (NaN never is); floats and bool hold every value. */
+static bool value_in_range(ir_type type, double value) {
+    double t = trunc(value);
+    switch (type) {
+    case IR_I8:
+        return t >= INT8_MIN && t <= INT8_MAX;
+    case IR_U8:
+        return t >= 0 && t <= UINT8_MAX;
+    case IR_I32:
+        return t >= INT32_MIN && t <= INT32_MAX;
+    case IR_U32:
+        return t >= 0 && t <= UINT32_MAX;
+    case IR_I64:
+        return t >= -0x1p63 && t < 0x1p63;
+    default: /* floats (rounded, or +-inf), bool (nonzero is true) */
+        return true;
+    }
+}
+
+/* The value as type holds it, so that lowering's plain conversion of it is defined: an integer
+ * truncated toward zero, a bool 0 or 1, true when nonzero and for NaN (Python's
+ * bool(float('nan')) is True, and torch.full((1,), nan, dtype=torch.bool) holds True). */
+static double held_value(ir_type type, double value) {
+    if (type == IR_BOOL)
+        return value != 0 ? 1.0 : 0.0; /* NaN != 0 */
+    return ir_type_is_float(type) ? value : trunc(value);
+}
+
 /* unique: a creation (kiln_full and its forms), a storage of its own; else a constant that
- * computations share. */
+ * computations share. An integer value must fit the type (the public calls check it with
+ * eng_value_fits first). */
 kiln_tensor *eng_constant(kiln_context *ctx, ir_type type, uint32_t ndim,
                           const sym_node *const *dims, double value, const sym_node *value_expr,
                           bool unique) {
+    if (!value_in_range(type, value))
+        return eng_fail(ctx, KILN_ERROR_INTERNAL, "a constant %.15g of type %s", value,
+                        ir_type_name(type));
     eng_node *n = eng_node_new(ctx, ENG_CONST, IR_CONST, type, ndim, dims);
     if (!n)
         return NULL;
-    n->value = value;
+    n->value = held_value(type, value);
     n->value_expr = value_expr;
     n->unique = unique;
     return contiguous_tensor(ctx, eng_node_intern(ctx, n));
 }
 
 bool eng_value_fits(kiln_context *ctx, const char *op, ir_type type, double value) {
-    double lo, hi;
-    switch (type) {
-    case IR_I32:
-        lo = INT32_MIN, hi = INT32_MAX;
-        break;
-    case IR_U32:
-        lo = 0, hi = UINT32_MAX;
-        break;
-    case IR_I8:
-        lo = INT8_MIN, hi = INT8_MAX;
-        break;
-    case IR_U8:
-        lo = 0, hi = UINT8_MAX;
-        break;
-    default: /* floats (rounded, or +-inf), bool (nonzero is true) */
-        return true;
-    }
-    /* Truncated toward zero as a cast; NaN and values out of range are errors (as torch). */
-    if (!(trunc(value) >= lo && trunc(value) <= hi))
-        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: %g does not fit %s", op, value,
-                        kiln_dtype_name(eng_dtype(type))) != NULL;
+    /* NaN and values out of range are errors (as torch.full); a fraction truncates. */
+    if (!value_in_range(type, value))
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: %.15g does not fit %s", op, value,
+                        ir_type_name(type)) != NULL;
     return true;
 }
 
@@ -402,24 +456,54 @@ static kiln_tensor *leaf(kiln_context *ctx, eng_kind kind, ir_type type, uint32_
     return contiguous_tensor(ctx, eng_node_intern(ctx, n));
 }
 
+/* x modulo 2^32 in the range of the 32-bit type (u32: [0, 2^32), i32: [-2^31, 2^31)); x is
+ * an integer of magnitude below 2^53. */
+static double wrap32(double x, ir_type type) {
+    double m = fmod(x, 0x1p32);
+    if (m < 0)
+        m += 0x1p32;
+    return type == IR_I32 && m >= 0x1p31 ? m - 0x1p32 : m;
+}
+
+/* start + i * step for i < count. Float dtypes compute in f32. An integer dtype computes in
+ * i32 (u32 for u32) when start and step are integers: exact, even where start + i * step
+ * passes through values outside the work type (wrapping arithmetic, and the values asked for
+ * fit), so the step is pushed modulo 2^32; otherwise in f32, truncated by the cast (as torch).
+ * Every value must fit the dtype: the first and the last are checked (f32-rounded when the
+ * work is f32). */
 static kiln_tensor *arange_impl(kiln_context *ctx, kiln_dtype dtype, double start, double stop,
                                 double step) {
     if (!ctx || !check_dtype(ctx, "kiln_arange", dtype))
         return NULL;
     if (step == 0 || !isfinite(start) || !isfinite(stop) || !isfinite(step))
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                        "kiln_arange: step must be nonzero and the bounds finite");
+                        "kiln_arange: start %.15g, stop %.15g, step %.15g: the bounds must be "
+                        "finite and the step nonzero",
+                        start, stop, step);
     double count = ceil((stop - start) / step);
-    if (count < 0)
+    if (!(count > 0))
         count = 0;
     if (count > 9.0e15)
-        return eng_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED, "kiln_arange: too many elements");
-    const sym_node *dim = sym_const(ctx->sym, (int64_t)count);
-    /* start + index * step, computed in f32 for float dtypes and in i32 otherwise (in f32 then
-     * truncated, as torch, when an integer arange has a fractional start or step). */
+        return eng_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED,
+                        "kiln_arange: start %.15g, stop %.15g, step %.15g: %.15g elements", start,
+                        stop, step, count);
+    if (count <= 1) /* the step does not matter, nor the start of an empty range */
+        step = 0, start = count == 0 ? 0 : start;
     ir_type type = eng_ir_type(dtype);
     bool integral = start == floor(start) && step == floor(step);
-    ir_type work = ir_type_is_float(type) || !integral ? IR_F32 : IR_I32;
+    ir_type work = ir_type_is_float(type) || !integral ? IR_F32 : type == IR_U32 ? IR_U32 : IR_I32;
+    double ends[2] = {start, start + (count - 1) * step};
+    for (int i = 0; i < 2 && count > 0 && !ir_type_is_float(type); i++) {
+        double v = work == IR_F32 ? (double)(float)ends[i] : ends[i];
+        if (!value_in_range(type, v))
+            return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                            "kiln_arange: start %.15g, stop %.15g, step %.15g: the value %.15g "
+                            "does not fit %s",
+                            start, stop, step, v, kiln_dtype_name(dtype));
+    }
+    if (work != IR_F32)
+        step = wrap32(step, work);
+    const sym_node *dim = sym_const(ctx->sym, (int64_t)count);
     kiln_tensor *idx = leaf(ctx, ENG_INDEX, work, 1, &dim, 0);
     kiln_tensor *r = kiln_add(kiln_mul(idx, eng_full(ctx, work, 0, NULL, step, NULL)),
                               eng_full(ctx, work, 0, NULL, start, NULL));
@@ -509,11 +593,9 @@ kiln_status kiln_tensor_shape(const kiln_tensor *t, int64_t *shape) {
         return base_error_set(&e->ctx->err, KILN_ERROR_INVALID_ARGUMENT,
                               "kiln_tensor_shape: no array for %u sizes", v->ndim);
     for (uint32_t d = 0; d < v->ndim; d++) {
-        base_error err = {0};
-        st = sym_eval(v->shape[d], NULL, &shape[d], &err);
+        st = eng_eval(e->ctx, "kiln_tensor_shape", v->shape[d], &shape[d]);
         if (st != KILN_OK)
-            return base_error_set(&e->ctx->err, st, "kiln_tensor_shape: %s",
-                                  base_error_message(&err));
+            return st;
     }
     return KILN_OK;
 }
@@ -529,11 +611,9 @@ kiln_status kiln_tensor_numel(const kiln_tensor *t, int64_t *numel) {
     const shape_view *v = last_view(e);
     int64_t n = 1, size;
     for (uint32_t d = 0; d < v->ndim; d++) {
-        base_error err = {0};
-        st = sym_eval(v->shape[d], NULL, &size, &err);
+        st = eng_eval(e->ctx, "kiln_tensor_numel", v->shape[d], &size);
         if (st != KILN_OK)
-            return base_error_set(&e->ctx->err, st, "kiln_tensor_numel: %s",
-                                  base_error_message(&err));
+            return st;
         if (!base_mul_i64(n, size, &n))
             return base_error_set(&e->ctx->err, KILN_ERROR_OVERFLOW,
                                   "kiln_tensor_numel: the element count overflows");
@@ -544,11 +624,7 @@ kiln_status kiln_tensor_numel(const kiln_tensor *t, int64_t *numel) {
 
 static kiln_status eval_into(const eng_tensor *t, const char *what, const sym_node *e,
                              int64_t *out) {
-    base_error err = {0};
-    kiln_status st = e ? sym_eval(e, NULL, out, &err) : KILN_ERROR_INTERNAL;
-    if (st != KILN_OK)
-        base_error_set(&t->ctx->err, st, "%s: %s", what, base_error_message(&err));
-    return st;
+    return eng_eval(t->ctx, what, e, out);
 }
 
 kiln_status kiln_tensor_strides(const kiln_tensor *h, int64_t *strides) {
@@ -642,6 +718,8 @@ static kiln_tensor *rand_sym_impl(kiln_context *ctx, kiln_dtype dtype, uint32_t 
 
 static kiln_tensor *randn_sym_impl(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
                                    const kiln_expr *const *shape, uint64_t seed) {
+    if (!check_dtype(ctx, "kiln_randn", dtype)) /* before eng_ir_type reads its table */
+        return NULL;
     kiln_tensor *u1 = kiln_rand_sym(ctx, KILN_F32, ndim, shape, seed);
     kiln_tensor *u2 = kiln_rand_sym(ctx, KILN_F32, ndim, shape, seed ^ 0x9e3779b97f4a7c15ull);
     if (!u1 || !u2)

@@ -802,6 +802,10 @@ kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, e
         build_fail(&b, KILN_ERROR_INTERNAL, "building the kernel");
     if (b.status == KILN_OK)
         finish_kernel(&b);
+    /* Lifting gives up quietly where a symbolic constructor fails (the value stays code), but
+     * the failure (out of memory) is the kernel's: reported now, not left to lowering. */
+    if (b.status == KILN_OK && sym_ctx_status(ctx->sym) != KILN_OK)
+        build_fail(&b, KILN_ERROR_INTERNAL, "finishing the kernel");
     return b.status;
 }
 

@@ -28,10 +28,36 @@ static const shape_view *view_of(kiln_tensor *t) {
         return with_last_view((t), &out_);                                                         \
     } while (0)
 
+/* dim of a tensor of ndim dims, counted from the end when negative; false (and an error
+ * naming call) when there is no such dim. */
+static bool dim_index(kiln_context *ctx, const char *call, int32_t dim, uint32_t ndim,
+                      uint32_t *out) {
+    int64_t d = dim < 0 ? (int64_t)dim + ndim : dim;
+    if (d < 0 || d >= (int64_t)ndim)
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: dim %d is out of range for %u dims",
+                        call, dim, ndim) != NULL;
+    *out = (uint32_t)d;
+    return true;
+}
+
 static kiln_tensor *permute_impl(kiln_tensor *t, const int32_t *dims) {
-    if (t && !dims && view_of(t)->ndim)
-        return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT, "kiln_permute: no dims");
-    VIEW_OP(t, shape_view_permute(ENG_CTX(t)->shape, view_of(t), dims, &out_));
+    if (!t)
+        return NULL;
+    kiln_context *ctx = ENG_CTX(t);
+    uint32_t ndim = view_of(t)->ndim, seen = 0;
+    if (!dims && ndim)
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_permute: no dims");
+    for (uint32_t i = 0; i < ndim; i++) {
+        uint32_t d;
+        if (!dim_index(ctx, "kiln_permute", dims[i], ndim, &d))
+            return NULL;
+        if (seen & (1u << d))
+            return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                            "kiln_permute: dim %u appears twice (as %d at position %u)", d, dims[i],
+                            i);
+        seen |= 1u << d;
+    }
+    VIEW_OP(t, shape_view_permute(ctx->shape, view_of(t), dims, &out_));
 }
 
 static kiln_tensor *transpose_impl(kiln_tensor *t, int32_t dim0, int32_t dim1) {
@@ -142,10 +168,36 @@ static kiln_tensor *squeeze_impl(kiln_tensor *t, int32_t dim) {
     VIEW_OP(t, shape_view_squeeze(ENG_CTX(t)->shape, view_of(t), dim, &out_));
 }
 
+/* torch.narrow: length elements of dim from start (a negative start counts from the end). A
+ * refusal names the call and the values in the caller's terms. */
+static kiln_tensor *narrow_view(kiln_tensor *t, int32_t dim, const sym_node *start,
+                                const sym_node *length) {
+    kiln_context *ctx = ENG_CTX(t);
+    const shape_view *v = view_of(t);
+    uint32_t d;
+    if (!dim_index(ctx, "kiln_narrow", dim, v->ndim, &d))
+        return NULL;
+    shape_view out;
+    kiln_status st = shape_view_narrow(ctx->shape, v, dim, start, length, &out);
+    if (st == KILN_OK)
+        return with_last_view(t, &out);
+    if (sym_ctx_status(ctx->sym) != KILN_OK || st != KILN_ERROR_INVALID_ARGUMENT)
+        return eng_fail_from_shape(ctx, st);
+    char s[64], l[64], n[64];
+    sym_render(start, s, sizeof s);
+    sym_render(length, l, sizeof l);
+    sym_render(v->shape[d], n, sizeof n);
+    return eng_fail(ctx, st,
+                    "kiln_narrow: start %s, length %s do not fit dim %u of size %s (needs "
+                    "-size <= start <= size, length >= 0 and start + length <= size)",
+                    s, l, d, n);
+}
+
 static kiln_tensor *narrow_impl(kiln_tensor *t, int32_t dim, int64_t start, int64_t length) {
-    VIEW_OP(t,
-            shape_view_narrow(ENG_CTX(t)->shape, view_of(t), dim, sym_const(ENG_CTX(t)->sym, start),
-                              sym_const(ENG_CTX(t)->sym, length), &out_));
+    if (!t)
+        return NULL;
+    return narrow_view(t, dim, sym_const(ENG_CTX(t)->sym, start),
+                       sym_const(ENG_CTX(t)->sym, length));
 }
 
 static kiln_tensor *select_impl(kiln_tensor *t, int32_t dim, int64_t index) {
@@ -157,10 +209,39 @@ static kiln_tensor *diagonal_impl(kiln_tensor *t, int64_t offset, int32_t dim1, 
     VIEW_OP(t, shape_view_diagonal(ENG_CTX(t)->shape, view_of(t), offset, dim1, dim2, &out_));
 }
 
+/* Whether step * stride fits int64 for every value the stride may take. */
+static bool step_fits(const sym_node *stride, int64_t step) {
+    int64_t p;
+    return base_mul_i64(sym_vmin(stride), step, &p) && base_mul_i64(sym_vmax(stride), step, &p);
+}
+
+/* torch.unfold: windows of size elements, step apart, along dim. Any step >= 1 is accepted as
+ * long as the windows' stride (step times the dim's) is an int64: with one window it is never
+ * used (a step past the end is torch's way of asking for one window). */
 static kiln_tensor *unfold_impl(kiln_tensor *t, int32_t dim, int64_t size, int64_t step) {
-    VIEW_OP(t,
-            shape_view_unfold(ENG_CTX(t)->shape, view_of(t), dim, sym_const(ENG_CTX(t)->sym, size),
-                              sym_const(ENG_CTX(t)->sym, step), &out_));
+    if (!t)
+        return NULL;
+    kiln_context *ctx = ENG_CTX(t);
+    const shape_view *v = view_of(t);
+    uint32_t d;
+    if (!dim_index(ctx, "kiln_unfold", dim, v->ndim, &d))
+        return NULL;
+    int64_t n;
+    if (size < 0 || step < 1 || (sym_is_const(v->shape[d], &n) && size > n)) {
+        char len[64];
+        sym_render(v->shape[d], len, sizeof len);
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                        "kiln_unfold: size %lld, step %lld on dim %u of size %s (needs 0 <= size "
+                        "<= the dim's size and step >= 1)",
+                        (long long)size, (long long)step, d, len);
+    }
+    if (!step_fits(v->strides[d], step) || !step_fits(v->user_strides[d], step))
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                        "kiln_unfold: step %lld on dim %u: the windows' stride (step times the "
+                        "dim's stride, %lld) overflows int64",
+                        (long long)step, d, (long long)sym_vmax(v->user_strides[d]));
+    VIEW_OP(t, shape_view_unfold(ctx->shape, v, dim, sym_const(ctx->sym, size),
+                                 sym_const(ctx->sym, step), &out_));
 }
 
 static kiln_tensor *reshape_sym_impl(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape) {
@@ -261,8 +342,7 @@ static kiln_tensor *narrow_sym_impl(kiln_tensor *t, int32_t dim, const kiln_expr
         return ENG_CTX(t)->err.status ? NULL
                                       : eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT,
                                                  "kiln_narrow: missing start or length");
-    VIEW_OP(t, shape_view_narrow(ENG_CTX(t)->shape, view_of(t), dim, (const sym_node *)start,
-                                 (const sym_node *)length, &out_));
+    return narrow_view(t, dim, (const sym_node *)start, (const sym_node *)length);
 }
 
 static kiln_tensor *slice_sym_impl(kiln_tensor *t, int32_t dim, const kiln_expr *start,

@@ -338,6 +338,17 @@ static const sym_node *reduced_count(kiln_tensor *t, uint32_t mask) {
     return eng_numel(ENG_CTX(t), n, dims);
 }
 
+/* Whether a kept dim has size 0: the reduction has no output, nothing is combined. */
+static bool no_outputs(kiln_tensor *t, uint32_t mask) {
+    const shape_view *v = view_of(t);
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        int64_t size;
+        if (!(mask & (1u << d)) && sym_is_const(v->shape[d], &size) && size == 0)
+            return true;
+    }
+    return false;
+}
+
 /* The most elements one kernel combines per output: lavapipe ends every loop of an invocation
  * after 65535 iterations in all (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS), silently. */
 enum { REDUCE_MAX_COUNT = 65535 };
@@ -351,8 +362,13 @@ static kiln_tensor *reduce_node(kiln_tensor *t, ir_op op, uint32_t mask);
 static kiln_tensor *reduce_split(kiln_tensor *t, ir_op op, uint32_t mask, int64_t count) {
     kiln_context *ctx = ENG_CTX(t);
     const shape_view *v = view_of(t);
-    int64_t outer = (count + REDUCE_MAX_COUNT - 1) / REDUCE_MAX_COUNT;
-    int64_t inner = (count + outer - 1) / outer;
+    /* Rounded up without forming count + divisor - 1, which overflows near INT64_MAX. */
+    int64_t outer = count / REDUCE_MAX_COUNT + (count % REDUCE_MAX_COUNT != 0);
+    int64_t inner = count / outer + (count % outer != 0), filled;
+    if (!base_mul_i64(outer, inner, &filled))
+        return eng_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED,
+                        "a reduction of %lld elements per output (too many to split in stages)",
+                        (long long)count);
     int32_t perm[SHAPE_MAX_DIMS];
     const kiln_expr *shape[SHAPE_MAX_DIMS + 1], *keep[SHAPE_MAX_DIMS];
     uint32_t nk = 0;
@@ -370,7 +386,7 @@ static kiln_tensor *reduce_split(kiln_tensor *t, ir_op op, uint32_t mask, int64_
     shape[nk] = kiln_int(ctx, count);
     kiln_tensor *flat = kiln_reshape_sym(kiln_permute(t, perm), nk + 1, shape);
     int64_t pad[2 * (SHAPE_MAX_DIMS + 1)] = {0};
-    pad[2 * nk + 1] = outer * inner - count;
+    pad[2 * nk + 1] = filled - count;
     kiln_tensor *x = kiln_pad(flat, pad);
     if (x && op != IR_ADD) { /* where the padding is: 1 or the row's first element */
         kiln_tensor *in = kiln_pad(kiln_ones(ctx, KILN_BOOL, 1, &count), pad + 2 * nk);
@@ -396,12 +412,14 @@ static kiln_tensor *reduce_node(kiln_tensor *t, ir_op op, uint32_t mask) {
     kiln_context *ctx = ENG_CTX(t);
     int64_t count;
     const sym_node *c = reduced_count(t, mask);
-    if (c && sym_is_const(c, &count) && count > REDUCE_MAX_COUNT)
-        return reduce_split(t, op, mask, count);
     const shape_view *v = view_of(t);
     const sym_node *shape[SHAPE_MAX_DIMS];
     for (uint32_t d = 0; d < v->ndim; d++)
         shape[d] = mask & (1u << d) ? sym_const(ctx->sym, 1) : v->shape[d];
+    if (no_outputs(t, mask)) /* an empty result, however many elements each would combine */
+        return eng_full(ctx, type_of(t), v->ndim, shape, 0.0, NULL);
+    if (c && sym_is_const(c, &count) && count > REDUCE_MAX_COUNT)
+        return reduce_split(t, op, mask, count);
     eng_node *n = eng_node_new(ctx, ENG_REDUCE, op, type_of(t), v->ndim, shape);
     if (!n)
         return NULL;
@@ -427,15 +445,13 @@ static kiln_tensor *split_reduce(kiln_tensor *x, ir_op op, uint32_t mask) {
     const shape_view *v = view_of(x);
     int64_t outputs = 1, count = 1, size;
     for (uint32_t d = 0; d < v->ndim; d++) {
-        if (!sym_is_const(v->shape[d], &size))
-            return NULL;
-        if (mask & (1u << d))
-            count *= size;
-        else
-            outputs *= size;
+        if (!sym_is_const(v->shape[d], &size) ||
+            !base_mul_i64(mask & (1u << d) ? count : outputs, size,
+                          mask & (1u << d) ? &count : &outputs))
+            return NULL; /* symbolic, or too large for any device anyway */
     }
     int64_t want = (int64_t)ctx->parallelism;
-    if (outputs <= 0 || outputs * 4 >= want || count < 8192)
+    if (outputs <= 0 || outputs >= want || outputs * 4 >= want || count < 8192)
         return NULL;
     int64_t p = 1;
     while (count % (2 * p) == 0 && outputs * 2 * p <= want && count / (2 * p) >= 256)
@@ -482,13 +498,12 @@ static kiln_tensor *strip_split(kiln_tensor *x, ir_op op, uint32_t mask) {
     int32_t perm[SHAPE_MAX_DIMS];
     uint32_t n = 0;
     for (uint32_t d = 0; d < v->ndim; d++) {
-        if (!sym_is_const(v->shape[d], &size))
-            return NULL;
+        if (!sym_is_const(v->shape[d], &size) ||
+            !base_mul_i64(mask & (1u << d) ? rows : cols, size, mask & (1u << d) ? &rows : &cols))
+            return NULL; /* symbolic, or too large for any device anyway */
         if (mask & (1u << d)) {
-            rows *= size;
             perm[n++] = (int32_t)d;
         } else {
-            cols *= size;
             if (!sym_is_const(v->strides[d], &stride))
                 stride = 0;
         }
@@ -652,7 +667,8 @@ static kiln_tensor *std_impl(kiln_tensor *t, uint32_t naxes, const int32_t *axes
 }
 
 static kiln_tensor *softmax_impl(kiln_tensor *t, int32_t dim) {
-    if (!t)
+    uint32_t mask;
+    if (!t || !axes_mask(t, "kiln_softmax", 1, &dim, &mask))
         return NULL;
     kiln_tensor *x = cast_to(t, float_of(type_of(t)));
     kiln_tensor *e = kiln_exp(kiln_sub(x, kiln_max(x, 1, &dim, true)));
@@ -660,7 +676,8 @@ static kiln_tensor *softmax_impl(kiln_tensor *t, int32_t dim) {
 }
 
 static kiln_tensor *log_softmax_impl(kiln_tensor *t, int32_t dim) {
-    if (!t)
+    uint32_t mask;
+    if (!t || !axes_mask(t, "kiln_log_softmax", 1, &dim, &mask))
         return NULL;
     kiln_tensor *x = cast_to(t, float_of(type_of(t)));
     kiln_tensor *shifted = kiln_sub(x, kiln_max(x, 1, &dim, true));
@@ -682,9 +699,16 @@ static kiln_tensor *matmul_impl(kiln_tensor *a, kiln_tensor *b) {
     if (!x || !y)
         return NULL;
     const shape_view *vx = view_of(x), *vy = view_of(y);
-    if (vx->shape[vx->ndim - 1] != vy->shape[vy->ndim - 2])
-        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                        "kiln_matmul: inner dims differ (the last of a, the second last of b)");
+    const sym_node *ka = vx->shape[vx->ndim - 1], *kb = vy->shape[vy->ndim - 2];
+    if (ka != kb) { /* the last dim of a, the second last of b (torch's names: a @ b) */
+        char sa[128], sb[128], inner_a[64], inner_b[64];
+        const shape_view *va = view_of(a), *vb = view_of(b);
+        sym_render(ka, inner_a, sizeof inner_a);
+        sym_render(kb, inner_b, sizeof inner_b);
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_matmul: a is %s, b is %s: %s != %s",
+                        eng_shape_render(va->ndim, va->shape, sa, sizeof sa),
+                        eng_shape_render(vb->ndim, vb->shape, sb, sizeof sb), inner_a, inner_b);
+    }
     int32_t k_axis = -2;
     kiln_tensor *prod = kiln_mul(kiln_unsqueeze(x, -1), kiln_unsqueeze(y, -3));
     kiln_tensor *r = kiln_sum(prod, 1, &k_axis, false);

@@ -47,10 +47,11 @@ static kiln_status assign_storage(kiln_context *ctx, eng_node *node, eng_kernel 
     }
     const sym_node *numel = eng_numel(ctx, node->ndim, node->shape);
     int64_t n = 0;
-    base_error err = {0};
-    kiln_status st = numel ? sym_eval(numel, NULL, &n, &err) : KILN_ERROR_OVERFLOW;
+    if (!numel) /* eng_numel recorded why */
+        return ctx->err.status ? ctx->err.status : KILN_ERROR_OVERFLOW;
+    kiln_status st = eng_eval(ctx, "result size", numel, &n);
     if (st != KILN_OK)
-        return base_error_set(&ctx->err, st, "result size: %s", base_error_message(&err));
+        return st;
     eng_storage *storage = eng_storage_new(ctx, node->type, (uint64_t)n);
     if (!storage)
         return ctx->err.status ? ctx->err.status : KILN_ERROR_OUT_OF_HOST_MEMORY;
@@ -418,7 +419,12 @@ static kiln_status read_impl(kiln_context *ctx, kiln_tensor *t, void *dst, size_
     kiln_status st = kiln_tensor_numel(t, &numel);
     if (st != KILN_OK)
         return st;
-    uint64_t need = (uint64_t)numel * eng_type_size(ENG_BASE(t)->type);
+    uint64_t need;
+    if (__builtin_mul_overflow((uint64_t)numel, (uint64_t)eng_type_size(ENG_BASE(t)->type), &need))
+        return base_error_set(&ctx->err, KILN_ERROR_LIMIT_EXCEEDED,
+                              "kiln_read: the tensor holds %lld elements of %u bytes, more bytes "
+                              "than a size_t counts",
+                              (long long)numel, eng_type_size(ENG_BASE(t)->type));
     if (bytes < need || (need && !dst))
         return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
                               "kiln_read: the tensor holds %llu bytes; the buffer %zu",

@@ -142,6 +142,9 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
         pcache_free(ctx->pcache, ctx->blob, ctx->blob_size);
         ctx->blob = NULL;
     }
+    if (st == KILN_ERROR_NOT_FOUND && !ctx->err.status) /* the device asked for: name the others */
+        return base_error_set(&ctx->err, st, "%s; or \"interp\", the reference interpreter",
+                              base_error_message(&err));
     if (st != KILN_OK)
         return ctx->err.status ? ctx->err.status
                                : base_error_set(&ctx->err, st, "%s", base_error_message(&err));
@@ -561,6 +564,14 @@ static kiln_status lower_variant(kiln_context *ctx, const eng_kernel *k, eng_pro
         ir_kernel_finish(&p->ir);
         st = eng_kernel_lower(ctx, k, p, &p->ir, NULL);
     }
+    if (st != KILN_OK && sym_ctx_status(ctx->sym) != KILN_OK) {
+        /* A symbolic constructor failed under lowering (out of memory building an aligned
+         * offset's Variable), which lower.c reports as an internal error: the symbolic
+         * context knows the cause, and it must not stay there for the next call. */
+        st = base_error_reset(&ctx->err, sym_ctx_status(ctx->sym),
+                              "lowering a kernel to IR failed: %s", sym_ctx_message(ctx->sym));
+        sym_ctx_clear_error(ctx->sym);
+    }
     return st == KILN_OK ? ir_verify(&p->ir, &ctx->err) : st;
 }
 
@@ -636,14 +647,10 @@ static void gather_kast(const kast *a, const sym_node **out, uint32_t cap, uint3
     }
 }
 
-/* The expressions k was built from (unbound), kept with p so that a collection of the
- * symbolic context leaves them: built again, an expression finds the same nodes and keeps its
- * canonical form (term order follows creation), so its kernel's hash stays the same. At most
- * a fixed number per program; if they do not fit, later builds may compile again, never run a
- * wrong kernel. */
-static void keep_expressions(kiln_context *ctx, const eng_kernel *k, eng_program *p) {
-    enum { KEEP_MAX = 256 };
-    const sym_node *found[KEEP_MAX];
+enum { KEEP_MAX = 256 };
+
+/* The expressions k was built from (unbound): the first KEEP_MAX. */
+static uint32_t gather_expressions(const eng_kernel *k, const sym_node *found[KEEP_MAX]) {
     uint32_t n = 0;
     const sym_node *fixed[] = {k->numel, k->out_index, k->gidx, k->reduce_count, k->ridx};
     for (size_t i = 0; i < BASE_COUNTOF(fixed); i++) {
@@ -655,6 +662,47 @@ static void keep_expressions(kiln_context *ctx, const eng_kernel *k, eng_program
     gather_kast(k->value, found, KEEP_MAX, &n);
     for (uint32_t r = 0; r < k->reduction_count; r++)
         gather_kast(k->reductions[r].value, found, KEEP_MAX, &n);
+    return n;
+}
+
+/* A Variable of the program that was never bound has no value to push: the caller's mistake,
+ * named, found before lowering (which could only call it a bug). Each expression is evaluated
+ * with the parameters' values and the index Variables at 0; only a Variable without a value
+ * fails that way. */
+static kiln_status check_bound(kiln_context *ctx, const eng_kernel *k) {
+    const sym_node *vars[ENG_MAX_PARAMS + 2], *found[KEEP_MAX];
+    int64_t values[ENG_MAX_PARAMS + 2] = {0};
+    size_t count = 0;
+    for (uint32_t i = 0; i < k->param_count; i++) {
+        vars[count] = k->params[i];
+        values[count++] = k->param_values[i];
+    }
+    if (k->gidx)
+        vars[count++] = k->gidx;
+    if (k->ridx)
+        vars[count++] = k->ridx;
+    sym_assignment a = {.vars = vars, .values = values, .count = count};
+    uint32_t n = gather_expressions(k, found);
+    for (uint32_t i = 0; i < n; i++) {
+        int64_t v;
+        base_error err = {0};
+        if (sym_eval(found[i], &a, &v, &err) == KILN_ERROR_NOT_FOUND)
+            return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
+                                  "%s: it sizes or indexes the computation, and was never bound "
+                                  "(size tensors with the expression kiln_bind returns)",
+                                  base_error_message(&err));
+    }
+    return KILN_OK;
+}
+
+/* The expressions k was built from (unbound), kept with p so that a collection of the
+ * symbolic context leaves them: built again, an expression finds the same nodes and keeps its
+ * canonical form (term order follows creation), so its kernel's hash stays the same. At most
+ * a fixed number per program; if they do not fit, later builds may compile again, never run a
+ * wrong kernel. */
+static void keep_expressions(kiln_context *ctx, const eng_kernel *k, eng_program *p) {
+    const sym_node *found[KEEP_MAX];
+    uint32_t n = gather_expressions(k, found);
     p->exprs = base_malloc(&ctx->alloc, n * sizeof *p->exprs);
     if (p->exprs) {
         memcpy(p->exprs, found, n * sizeof *p->exprs);
@@ -669,6 +717,9 @@ kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program 
         *out = p;
         return KILN_OK;
     }
+    kiln_status bound = check_bound(ctx, k);
+    if (bound != KILN_OK)
+        return bound;
     p = base_calloc(&ctx->alloc, 1, sizeof *p);
     if (!p)
         return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a kernel");

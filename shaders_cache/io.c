@@ -82,9 +82,18 @@ int pcache_read_file(pcache *pc, const char *path, uint64_t max_size, unsigned c
     int e = pcache_fault(pc, PCACHE_IO_OPEN, path);
     if (e)
         return e;
+    /* Only a regular file is an entry. Anything else in its place is never opened (a device
+     * may act on an open), and what replaces the file between the look and the open cannot
+     * block it: opening a FIFO for reading waits for a writer, for ever, unless O_NONBLOCK
+     * (which regular files ignore). read_open_file checks the type of what was opened. */
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno;
+    if (!S_ISREG(st.st_mode))
+        return EINVAL;
     int fd;
     do
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     while (fd < 0 && errno == EINTR);
     if (fd < 0)
         return errno;

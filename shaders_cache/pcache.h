@@ -23,10 +23,11 @@
  *   size cap    after a put that takes the directory past max_bytes (as this handle counts
  *               it: a scan at its first put plus its own writes), the directory is scanned and
  *               least-recently-used entries are removed down to 3/4 of the cap.
- *   failures    a directory that cannot be created turns the handle off; a write that fails
- *               (read-only or full disk) makes it read-only. Either logs ONE warning per handle
- *               (base_log) and the program runs on without the cache. Bad files never fail a
- *               call: they are misses.
+ *   failures    a directory that cannot be created (or whose name is too long) turns the
+ *               handle off; a write that fails (read-only or full disk) makes it read-only.
+ *               Either logs ONE warning per handle (base_log) and the program runs on without
+ *               the cache. Bad files never fail a call: they are misses, and so is anything
+ *               but a regular file in an entry's place (a FIFO is never opened to block).
  *
  * A handle is used from one thread at a time; several handles and processes may share one
  * directory. Every allocation goes through options.alloc.

@@ -56,8 +56,8 @@ static const char *nonempty_env(const char *name) {
     return v && v[0] ? v : NULL;
 }
 
-/* The directory from the options or the environment, allocated into *dir (NULL when there
- * is no home to put it in). */
+/* The directory from the options or the environment, allocated into pc->dir (NULL when there
+ * is no home to put it in, or its name is too long: then the cache is off, with a warning). */
 static kiln_status resolve_directory(const pcache_options *o, pcache *pc, base_error *err) {
     const char *base = o->directory, *suffix = "";
     if (!base && (base = nonempty_env("KILN_CACHE_DIR")) == NULL) {
@@ -69,8 +69,15 @@ static kiln_status resolve_directory(const pcache_options *o, pcache *pc, base_e
     if (!base)
         return KILN_OK;
     size_t n = strlen(base) + strlen(suffix) + 1;
-    if (n > MAX_DIR_LEN)
-        return base_error_set(err, KILN_ERROR_INVALID_ARGUMENT, "cache directory name too long");
+    if (n > MAX_DIR_LEN) { /* no file in it could be named: as a directory that cannot be made */
+        pc->mode = PCACHE_MODE_OFF;
+        pc->warned = true;
+        base_log(BASE_LOG_WARN, "shaders_cache",
+                 "the cache directory's name is %zu bytes long (at most %d): continuing without "
+                 "the kernel cache",
+                 n - 1, MAX_DIR_LEN - 1);
+        return KILN_OK;
+    }
     pc->dir = base_malloc(&pc->alloc, n);
     if (!pc->dir)
         return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for the cache path");
@@ -93,7 +100,9 @@ static kiln_status setup_directory(pcache *pc, const pcache_options *o, base_err
     if (st != KILN_OK)
         return st;
     if (!pc->dir) {
-        pcache_degrade(pc, PCACHE_MODE_OFF, "finding a cache directory (no HOME)", NULL, ENOENT);
+        if (pc->mode != PCACHE_MODE_OFF) /* (off already when the name was too long) */
+            pcache_degrade(pc, PCACHE_MODE_OFF, "finding a cache directory (no HOME)", NULL,
+                           ENOENT);
         return KILN_OK;
     }
     pc->path_size = strlen(pc->dir) + 2 + PCACHE_TEMP_NAME_MAX;

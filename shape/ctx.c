@@ -39,6 +39,13 @@ const char *shape_ctx_message(const shape_ctx *ctx) {
     return ctx ? base_error_message(&ctx->err) : "no shape context";
 }
 
+void shape_ctx_clear_error(shape_ctx *ctx) {
+    if (!ctx)
+        return;
+    base_error_clear(&ctx->err);
+    sym_ctx_clear_error(ctx->sym);
+}
+
 kiln_status shape_fail(shape_ctx *ctx, kiln_status status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -87,17 +94,31 @@ bool shape_value(const sym_node *n, int64_t *v) {
     return sym_eval(n, NULL, v, &err) == KILN_OK;
 }
 
+/* A proof whose arithmetic overflows proves nothing, and the error the symbolic context
+ * recorded for it is dropped: it is no failure of the operation asking (which would otherwise
+ * report it later, from an unrelated call). An error pending before stays. */
+static bool unproven(shape_ctx *ctx, kiln_status before) {
+    if (before == KILN_OK)
+        sym_ctx_clear_error(ctx->sym);
+    return false;
+}
+
 bool shape_prove_le(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
     if (!a || !b)
         return false;
     if (a == b || sym_vmax(a) <= sym_vmin(b))
         return true;
+    kiln_status before = sym_ctx_status(ctx->sym);
     const sym_node *d = sym_sub(ctx->sym, b, a);
-    return d && sym_vmin(d) >= 0;
+    return d ? sym_vmin(d) >= 0 : unproven(ctx, before);
 }
 
 bool shape_prove_lt(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
-    return shape_prove_le(ctx, sym_add_c(ctx->sym, a, 1), b);
+    kiln_status before = sym_ctx_status(ctx->sym);
+    const sym_node *a1 = a ? sym_add_c(ctx->sym, a, 1) : NULL;
+    if (a && !a1)
+        return unproven(ctx, before);
+    return shape_prove_le(ctx, a1, b);
 }
 
 bool shape_refute_le(shape_ctx *ctx, const sym_node *a, const sym_node *b) {

@@ -94,6 +94,9 @@ kiln_status shape_ctx_create(const base_allocator *alloc, sym_ctx *sym, shape_ct
 void shape_ctx_destroy(shape_ctx *ctx); /* NULL is a no-op */
 sym_ctx *shape_ctx_sym(shape_ctx *ctx);
 const char *shape_ctx_message(const shape_ctx *ctx); /* the most recent failure's message */
+/* Forgets the most recent failure, and any error pending in the symbolic context (after an
+ * application clears the error it was told about, nothing of it stays behind). */
+void shape_ctx_clear_error(shape_ctx *ctx);
 /* Self-alias queries that the stride analysis cannot decide enumerate the addresses of views
  * with at most this many elements (default 65536; 0 turns enumeration off). */
 void shape_ctx_set_alias_enum_limit(shape_ctx *ctx, uint64_t elements);

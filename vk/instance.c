@@ -1,8 +1,36 @@
 /* The Vulkan instance: loader, validation layer and messenger, physical-device snapshots. */
 #include "vkd_internal.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- process-wide state --------------------------------------------------------------------
+ * volk keeps the loader's functions in globals. They are written once, by the first instance
+ * creation (volkInitialize, under pthread_once), and read by every thread after; volk's
+ * instance-level globals and its vkGetDeviceProcAddr, which each instance rewrites, are
+ * written and used under loader_lock only. Kiln calls instance functions through each
+ * instance's own table (vkd_instance_fns), never through those globals. */
+static pthread_once_t loader_once = PTHREAD_ONCE_INIT;
+static VkResult loader_result = VK_ERROR_INITIALIZATION_FAILED;
+static pthread_mutex_t loader_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void load_loader(void) {
+    loader_result = volkInitialize();
+}
+
+/* The Vulkan loader, loaded by the first call of the process (contexts may be created on
+ * several threads at once). */
+static bool loader_ready(void) {
+    return pthread_once(&loader_once, load_loader) == 0 && loader_result == VK_SUCCESS;
+}
+
+/* volk's instance-level globals for handle (kept for code that uses volk directly). */
+static void load_instance_globals(VkInstance handle) {
+    pthread_mutex_lock(&loader_lock);
+    volkLoadInstanceOnly(handle);
+    pthread_mutex_unlock(&loader_lock);
+}
 
 static const char validation_layer[] = "VK_LAYER_KHRONOS_validation";
 
@@ -90,9 +118,12 @@ static kiln_status load_instance_fns(vkd_instance *inst, base_error *err) {
 void vkd_load_device_table(const vkd_instance *inst, VkDevice device,
                            struct VolkDeviceTable *table) {
     /* volkLoadDeviceTable resolves through the global vkGetDeviceProcAddr: point it at this
-     * instance's first (a device of another instance may sit behind other layers). */
+     * instance's first (a device of another instance may sit behind other layers), with no
+     * other thread doing the same for its own. */
+    pthread_mutex_lock(&loader_lock);
     vkGetDeviceProcAddr = inst->fn.GetDeviceProcAddr;
     volkLoadDeviceTable(table, device);
+    pthread_mutex_unlock(&loader_lock);
 }
 
 /* Creates the VkInstance with the extensions that exist and that Kiln uses. */
@@ -179,7 +210,7 @@ static kiln_status create_handle(vkd_instance *inst, const vkd_instance_options 
     if (st != KILN_OK)
         return st;
     inst->owned = true;
-    volkLoadInstanceOnly(inst->handle);
+    load_instance_globals(inst->handle);
     st = load_instance_fns(inst, err);
     if (st == KILN_OK && inst->validation) {
         st = vkd_check(inst->fn.CreateDebugUtilsMessengerEXT(inst->handle, &messenger_info, NULL,
@@ -334,7 +365,7 @@ kiln_status vkd_instance_create(const vkd_instance_options *options, vkd_instanc
     static const vkd_instance_options defaults = {0};
     const vkd_instance_options *opt = options ? options : &defaults;
     *out = NULL;
-    if (volkInitialize() != VK_SUCCESS)
+    if (!loader_ready())
         return base_error_set(err, KILN_ERROR_VULKAN_UNAVAILABLE,
                               "the Vulkan loader (libvulkan.so.1) could not be loaded "
                               "(Debian: apt-get install libvulkan1 mesa-vulkan-drivers)");
@@ -371,7 +402,7 @@ kiln_status vkd_instance_wrap(VkInstance handle, uint32_t api_version, const bas
     if (!handle || api_version < VK_API_VERSION_1_1)
         return base_error_set(err, KILN_ERROR_INVALID_ARGUMENT,
                               "an application's instance must exist and use Vulkan 1.1 or newer");
-    if (volkInitialize() != VK_SUCCESS)
+    if (!loader_ready())
         return base_error_set(err, KILN_ERROR_VULKAN_UNAVAILABLE,
                               "the Vulkan loader (libvulkan.so.1) could not be loaded");
     base_allocator a = alloc ? *alloc : base_allocator_make(NULL, NULL);
@@ -383,7 +414,7 @@ kiln_status vkd_instance_wrap(VkInstance handle, uint32_t api_version, const bas
     inst->owned = false;
     inst->loader_version = volkGetInstanceVersion();
     inst->api_version = api_version < VK_API_VERSION_1_3 ? api_version : VK_API_VERSION_1_3;
-    volkLoadInstanceOnly(handle);
+    load_instance_globals(handle);
     kiln_status st = load_instance_fns(inst, err);
     if (st == KILN_OK)
         st = load_layers(inst, err);

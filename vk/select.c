@@ -2,6 +2,7 @@
 #include "vkd_internal.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 static int type_rank(VkPhysicalDeviceType type) {
@@ -42,8 +43,22 @@ static bool parse_index(const char *s, uint32_t *out) {
     return true;
 }
 
+/* "0: llvmpipe (LLVM 15.0.6, 256 bits); 1: ..." into buf (truncated to cap): what a spec can
+ * name, for the message of one that names nothing. A device without a compute queue says so. */
+static const char *device_list(const vkd_device_info *infos, uint32_t count, char *buf,
+                               size_t cap) {
+    size_t n = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < count && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%u: %s%s", i ? "; " : "", i,
+                              infos[i].props.deviceName,
+                              infos[i].compute_family < 0 ? " (no compute queue)" : "");
+    return buf;
+}
+
 kiln_status vkd_select_device(const vkd_device_info *infos, uint32_t count, const char *spec,
                               uint32_t *index, base_error *err) {
+    char list[BASE_ERROR_MESSAGE_MAX];
     if (count == 0)
         return base_error_set(err, KILN_ERROR_NO_DEVICE,
                               "no Vulkan device found (on a machine without a GPU install "
@@ -53,8 +68,8 @@ kiln_status vkd_select_device(const vkd_device_info *infos, uint32_t count, cons
         if (parse_index(spec, &want)) {
             if (want >= count)
                 return base_error_set(err, KILN_ERROR_NOT_FOUND,
-                                      "device index %u does not exist (%u device%s: 0..%u)", want,
-                                      count, count == 1 ? "" : "s", count - 1);
+                                      "device index %u does not exist; the Vulkan devices: %s",
+                                      want, device_list(infos, count, list, sizeof list));
             if (infos[want].compute_family < 0)
                 return base_error_set(err, KILN_ERROR_NO_DEVICE,
                                       "device %u (%s) has no compute queue", want,
@@ -69,7 +84,9 @@ kiln_status vkd_select_device(const vkd_device_info *infos, uint32_t count, cons
             }
         }
         return base_error_set(err, KILN_ERROR_NOT_FOUND,
-                              "no device with a compute queue matches \"%s\"", spec);
+                              "no device with a compute queue matches \"%s\"; the Vulkan "
+                              "devices: %s",
+                              spec, device_list(infos, count, list, sizeof list));
     }
     int best_rank = -1;
     for (uint32_t i = 0; i < count; i++) {

@@ -118,8 +118,9 @@ const vkd_device_info *vkd_instance_device(const vkd_instance *inst, uint32_t in
 
 /* Chooses a device. spec NULL or "": the default preference discrete > integrated > virtual >
  * CPU > other, first index among equals, among devices with a compute queue. Otherwise spec is
- * a decimal index or a case-insensitive substring of the device name. Pure: tests call it with
- * made-up infos to drive the same choice as real hardware. */
+ * a decimal index or a case-insensitive substring of the device name; one that names no device
+ * is KILN_ERROR_NOT_FOUND, with a message listing the devices (index and name). Pure: tests
+ * call it with made-up infos to drive the same choice as real hardware. */
 kiln_status vkd_select_device(const vkd_device_info *infos, uint32_t count, const char *spec,
                               uint32_t *index, base_error *err);
 kiln_status vkd_instance_select(const vkd_instance *inst, const char *spec, uint32_t *index,

@@ -94,7 +94,9 @@ typedef struct kiln_context_options {
     const char *device;
     bool validation; /* the Khronos validation layer (also $KILN_VALIDATION=1) */
     /* Where compiled kernels persist across runs: NULL uses $KILN_CACHE_DIR, else
-     * $XDG_CACHE_HOME/kiln, else ~/.cache/kiln. KILN_CACHE=0 turns the disk cache off. */
+     * $XDG_CACHE_HOME/kiln, else ~/.cache/kiln. KILN_CACHE=0 turns the disk cache off; so does
+     * a directory that cannot be created or whose name is too long for a path (with a
+     * warning in the log: the context is made all the same). */
     const char *cache_dir;
     /* Measure device time with timestamp queries (kiln_stats.device_time_ns). Off by default:
      * a timestamp costs a wait for idle on some drivers (about 0.1 ms per realize on
@@ -132,8 +134,10 @@ typedef struct kiln_context_options {
     bool test_unpaired_vectors;
 } kiln_context_options;
 
-/* Statuses: KILN_ERROR_NOT_FOUND (no device matches), KILN_ERROR_OUT_OF_HOST_MEMORY, Vulkan
- * errors. *out is NULL on failure. options may be NULL. */
+/* Statuses: KILN_ERROR_NOT_FOUND (no device matches: the message lists the Vulkan devices by
+ * index and name, and "interp"), KILN_ERROR_OUT_OF_HOST_MEMORY, Vulkan errors. *out is NULL on
+ * failure, and the message of a failed creation goes to the log (stderr, KILN_DEBUG). options
+ * may be NULL. */
 kiln_status kiln_context_create(const kiln_context_options *options, kiln_context **out);
 void kiln_context_destroy(kiln_context *ctx); /* NULL is a no-op */
 /* The most recent failure (a sticky graph-building error, or the last failed call). */
@@ -190,7 +194,8 @@ const kiln_expr *kiln_expr_mul(kiln_context *ctx, const kiln_expr *a, const kiln
 /* Floor division and modulo. */
 const kiln_expr *kiln_expr_div(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b);
 const kiln_expr *kiln_expr_mod(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b);
-/* The value of e with its bound Variables (an unbound Variable is an error). */
+/* The value of e with its bound Variables. A Variable never bound has no value: wherever one is
+ * needed (this call, a query, a realize) that is KILN_ERROR_INVALID_ARGUMENT, naming it. */
 kiln_status kiln_expr_value(kiln_context *ctx, const kiln_expr *e, int64_t *value);
 
 /* ---- tensors ------------------------------------------------------------------------------ */
@@ -211,8 +216,13 @@ enum { KILN_MAX_DIMS = 16 };
 size_t kiln_dtype_size(kiln_dtype dtype);
 const char *kiln_dtype_name(kiln_dtype dtype);
 
-/* Creation. Shapes are ndim sizes >= 0; the _sym forms take expressions. data is copied
- * (row-major, numel * kiln_dtype_size bytes). */
+/* Creation. Shapes are ndim sizes >= 0 whose product (a 0 counted as 1: the strides) is an
+ * int64 (else KILN_ERROR_OVERFLOW); the _sym forms take expressions. data is copied
+ * (row-major, numel * kiln_dtype_size bytes). A fill value (kiln_full, kiln_scalar,
+ * kiln_fill_, the _scalar ops) converts as a cast: toward zero for an integer dtype, where
+ * NaN, an infinity or a value outside the dtype's range is KILN_ERROR_INVALID_ARGUMENT (as
+ * torch.full); for bool, true when nonzero, NaN included (as Python's bool(float('nan')) and
+ * torch.full(..., nan, dtype=torch.bool)). */
 kiln_tensor *kiln_from_data(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
                             const int64_t *shape, const void *data);
 kiln_tensor *kiln_empty(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape);
@@ -223,7 +233,9 @@ kiln_tensor *kiln_full_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
 kiln_tensor *kiln_zeros(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape);
 kiln_tensor *kiln_ones(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape);
 kiln_tensor *kiln_scalar(kiln_context *ctx, kiln_dtype dtype, double value); /* 0-d */
-/* [start, stop) by step, as torch.arange (a 1-d tensor of ceil((stop - start) / step)). */
+/* [start, stop) by step, as torch.arange (a 1-d tensor of ceil((stop - start) / step)).
+ * Non-finite bounds, a zero step, and for an integer dtype a value it cannot hold are
+ * KILN_ERROR_INVALID_ARGUMENT naming the values. */
 kiln_tensor *kiln_arange(kiln_context *ctx, kiln_dtype dtype, double start, double stop,
                          double step);
 /* Symbolic forms: sizes (and values) are expressions of bound Variables. One kernel serves

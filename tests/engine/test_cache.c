@@ -9,11 +9,13 @@
 
 #include <dirent.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -204,6 +206,81 @@ static void test_engine_cache_corrupt_entries_are_misses_and_replaced(void **sta
     assert_memory_equal(a, c, sizeof(float) * 5 * 8);
 }
 
+/* Ends the test program with a failure when a context blocks, rather than hanging CI. */
+static void hang_guard(int sig) {
+    (void)sig;
+    static const char msg[] = "a context blocked reading its cache (on a FIFO?)\n";
+    ssize_t n = write(2, msg, sizeof msg - 1);
+    (void)n;
+    _exit(3);
+}
+
+/* A FIFO in place of every file a run of the program reads from its cache directory (its
+ * entries, the pipeline blob): each is a miss, never a hang (opening a FIFO for reading waits
+ * for a writer), and the program computes what it computes without a cache. */
+static void test_engine_cache_fifo_entries_are_misses(void **state) {
+    (void)state;
+    char saved[sizeof cache_dir], fifos[sizeof cache_dir];
+    snprintf(saved, sizeof saved, "%s", cache_dir);
+    float want[64 * 8], got[64 * 8];
+    kiln_stats s = program(3, want); /* the entries, in cache_dir */
+    assert_true(s.kernels_compiled + s.disk_hits > 0);
+    snprintf(fifos, sizeof fifos, "/tmp/kiln-cache-fifo-XXXXXX");
+    assert_non_null(mkdtemp(fifos));
+    DIR *d = opendir(cache_dir);
+    assert_non_null(d);
+    int made = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.' || strstr(e->d_name, ".bin"))
+            continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", fifos, e->d_name);
+        assert_int_equal(mkfifo(path, 0600), 0);
+        made++;
+    }
+    closedir(d);
+    assert_true(made > 0);
+    snprintf(cache_dir, sizeof cache_dir, "%s", fifos);
+    void (*old)(int) = signal(SIGALRM, hang_guard);
+    alarm(120);
+    kiln_stats f = program(3, got);
+    alarm(0);
+    signal(SIGALRM, old);
+    assert_int_equal(f.disk_hits, 0);
+    assert_int_equal(f.kernels_compiled, s.kernels_compiled + s.disk_hits);
+    assert_memory_equal(want, got, sizeof(float) * 3 * 8);
+    snprintf(cache_dir, sizeof cache_dir, "%s", saved);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fifos);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* A cache directory whose name is too long for any path (over 4 KB) turns the cache off
+ * with a warning: the context is made and computes (its creation used to fail). */
+static void test_engine_cache_too_long_directory_turns_the_cache_off(void **state) {
+    (void)state;
+    static char dir[5000];
+    memset(dir, 'd', sizeof dir - 1);
+    memcpy(dir, "/tmp/", 5);
+    for (int from_env = 0; from_env < 2; from_env++) {
+        kiln_context *ctx = NULL;
+        kiln_context_options opt = {.cache_dir = from_env ? NULL : dir, .validation = true};
+        if (from_env)
+            setenv("KILN_CACHE_DIR", dir, 1);
+        kiln_status st = kiln_context_create(&opt, &ctx);
+        unsetenv("KILN_CACHE_DIR");
+        assert_int_equal(st, KILN_OK);
+        float y[3];
+        assert_int_equal(
+            kiln_read(kiln_exp(kiln_zeros(ctx, KILN_F32, 1, (int64_t[]){3})), y, sizeof y),
+            KILN_OK);
+        assert_true(y[0] == 1 && y[2] == 1);
+        kiln_stats s = kiln_context_stats(ctx);
+        assert_int_equal(s.disk_hits, 0);
+        kiln_context_destroy(ctx);
+    }
+}
+
 static int setup(void **state) {
     (void)state;
     vk_fixture_keep_drivers_loaded();
@@ -236,6 +313,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_engine_cache_second_process_compiles_nothing),
         cmocka_unit_test(test_engine_cache_offsets_of_every_alignment),
         cmocka_unit_test(test_engine_cache_corrupt_entries_are_misses_and_replaced),
+        cmocka_unit_test(test_engine_cache_fifo_entries_are_misses),
+        cmocka_unit_test(test_engine_cache_too_long_directory_turns_the_cache_off),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

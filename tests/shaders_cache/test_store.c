@@ -5,6 +5,7 @@
 #include "test_alloc.h"
 
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -303,6 +304,78 @@ static kiln_status blob_round_trip(pcache *pc, const pcache_identity *id) {
     return st;
 }
 
+/* Ends the test program with a failure when a cache call blocks, rather than hanging CI. */
+static void hang_guard(int sig) {
+    (void)sig;
+    static const char msg[] = "a cache call blocked (on a FIFO?)\n";
+    ssize_t n = write(2, msg, sizeof msg - 1);
+    (void)n;
+    _exit(3);
+}
+
+/* Something other than a regular file in an entry's place is a miss, never a hang: a FIFO
+ * (opening it for reading would wait for a writer for ever), a directory. The pipeline blob's
+ * file likewise. A put then replaces the FIFO with the entry. */
+static void test_shaders_cache_store_special_files_are_misses(void **state) {
+    (void)state;
+    const char *dir = helper_tempdir(0);
+    pcache_identity id = helper_identity(9);
+    pcache *pc = helper_open(dir, &id, 0);
+    assert_int_equal(pcache_put(pc, "k", 1, "v", 1, NULL), KILN_OK);
+    char path[4096];
+    snprintf(path, sizeof path, "%s", helper_single_entry(dir));
+    void (*old)(int) = signal(SIGALRM, hang_guard);
+    alarm(20);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    expect_miss(pc, "k", 1);
+    assert_int_equal(pcache_list(pc, count_entry, &(int){0}, NULL), KILN_OK);
+    assert_int_equal(pcache_put(pc, "k", 1, "w", 1, NULL), KILN_OK); /* replaces it */
+    expect_hit(pc, "k", 1, "w", 1);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(mkdir(path, 0700), 0);
+    expect_miss(pc, "k", 1);
+    assert_int_equal(rmdir(path), 0);
+    /* The pipeline blob. */
+    unsigned char blob[64] = {32, 0, 0, 0, VK_PIPELINE_CACHE_HEADER_VERSION_ONE};
+    memcpy(blob + 8, &id.vendor_id, 4);
+    memcpy(blob + 12, &id.device_id, 4);
+    memcpy(blob + 16, id.pipeline_cache_uuid, VK_UUID_SIZE);
+    assert_int_equal(pcache_pipeline_save(pc, blob, sizeof blob, NULL), KILN_OK);
+    snprintf(path, sizeof path, "%s", helper_single_entry(dir));
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    void *back = NULL;
+    size_t n = 0;
+    assert_int_equal(pcache_pipeline_load(pc, &back, &n, NULL), KILN_ERROR_NOT_FOUND);
+    alarm(0);
+    signal(SIGALRM, old);
+    pcache_close(pc);
+    helper_rmtree(dir);
+}
+
+/* A directory name too long for a path turns the cache off with one warning (like a
+ * directory that cannot be made); opening still succeeds and every call is a miss. */
+static void test_shaders_cache_store_too_long_directory_turns_the_cache_off(void **state) {
+    (void)state;
+    static char dir[5000];
+    memset(dir, 'd', sizeof dir - 1);
+    dir[0] = '/';
+    pcache_identity id = helper_identity(10);
+    pcache *pc = NULL;
+    helper_capture_log();
+    assert_int_equal(pcache_open(&(pcache_options){.directory = dir, .identity = &id}, &pc, NULL),
+                     KILN_OK);
+    assert_int_equal(pcache_mode_of(pc), PCACHE_MODE_OFF);
+    assert_int_equal(helper_warnings(), 1);
+    assert_non_null(strstr(helper_last_warning(), "4999 bytes"));
+    assert_int_equal(pcache_put(pc, "k", 1, "v", 1, NULL), KILN_OK);
+    expect_miss(pc, "k", 1);
+    assert_int_equal(helper_warnings(), 1);
+    helper_release_log();
+    pcache_close(pc);
+}
+
 /* Everything a run does, under an allocator that fails the Nth allocation. */
 static kiln_status one_run(const base_allocator *a, const char *dir, const pcache_identity *id) {
     pcache *pc = NULL;
@@ -367,6 +440,8 @@ int main(void) {
         cmocka_unit_test(test_shaders_cache_store_kiln_cache_0_disables),
         cmocka_unit_test(test_shaders_cache_store_rejects_bad_arguments),
         cmocka_unit_test(test_shaders_cache_store_fail_nth_allocation),
+        cmocka_unit_test(test_shaders_cache_store_special_files_are_misses),
+        cmocka_unit_test(test_shaders_cache_store_too_long_directory_turns_the_cache_off),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

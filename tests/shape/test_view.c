@@ -292,6 +292,25 @@ static void test_shape_view_unfold_torch_rules(void **state) {
     assert_untouched(&out);
 }
 
+/* A step past the end gives one window however large it is (torch accepts any step >= 1).
+ * Proving the bounds computes step + 1, which overflows: the proof fails, the view is made, and
+ * no error stays behind in the symbolic context to be reported by a later, unrelated call. */
+static void test_shape_view_unfold_huge_step_leaves_no_error(void **state) {
+    ST_ENV(state);
+    shape_view x = ST_CONTIG(6), t;
+    assert_int_equal(shape_view_unfold(C, &x, 0, sym_const(S, 2), sym_const(S, INT64_MAX), &t),
+                     KILN_OK);
+    st_assert_view(&t, 2, ST_N(1, 2), ST_N(0, 1), 0, NULL);
+    st_assert_user(&t, ST_N(INT64_MAX, 1), 0);
+    assert_int_equal(sym_ctx_status(S), KILN_OK);
+    /* An error pending before a proof is kept. */
+    assert_null(sym_add(S, sym_const(S, INT64_MAX), sym_const(S, 1)));
+    assert_int_equal(shape_view_unfold(C, &x, 0, sym_const(S, 2), sym_const(S, INT64_MAX), &t),
+                     KILN_OK);
+    assert_int_equal(sym_ctx_status(S), KILN_ERROR_OVERFLOW);
+    sym_ctx_clear_error(S);
+}
+
 static void test_shape_view_index_and_valid_expressions(void **state) {
     ST_ENV(state);
     shape_view v = ST_CONTIG(2, 3), p;
@@ -571,6 +590,7 @@ int main(void) {
         T(test_shape_view_select_of_padding),
         T(test_shape_view_diagonal_torch_rules),
         T(test_shape_view_unfold_torch_rules),
+        T(test_shape_view_unfold_huge_step_leaves_no_error),
         T(test_shape_view_index_and_valid_expressions),
         T(test_shape_view_extent_and_storage),
         T(test_shape_view_dense_permutation_found),

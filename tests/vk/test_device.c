@@ -103,6 +103,14 @@ static void test_vk_device_select_prefers_discrete_then_integrated(void **state)
     assert_int_equal(vkd_select_device(devs, 4, NULL, &index, &err), KILN_OK);
     assert_int_equal(index, 1);
     assert_int_equal(vkd_select_device(devs, 4, "radeon", &index, &err), KILN_ERROR_NOT_FOUND);
+    /* The message says what there is to choose from. */
+    assert_non_null(strstr(err.message, "\"radeon\""));
+    assert_non_null(strstr(err.message, "0: llvmpipe; 1: Intel UHD; 2: Radeon RX (no compute "
+                                        "queue); 3: virgl"));
+    base_error_clear(&err);
+    assert_int_equal(vkd_select_device(devs, 4, "7", &index, &err), KILN_ERROR_NOT_FOUND);
+    assert_non_null(strstr(err.message, "index 7"));
+    assert_non_null(strstr(err.message, "0: llvmpipe; 1: Intel UHD"));
     base_error_clear(&err);
     assert_int_equal(vkd_select_device(devs, 4, "2", &index, &err), KILN_ERROR_NO_DEVICE);
     base_error_clear(&err);
