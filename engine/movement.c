@@ -48,7 +48,7 @@ static kiln_tensor *permute_impl(kiln_tensor *t, const int32_t *dims) {
     if (!dims && ndim)
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_permute: no dims");
     for (uint32_t i = 0; i < ndim; i++) {
-        uint32_t d;
+        uint32_t d = 0;
         if (!dim_index(ctx, "kiln_permute", dims[i], ndim, &d))
             return NULL;
         if (seen & (1u << d))
@@ -174,7 +174,7 @@ static kiln_tensor *narrow_view(kiln_tensor *t, int32_t dim, const sym_node *sta
                                 const sym_node *length) {
     kiln_context *ctx = ENG_CTX(t);
     const shape_view *v = view_of(t);
-    uint32_t d;
+    uint32_t d = 0;
     if (!dim_index(ctx, "kiln_narrow", dim, v->ndim, &d))
         return NULL;
     shape_view out;
@@ -223,7 +223,7 @@ static kiln_tensor *unfold_impl(kiln_tensor *t, int32_t dim, int64_t size, int64
         return NULL;
     kiln_context *ctx = ENG_CTX(t);
     const shape_view *v = view_of(t);
-    uint32_t d;
+    uint32_t d = 0;
     if (!dim_index(ctx, "kiln_unfold", dim, v->ndim, &d))
         return NULL;
     int64_t n;
