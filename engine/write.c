@@ -76,6 +76,19 @@ static kiln_status write_node(kiln_context *ctx, eng_tensor *dst, kiln_tensor *v
     return KILN_OK;
 }
 
+/* A graph-building error met inside a write call becomes that call's own failure (not sticky),
+ * its message prefixed with what the call could not do. */
+static kiln_status refused(kiln_context *ctx, const char *what) {
+    ctx->sticky = false;
+    kiln_status st = ctx->err.status ? ctx->err.status : KILN_ERROR_OUT_OF_HOST_MEMORY;
+    char cause[BASE_ERROR_MESSAGE_MAX];
+    snprintf(cause, sizeof cause, "%s", base_error_message(&ctx->err));
+    base_error_clear(&ctx->err);
+    if (strncmp(cause, what, strlen(what)) == 0) /* it names the call already */
+        return base_error_set(&ctx->err, st, "%s", cause);
+    return base_error_set(&ctx->err, st, "%s: %s", what, cause);
+}
+
 static kiln_status copy_impl(kiln_context *ctx, kiln_tensor *dst, kiln_tensor *src) {
     const char *why = unwritable(ctx, dst);
     if (why)
@@ -88,14 +101,7 @@ static kiln_status copy_impl(kiln_context *ctx, kiln_tensor *dst, kiln_tensor *s
     if (value && ENG_BASE(value)->type != type)
         value = eng_elementwise(ctx, IR_CAST, type, 1, &value);
     if (!value) {
-        /* A refused copy is this call's failure, not a graph-building error that blocks
-         * later calls. */
-        ctx->sticky = false;
-        char cause[512];
-        snprintf(cause, sizeof cause, "%s", base_error_message(&ctx->err));
-        return base_error_set(
-            &ctx->err, ctx->err.status ? ctx->err.status : KILN_ERROR_OUT_OF_HOST_MEMORY,
-            "kiln_copy_: the source cannot be written to the destination: %s", cause);
+        return refused(ctx, "kiln_copy_: the source cannot be written to the destination");
     }
     return write_node(ctx, eng_t(dst), value);
 }
@@ -120,19 +126,17 @@ static kiln_status run_write(const char *call, kiln_tensor *dst, kiln_tensor *sr
     case 1:
     case 2: {
         kiln_tensor *r = kind == 1 ? kiln_add(dst, src) : kiln_mul(dst, src);
-        if (!r) {
-            ctx->sticky = false;
-            st = ctx->err.status;
-        } else
+        if (!r)
+            st = refused(ctx, call);
+        else
             st = copy_impl(ctx, dst, r);
         break;
     }
     default: {
         ir_type type = eng_resolve(dst)->type;
-        if (!eng_value_fits(ctx, call, type, value)) {
-            ctx->sticky = false;
-            st = ctx->err.status;
-        } else
+        if (!eng_value_fits(ctx, call, type, value))
+            st = refused(ctx, call);
+        else
             st = copy_impl(ctx, dst, eng_full(ctx, type, 0, NULL, value, NULL));
         break;
     }

@@ -149,6 +149,26 @@ static void test_engine_lifetime_released_handles(void **state) {
     fx_check_f32(y, (const float[]){2, 3, 4, 5}, 4, 0, 0);
 }
 
+/* A refused write is that call's failure: the message names it, and later calls run without
+ * kiln_context_clear_error; the destination is unchanged. */
+static void test_engine_lifetime_refused_writes(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *a = fx_f32(ctx, 2, (const int64_t[]){2, 2}, (const float[]){1, 2, 3, 4});
+    kiln_tensor *b = fx_f32(ctx, 1, (const int64_t[]){3}, (const float[]){5, 6, 7});
+    assert_int_not_equal(kiln_copy_(a, b), KILN_OK);
+    assert_non_null(strstr(kiln_context_message(ctx), "kiln_copy_"));
+    assert_non_null(strstr(kiln_context_message(ctx), "expand")); /* the cause */
+    fx_check_f32(a, (const float[]){1, 2, 3, 4}, 4, 0, 0);
+    kiln_tensor *n = fx_i32(ctx, 1, (const int64_t[]){2}, (const int32_t[]){1, 2});
+    assert_int_not_equal(kiln_fill_(n, NAN), KILN_OK);
+    assert_non_null(strstr(kiln_context_message(ctx), "kiln_fill_"));
+    fx_check_i32(n, (const int32_t[]){1, 2}, 2);
+    assert_int_not_equal(kiln_add_(a, b), KILN_OK);
+    assert_non_null(strstr(kiln_context_message(ctx), "kiln_add_"));
+    fx_check_f32(kiln_add_scalar(a, 1), (const float[]){2, 3, 4, 5}, 4, 0, 0);
+    kiln_context_clear_error(ctx); /* the last failed call's message */
+}
+
 static void test_engine_lifetime_other_contexts(void **state) {
     kiln_context *ctx = fx_ctx(state);
     kiln_context *other = eng_context_new(false);
@@ -558,6 +578,7 @@ int main(void) {
         ENG_TEST(test_engine_lifetime_creations_are_distinct),
         ENG_TEST(test_engine_lifetime_write_then_rebuild),
         ENG_TEST(test_engine_lifetime_released_handles),
+        ENG_TEST(test_engine_lifetime_refused_writes),
         ENG_TEST(test_engine_lifetime_other_contexts),
         ENG_TEST(test_engine_lifetime_loop_in_place),
         ENG_TEST(test_engine_lifetime_loop_release),
