@@ -321,6 +321,9 @@ eng_node *eng_node_new(kiln_context *ctx, eng_kind kind, ir_op op, ir_type type,
 eng_node *eng_node_intern(kiln_context *ctx, eng_node *candidate);
 eng_node *eng_node_adopt(kiln_context *ctx, eng_node *candidate);
 void eng_node_discard(kiln_context *ctx, eng_node *candidate);
+/* A node of its own copying src read through st (taken), of the given sizes (graph.c). */
+eng_node *eng_node_copy(kiln_context *ctx, eng_node *src, const shape_tracker *st, uint32_t ndim,
+                        const sym_node *const *shape);
 /* The hash-consing equality of two nodes (base_map_eq_fn). */
 bool eng_node_same(const void *stored, const void *key, void *user);
 /* A compact copy of st (only its views), owned by the caller (eng_tracker_free). */
@@ -470,7 +473,8 @@ typedef struct eng_batch eng_batch;
 kiln_status eng_batch_begin(kiln_context *ctx, eng_batch **out);
 kiln_status eng_batch_run(kiln_context *ctx, eng_batch *b, const eng_program *p,
                           const eng_kernel *k);
-kiln_status eng_batch_finish(kiln_context *ctx, eng_batch *b);
+/* Submits and waits; *ran: whether the recorded kernels ran (even if waiting failed). */
+kiln_status eng_batch_finish(kiln_context *ctx, eng_batch *b, bool *ran);
 
 /* schedule.c / realize.c */
 kiln_status eng_realize(kiln_context *ctx, uint32_t count, eng_node *const *nodes);

@@ -180,6 +180,22 @@ const shape_tracker *eng_tracker_contiguous(kiln_context *ctx, uint32_t ndim,
     return eng_tracker_keep(ctx, &st);
 }
 
+/* A node of its own (never shared) whose value is src read through st (taken: freed on
+ * failure), of ndim sizes shape: a storage's private copy before a write, or a write's source
+ * read completely before the write. Live, held by nothing yet. */
+eng_node *eng_node_copy(kiln_context *ctx, eng_node *src, const shape_tracker *st, uint32_t ndim,
+                        const sym_node *const *shape) {
+    eng_node *copy = st ? eng_node_new(ctx, ENG_EW, IR_CAST, src->type, ndim, shape) : NULL;
+    if (!copy) {
+        eng_tracker_free(ctx, st);
+        return NULL;
+    }
+    copy->unique = true;
+    copy->nsrc = 1;
+    copy->src[0] = (eng_src){src, st, 0};
+    return eng_node_adopt(ctx, copy);
+}
+
 /* ---- storage --------------------------------------------------------------------------------- */
 
 /* A storage held once (by the caller, who hands the reference to a node). */

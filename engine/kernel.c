@@ -741,21 +741,17 @@ static void build_write(kbuild *b, eng_node *w) {
     }
     if (b->status == KILN_OK && reads_written_elsewhere(k->value, k->out_index)) {
         /* NumPy's rule: as if src were read completely first. Materialise it. */
-        eng_node *copy =
-            eng_node_new(b->ctx, ENG_EW, IR_CAST, w->src[1].node->type, v->ndim, v->shape);
         const shape_tracker *flat = eng_tracker_contiguous(b->ctx, v->ndim, v->shape);
-        const shape_tracker *read = eng_tracker_keep(b->ctx, w->src[1].st);
-        if (!copy || !flat || !read) {
-            eng_node_discard(b->ctx, copy);
+        eng_node *copy =
+            flat ? eng_node_copy(b->ctx, w->src[1].node, eng_tracker_keep(b->ctx, w->src[1].st),
+                                 v->ndim, v->shape)
+                 : NULL;
+        if (!copy) {
             eng_tracker_free(b->ctx, flat);
-            eng_tracker_free(b->ctx, read);
             return (void)build_fail(b, KILN_ERROR_OUT_OF_HOST_MEMORY, "a copy of the source");
         }
-        copy->unique = true;
-        copy->nsrc = 1;
-        copy->src[0] = (eng_src){w->src[1].node, read, 0};
         /* Same values: only where they are read from. */
-        eng_node_set_src(b->ctx, w, 1, eng_node_adopt(b->ctx, copy), flat);
+        eng_node_set_src(b->ctx, w, 1, copy, flat);
         need(b, copy);
     }
 }

@@ -1292,9 +1292,10 @@ static void align_offsets(lowering *l, const eng_program *p) {
         snprintf(wname, sizeof wname, "%s/%lld+%lld", name, (long long)m, (long long)r);
         const sym_node *w = wlo <= whi ? sym_var(sc, wname, wlo, whi) : NULL;
         const sym_node *to = sym_add_c(sc, sym_mul_c(sc, w, m), r);
-        if (!to) {
+        if (!to) { /* out of memory in the symbolic context, most likely: it says */
             if (l->ir->status == KILN_OK)
-                l->ir->status = KILN_ERROR_INTERNAL;
+                l->ir->status =
+                    sym_ctx_status(sc) != KILN_OK ? sym_ctx_status(sc) : KILN_ERROR_INTERNAL;
             continue;
         }
         l->aligned_var[i] = w;
@@ -1364,6 +1365,14 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_p
     base_map_finish(&l.memo);
     if (used)
         memcpy(used, l.used, sizeof l.used);
+    if (ir->status != KILN_OK && sym_ctx_status(ctx->sym) != KILN_OK) {
+        /* A symbolic constructor failed: its message is the cause, and it must not stay behind
+         * for the next call. */
+        kiln_status st = base_error_reset(
+            &ctx->err, ir->status, "lowering a kernel to IR failed: %s", sym_ctx_message(ctx->sym));
+        sym_ctx_clear_error(ctx->sym);
+        return st;
+    }
     if (ir->status != KILN_OK)
         return base_error_set(&ctx->err, ir->status, "lowering a kernel to IR failed: %s",
                               kiln_status_string(ir->status));

@@ -215,11 +215,6 @@ static void take_cause(kiln_context *ctx, char *cause) {
     base_error_clear(&ctx->err);
 }
 
-/* The device's submissions so far (0 with the interpreter). */
-static uint64_t device_submits(const kiln_context *ctx) {
-    return ctx->dev ? vkd_device_stats(ctx->dev).submits : 0;
-}
-
 /* Runs the scheduled kernels in order and sets s->ran to the number that ran; on failure the
  * context's message names the call, the cause, and what did and did not run.
  *
@@ -232,9 +227,9 @@ static uint64_t device_submits(const kiln_context *ctx) {
  *   eng_program_get or eng_batch_run recorded nothing (vkd_batch_dispatch fails before its
  *   first vkCmd call) and the loop stops there, but eng_batch_finish still submits the kernels
  *   recorded before it. Those ran exactly when the submission happened, i.e. vkQueueSubmit
- *   succeeded (the device's submit count rose): a failure before it (vkEndCommandBuffer,
- *   vkResetFences, vkQueueSubmit) leaves the command buffer unexecuted (the next realize
- *   resets it): nothing ran. A failure after it (the fence wait timed out or the device was
+ *   succeeded (eng_batch_finish says so: the device's submit count rose): a failure before it
+ * (vkEndCommandBuffer, vkResetFences, vkQueueSubmit) leaves the command buffer unexecuted (the next
+ * realize resets it): nothing ran. A failure after it (the fence wait timed out or the device was
  *   lost, or reading the timestamps ran out of memory) comes after the kernels were handed to
  *   the queue, which cannot take them back: they ran (after a timeout they are still running,
  *   and the next batch waits for them before recording), and must not run again.
@@ -263,9 +258,8 @@ static kiln_status run_schedule(schedule *s, const char *call) {
     char cause[BASE_ERROR_MESSAGE_MAX] = "", fin_cause[BASE_ERROR_MESSAGE_MAX] = "";
     if (st != KILN_OK)
         take_cause(ctx, cause); /* eng_batch_finish may record its own failure */
-    uint64_t submits = device_submits(ctx);
-    kiln_status fin = eng_batch_finish(ctx, batch);
-    bool submitted = fin == KILN_OK || device_submits(ctx) > submits;
+    bool submitted;
+    kiln_status fin = eng_batch_finish(ctx, batch, &submitted);
     s->ran = submitted ? recorded : 0;
     if (st == KILN_OK && fin == KILN_OK)
         return KILN_OK;

@@ -564,14 +564,6 @@ static kiln_status lower_variant(kiln_context *ctx, const eng_kernel *k, eng_pro
         ir_kernel_finish(&p->ir);
         st = eng_kernel_lower(ctx, k, p, &p->ir, NULL);
     }
-    if (st != KILN_OK && sym_ctx_status(ctx->sym) != KILN_OK) {
-        /* A symbolic constructor failed under lowering (out of memory building an aligned
-         * offset's Variable), which lower.c reports as an internal error: the symbolic
-         * context knows the cause, and it must not stay there for the next call. */
-        st = base_error_reset(&ctx->err, sym_ctx_status(ctx->sym),
-                              "lowering a kernel to IR failed: %s", sym_ctx_message(ctx->sym));
-        sym_ctx_clear_error(ctx->sym);
-    }
     return st == KILN_OK ? ir_verify(&p->ir, &ctx->err) : st;
 }
 
@@ -935,11 +927,16 @@ kiln_status eng_batch_run(kiln_context *ctx, eng_batch *b, const eng_program *p,
     return run_device(ctx, b, p, k, n);
 }
 
-kiln_status eng_batch_finish(kiln_context *ctx, eng_batch *b) {
+kiln_status eng_batch_finish(kiln_context *ctx, eng_batch *b, bool *ran) {
     kiln_status st = KILN_OK;
+    *ran = true; /* the interpreter ran each kernel in eng_batch_run */
     if (b->batch) {
         base_error err = {0};
+        uint64_t submits = vkd_device_stats(ctx->dev).submits;
         st = vkd_batch_submit(b->batch, &err);
+        /* A failure after vkQueueSubmit (waiting for the fence, reading the timestamps) comes
+         * after the queue took the kernels: they ran (or still run), and must not run again. */
+        *ran = st == KILN_OK || vkd_device_stats(ctx->dev).submits > submits;
         if (st != KILN_OK) {
             base_error_set(&ctx->err, st, "%s", base_error_message(&err));
         } else {

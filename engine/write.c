@@ -32,17 +32,11 @@ static eng_node *write_target(kiln_context *ctx, eng_tensor *dst) {
     eng_node *target = dst->cell->node;
     if (target->cells > 1) {
         eng_node *copy =
-            eng_node_new(ctx, ENG_EW, IR_CAST, target->type, target->ndim, target->shape);
-        const shape_tracker *whole = eng_tracker_contiguous(ctx, target->ndim, target->shape);
-        if (!copy || !whole) {
-            eng_node_discard(ctx, copy);
-            eng_tracker_free(ctx, whole);
+            eng_node_copy(ctx, target, eng_tracker_contiguous(ctx, target->ndim, target->shape),
+                          target->ndim, target->shape);
+        if (!copy)
             return NULL;
-        }
-        copy->unique = true;
-        copy->nsrc = 1;
-        copy->src[0] = (eng_src){target, whole, 0};
-        eng_cell_set(ctx, dst, eng_node_adopt(ctx, copy));
+        eng_cell_set(ctx, dst, copy);
         target = copy;
     }
     /* Its value stops being the current value of a storage: no computation built from now on
