@@ -179,8 +179,27 @@ void eng_runtime_finish(kiln_context *ctx) {
 
 /* ---- storage --------------------------------------------------------------------------------- */
 
+/* The pool of freed device buffers (eng_storage_release) holds at most this much. */
+enum { POOL_MAX_BUFFERS = 64 };
+#define POOL_MAX_BYTES (64ull << 20)
+
 static uint64_t storage_bytes(const eng_storage *s) {
     return s->elements * eng_type_size(s->type);
+}
+
+/* The size of the device buffer a storage of size bytes gets: sizes up to the pool's bound
+ * are rounded up to a class (256 bytes, then four classes between consecutive powers of two:
+ * at most 25% more) so that a freed buffer serves the next storage of about its size; never
+ * above the device's storage-buffer range when size is within it. */
+static uint64_t pool_class(const kiln_context *ctx, uint64_t size) {
+    if (size <= 256)
+        return 256;
+    if (size > POOL_MAX_BYTES)
+        return size;
+    uint64_t quarter = (1ull << (63 - __builtin_clzll(size - 1))) / 4;
+    uint64_t c = (size + quarter - 1) / quarter * quarter;
+    uint64_t range = vkd_device_caps(ctx->dev)->max_storage_buffer_range;
+    return range && size <= range && c > range ? size : c;
 }
 
 kiln_status eng_storage_allocate(kiln_context *ctx, eng_storage *s) {
@@ -200,14 +219,22 @@ kiln_status eng_storage_allocate(kiln_context *ctx, eng_storage *s) {
     }
     base_error err = {0};
     /* One element at least: a masked load may read element 0 of an empty storage. */
-    uint64_t size = bytes ? bytes : eng_type_size(s->type);
-    for (size_t i = 0; i < ctx->pool.len; i++) { /* a freed buffer of this size, if any */
+    uint64_t size = pool_class(ctx, bytes ? bytes : eng_type_size(s->type));
+    for (size_t i = 0; i < ctx->pool.len; i++) { /* a freed buffer of this class, if any */
         if (vkd_buffer_size(ctx->pool.data[i]) == size) {
             s->buffer = ctx->pool.data[i];
             ctx->pool.data[i] = ctx->pool.data[--ctx->pool.len];
             ctx->pool_bytes -= size;
             return KILN_OK;
         }
+    }
+    /* None fits: a freed buffer of another class makes room for this one, so that a loop
+     * whose sizes change every step (a symbolic batch) holds as many buffers as its steps need
+     * at once, not one per size it ever saw. */
+    if (ctx->pool.len) {
+        vkd_buffer *old = ctx->pool.data[--ctx->pool.len];
+        ctx->pool_bytes -= vkd_buffer_size(old);
+        vkd_buffer_destroy(old);
     }
     kiln_status st = vkd_buffer_create(ctx->dev, size, &s->buffer, &err);
     if (st != KILN_OK)
@@ -218,10 +245,8 @@ kiln_status eng_storage_allocate(kiln_context *ctx, eng_storage *s) {
 /* Gives a storage back: its device buffer is kept for reuse (loops allocate the same sizes
  * again; allocating device memory is a system call on some drivers), up to a bound. */
 void eng_storage_release(kiln_context *ctx, eng_storage *s) {
-    enum { POOL_MAX_BUFFERS = 64 };
-    const uint64_t pool_max_bytes = 64ull << 20;
     if (s->buffer && ctx->pool.len < POOL_MAX_BUFFERS &&
-        ctx->pool_bytes + vkd_buffer_size(s->buffer) <= pool_max_bytes &&
+        ctx->pool_bytes + vkd_buffer_size(s->buffer) <= POOL_MAX_BYTES &&
         vkd_buffer_is_mapped(s->buffer) && /* Kiln's own (never an application's) */
         BASE_VEC_PUSH(&ctx->alloc, &ctx->pool, s->buffer) == KILN_OK) {
         ctx->pool_bytes += vkd_buffer_size(s->buffer);

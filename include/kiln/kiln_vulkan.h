@@ -61,7 +61,9 @@ kiln_tensor *kiln_tensor_from_vulkan_buffer(kiln_context *ctx, VkBuffer buffer,
 
 /* Realizes t and returns the VkBuffer holding its storage (Kiln's, valid while a tensor viewing
  * that storage lives, at most until the context is destroyed; or the application's when t
- * wraps one), the buffer's size in bytes, and t's storage offset and strides in elements
+ * wraps one), the buffer's size in bytes (for Kiln's buffers at least the storage's, which
+ * kiln_tensor_storage_size gives in elements: freed buffers are reused, so their sizes are
+ * rounded up to a class, at most 25% larger), and t's storage offset and strides in elements
  * (strides may be NULL for a 0-d tensor). */
 kiln_status kiln_tensor_vulkan_buffer(kiln_tensor *t, VkBuffer *buffer, VkDeviceSize *size_bytes,
                                       int64_t *offset, int64_t *strides);
