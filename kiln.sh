@@ -87,12 +87,26 @@ bench)
     build "$root/build/release" -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_TESTS=OFF
     exec "$root/bench/run.sh" "$root/build/release" "$@"
     ;;
+packages)
+    # Installs what a build needs, and the test and bench sets named after it (tools/ use it).
+    shift
+    sets=("${build_packages[@]}")
+    for s in "$@"; do
+        case "$s" in
+        test) sets+=("${test_packages[@]}") ;;
+        bench) sets+=("${bench_packages[@]}") ;;
+        *) say "packages: unknown set '$s' (test, bench)"; exit 2 ;;
+        esac
+    done
+    ensure_packages "${sets[@]}"
+    ;;
 *)
     cat >&2 <<'USAGE'
 usage: ./kiln.sh run                      build and run Kiln's main job (the attention demo)
        ./kiln.sh test [ctest options]     build with sanitizers and run every test
        ./kiln.sh info [kilninfo options]  build and run kilninfo
        ./kiln.sh bench                    build and run the benchmarks
+       ./kiln.sh packages [test] [bench]  install the Debian packages they need, nothing else
 USAGE
     exit 2
     ;;

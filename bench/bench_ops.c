@@ -23,7 +23,10 @@
  *
  * Environment: KILN_BENCH_FILTER=substring (case ids or names), KILN_BENCH_QUICK=1 (skips the
  * 2048^3 matmul, fewer repetitions), KILN_BENCH_PAIRS=n (paired repetitions, default 15),
- * KILN_BENCH_JSON=path (default bench/results.json), KILN_DEVICE (as Kiln). MESA_SHADER_CACHE_DIR
+ * KILN_BENCH_JSON=path (default bench/results.json), KILN_DEVICE (as Kiln),
+ * KILN_BENCH_SPV_DIR=folder (the GLSL references already compiled there as <name>.spv, as
+ * tools/gpu-check.sh bundles them for a machine without glslc; glslc's times are then NaN).
+ * MESA_SHADER_CACHE_DIR
  * is pointed at a fresh temporary folder unless it is set: first-use (compile) figures are then
  * those of a cold cache on every run instead of depending on what earlier runs left in the user's
  * cache (Mesa's cache stays on; it is not disabled). */
@@ -112,6 +115,7 @@ static struct {
     uint32_t spv_groups[MAX_SPV][3];
     char tmp[64];
     bool have_glslc;
+    const char *spv_dir; /* KILN_BENCH_SPV_DIR: references compiled ahead of time */
     const char *python; /* with numpy; NULL: none */
     vkd_instance *inst;
     vkd_device *dev;     /* the references' device: own_dev, or a case's Kiln device */
@@ -298,12 +302,17 @@ static const char *form_prefix(int pr) {
  * defined (vector buffers as pairs of 64-bit integers, shaders/vec.glsl), "+octets" with
  * PAIRED and OCTETS (eight elements per access). */
 static bool glslc_compile(const char *name, uint32_t **words, size_t *count, double *ms) {
-    char src[512], out[256];
+    char src[512], out[1024];
     const char *plus = strchr(name, '+');
     bool octets = plus && strcmp(plus, "+octets") == 0;
     bool paired = octets || (plus && strcmp(plus, "+paired") == 0);
     int len = plus ? (int)(plus - name) : (int)strlen(name);
     snprintf(src, sizeof src, "%s/%.*s.comp", KILN_BENCH_SHADER_DIR, len, name);
+    if (g.spv_dir) { /* compiled ahead of time (tools/gpu-check.sh) */
+        snprintf(out, sizeof out, "%s/%s.spv", g.spv_dir, name);
+        *ms = NAN; /* glslc did not run here */
+        return read_words(out, words, count);
+    }
     snprintf(out, sizeof out, "%s/%s.spv", g.tmp, name);
     const char *argv[] = {"glslc", "-O", "--target-env=vulkan1.1",   src,
                           "-o",    out,  paired ? "-DPAIRED" : NULL, octets ? "-DOCTETS" : NULL,
@@ -508,7 +517,10 @@ static const char *vector_form(const char *shader, int pr, char *buf, size_t siz
     if (pr && !g.have_int64)
         return NULL;
     char path[512];
-    snprintf(path, sizeof path, "%s/%s_oct.comp", KILN_BENCH_SHADER_DIR, shader);
+    if (g.spv_dir)
+        snprintf(path, sizeof path, "%s/%s_oct+octets.spv", g.spv_dir, shader);
+    else
+        snprintf(path, sizeof path, "%s/%s_oct.comp", KILN_BENCH_SHADER_DIR, shader);
     bool own = pr == 2 && access(path, R_OK) == 0;
     snprintf(buf, size, "%s%s%s", shader, own ? "_oct" : "",
              pr == 2 ? "+octets"
@@ -2609,7 +2621,8 @@ static bool setup(void) {
         setenv("KILN_CACHE_DIR", dir, 1);
     }
     const char *argv[] = {"glslc", "--version", NULL};
-    g.have_glslc = run_quiet(argv, false) == 0;
+    g.spv_dir = getenv("KILN_BENCH_SPV_DIR");
+    g.have_glslc = g.spv_dir ? true : run_quiet(argv, false) == 0;
     if (!g.have_glslc)
         printf("glslc not found: GLSL references skipped (./kiln.sh bench installs it)\n");
     g.python = find_python();
