@@ -197,8 +197,14 @@ static spv_id int_divmod(spv_builder *b, ir_type t, bool mod, spv_id x, spv_id y
     return spv_select(b, y_zero, zero, r);
 }
 
+/* From the bits (exponent all ones, mantissa not zero): x != x is folded to false by a driver
+ * that assumes no NaN occurs (NVIDIA's, without SignedZeroInfNanPreserve), integer operations
+ * never are. */
 static spv_id is_nan(spv_builder *b, spv_id x) {
-    return spv_binop(b, SpvOpFUnordNotEqual, x, x);
+    spv_id u32 = spv_type_int(b, 32, false);
+    spv_id bits = spv_convert(b, SpvOpBitcast, u32, x);
+    spv_id mag = spv_binop(b, SpvOpBitwiseAnd, bits, spv_const_int(b, u32, 0x7fffffff));
+    return spv_binop(b, SpvOpUGreaterThan, mag, spv_const_int(b, u32, 0x7f800000));
 }
 
 /* max/min that return NaN when either operand is NaN (torch.maximum), defined as the
@@ -923,6 +929,13 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
 
     declare_interface(&e);
     spv_id fn = spv_function_begin(e.b, "main");
+    if (opt->preserve_specials) {
+        spv_capability(e.b, SpvCapabilitySignedZeroInfNanPreserve);
+        if (opt->spirv_version < 0x10400)
+            spv_extension(e.b, "SPV_KHR_float_controls");
+        spv_execution_mode(e.b, fn, SpvExecutionModeSignedZeroInfNanPreserve, 1,
+                           (const uint32_t[]){32});
+    }
     spv_id wg[3];
     spv_workgroup_size_spec(e.b, fn, (const uint32_t[]){0, 1, 2},
                             (const uint32_t[]){k->group_lanes        ? k->group_lanes

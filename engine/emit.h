@@ -20,6 +20,10 @@ typedef struct emit_options {
     bool paired_vectors;     /* vector accesses move 64-bit integers: LOAD4/STORE4 two,
                                 LOAD8/STORE8 four (the device has shaderInt64; CPU drivers:
                                 emit.c load_vector) */
+    bool preserve_specials;  /* SignedZeroInfNanPreserve for 32-bit floats (the device's
+                                float controls allow it): without it a driver may assume no
+                                NaN, inf or signed zero occurs (NVIDIA folds x != x to false;
+                                lavapipe x / 0 to 0), and NaN tests use the bits instead */
 } emit_options;
 
 /* The module's interface: buffer i is set 0 binding i; push constants are the kernel's

@@ -247,7 +247,7 @@ kiln_status eng_storage_allocate(kiln_context *ctx, eng_storage *s) {
 void eng_storage_release(kiln_context *ctx, eng_storage *s) {
     if (s->buffer && ctx->pool.len < POOL_MAX_BUFFERS &&
         ctx->pool_bytes + vkd_buffer_size(s->buffer) <= POOL_MAX_BYTES &&
-        vkd_buffer_is_mapped(s->buffer) && /* Kiln's own (never an application's) */
+        vkd_buffer_is_owned(s->buffer) && /* Kiln's own (never an application's) */
         BASE_VEC_PUSH(&ctx->alloc, &ctx->pool, s->buffer) == KILN_OK) {
         ctx->pool_bytes += vkd_buffer_size(s->buffer);
         s->buffer = NULL;
@@ -399,7 +399,8 @@ static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_p
                        .workgroup_size = p->workgroup_size,
                        .params_in_buffer = p->params_in_buffer,
                        .opaque_multipliers = ctx->opaque_multipliers,
-                       .paired_vectors = ctx->paired_vectors};
+                       .paired_vectors = ctx->paired_vectors,
+                       .preserve_specials = caps->preserve_specials32};
     emit_result r;
     base_error err = {0};
     int64_t start = base_now_ns();

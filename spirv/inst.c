@@ -214,6 +214,21 @@ static void spv_local_size(spv_builder *b, spv_id function, const uint32_t size[
     spv_emit(b, &b->sec[SPV_SEC_EXEC_MODES], SpvOpExecutionMode, ops, 5);
 }
 
+void spv_execution_mode(spv_builder *b, spv_id function, SpvExecutionMode mode,
+                        uint32_t literal_count, const uint32_t *literals) {
+    if (!spv_ok(b))
+        return;
+    if (literal_count > 3) {
+        spv_fail(b, KILN_ERROR_INVALID_ARGUMENT, "spirv: execution mode %u with %u literals",
+                 (unsigned)mode, literal_count);
+        return;
+    }
+    uint32_t ops[5] = {spv_raw(function), (uint32_t)mode};
+    for (uint32_t i = 0; i < literal_count; i++)
+        ops[2 + i] = literals[i];
+    spv_emit(b, &b->sec[SPV_SEC_EXEC_MODES], SpvOpExecutionMode, ops, 2 + literal_count);
+}
+
 void spv_workgroup_size(spv_builder *b, spv_id function, const uint32_t size[3]) {
     if (spv_check_function(b, function))
         spv_local_size(b, function, size);

@@ -188,6 +188,11 @@ void spv_function_end(spv_builder *b);
 /* A Function-storage variable of the current function (placed in its first block). */
 spv_id spv_local(spv_builder *b, spv_id type);
 
+/* OpExecutionMode of an entry point with up to three literal operands (for example
+ * SignedZeroInfNanPreserve 32, with its capability and, below SPIR-V 1.4, the extension
+ * SPV_KHR_float_controls declared by the caller). */
+void spv_execution_mode(spv_builder *b, spv_id function, SpvExecutionMode mode,
+                        uint32_t literal_count, const uint32_t *literals);
 /* Fixed workgroup size (ExecutionMode LocalSize). */
 void spv_workgroup_size(spv_builder *b, spv_id function, const uint32_t size[3]);
 /* Workgroup size from three 32-bit specialization constants with SpecIds spec_ids and default

@@ -123,6 +123,10 @@ bool vkd_buffer_is_mapped(const vkd_buffer *buf) {
     return buf->mapped != NULL;
 }
 
+bool vkd_buffer_is_owned(const vkd_buffer *buf) {
+    return buf->owned;
+}
+
 static kiln_status check_range(const vkd_buffer *buf, uint64_t offset, uint64_t size,
                                const char *what, base_error *err) {
     if (offset > buf->size || size > buf->size - offset)

@@ -100,6 +100,10 @@ static void fill_caps(const vkd_device_info *d, const vkd_device_options *opt, v
     caps->subgroup_operations = (d->subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT)
                                     ? d->subgroup.supportedOperations
                                     : 0;
+    /* Float controls are core in 1.2 (a property, no feature to enable). */
+    caps->preserve_specials32 = caps->api_version >= VK_API_VERSION_1_2 &&
+                                d->has_float_controls &&
+                                d->float_controls.shaderSignedZeroInfNanPreserveFloat32;
     const VkQueueFamilyProperties *q = &d->queue_families[d->compute_family];
     caps->timestamps = q->timestampValidBits > 0 && l->timestampPeriod > 0.0f;
     caps->timestamp_period_ns = l->timestampPeriod;

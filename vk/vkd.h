@@ -136,6 +136,9 @@ typedef struct vkd_caps {
     bool float16, int8; /* arithmetic */
     bool storage_buffer_16bit, storage_buffer_8bit;
     bool maintenance4; /* LocalSizeId */
+    /* SignedZeroInfNanPreserve may be declared for 32-bit floats (Vulkan 1.2 and the device's
+     * float controls property): NaN, inf and -0 then survive the driver's optimisations. */
+    bool preserve_specials32;
     bool subgroup_size_control, compute_full_subgroups;
     uint32_t subgroup_size, min_subgroup_size, max_subgroup_size;
     VkSubgroupFeatureFlags subgroup_operations; /* in compute shaders; 0 if not supported */
@@ -230,6 +233,7 @@ kiln_status vkd_buffer_wrap(vkd_device *dev, VkBuffer handle, uint64_t size, vkd
 uint64_t vkd_buffer_size(const vkd_buffer *buf);
 VkBuffer vkd_buffer_handle(const vkd_buffer *buf);
 bool vkd_buffer_is_mapped(const vkd_buffer *buf); /* false: transfers go through staging */
+bool vkd_buffer_is_owned(const vkd_buffer *buf);  /* made by vkd_buffer_create (not wrapped) */
 
 /* Host <-> buffer transfers of any byte range inside the buffer; they wait for completion. */
 kiln_status vkd_buffer_upload(vkd_buffer *buf, uint64_t offset, const void *src, uint64_t size,

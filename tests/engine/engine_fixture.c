@@ -57,6 +57,10 @@ void eng_fixture_context_destroy(kiln_context *ctx) {
     kiln_context_destroy(ctx);
 }
 
+bool fx_gpu_tuned(const kiln_context *ctx) {
+    return ctx->parallelism > 2048;
+}
+
 kiln_context *eng_context_new(bool device) {
     static bool loaded;
     if (!loaded) {

@@ -43,6 +43,11 @@ void eng_fixture_context_destroy(kiln_context *ctx);
 
 /* A context for one backend (validation on for the device); the test destroys it. */
 kiln_context *eng_context_new(bool device);
+/* Whether ctx's kernels are tuned as for a GPU (engine/runtime.c eng_runtime_tune: one output
+ * per invocation, 64 lanes per group reduction; any device that is not a CPU, or
+ * test_gpu_tuning): tests whose kernel counts or summation order follow the tuning expect the
+ * GPU's figures then. */
+bool fx_gpu_tuned(const kiln_context *ctx);
 kiln_context *fx_ctx(void **state);
 
 kiln_tensor *fx_f32(kiln_context *ctx, uint32_t ndim, const int64_t *shape, const float *data);
