@@ -104,6 +104,12 @@ typedef struct kiln_context_options {
     bool timing;
     kiln_alloc_fn alloc; /* NULL: malloc/realloc/free */
     void *alloc_user;
+    /* Receives the messages logged during this context's calls, its creation and destruction
+     * included (kiln_log_fn in kiln_base.h: cache warnings, statistics with KILN_DEBUG,
+     * validation-layer messages, a failed creation's message). NULL: the process-wide callback
+     * (kiln_set_log_callback), else stderr. log_user is passed to it. */
+    kiln_log_fn log;
+    void *log_user;
     /* Test-only overrides that drive, on any device, paths other devices take: a smaller
      * push-constant limit (0: the device's), and specialisation of kernels on symbolic sizes
      * (guarded; off by default so that one kernel serves every bound value). */
