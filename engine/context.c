@@ -42,14 +42,22 @@ kiln_status eng_call_begin(kiln_context *ctx) {
     return KILN_OK;
 }
 
-void *eng_fail_from_shape(kiln_context *ctx, kiln_status status) {
-    const char *call = ctx->call ? ctx->call : "kiln";
-    if (sym_ctx_status(ctx->sym) != KILN_OK) {
-        eng_fail(ctx, sym_ctx_status(ctx->sym), "%s: %s", call, sym_ctx_message(ctx->sym));
+void *eng_fail_from_shape_in(kiln_context *ctx, const char *call, kiln_status status) {
+    bool sym = sym_ctx_status(ctx->sym) != KILN_OK;
+    const char *message = sym ? sym_ctx_message(ctx->sym) : shape_ctx_message(ctx->shape);
+    if (sym)
+        status = sym_ctx_status(ctx->sym);
+    if (call)
+        eng_fail(ctx, status, "%s: %s", call, message);
+    else
+        eng_fail(ctx, status, "%s", message);
+    if (sym)
         sym_ctx_clear_error(ctx->sym);
-        return NULL;
-    }
-    return eng_fail(ctx, status, "%s: %s", call, shape_ctx_message(ctx->shape));
+    return NULL;
+}
+
+void *eng_fail_from_shape(kiln_context *ctx, kiln_status status) {
+    return eng_fail_from_shape_in(ctx, ctx->call, status);
 }
 
 void eng_log_enter(kiln_context *ctx) {
@@ -115,7 +123,7 @@ kiln_status eng_context_create(const kiln_context_options *opt, const eng_extern
 void kiln_context_destroy(kiln_context *ctx) {
     if (!ctx)
         return;
-    eng_log_enter(ctx); /* validation messages of the device's destruction, ... */
+    eng_log_enter(ctx);       /* validation messages of the device's destruction, ... */
     eng_registry_remove(ctx); /* its handles name no context from now on */
     eng_lifetime_finish(ctx);
     eng_runtime_finish(ctx);

@@ -319,6 +319,8 @@ void *eng_fail(kiln_context *ctx, kiln_status status, const char *fmt, ...) BASE
 /* Records a sym/shape error after a failed call into those modules, its message prefixed
  * with the public call running (ctx->call). */
 void *eng_fail_from_shape(kiln_context *ctx, kiln_status status);
+/* The same, naming call (a public call that is not a tensor op, kiln_empty_strided). */
+void *eng_fail_from_shape_in(kiln_context *ctx, const char *call, kiln_status status);
 /* Brackets a public call: the messages logged on this thread in between go to the context's
  * callback (base_log_route_set). Nests; each enter has one leave. */
 void eng_log_enter(kiln_context *ctx);

@@ -227,11 +227,11 @@ bool eng_shape_from_ints(kiln_context *ctx, const char *op, uint32_t ndim, const
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: no shape", op) != NULL;
     for (uint32_t d = 0; d < ndim; d++) {
         if (shape[d] < 0)
-            return eng_fail(ctx, KILN_ERROR_OUT_OF_RANGE, "%s: size %lld of dim %u is negative",
-                            op, (long long)shape[d], d) != NULL;
+            return eng_fail(ctx, KILN_ERROR_OUT_OF_RANGE, "%s: size %lld of dim %u is negative", op,
+                            (long long)shape[d], d) != NULL;
         out[d] = sym_const(ctx->sym, shape[d]);
         if (!out[d])
-            return eng_fail_from_shape(ctx, KILN_ERROR_OVERFLOW) != NULL;
+            return eng_fail_from_shape_in(ctx, op, KILN_ERROR_OVERFLOW) != NULL;
     }
     /* The element count and the row-major strides are int64s: the product of the sizes, a 0
      * counted as 1 (torch.zeros(2, 0, 3).stride() is (3, 3, 1)), fits. */
@@ -260,8 +260,8 @@ bool eng_shape_from_exprs(kiln_context *ctx, const char *op, uint32_t ndim,
             return false;
         }
         if (sym_vmin(out[d]) < 0)
-            return eng_fail(ctx, KILN_ERROR_OUT_OF_RANGE, "%s: size of dim %u may be negative",
-                            op, d) != NULL;
+            return eng_fail(ctx, KILN_ERROR_OUT_OF_RANGE, "%s: size of dim %u may be negative", op,
+                            d) != NULL;
     }
     return true;
 }
@@ -441,10 +441,11 @@ kiln_tensor *kiln_full_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
 }
 
 /* kiln_full and the calls that are it with a fixed value, each error naming call. */
-static kiln_tensor *full_named(kiln_context *ctx, const char *call, kiln_dtype dtype,
-                               uint32_t ndim, const int64_t *shape, double value) {
+static kiln_tensor *full_named(kiln_context *ctx, const char *call, kiln_dtype dtype, uint32_t ndim,
+                               const int64_t *shape, double value) {
     const sym_node *dims[SHAPE_MAX_DIMS];
-    if (!ctx || !check_dtype(ctx, call, dtype) || !eng_shape_from_ints(ctx, call, ndim, shape, dims) ||
+    if (!ctx || !check_dtype(ctx, call, dtype) ||
+        !eng_shape_from_ints(ctx, call, ndim, shape, dims) ||
         !eng_value_fits(ctx, call, eng_ir_type(dtype), value))
         return NULL;
     return eng_constant(ctx, eng_ir_type(dtype), ndim, dims, value, NULL, true);
@@ -788,7 +789,7 @@ kiln_tensor *kiln_empty_strided(kiln_context *ctx, kiln_dtype dtype, uint32_t nd
     if (s == KILN_OK)
         s = shape_tracker_from_view(&v, &tr);
     if (s != KILN_OK)
-        return eng_fail_from_shape(ctx, s);
+        return eng_fail_from_shape_in(ctx, "kiln_empty_strided", s);
     int64_t n;
     if (!sym_is_const(size, &n))
         return eng_fail(ctx, KILN_ERROR_INTERNAL, "kiln_empty_strided: storage size unknown");

@@ -102,8 +102,8 @@ static kiln_tensor *expand_impl(kiln_tensor *t, uint32_t ndim, const int64_t *sh
     if (ndim && !shape)
         return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT, "kiln_expand: no shape");
     if (ndim > SHAPE_MAX_DIMS)
-        return eng_fail(ENG_CTX(t), KILN_ERROR_LIMIT_EXCEEDED,
-                        "kiln_expand: %u sizes (at most %d)", ndim, (int)SHAPE_MAX_DIMS);
+        return eng_fail(ENG_CTX(t), KILN_ERROR_LIMIT_EXCEEDED, "kiln_expand: %u sizes (at most %d)",
+                        ndim, (int)SHAPE_MAX_DIMS);
     if (ndim < have)
         return eng_fail(ENG_CTX(t), KILN_ERROR_SHAPE_MISMATCH,
                         "kiln_expand: %u sizes for a tensor of %u dims", ndim, have);
@@ -237,7 +237,8 @@ static kiln_tensor *unfold_impl(kiln_tensor *t, int32_t dim, int64_t size, int64
     if (size < 0 || step < 1 || (sym_is_const(v->shape[d], &n) && size > n)) {
         char len[64];
         sym_render(v->shape[d], len, sizeof len);
-        return eng_fail(ctx, size < 0 || step < 1 ? KILN_ERROR_OUT_OF_RANGE : KILN_ERROR_OUT_OF_BOUNDS,
+        return eng_fail(ctx,
+                        size < 0 || step < 1 ? KILN_ERROR_OUT_OF_RANGE : KILN_ERROR_OUT_OF_BOUNDS,
                         "kiln_unfold: size %lld, step %lld on dim %u of size %s (needs 0 <= size "
                         "<= the dim's size and step >= 1)",
                         (long long)size, (long long)step, d, len);

@@ -43,6 +43,25 @@ static bool is_one(const sym_node *s) {
     return sym_is_const(s, &v) && v == 1;
 }
 
+/* Records that the n operands do not broadcast: dim `from_right` has sizes a and b. */
+static bool broadcast_fail(kiln_context *ctx, const char *op, uint32_t n, kiln_tensor *const *ts,
+                           uint32_t from_right, const sym_node *a, const sym_node *b) {
+    char shapes[256], sa[64], sb[64];
+    size_t len = 0;
+    for (uint32_t j = 0; j < n && len < sizeof shapes; j++) {
+        char one[128];
+        const shape_view *v = view_of(ts[j]);
+        len += (size_t)snprintf(shapes + len, sizeof shapes - len, "%s%s",
+                                j ? (j + 1 < n ? ", " : " and ") : "",
+                                eng_shape_render(v->ndim, v->shape, one, sizeof one));
+    }
+    sym_render(a, sa, sizeof sa);
+    sym_render(b, sb, sizeof sb);
+    return eng_fail(ctx, KILN_ERROR_SHAPE_MISMATCH,
+                    "%s: shapes %s do not broadcast: dim %u from the right is %s and %s", op,
+                    shapes, from_right, sa, sb) != NULL;
+}
+
 /* Expands every operand to the common broadcast shape (right-aligned, as NumPy). */
 static bool broadcast(kiln_context *ctx, const char *op, uint32_t n, kiln_tensor **ts) {
     uint32_t ndim = 0;
@@ -58,22 +77,8 @@ static bool broadcast(kiln_context *ctx, const char *op, uint32_t n, kiln_tensor
             const sym_node *s = v->shape[d + v->ndim - ndim];
             if (!size || is_one(size))
                 size = s;
-            else if (s != size && !is_one(s)) {
-                char shapes[256], a[64], b[64];
-                size_t len = 0;
-                for (uint32_t j = 0; j < n && len < sizeof shapes; j++) {
-                    char one[128];
-                    const shape_view *vj = view_of(ts[j]);
-                    len += (size_t)snprintf(shapes + len, sizeof shapes - len, "%s%s",
-                                            j ? (j + 1 < n ? ", " : " and ") : "",
-                                            eng_shape_render(vj->ndim, vj->shape, one, sizeof one));
-                }
-                sym_render(size, a, sizeof a);
-                sym_render(s, b, sizeof b);
-                return eng_fail(ctx, KILN_ERROR_SHAPE_MISMATCH,
-                                "%s: shapes %s do not broadcast: dim %u from the right is %s and %s",
-                                op, shapes, ndim - d, a, b) != NULL;
-            }
+            else if (s != size && !is_one(s))
+                return broadcast_fail(ctx, op, n, ts, ndim - d, size, s);
         }
         shape[d] = (const kiln_expr *)size;
     }
@@ -145,8 +150,7 @@ static kiln_tensor *binary(const char *name, ir_op op, kiln_tensor *a, kiln_tens
         return NULL;
     kiln_context *ctx = ENG_CTX(a);
     if (ENG_CTX(b) != ctx)
-        return eng_fail(ctx, KILN_ERROR_INVALID_HANDLE, "%s: tensors of different contexts",
-                        name);
+        return eng_fail(ctx, KILN_ERROR_INVALID_HANDLE, "%s: tensors of different contexts", name);
     ir_type t = operand != IR_TYPE_COUNT_ ? operand : promote(type_of(a), type_of(b));
     kiln_tensor *ts[2] = {cast_to(a, t), cast_to(b, t)};
     if (!ts[0] || !ts[1] || !broadcast(ctx, name, 2, ts))
@@ -706,7 +710,8 @@ static kiln_tensor *matmul_impl(kiln_tensor *a, kiln_tensor *b) {
     uint32_t na = view_of(a)->ndim, nb = view_of(b)->ndim;
     if (na == 0 || nb == 0)
         return eng_fail(ctx, KILN_ERROR_SHAPE_MISMATCH,
-                        "kiln_matmul: both operands need at least one dim (a has %u, b %u)", na, nb);
+                        "kiln_matmul: both operands need at least one dim (a has %u, b %u)", na,
+                        nb);
     kiln_tensor *x = na == 1 ? kiln_unsqueeze(a, 0) : a;
     kiln_tensor *y = nb == 1 ? kiln_unsqueeze(b, 1) : b;
     if (!x || !y)

@@ -311,7 +311,7 @@ static void let_go(schedule *s) {
 /* Realizes nodes for the public call named call: schedule, then run (kernels are built,
  * looked up or compiled, and dispatched as they run). */
 static kiln_status realize_impl(kiln_context *ctx, const char *call, uint32_t count,
-                                  eng_node *const *nodes) {
+                                eng_node *const *nodes) {
     kiln_status sticky = eng_call_begin(ctx); /* a graph-building error recorded earlier */
     if (sticky != KILN_OK)
         return sticky;

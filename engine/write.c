@@ -93,8 +93,8 @@ static kiln_status copy_impl(kiln_context *ctx, const char *call, kiln_tensor *d
     kiln_status refusal;
     const char *why = unwritable(ctx, dst, &refusal);
     if (why)
-        return base_error_set(&ctx->err, refusal, "%s: the destination cannot be written: %s",
-                              call, why);
+        return base_error_set(&ctx->err, refusal, "%s: the destination cannot be written: %s", call,
+                              why);
     const shape_view *v = shape_tracker_last(ENG_ST(dst));
     ir_type type = eng_resolve(dst)->type;
     /* src broadcast to dst's shape, in dst's dtype. */

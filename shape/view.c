@@ -330,7 +330,8 @@ kiln_status shape_view_slice(shape_ctx *ctx, const shape_view *in, int32_t dim,
     if (sl->step == 0 || sl->step == INT64_MIN)
         return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "the step must be nonzero");
     if (!shape_value(in->shape[d], &n))
-        return shape_fail(ctx, KILN_ERROR_UNSUPPORTED, "dim %u has a symbolic size (use kiln_slice_sym)", d);
+        return shape_fail(ctx, KILN_ERROR_UNSUPPORTED,
+                          "dim %u has a symbolic size (use kiln_slice_sym)", d);
     int64_t first, count;
     slice_indices(sl, n, &first, &count);
     shape_view v = *in;
@@ -506,7 +507,8 @@ kiln_status shape_view_diagonal(shape_ctx *ctx, const shape_view *in, int64_t of
     if (s != KILN_OK)
         return s;
     if (a == b)
-        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "dims %d and %d are the same dim", (int)dim1, (int)dim2);
+        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "dims %d and %d are the same dim",
+                          (int)dim1, (int)dim2);
     if (offset == INT64_MIN)
         return shape_fail(ctx, KILN_ERROR_OVERFLOW, "the offset is INT64_MIN");
     sym_ctx *sc = ctx->sym;

@@ -24,9 +24,9 @@
  * KILN_ERROR_OUT_OF_RANGE, _OUT_OF_BOUNDS, _SHAPE_MISMATCH, _OVERLAP, _NOT_VIEWABLE,
  * _UNBOUND_VARIABLE, _DTYPE_MISMATCH, _INVALID_HANDLE; KILN_ERROR_INVALID_ARGUMENT for the
  * rest), and every message names the public call made and the values involved
- * ("kiln_matmul: a is (2, 3), b is (4, 5): 3 != 4"). No call aborts on caller input, and a failed call leaves every existing
- * tensor intact (a failed realize keeps the results of the kernels that ran: see
- * kiln_realize).
+ * ("kiln_matmul: a is (2, 3), b is (4, 5): 3 != 4"). No call aborts on caller input, and a
+ * failed call leaves every existing tensor intact (a failed realize keeps the results of the
+ * kernels that ran: see kiln_realize).
  *
  * Views and copies. Movement ops (reshape, permute, expand, pad, shrink, flip, slice with any
  * step, as_strided, ...) never move data, and kernels read every input through its view's
@@ -52,12 +52,13 @@
  * Ownership and lifetime. A kiln_tensor * is a handle, not a pointer: kiln_release gives it
  * back, and so does the end of the scope it was made in (kiln_scope_end). A released handle
  * (or one of another or a destroyed context) is detected by every call, which returns NULL or
- * a status (KILN_ERROR_INVALID_HANDLE) with a message naming the call; nothing is freed that anything still uses. A
- * storage, and the computation that produces it, is freed as soon as no live tensor can reach
- * it (directly, through views, or through computations not yet run); kiln_stats' live counts
- * show what is alive. Expressions (kiln_int, kiln_bind, kiln_expr_add, kiln_tensor_size_expr,
- * ...) stay valid until the scope they were made in ends (outside any scope: as long as the
- * context); Variables live as long as the context. kiln_context_destroy frees everything.
+ * a status (KILN_ERROR_INVALID_HANDLE) with a message naming the call; nothing is freed that
+ * anything still uses. A storage, and the computation that produces it, is freed as soon as no
+ * live tensor can reach it (directly, through views, or through computations not yet run);
+ * kiln_stats' live counts show what is alive. Expressions (kiln_int, kiln_bind, kiln_expr_add,
+ * kiln_tensor_size_expr, ...) stay valid until the scope they were made in ends (outside any
+ * scope: as long as the context); Variables live as long as the context. kiln_context_destroy
+ * frees everything.
  * Operands of one call must belong to one context (else KILN_ERROR_INVALID_HANDLE).
  *
  * Thread-safety: a context and everything made from it is used by one thread at a time;
@@ -238,8 +239,8 @@ const char *kiln_dtype_name(kiln_dtype dtype);
  * (row-major, numel * kiln_dtype_size bytes). A fill value (kiln_full, kiln_scalar,
  * kiln_fill_, the _scalar ops) converts as a cast: toward zero for an integer dtype, where
  * NaN, an infinity or a value outside the dtype's range is KILN_ERROR_OUT_OF_RANGE (as
- * torch.full); a negative size is KILN_ERROR_OUT_OF_RANGE; for bool, true when nonzero, NaN included (as Python's bool(float('nan')) and
- * torch.full(..., nan, dtype=torch.bool)). */
+ * torch.full); a negative size is KILN_ERROR_OUT_OF_RANGE; for bool, true when nonzero, NaN
+ * included (as Python's bool(float('nan')) and torch.full(..., nan, dtype=torch.bool)). */
 kiln_tensor *kiln_from_data(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
                             const int64_t *shape, const void *data);
 kiln_tensor *kiln_empty(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape);

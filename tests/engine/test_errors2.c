@@ -64,8 +64,8 @@ static void test_engine_errors2_messages_name_the_call_and_values(void **state) 
      * windows' stride (step times the dim's, 3) overflows int64 is refused at the call. */
     fx_check_f32(kiln_unfold(a, 1, 2, INT64_MAX), (const float[]){1, 2, 4, 5}, 4, 0, 0);
     assert_null(kiln_unfold(a, 0, 1, INT64_MAX));
-    expect_message(ctx, KILN_ERROR_OVERFLOW, "kiln_unfold", "9223372036854775807",
-                   "overflows", NULL);
+    expect_message(ctx, KILN_ERROR_OVERFLOW, "kiln_unfold", "9223372036854775807", "overflows",
+                   NULL);
     /* The huge step left nothing behind: the next refusal reports its own cause. */
     assert_null(kiln_permute(a, (const int32_t[]){0, 0}));
     expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_permute: dim 0 appears twice", NULL);
@@ -79,8 +79,8 @@ static void test_engine_errors2_messages_name_the_call_and_values(void **state) 
     expect_message(ctx, KILN_ERROR_OUT_OF_RANGE, "kiln_log_softmax", "-3", NULL);
     kiln_tensor *b = kiln_zeros(ctx, KILN_F32, 2, (const int64_t[]){4, 5});
     assert_null(kiln_matmul(a, b));
-    expect_message(ctx, KILN_ERROR_SHAPE_MISMATCH,
-                   "kiln_matmul: a is (2, 3), b is (4, 5): 3 != 4", NULL);
+    expect_message(ctx, KILN_ERROR_SHAPE_MISMATCH, "kiln_matmul: a is (2, 3), b is (4, 5): 3 != 4",
+                   NULL);
     kiln_tensor *v = kiln_zeros(ctx, KILN_F32, 1, (const int64_t[]){4});
     assert_null(kiln_matmul(a, v));
     expect_message(ctx, KILN_ERROR_SHAPE_MISMATCH, "kiln_matmul: a is (2, 3), b is (4): 3 != 4",

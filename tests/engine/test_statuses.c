@@ -39,10 +39,10 @@ static kiln_tensor *two_by_three(kiln_context *ctx) {
  * its own. */
 static void test_engine_statuses_each_has_its_message(void **state) {
     (void)state;
-    const kiln_status added[] = {KILN_ERROR_OUT_OF_RANGE,       KILN_ERROR_OUT_OF_BOUNDS,
-                                 KILN_ERROR_SHAPE_MISMATCH,     KILN_ERROR_OVERLAP,
-                                 KILN_ERROR_NOT_VIEWABLE,       KILN_ERROR_UNBOUND_VARIABLE,
-                                 KILN_ERROR_DTYPE_MISMATCH,     KILN_ERROR_INVALID_HANDLE};
+    const kiln_status added[] = {KILN_ERROR_OUT_OF_RANGE,   KILN_ERROR_OUT_OF_BOUNDS,
+                                 KILN_ERROR_SHAPE_MISMATCH, KILN_ERROR_OVERLAP,
+                                 KILN_ERROR_NOT_VIEWABLE,   KILN_ERROR_UNBOUND_VARIABLE,
+                                 KILN_ERROR_DTYPE_MISMATCH, KILN_ERROR_INVALID_HANDLE};
     assert_int_equal(KILN_ERROR_INTERNAL, 17);
     for (size_t i = 0; i < sizeof added / sizeof added[0]; i++) {
         assert_true(added[i] > KILN_ERROR_INTERNAL);
@@ -101,6 +101,9 @@ static void test_engine_statuses_out_of_bounds(void **state) {
     expect_status(ctx, KILN_ERROR_OUT_OF_BOUNDS, "kiln_unfold", "size 4", "size 3", NULL);
     assert_null(kiln_as_strided(a, 1, (const int64_t[]){6}, (const int64_t[]){2}, 0));
     expect_status(ctx, KILN_ERROR_OUT_OF_BOUNDS, "kiln_as_strided", "past the end", NULL);
+    /* a creation that is no tensor op names itself too */
+    assert_null(kiln_empty_strided(ctx, KILN_F32, 1, (const int64_t[]){3}, (const int64_t[]){-1}));
+    expect_status(ctx, KILN_ERROR_OUT_OF_BOUNDS, "kiln_empty_strided", "before the start", NULL);
 }
 
 /* Shapes that do not fit together: both shapes and the sizes that differ. */
@@ -302,8 +305,8 @@ static void test_engine_statuses_log_goes_to_the_contexts_callback(void **state)
     assert_non_null(strstr(all.text, "continuing without the kernel cache"));
     assert_int_equal(mine.count, before);
     /* a computes as ever, and nothing it logs reaches stderr or the process-wide callback */
-    fx_check_f32(kiln_sum(kiln_arange(a, KILN_F32, 0, 4, 1), 0, NULL, false), (const float[]){6},
-                 1, 0, 0);
+    fx_check_f32(kiln_sum(kiln_arange(a, KILN_F32, 0, 4, 1), 0, NULL, false), (const float[]){6}, 1,
+                 0, 0);
     kiln_context_destroy(b);
     kiln_context_destroy(a);
     /* NULL restored stderr */

@@ -35,8 +35,7 @@ static void test_shape_view_contiguous_strides(void **state) {
     st_assert_user(&v, ST_N(3, 3, 1), 0);
     /* a negative size is rejected */
     shape_view out = poisoned();
-    assert_int_equal(shape_view_contiguous(C, 2, ST_A(0, 2, -1), &out),
-                     KILN_ERROR_OUT_OF_RANGE);
+    assert_int_equal(shape_view_contiguous(C, 2, ST_A(0, 2, -1), &out), KILN_ERROR_OUT_OF_RANGE);
     assert_untouched(&out);
 }
 
@@ -213,8 +212,7 @@ static void test_shape_view_narrow_and_select(void **state) {
     assert_int_equal(shape_view_select(C, &v, 1, sym_const(S, -1), &t), KILN_OK);
     st_assert_view(&t, 1, ST_N(5), ST_N(4), 3, NULL);
     shape_view out = poisoned();
-    assert_int_equal(shape_view_select(C, &v, 1, sym_const(S, 4), &out),
-                     KILN_ERROR_OUT_OF_BOUNDS);
+    assert_int_equal(shape_view_select(C, &v, 1, sym_const(S, 4), &out), KILN_ERROR_OUT_OF_BOUNDS);
     assert_int_equal(shape_view_narrow(C, &v, 0, sym_const(S, 3), sym_const(S, 3), &out),
                      KILN_ERROR_OUT_OF_BOUNDS);
     assert_untouched(&out);
