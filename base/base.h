@@ -7,7 +7,8 @@
  *   arena       bump allocation freed all at once
  *   vec         growable arrays of any element type
  *   map         an open-addressing hash table of pointers keyed by a caller hash + equality
- *   log         leveled logging to stderr, controlled by KILN_DEBUG
+ *   log         leveled logging, controlled by KILN_DEBUG, to a context's callback, the
+ *               process-wide one, or stderr
  *
  * Nothing here aborts on bad input: allocation failure and overflow come back as statuses. */
 #ifndef KILN_BASE_BASE_H
@@ -190,27 +191,42 @@ bool base_map_next(const base_map *map, size_t *cursor, void **value);
 
 /* ---- logging --------------------------------------------------------------------------- */
 
+/* The levels are kiln_log_level's (kiln_base.h). */
 typedef enum base_log_level {
-    BASE_LOG_ERROR = 0,
-    BASE_LOG_WARN = 1,
-    BASE_LOG_INFO = 2,
-    BASE_LOG_DEBUG = 3,
-    BASE_LOG_TRACE = 4,
+    BASE_LOG_ERROR = KILN_LOG_ERROR,
+    BASE_LOG_WARN = KILN_LOG_WARN,
+    BASE_LOG_INFO = KILN_LOG_INFO,
+    BASE_LOG_DEBUG = KILN_LOG_DEBUG,
+    BASE_LOG_TRACE = KILN_LOG_TRACE,
 } base_log_level;
 
 /* The level KILN_DEBUG asks for (read once): unset or 0 prints errors and warnings only;
  * 1 adds information (statistics), 2 debug, 3 and more trace. */
 int base_log_verbosity(void);
 bool base_log_enabled(base_log_level level);
+/* Logs one message of module. It goes to the first of: the test sink (base_log_set_sink), this
+ * thread's route (base_log_route_set), the process-wide callback (kiln_set_log_callback),
+ * stderr. */
 void base_log(base_log_level level, const char *module, const char *fmt, ...) BASE_PRINTF(3, 4);
+
+/* Where a context's messages go: its callback (fn NULL: the process-wide default). */
+typedef struct base_log_route {
+    kiln_log_fn fn;
+    void *user;
+} base_log_route;
+/* Routes the messages this thread logs to route (NULL: none, the process-wide default) until
+ * the next call, and returns the route it replaces, for the caller to give back when its call
+ * ends: a context routes its messages while its calls run. route must outlive its use. */
+const base_log_route *base_log_route_set(const base_log_route *route);
+
 /* ---- clock -------------------------------------------------------------------------------- */
 /* Nanoseconds of C11's wall clock (TIME_UTC; 0 when it is unavailable). For durations: a step
  * of the clock shows as one wrong (possibly negative) duration, which callers clamp. */
 int64_t base_now_ns(void);
 
-/* Test hook: redirect log lines (NULL restores stderr). The sink receives one whole line. Not
- * synchronised: set it while no other thread logs. (The verbosity may be read from any
- * thread.) */
+/* Test hook: redirect every log line, whatever its route (NULL undoes it). The sink receives one
+ * whole line ("kiln <module>: <level>: <message>"). Not synchronised: set it while no other
+ * thread logs. (The verbosity may be read from any thread.) */
 typedef void (*base_log_sink)(void *user, base_log_level level, const char *line);
 void base_log_set_sink(base_log_sink sink, void *user);
 

@@ -1,6 +1,9 @@
-/* Leveled logging. KILN_DEBUG sets the verbosity; a test can capture lines with a sink. */
+/* Leveled logging. KILN_DEBUG sets the verbosity. A message goes to the route of the thread that
+ * logs it (the context whose call is running), else to the process-wide callback, else to
+ * stderr; a test can capture every line with a sink. */
 #include "base.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +12,13 @@
 static atomic_int log_verbosity = -1; /* -1: not read yet */
 static base_log_sink log_sink;
 static void *log_sink_user;
+
+/* The process-wide callback, read and written under its lock (a pair of values). */
+static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
+static base_log_route default_route;
+
+/* The route of the calling thread: set while a context's call runs. */
+static _Thread_local const base_log_route *thread_route;
 
 int base_log_verbosity(void) {
     int level = atomic_load_explicit(&log_verbosity, memory_order_relaxed);
@@ -30,18 +40,41 @@ void base_log_set_sink(base_log_sink sink, void *user) {
     log_sink_user = user;
 }
 
+void kiln_set_log_callback(kiln_log_fn fn, void *user) {
+    pthread_mutex_lock(&default_lock);
+    default_route = (base_log_route){fn, fn ? user : NULL};
+    pthread_mutex_unlock(&default_lock);
+}
+
+const base_log_route *base_log_route_set(const base_log_route *route) {
+    const base_log_route *prev = thread_route;
+    thread_route = route;
+    return prev;
+}
+
 void base_log(base_log_level level, const char *module, const char *fmt, ...) {
     static const char *const names[] = {"error", "warning", "info", "debug", "trace"};
     if (!base_log_enabled(level))
         return;
-    char line[1024];
-    int n = snprintf(line, sizeof line, "kiln %s: %s: ", module, names[level]);
-    if (n < 0)
-        return;
+    char message[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
+    base_log_route route = {0};
+    if (thread_route && thread_route->fn) {
+        route = *thread_route;
+    } else if (!log_sink) {
+        pthread_mutex_lock(&default_lock);
+        route = default_route;
+        pthread_mutex_unlock(&default_lock);
+    }
+    if (!log_sink && route.fn) {
+        route.fn(route.user, (kiln_log_level)level, module, message);
+        return;
+    }
+    char line[1200];
+    snprintf(line, sizeof line, "kiln %s: %s: %s", module, names[level], message);
     if (log_sink)
         log_sink(log_sink_user, level, line);
     else

@@ -5,13 +5,32 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The length of the public call's name that message begins with ("kiln_max: ..."), or 0. */
+static size_t call_prefix(const char *message) {
+    if (strncmp(message, "kiln_", 5) != 0)
+        return 0;
+    size_t n = 5;
+    while (message[n] == '_' || (message[n] >= 'a' && message[n] <= 'z') ||
+           (message[n] >= '0' && message[n] <= '9'))
+        n++;
+    return message[n] == ':' ? n : 0;
+}
+
 void *eng_fail(kiln_context *ctx, kiln_status status, const char *fmt, ...) {
     if (!ctx->sticky)
         base_error_clear(&ctx->err);
+    char message[BASE_ERROR_MESSAGE_MAX];
     va_list ap;
     va_start(ap, fmt);
-    base_error_setv(&ctx->err, status, fmt, ap);
+    vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
+    /* An op built from others (softmax from kiln_max, narrow_sym from kiln_narrow) reports
+     * the call the program made, not the one it was built from. */
+    size_t n = call_prefix(message);
+    if (n && ctx->call && (strlen(ctx->call) != n || strncmp(message, ctx->call, n) != 0))
+        base_error_set(&ctx->err, status, "%s%s", ctx->call, message + n);
+    else
+        base_error_set(&ctx->err, status, "%s", message);
     ctx->sticky = true;
     return NULL;
 }
@@ -23,13 +42,32 @@ kiln_status eng_call_begin(kiln_context *ctx) {
     return KILN_OK;
 }
 
-void *eng_fail_from_shape(kiln_context *ctx, kiln_status status) {
-    if (sym_ctx_status(ctx->sym) != KILN_OK) {
-        eng_fail(ctx, sym_ctx_status(ctx->sym), "%s", sym_ctx_message(ctx->sym));
+void *eng_fail_from_shape_in(kiln_context *ctx, const char *call, kiln_status status) {
+    bool sym = sym_ctx_status(ctx->sym) != KILN_OK;
+    const char *message = sym ? sym_ctx_message(ctx->sym) : shape_ctx_message(ctx->shape);
+    if (sym)
+        status = sym_ctx_status(ctx->sym);
+    if (call)
+        eng_fail(ctx, status, "%s: %s", call, message);
+    else
+        eng_fail(ctx, status, "%s", message);
+    if (sym)
         sym_ctx_clear_error(ctx->sym);
-        return NULL;
-    }
-    return eng_fail(ctx, status, "%s", shape_ctx_message(ctx->shape));
+    return NULL;
+}
+
+void *eng_fail_from_shape(kiln_context *ctx, kiln_status status) {
+    return eng_fail_from_shape_in(ctx, ctx->call, status);
+}
+
+void eng_log_enter(kiln_context *ctx) {
+    if (ctx->log_depth++ == 0)
+        ctx->log_prev = base_log_route_set(&ctx->log);
+}
+
+void eng_log_leave(kiln_context *ctx) {
+    if (--ctx->log_depth == 0)
+        base_log_route_set(ctx->log_prev);
 }
 
 /* Moves a symbolic error (a NULL from a sym_ constructor) into the context. */
@@ -56,6 +94,8 @@ kiln_status eng_context_create(const kiln_context_options *opt, const eng_extern
     if (!ctx)
         return KILN_ERROR_OUT_OF_HOST_MEMORY;
     ctx->alloc = alloc;
+    ctx->log = (base_log_route){opt->log, opt->log ? opt->log_user : NULL};
+    eng_log_enter(ctx); /* creation's messages go to the context's callback too */
     ctx->free_slot = UINT32_MAX;
     base_arena_init(&ctx->arena, &alloc, 64 * 1024);
     base_map_init(&ctx->nodes, &alloc);
@@ -72,9 +112,10 @@ kiln_status eng_context_create(const kiln_context_options *opt, const eng_extern
         /* The message of a failed creation goes to the log: there is no context to hold it. */
         base_log(BASE_LOG_ERROR, "engine", "context creation failed: %s",
                  ctx->err.status ? base_error_message(&ctx->err) : kiln_status_string(st));
-        kiln_context_destroy(ctx);
+        kiln_context_destroy(ctx); /* gives the thread's route back */
         return st;
     }
+    eng_log_leave(ctx);
     *out = ctx;
     return KILN_OK;
 }
@@ -82,6 +123,7 @@ kiln_status eng_context_create(const kiln_context_options *opt, const eng_extern
 void kiln_context_destroy(kiln_context *ctx) {
     if (!ctx)
         return;
+    eng_log_enter(ctx);       /* validation messages of the device's destruction, ... */
     eng_registry_remove(ctx); /* its handles name no context from now on */
     eng_lifetime_finish(ctx);
     eng_runtime_finish(ctx);
@@ -91,6 +133,7 @@ void kiln_context_destroy(kiln_context *ctx) {
     base_map_finish(&ctx->programs);
     base_arena_finish(&ctx->arena);
     base_allocator alloc = ctx->alloc;
+    base_log_route_set(ctx->log_prev); /* however deep: nothing of ctx runs after this */
     base_free(&alloc, ctx, sizeof *ctx);
 }
 
@@ -176,7 +219,7 @@ const kiln_expr *kiln_bind(kiln_context *ctx, const kiln_expr *variable, int64_t
     if (sym_node_kind(S(variable)) != SYM_VAR || !sym_var_info(S(variable), &name, &min, &max))
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_bind: not a Variable");
     if (value < min || value > max)
-        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+        return eng_fail(ctx, KILN_ERROR_OUT_OF_RANGE,
                         "kiln_bind: %lld is outside the range [%lld, %lld] of Variable %s",
                         (long long)value, (long long)min, (long long)max, name);
     return sym_checked(ctx, sym_bind(ctx->sym, S(variable), value));

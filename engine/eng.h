@@ -302,6 +302,13 @@ struct kiln_context {
     bool blob_saved; /* saved after the first burst of compiles */
     char device_name[256];
     kiln_stats stats;
+    /* The public call running (outermost), named by errors the modules below report. */
+    const char *call;
+    /* Where the messages logged during this context's calls go (kiln_context_options.log), the
+     * thread's route before the outermost of them began, and how deep they are nested. */
+    base_log_route log;
+    const base_log_route *log_prev;
+    uint32_t log_depth;
 };
 
 /* Records the first error (sticky) and returns NULL, for graph-building calls. */
@@ -309,8 +316,15 @@ struct kiln_context {
  * Returns the sticky graph-building error, if any, which the call must report instead. */
 kiln_status eng_call_begin(kiln_context *ctx);
 void *eng_fail(kiln_context *ctx, kiln_status status, const char *fmt, ...) BASE_PRINTF(3, 4);
-/* Records a sym/shape error after a failed call into those modules. */
+/* Records a sym/shape error after a failed call into those modules, its message prefixed
+ * with the public call running (ctx->call). */
 void *eng_fail_from_shape(kiln_context *ctx, kiln_status status);
+/* The same, naming call (a public call that is not a tensor op, kiln_empty_strided). */
+void *eng_fail_from_shape_in(kiln_context *ctx, const char *call, kiln_status status);
+/* Brackets a public call: the messages logged on this thread in between go to the context's
+ * callback (base_log_route_set). Nests; each enter has one leave. */
+void eng_log_enter(kiln_context *ctx);
+void eng_log_leave(kiln_context *ctx);
 
 /* graph.c: nodes and creation. A node from eng_node_new is a candidate: fill its fields (its
  * sources with trackers it owns), then eng_node_intern (hash-consed) or eng_node_adopt (a

@@ -227,11 +227,11 @@ bool eng_shape_from_ints(kiln_context *ctx, const char *op, uint32_t ndim, const
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: no shape", op) != NULL;
     for (uint32_t d = 0; d < ndim; d++) {
         if (shape[d] < 0)
-            return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: size %lld of dim %u is negative",
-                            op, (long long)shape[d], d) != NULL;
+            return eng_fail(ctx, KILN_ERROR_OUT_OF_RANGE, "%s: size %lld of dim %u is negative", op,
+                            (long long)shape[d], d) != NULL;
         out[d] = sym_const(ctx->sym, shape[d]);
         if (!out[d])
-            return eng_fail_from_shape(ctx, KILN_ERROR_OVERFLOW) != NULL;
+            return eng_fail_from_shape_in(ctx, op, KILN_ERROR_OVERFLOW) != NULL;
     }
     /* The element count and the row-major strides are int64s: the product of the sizes, a 0
      * counted as 1 (torch.zeros(2, 0, 3).stride() is (3, 3, 1)), fits. */
@@ -260,8 +260,8 @@ bool eng_shape_from_exprs(kiln_context *ctx, const char *op, uint32_t ndim,
             return false;
         }
         if (sym_vmin(out[d]) < 0)
-            return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: size of dim %u may be negative",
-                            op, d) != NULL;
+            return eng_fail(ctx, KILN_ERROR_OUT_OF_RANGE, "%s: size of dim %u may be negative", op,
+                            d) != NULL;
     }
     return true;
 }
@@ -279,7 +279,7 @@ kiln_status eng_eval(kiln_context *ctx, const char *what, const sym_node *e, int
     base_error err = {0};
     kiln_status st = e ? sym_eval(e, NULL, out, &err) : KILN_ERROR_INTERNAL;
     if (st == KILN_ERROR_NOT_FOUND) /* sym_eval: a Variable without a value */
-        return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
+        return base_error_set(&ctx->err, KILN_ERROR_UNBOUND_VARIABLE,
                               "%s: %s: it was never bound (size tensors with the expression "
                               "kiln_bind returns)",
                               what, base_error_message(&err));
@@ -425,7 +425,7 @@ kiln_tensor *eng_constant(kiln_context *ctx, ir_type type, uint32_t ndim,
 bool eng_value_fits(kiln_context *ctx, const char *op, ir_type type, double value) {
     /* NaN and values out of range are errors (as torch.full); a fraction truncates. */
     if (!value_in_range(type, value))
-        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: %.15g does not fit %s", op, value,
+        return eng_fail(ctx, KILN_ERROR_OUT_OF_RANGE, "%s: %.15g does not fit %s", op, value,
                         ir_type_name(type)) != NULL;
     return true;
 }
@@ -440,22 +440,28 @@ kiln_tensor *kiln_full_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
     return eng_constant(ctx, eng_ir_type(dtype), ndim, dims, value, NULL, true);
 }
 
-kiln_tensor *kiln_full(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape,
-                       double value) {
+/* kiln_full and the calls that are it with a fixed value, each error naming call. */
+static kiln_tensor *full_named(kiln_context *ctx, const char *call, kiln_dtype dtype, uint32_t ndim,
+                               const int64_t *shape, double value) {
     const sym_node *dims[SHAPE_MAX_DIMS];
-    if (!ctx || !check_dtype(ctx, "kiln_full", dtype) ||
-        !eng_shape_from_ints(ctx, "kiln_full", ndim, shape, dims) ||
-        !eng_value_fits(ctx, "kiln_full", eng_ir_type(dtype), value))
+    if (!ctx || !check_dtype(ctx, call, dtype) ||
+        !eng_shape_from_ints(ctx, call, ndim, shape, dims) ||
+        !eng_value_fits(ctx, call, eng_ir_type(dtype), value))
         return NULL;
     return eng_constant(ctx, eng_ir_type(dtype), ndim, dims, value, NULL, true);
 }
 
+kiln_tensor *kiln_full(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape,
+                       double value) {
+    return full_named(ctx, "kiln_full", dtype, ndim, shape, value);
+}
+
 kiln_tensor *kiln_zeros(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape) {
-    return kiln_full(ctx, dtype, ndim, shape, 0.0);
+    return full_named(ctx, "kiln_zeros", dtype, ndim, shape, 0.0);
 }
 
 kiln_tensor *kiln_ones(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape) {
-    return kiln_full(ctx, dtype, ndim, shape, 1.0);
+    return full_named(ctx, "kiln_ones", dtype, ndim, shape, 1.0);
 }
 
 kiln_tensor *kiln_scalar(kiln_context *ctx, kiln_dtype dtype, double value) {
@@ -512,7 +518,7 @@ static kiln_tensor *arange_impl(kiln_context *ctx, kiln_dtype dtype, double star
     for (int i = 0; i < 2 && count > 0 && !ir_type_is_float(type); i++) {
         double v = work == IR_F32 ? (double)(float)ends[i] : ends[i];
         if (!value_in_range(type, v))
-            return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+            return eng_fail(ctx, KILN_ERROR_OUT_OF_RANGE,
                             "kiln_arange: start %.15g, stop %.15g, step %.15g: the value %.15g "
                             "does not fit %s",
                             start, stop, step, v, kiln_dtype_name(dtype));
@@ -533,7 +539,7 @@ static kiln_tensor *rand_impl(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim
         !eng_shape_from_ints(ctx, "kiln_rand", ndim, shape, dims))
         return NULL;
     if (!ir_type_is_float(eng_ir_type(dtype)))
-        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_rand: dtype must be a float");
+        return eng_fail(ctx, KILN_ERROR_DTYPE_MISMATCH, "kiln_rand: dtype must be a float");
     kiln_tensor *u = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed);
     return dtype == KILN_F32 ? u : kiln_cast(u, dtype);
 }
@@ -557,7 +563,7 @@ static kiln_tensor *randn_impl(kiln_context *ctx, kiln_dtype dtype, uint32_t ndi
         !eng_shape_from_ints(ctx, "kiln_randn", ndim, shape, dims))
         return NULL;
     if (!ir_type_is_float(eng_ir_type(dtype)))
-        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_randn: dtype must be a float");
+        return eng_fail(ctx, KILN_ERROR_DTYPE_MISMATCH, "kiln_randn: dtype must be a float");
     kiln_tensor *u1 = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed);
     kiln_tensor *u2 = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed ^ 0x9e3779b97f4a7c15ull);
     return box_muller(ctx, u1, u2, dtype);
@@ -713,8 +719,10 @@ kiln_tensor *kiln_empty_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
     const sym_node *numel = eng_numel(ctx, ndim, dims);
     int64_t n;
     base_error err = {0};
-    if (!numel || sym_eval(numel, NULL, &n, &err) != KILN_OK)
-        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_empty: %s",
+    kiln_status es = numel ? sym_eval(numel, NULL, &n, &err) : KILN_ERROR_OVERFLOW;
+    if (es != KILN_OK)
+        return eng_fail(ctx, es == KILN_ERROR_NOT_FOUND ? KILN_ERROR_UNBOUND_VARIABLE : es,
+                        "kiln_empty: %s",
                         numel ? base_error_message(&err) : "the element count overflows");
     eng_storage *s = eng_storage_new(ctx, eng_ir_type(dtype), (uint64_t)n);
     return contiguous_tensor(ctx, buffer_node(ctx, s, eng_ir_type(dtype), ndim, dims));
@@ -727,7 +735,7 @@ static kiln_tensor *rand_sym_impl(kiln_context *ctx, kiln_dtype dtype, uint32_t 
         !eng_shape_from_exprs(ctx, "kiln_rand", ndim, shape, dims))
         return NULL;
     if (!ir_type_is_float(eng_ir_type(dtype)))
-        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_rand: dtype must be a float");
+        return eng_fail(ctx, KILN_ERROR_DTYPE_MISMATCH, "kiln_rand: dtype must be a float");
     kiln_tensor *u = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed);
     return dtype == KILN_F32 ? u : kiln_cast(u, dtype);
 }
@@ -741,7 +749,7 @@ static kiln_tensor *randn_sym_impl(kiln_context *ctx, kiln_dtype dtype, uint32_t
     if (!u1 || !u2)
         return NULL;
     if (!ir_type_is_float(eng_ir_type(dtype)))
-        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_randn: dtype must be a float");
+        return eng_fail(ctx, KILN_ERROR_DTYPE_MISMATCH, "kiln_randn: dtype must be a float");
     return box_muller(ctx, u1, u2, dtype);
 }
 
@@ -781,7 +789,7 @@ kiln_tensor *kiln_empty_strided(kiln_context *ctx, kiln_dtype dtype, uint32_t nd
     if (s == KILN_OK)
         s = shape_tracker_from_view(&v, &tr);
     if (s != KILN_OK)
-        return eng_fail_from_shape(ctx, s);
+        return eng_fail_from_shape_in(ctx, "kiln_empty_strided", s);
     int64_t n;
     if (!sym_is_const(size, &n))
         return eng_fail(ctx, KILN_ERROR_INTERNAL, "kiln_empty_strided: storage size unknown");

@@ -86,9 +86,9 @@ static eng_tensor *check(kiln_tensor *h, kiln_context **ctx, const char *call, b
     if (why) {
         *ctx = report;
         if (report && sticky)
-            eng_fail(report, KILN_ERROR_INVALID_ARGUMENT, "%s: %s", call, why);
+            eng_fail(report, KILN_ERROR_INVALID_HANDLE, "%s: %s", call, why);
         else if (report)
-            base_error_set(&report->err, KILN_ERROR_INVALID_ARGUMENT, "%s: %s", call, why);
+            base_error_set(&report->err, KILN_ERROR_INVALID_HANDLE, "%s: %s", call, why);
         return NULL;
     }
     *ctx = owner;
@@ -106,9 +106,10 @@ eng_tensor *eng_arg_status(kiln_tensor *h, kiln_context **ctx, const char *call,
     if (!t) {
         if (!h && *ctx)
             base_error_set(&(*ctx)->err, KILN_ERROR_INVALID_ARGUMENT, "%s: no tensor", call);
-        *status = *ctx ? (*ctx)->err.status : KILN_ERROR_INVALID_ARGUMENT;
+        kiln_status fallback = h ? KILN_ERROR_INVALID_HANDLE : KILN_ERROR_INVALID_ARGUMENT;
+        *status = *ctx ? (*ctx)->err.status : fallback;
         if (*status == KILN_OK)
-            *status = KILN_ERROR_INVALID_ARGUMENT;
+            *status = fallback;
         if (!*ctx)
             *ctx = known;
     }
@@ -408,7 +409,9 @@ kiln_status kiln_release(kiln_tensor *t) {
     eng_tensor *e = eng_arg_status(t, &ctx, "kiln_release", &st);
     if (!e)
         return st;
+    eng_log_enter(ctx);
     eng_tensor_release(ctx, e);
+    eng_log_leave(ctx);
     return KILN_OK;
 }
 
@@ -421,11 +424,14 @@ kiln_context *eng_entry_context(const char *call, size_t count, kiln_tensor *con
         if (!eng_arg(tensors[i], &ctx, call))
             return NULL;
     }
+    if (ctx && ctx->temp_depth == 0)
+        ctx->call = call; /* the outermost call: an op built from others names the one called */
     return ctx;
 }
 
 size_t eng_temps_begin(kiln_context *ctx) {
-    ctx->temp_depth++;
+    if (ctx->temp_depth++ == 0)
+        eng_log_enter(ctx);
     return ctx->temps.len;
 }
 
@@ -442,7 +448,10 @@ kiln_tensor *eng_temps_end(kiln_context *ctx, size_t mark, kiln_tensor *result) 
             eng_tensor_release(ctx, t);
     }
     ctx->temps.len = mark;
-    ctx->temp_depth--;
+    if (--ctx->temp_depth == 0) {
+        ctx->call = NULL; /* the call is over */
+        eng_log_leave(ctx);
+    }
     /* The result is an intermediate of the enclosing region, if any (the push cannot fail:
      * the vector held at least one more element a moment ago). */
     if (made_here && ctx->temp_depth > 0)

@@ -34,7 +34,7 @@ static bool dim_index(kiln_context *ctx, const char *call, int32_t dim, uint32_t
                       uint32_t *out) {
     int64_t d = dim < 0 ? (int64_t)dim + ndim : dim;
     if (d < 0 || d >= (int64_t)ndim)
-        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: dim %d is out of range for %u dims",
+        return eng_fail(ctx, KILN_ERROR_OUT_OF_RANGE, "%s: dim %d is out of range for %u dims",
                         call, dim, ndim) != NULL;
     *out = (uint32_t)d;
     return true;
@@ -66,7 +66,7 @@ static kiln_tensor *transpose_impl(kiln_tensor *t, int32_t dim0, int32_t dim1) {
     int32_t n = (int32_t)view_of(t)->ndim;
     int32_t a = dim0 < 0 ? dim0 + n : dim0, b = dim1 < 0 ? dim1 + n : dim1;
     if (a < 0 || a >= n || b < 0 || b >= n)
-        return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT,
+        return eng_fail(ENG_CTX(t), KILN_ERROR_OUT_OF_RANGE,
                         "kiln_transpose: dims %d and %d out of range for %d dims", dim0, dim1, n);
     int32_t perm[SHAPE_MAX_DIMS];
     for (int32_t d = 0; d < n; d++)
@@ -86,7 +86,7 @@ static kiln_tensor *expand_sym_impl(kiln_tensor *t, uint32_t ndim, const kiln_ex
     /* torch.expand may add leading dims: unsqueeze first. */
     uint32_t have = view_of(t)->ndim;
     if (ndim < have)
-        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+        return eng_fail(ctx, KILN_ERROR_SHAPE_MISMATCH,
                         "kiln_expand: %u sizes for a tensor of %u dims", ndim, have);
     kiln_tensor *u = t;
     for (uint32_t i = have; i < ndim && u; i++)
@@ -99,16 +99,22 @@ static kiln_tensor *expand_impl(kiln_tensor *t, uint32_t ndim, const int64_t *sh
         return NULL;
     const kiln_expr *dims[SHAPE_MAX_DIMS];
     uint32_t have = view_of(t)->ndim;
-    if (ndim > SHAPE_MAX_DIMS || ndim < have || (ndim && !shape))
-        return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT,
+    if (ndim && !shape)
+        return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT, "kiln_expand: no shape");
+    if (ndim > SHAPE_MAX_DIMS)
+        return eng_fail(ENG_CTX(t), KILN_ERROR_LIMIT_EXCEEDED, "kiln_expand: %u sizes (at most %d)",
+                        ndim, (int)SHAPE_MAX_DIMS);
+    if (ndim < have)
+        return eng_fail(ENG_CTX(t), KILN_ERROR_SHAPE_MISMATCH,
                         "kiln_expand: %u sizes for a tensor of %u dims", ndim, have);
     for (uint32_t d = 0; d < ndim; d++) {
         uint32_t lead = ndim - have;
         if (shape[d] == -1 && d >= lead) /* -1 keeps the size */
             dims[d] = (const kiln_expr *)view_of(t)->shape[d - lead];
         else if (shape[d] < 0)
-            return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT,
-                            "kiln_expand: size %lld of dim %u", (long long)shape[d], d);
+            return eng_fail(ENG_CTX(t), KILN_ERROR_OUT_OF_RANGE,
+                            "kiln_expand: size %lld of dim %u is negative (only -1 keeps a size)",
+                            (long long)shape[d], d);
         else
             dims[d] = kiln_int(ENG_CTX(t), shape[d]);
     }
@@ -124,8 +130,9 @@ static kiln_tensor *pad_impl(kiln_tensor *t, const int64_t *pad) {
     const sym_node *before[SHAPE_MAX_DIMS], *after[SHAPE_MAX_DIMS];
     for (uint32_t d = 0; d < v->ndim; d++) {
         if (pad[2 * d] < 0 || pad[2 * d + 1] < 0)
-            return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT,
-                            "kiln_pad: negative padding on dim %u (use kiln_shrink)", d);
+            return eng_fail(ENG_CTX(t), KILN_ERROR_OUT_OF_RANGE,
+                            "kiln_pad: negative padding (%lld, %lld) on dim %u (use kiln_shrink)",
+                            (long long)pad[2 * d], (long long)pad[2 * d + 1], d);
         before[d] = sym_const(ENG_CTX(t)->sym, pad[2 * d]);
         after[d] = sym_const(ENG_CTX(t)->sym, pad[2 * d + 1]);
     }
@@ -181,7 +188,7 @@ static kiln_tensor *narrow_view(kiln_tensor *t, int32_t dim, const sym_node *sta
     kiln_status st = shape_view_narrow(ctx->shape, v, dim, start, length, &out);
     if (st == KILN_OK)
         return with_last_view(t, &out);
-    if (sym_ctx_status(ctx->sym) != KILN_OK || st != KILN_ERROR_INVALID_ARGUMENT)
+    if (sym_ctx_status(ctx->sym) != KILN_OK || st != KILN_ERROR_OUT_OF_BOUNDS)
         return eng_fail_from_shape(ctx, st);
     char s[64], l[64], n[64];
     sym_render(start, s, sizeof s);
@@ -230,13 +237,14 @@ static kiln_tensor *unfold_impl(kiln_tensor *t, int32_t dim, int64_t size, int64
     if (size < 0 || step < 1 || (sym_is_const(v->shape[d], &n) && size > n)) {
         char len[64];
         sym_render(v->shape[d], len, sizeof len);
-        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+        return eng_fail(ctx,
+                        size < 0 || step < 1 ? KILN_ERROR_OUT_OF_RANGE : KILN_ERROR_OUT_OF_BOUNDS,
                         "kiln_unfold: size %lld, step %lld on dim %u of size %s (needs 0 <= size "
                         "<= the dim's size and step >= 1)",
                         (long long)size, (long long)step, d, len);
     }
     if (!step_fits(v->strides[d], step) || !step_fits(v->user_strides[d], step))
-        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+        return eng_fail(ctx, KILN_ERROR_OVERFLOW,
                         "kiln_unfold: step %lld on dim %u: the windows' stride (step times the "
                         "dim's stride, %lld) overflows int64",
                         (long long)step, d, (long long)sym_vmax(v->user_strides[d]));
@@ -283,7 +291,9 @@ static kiln_tensor *reshape_impl(kiln_tensor *t, uint32_t ndim, const int64_t *s
         if (shape[d] == -1 && infer < 0)
             infer = (int)d;
         else if (shape[d] < 0)
-            return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_reshape: size %lld of dim %u",
+            return eng_fail(ctx, KILN_ERROR_OUT_OF_RANGE,
+                            "kiln_reshape: size %lld of dim %u is negative (only one -1 is "
+                            "inferred)",
                             (long long)shape[d], d);
         else if (!base_mul_i64(known, shape[d], &known))
             return eng_fail(ctx, KILN_ERROR_OVERFLOW, "kiln_reshape: sizes overflow");
@@ -299,8 +309,9 @@ static kiln_tensor *reshape_impl(kiln_tensor *t, uint32_t ndim, const int64_t *s
                             "kiln_reshape: -1 needs a constant element count (use "
                             "kiln_reshape_sym)");
         if (known == 0 || n % known != 0)
-            return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                            "kiln_reshape: %lld elements cannot be reshaped with -1", (long long)n);
+            return eng_fail(ctx, KILN_ERROR_SHAPE_MISMATCH,
+                            "kiln_reshape: %lld elements cannot be reshaped to %lld times -1",
+                            (long long)n, (long long)known);
         dims[infer] = kiln_int(ctx, n / known);
     }
     return kiln_reshape_sym(t, ndim, dims);

@@ -4,6 +4,7 @@
 #include "eng.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static const shape_view *view_of(kiln_tensor *t) {
@@ -42,6 +43,25 @@ static bool is_one(const sym_node *s) {
     return sym_is_const(s, &v) && v == 1;
 }
 
+/* Records that the n operands do not broadcast: dim `from_right` has sizes a and b. */
+static bool broadcast_fail(kiln_context *ctx, const char *op, uint32_t n, kiln_tensor *const *ts,
+                           uint32_t from_right, const sym_node *a, const sym_node *b) {
+    char shapes[256], sa[64], sb[64];
+    size_t len = 0;
+    for (uint32_t j = 0; j < n && len < sizeof shapes; j++) {
+        char one[128];
+        const shape_view *v = view_of(ts[j]);
+        len += (size_t)snprintf(shapes + len, sizeof shapes - len, "%s%s",
+                                j ? (j + 1 < n ? ", " : " and ") : "",
+                                eng_shape_render(v->ndim, v->shape, one, sizeof one));
+    }
+    sym_render(a, sa, sizeof sa);
+    sym_render(b, sb, sizeof sb);
+    return eng_fail(ctx, KILN_ERROR_SHAPE_MISMATCH,
+                    "%s: shapes %s do not broadcast: dim %u from the right is %s and %s", op,
+                    shapes, from_right, sa, sb) != NULL;
+}
+
 /* Expands every operand to the common broadcast shape (right-aligned, as NumPy). */
 static bool broadcast(kiln_context *ctx, const char *op, uint32_t n, kiln_tensor **ts) {
     uint32_t ndim = 0;
@@ -58,9 +78,7 @@ static bool broadcast(kiln_context *ctx, const char *op, uint32_t n, kiln_tensor
             if (!size || is_one(size))
                 size = s;
             else if (s != size && !is_one(s))
-                return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                                "%s: shapes do not broadcast (dim %u from the right)", op,
-                                ndim - d) != NULL;
+                return broadcast_fail(ctx, op, n, ts, ndim - d, size, s);
         }
         shape[d] = (const kiln_expr *)size;
     }
@@ -132,8 +150,7 @@ static kiln_tensor *binary(const char *name, ir_op op, kiln_tensor *a, kiln_tens
         return NULL;
     kiln_context *ctx = ENG_CTX(a);
     if (ENG_CTX(b) != ctx)
-        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: tensors of different contexts",
-                        name);
+        return eng_fail(ctx, KILN_ERROR_INVALID_HANDLE, "%s: tensors of different contexts", name);
     ir_type t = operand != IR_TYPE_COUNT_ ? operand : promote(type_of(a), type_of(b));
     kiln_tensor *ts[2] = {cast_to(a, t), cast_to(b, t)};
     if (!ts[0] || !ts[1] || !broadcast(ctx, name, 2, ts))
@@ -157,7 +174,7 @@ static kiln_tensor *add_impl(kiln_tensor *a, kiln_tensor *b) {
 
 static kiln_tensor *sub_impl(kiln_tensor *a, kiln_tensor *b) {
     if (a && b && promoted(a, b) == IR_BOOL)
-        return eng_fail(ENG_CTX(a), KILN_ERROR_INVALID_ARGUMENT,
+        return eng_fail(ENG_CTX(a), KILN_ERROR_DTYPE_MISMATCH,
                         "kiln_sub: subtraction of bool tensors is not supported (as PyTorch)");
     return binary("kiln_sub", IR_SUB, a, b, IR_TYPE_COUNT_, IR_TYPE_COUNT_);
 }
@@ -226,7 +243,7 @@ static kiln_tensor *unary(const char *name, ir_op op, kiln_tensor *t, bool to_fl
         return NULL;
     ir_type type = to_float ? float_of(type_of(t)) : type_of(t);
     if (type == IR_BOOL && (op == IR_NEG || op == IR_ABS))
-        return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT, "%s: not defined for bool", name);
+        return eng_fail(ENG_CTX(t), KILN_ERROR_DTYPE_MISMATCH, "%s: not defined for bool", name);
     kiln_tensor *x = cast_to(t, type);
     return x ? eng_elementwise(ENG_CTX(t), op, type, 1, &x) : NULL;
 }
@@ -302,7 +319,7 @@ static bool axes_mask(kiln_tensor *t, const char *name, uint32_t naxes, const in
     for (uint32_t i = 0; i < naxes; i++) {
         int32_t a = axes[i] < 0 ? axes[i] + (int32_t)ndim : axes[i];
         if (a < 0 || a >= (int32_t)ndim)
-            return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT,
+            return eng_fail(ENG_CTX(t), KILN_ERROR_OUT_OF_RANGE,
                             "%s: axis %d is out of range for %u dims", name, axes[i], ndim) != NULL;
         if (*mask & (1u << a))
             return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT, "%s: axis %d appears twice",
@@ -604,7 +621,7 @@ static kiln_tensor *mean_impl(kiln_tensor *t, uint32_t naxes, const int32_t *axe
     if (!t || !axes_mask(t, "kiln_mean", naxes, axes, &mask))
         return NULL;
     if (!ir_type_is_float(type_of(t)))
-        return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT,
+        return eng_fail(ENG_CTX(t), KILN_ERROR_DTYPE_MISMATCH,
                         "kiln_mean: the input must be a float tensor (as PyTorch)");
     ir_type type = type_of(t);
     kiln_tensor *s = reduce("kiln_mean", IR_ADD, cast_to(t, IR_F32), naxes, axes, keepdim);
@@ -622,7 +639,7 @@ static kiln_tensor *var_impl(kiln_tensor *t, uint32_t naxes, const int32_t *axes
     if (!t || !axes_mask(t, "kiln_var", naxes, axes, &mask))
         return NULL;
     if (!ir_type_is_float(type_of(t)))
-        return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT,
+        return eng_fail(ENG_CTX(t), KILN_ERROR_DTYPE_MISMATCH,
                         "kiln_var: the input must be a float tensor (as PyTorch)");
     kiln_context *ctx = ENG_CTX(t);
     ir_type type = type_of(t);
@@ -692,8 +709,9 @@ static kiln_tensor *matmul_impl(kiln_tensor *a, kiln_tensor *b) {
     kiln_context *ctx = ENG_CTX(a);
     uint32_t na = view_of(a)->ndim, nb = view_of(b)->ndim;
     if (na == 0 || nb == 0)
-        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                        "kiln_matmul: both operands need at least one dim");
+        return eng_fail(ctx, KILN_ERROR_SHAPE_MISMATCH,
+                        "kiln_matmul: both operands need at least one dim (a has %u, b %u)", na,
+                        nb);
     kiln_tensor *x = na == 1 ? kiln_unsqueeze(a, 0) : a;
     kiln_tensor *y = nb == 1 ? kiln_unsqueeze(b, 1) : b;
     if (!x || !y)
@@ -705,7 +723,7 @@ static kiln_tensor *matmul_impl(kiln_tensor *a, kiln_tensor *b) {
         const shape_view *va = view_of(a), *vb = view_of(b);
         sym_render(ka, inner_a, sizeof inner_a);
         sym_render(kb, inner_b, sizeof inner_b);
-        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_matmul: a is %s, b is %s: %s != %s",
+        return eng_fail(ctx, KILN_ERROR_SHAPE_MISMATCH, "kiln_matmul: a is %s, b is %s: %s != %s",
                         eng_shape_render(va->ndim, va->shape, sa, sizeof sa),
                         eng_shape_render(vb->ndim, vb->shape, sb, sizeof sb), inner_a, inner_b);
     }
@@ -788,9 +806,13 @@ static kiln_tensor *conv2d_impl(kiln_tensor *x, kiln_tensor *w, int64_t stride, 
     if (view_of(x)->ndim != 4 || view_of(w)->ndim != 4 || stride < 1 || padding < 0)
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
                         "kiln_conv2d: x (N, C, H, W), w (O, C, KH, KW), stride >= 1, padding >= 0");
-    if (view_of(x)->shape[1] != view_of(w)->shape[1])
-        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                        "kiln_conv2d: x and w differ in their channel count");
+    if (view_of(x)->shape[1] != view_of(w)->shape[1]) {
+        char sx[128], sw[128];
+        return eng_fail(ctx, KILN_ERROR_SHAPE_MISMATCH,
+                        "kiln_conv2d: x is %s, w is %s: they differ in their channel count",
+                        eng_shape_render(4, view_of(x)->shape, sx, sizeof sx),
+                        eng_shape_render(4, view_of(w)->shape, sw, sizeof sw));
+    }
     int64_t kh, kw;
     if (!sym_is_const(view_of(w)->shape[2], &kh) || !sym_is_const(view_of(w)->shape[3], &kw))
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,

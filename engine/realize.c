@@ -310,8 +310,8 @@ static void let_go(schedule *s) {
 
 /* Realizes nodes for the public call named call: schedule, then run (kernels are built,
  * looked up or compiled, and dispatched as they run). */
-static kiln_status realize(kiln_context *ctx, const char *call, uint32_t count,
-                           eng_node *const *nodes) {
+static kiln_status realize_impl(kiln_context *ctx, const char *call, uint32_t count,
+                                eng_node *const *nodes) {
     kiln_status sticky = eng_call_begin(ctx); /* a graph-building error recorded earlier */
     if (sticky != KILN_OK)
         return sticky;
@@ -349,6 +349,15 @@ static kiln_status realize(kiln_context *ctx, const char *call, uint32_t count,
     BASE_VEC_FREE(&ctx->alloc, &s.walk);
     /* The kernels' ASTs and the lowering memo live for one realize. */
     base_arena_reset(&ctx->arena);
+    return st;
+}
+
+/* A realize, its messages (statistics, cache warnings, validation) to the context's callback. */
+static kiln_status realize(kiln_context *ctx, const char *call, uint32_t count,
+                           eng_node *const *nodes) {
+    eng_log_enter(ctx);
+    kiln_status st = realize_impl(ctx, call, count, nodes);
+    eng_log_leave(ctx);
     return st;
 }
 

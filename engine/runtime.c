@@ -705,7 +705,7 @@ static kiln_status check_bound(kiln_context *ctx, const eng_kernel *k) {
         int64_t v;
         base_error err = {0};
         if (sym_eval(found[i], &a, &v, &err) == KILN_ERROR_NOT_FOUND)
-            return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
+            return base_error_set(&ctx->err, KILN_ERROR_UNBOUND_VARIABLE,
                                   "%s: it sizes or indexes the computation, and was never bound "
                                   "(size tensors with the expression kiln_bind returns)",
                                   base_error_message(&err));

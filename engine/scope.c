@@ -34,6 +34,7 @@ kiln_status kiln_scope_end(kiln_context *ctx, uint32_t keep_count, kiln_tensor *
             return base_error_set(&ctx->err, st, "%s (keep[%u])", why, i);
         }
     }
+    eng_log_enter(ctx);
     uint32_t depth = ctx->scope_depth;
     for (uint32_t i = 0; i < keep_count; i++) {
         eng_tensor *t = keep[i] ? eng_t(keep[i]) : NULL;
@@ -51,5 +52,6 @@ kiln_status kiln_scope_end(kiln_context *ctx, uint32_t keep_count, kiln_tensor *
     /* The scope's expressions go too, and every expression nothing uses any more. */
     eng_unpin_to(ctx, ctx->scope_depth);
     eng_collect_expressions(ctx);
+    eng_log_leave(ctx);
     return KILN_OK;
 }

@@ -8,13 +8,15 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Why dst cannot be written, or NULL. */
-static const char *unwritable(kiln_context *ctx, kiln_tensor *dst) {
+/* Why dst cannot be written, or NULL; *status receives the class of the refusal. */
+static const char *unwritable(kiln_context *ctx, kiln_tensor *dst, kiln_status *status) {
     const shape_view *v = shape_tracker_last(ENG_ST(dst));
+    *status = KILN_ERROR_NOT_VIEWABLE;
     if (ENG_ST(dst)->nviews != 1)
-        return "it is not a view of one storage";
+        return "it is not a view of one storage (a reshape that needed a copy)";
     if (v->masked)
         return "it is padded (padding has no storage to write)";
+    *status = KILN_ERROR_OVERLAP;
     switch (shape_view_self_alias(ctx->shape, v)) {
     case SHAPE_ALIAS_NONE:
         return NULL;
@@ -72,31 +74,35 @@ static kiln_status write_node(kiln_context *ctx, eng_tensor *dst, kiln_tensor *v
 
 /* A graph-building error met inside a write call becomes that call's own failure (not sticky),
  * its message prefixed with what the call could not do. */
-static kiln_status refused(kiln_context *ctx, const char *what) {
+static kiln_status refused(kiln_context *ctx, const char *call, const char *what) {
     ctx->sticky = false;
     kiln_status st = ctx->err.status ? ctx->err.status : KILN_ERROR_OUT_OF_HOST_MEMORY;
     char cause[BASE_ERROR_MESSAGE_MAX];
     snprintf(cause, sizeof cause, "%s", base_error_message(&ctx->err));
     base_error_clear(&ctx->err);
-    if (strncmp(cause, what, strlen(what)) == 0) /* it names the call already */
-        return base_error_set(&ctx->err, st, "%s", cause);
-    return base_error_set(&ctx->err, st, "%s: %s", what, cause);
+    size_t n = strlen(call);
+    if (strncmp(cause, call, n) == 0 && cause[n] == ':') /* it names the call already */
+        memmove(cause, cause + n + 1 + (cause[n + 1] == ' '), strlen(cause + n + 1) + 1);
+    if (what)
+        return base_error_set(&ctx->err, st, "%s: %s: %s", call, what, cause);
+    return base_error_set(&ctx->err, st, "%s: %s", call, cause);
 }
 
-static kiln_status copy_impl(kiln_context *ctx, kiln_tensor *dst, kiln_tensor *src) {
-    const char *why = unwritable(ctx, dst);
+static kiln_status copy_impl(kiln_context *ctx, const char *call, kiln_tensor *dst,
+                             kiln_tensor *src) {
+    kiln_status refusal;
+    const char *why = unwritable(ctx, dst, &refusal);
     if (why)
-        return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
-                              "kiln_copy_: the destination cannot be written: %s", why);
+        return base_error_set(&ctx->err, refusal, "%s: the destination cannot be written: %s", call,
+                              why);
     const shape_view *v = shape_tracker_last(ENG_ST(dst));
     ir_type type = eng_resolve(dst)->type;
     /* src broadcast to dst's shape, in dst's dtype. */
     kiln_tensor *value = kiln_expand_sym(src, v->ndim, (const kiln_expr *const *)v->shape);
     if (value && ENG_BASE(value)->type != type)
         value = eng_elementwise(ctx, IR_CAST, type, 1, &value);
-    if (!value) {
-        return refused(ctx, "kiln_copy_: the source cannot be written to the destination");
-    }
+    if (!value)
+        return refused(ctx, call, "the source cannot be written to the destination");
     return write_node(ctx, eng_t(dst), value);
 }
 
@@ -112,26 +118,27 @@ static kiln_status run_write(const char *call, kiln_tensor *dst, kiln_tensor *sr
     st = eng_call_begin(ctx);
     if (st != KILN_OK)
         return st;
+    ctx->call = call; /* a shape error of the source names the write */
     size_t mark = eng_temps_begin(ctx);
     switch (kind) {
     case 0:
-        st = copy_impl(ctx, dst, src);
+        st = copy_impl(ctx, call, dst, src);
         break;
     case 1:
     case 2: {
         kiln_tensor *r = kind == 1 ? kiln_add(dst, src) : kiln_mul(dst, src);
         if (!r)
-            st = refused(ctx, call);
+            st = refused(ctx, call, NULL);
         else
-            st = copy_impl(ctx, dst, r);
+            st = copy_impl(ctx, call, dst, r);
         break;
     }
     default: {
         ir_type type = eng_resolve(dst)->type;
         if (!eng_value_fits(ctx, call, type, value))
-            st = refused(ctx, call);
+            st = refused(ctx, call, NULL);
         else
-            st = copy_impl(ctx, dst, eng_full(ctx, type, 0, NULL, value, NULL));
+            st = copy_impl(ctx, call, dst, eng_full(ctx, type, 0, NULL, value, NULL));
         break;
     }
     }

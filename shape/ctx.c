@@ -135,8 +135,8 @@ kiln_status shape_axis(shape_ctx *ctx, int32_t dim, uint32_t ndim, uint32_t *out
     if (d < 0)
         d += (int64_t)ndim;
     if (d < 0 || d >= (int64_t)ndim)
-        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                          "dimension %d out of range for a view of %u dimensions", (int)dim, ndim);
+        return shape_fail(ctx, KILN_ERROR_OUT_OF_RANGE, "dim %d is out of range for %u dims",
+                          (int)dim, ndim);
     *out = (uint32_t)d;
     return KILN_OK;
 }

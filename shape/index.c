@@ -111,10 +111,10 @@ kiln_status shape_view_check_storage(shape_ctx *ctx, const shape_view *v,
     if (s != KILN_OK || empty)
         return s;
     if (shape_refute_le(ctx, shape_k(ctx, 0), lo))
-        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+        return shape_fail(ctx, KILN_ERROR_OUT_OF_BOUNDS,
                           "the view addresses an element before the start of its storage");
     if (storage_size && shape_refute_le(ctx, sym_add_c(ctx->sym, hi, 1), storage_size))
-        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+        return shape_fail(ctx, KILN_ERROR_OUT_OF_BOUNDS,
                           "the view addresses an element past the end of its storage");
     return shape_sym_status(ctx);
 }

@@ -293,8 +293,9 @@ kiln_status shape_view_merge(shape_ctx *ctx, const shape_view *inner, const shap
     shape_view m;
     base_error saved = ctx->err;
     kiln_status s = merge_rec(ctx, inner, outer, &m, ok, 0);
-    if (s == KILN_ERROR_INVALID_ARGUMENT || s == KILN_ERROR_UNSUPPORTED ||
-        s == KILN_ERROR_LIMIT_EXCEEDED) {
+    if (s == KILN_ERROR_INVALID_ARGUMENT || s == KILN_ERROR_OUT_OF_RANGE ||
+        s == KILN_ERROR_OUT_OF_BOUNDS || s == KILN_ERROR_SHAPE_MISMATCH ||
+        s == KILN_ERROR_UNSUPPORTED || s == KILN_ERROR_LIMIT_EXCEEDED) {
         /* a step inside declined (a mask empty only for the bound value, ...): no merge */
         ctx->err = saved;
         s = KILN_OK, *ok = false;

@@ -228,7 +228,7 @@ static kiln_status check_numel(shape_ctx *ctx, const shape_view *in, uint32_t nd
         if (!sizes[i])
             return shape_null(ctx, "reshape: size %u is NULL", i);
         if (shape_refute_le(ctx, shape_k(ctx, 0), sizes[i]))
-            return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "reshape: size %u is invalid", i);
+            return shape_fail(ctx, KILN_ERROR_OUT_OF_RANGE, "size %u is negative", i);
         b = sym_mul(ctx->sym, b, sizes[i]);
     }
     if (!a || !b)
@@ -236,8 +236,12 @@ static kiln_status check_numel(shape_ctx *ctx, const shape_view *in, uint32_t nd
     int64_t x, y;
     if (shape_prove_eq(ctx, a, b) || (shape_value(a, &x) && shape_value(b, &y) && x == y))
         return KILN_OK;
-    return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                      "reshape: the number of elements differs (or cannot be proved equal)");
+    char have[64], want[64];
+    sym_render(a, have, sizeof have);
+    sym_render(b, want, sizeof want);
+    return shape_fail(ctx, KILN_ERROR_SHAPE_MISMATCH,
+                      "%s elements cannot be reshaped to %s (or are not provably as many)", have,
+                      want);
 }
 
 static bool same_shape(const shape_view *in, uint32_t ndim, const sym_node *const *sizes) {

@@ -30,7 +30,9 @@
  * shape_ctx_message() holds the message of the most recent failure. No operation aborts on
  * caller input. An error the sym_ctx records while an operation runs (overflow of a constant,
  * out of memory) is returned by that operation, its message copied, and cleared from the
- * sym_ctx. A shape_ctx (and its sym_ctx) is not thread-safe.
+ * sym_ctx. A shape_ctx (and its sym_ctx) is not thread-safe. Statuses are kiln_status's caller
+ * classes (a dim out of range, bounds beyond a size, shapes that do not fit, ...); messages give
+ * the values but name no operation: the engine prefixes the public call.
  *
  * Canonical form. Every view an operation returns is canonical, so equal views compare equal
  * with shape_view_equal:

@@ -22,8 +22,11 @@ static kiln_status check_sizes(shape_ctx *ctx, uint32_t ndim, const sym_node *co
     for (uint32_t i = 0; i < ndim; i++) {
         if (!sizes[i])
             return shape_null(ctx, "size %u is NULL", i);
-        if (shape_refute_le(ctx, shape_k(ctx, 0), sizes[i]))
-            return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "size %u is negative", i);
+        if (shape_refute_le(ctx, shape_k(ctx, 0), sizes[i])) {
+            char n[64];
+            sym_render(sizes[i], n, sizeof n);
+            return shape_fail(ctx, KILN_ERROR_OUT_OF_RANGE, "size %s of dim %u is negative", n, i);
+        }
     }
     return KILN_OK;
 }
@@ -85,7 +88,7 @@ kiln_status shape_view_as_strided(shape_ctx *ctx, uint32_t ndim, const sym_node 
         if (!strides[i])
             return shape_null(ctx, "as_strided: stride %u is NULL", i);
     if (shape_refute_le(ctx, shape_k(ctx, 0), offset))
-        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "as_strided: negative storage offset");
+        return shape_fail(ctx, KILN_ERROR_OUT_OF_BOUNDS, "the storage offset is negative");
     shape_view v;
     view_init(&v, ndim);
     memcpy(v.shape, sizes, ndim * sizeof(*sizes));
@@ -134,8 +137,7 @@ kiln_status shape_view_permute(shape_ctx *ctx, const shape_view *in, const int32
         if (s != KILN_OK)
             return s;
         if (seen[ax[i]])
-            return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "permute: dimension %u repeated",
-                              ax[i]);
+            return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "dim %u appears twice", ax[i]);
         seen[ax[i]] = true;
     }
     shape_view v = *in;
@@ -162,10 +164,14 @@ kiln_status shape_view_expand(shape_ctx *ctx, const shape_view *in, const sym_no
     for (uint32_t i = 0; i < in->ndim; i++) {
         if (sizes[i] == in->shape[i])
             continue;
-        if (!shape_is(in->shape[i], 1))
-            return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                              "expand: dimension %u has size other than 1 and cannot be expanded",
-                              i);
+        if (!shape_is(in->shape[i], 1)) {
+            char have[64], want[64];
+            sym_render(in->shape[i], have, sizeof have);
+            sym_render(sizes[i], want, sizeof want);
+            return shape_fail(ctx, KILN_ERROR_SHAPE_MISMATCH,
+                              "dim %u of size %s cannot be expanded to %s (only a size 1 can)", i,
+                              have, want);
+        }
         v.shape[i] = sizes[i];
         v.strides[i] = v.user_strides[i] = shape_k(ctx, 0);
         if (v.masked) { /* b, e are 0 or 1: (0,1) -> (0,n), an empty mask stays empty */
@@ -195,8 +201,7 @@ kiln_status shape_view_pad(shape_ctx *ctx, const shape_view *in, const sym_node 
             return shape_null(ctx, "pad: amount %u is NULL", i);
         if (shape_refute_le(ctx, shape_k(ctx, 0), before[i]) ||
             shape_refute_le(ctx, shape_k(ctx, 0), after[i]))
-            return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "pad: negative padding in dim %u",
-                              i);
+            return shape_fail(ctx, KILN_ERROR_OUT_OF_RANGE, "negative padding on dim %u", i);
     }
     shape_view v = *in;
     ensure_mask(ctx, &v);
@@ -223,9 +228,15 @@ kiln_status shape_view_shrink(shape_ctx *ctx, const shape_view *in, const sym_no
         if (!begin[i] || !end[i])
             return shape_null(ctx, "shrink: bound %u is NULL", i);
         if (shape_refute_le(ctx, shape_k(ctx, 0), begin[i]) ||
-            shape_refute_le(ctx, begin[i], end[i]) || shape_refute_le(ctx, end[i], in->shape[i]))
-            return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                              "shrink: dimension %u needs 0 <= begin <= end <= size", i);
+            shape_refute_le(ctx, begin[i], end[i]) || shape_refute_le(ctx, end[i], in->shape[i])) {
+            char b[64], e[64], n[64];
+            sym_render(begin[i], b, sizeof b);
+            sym_render(end[i], e, sizeof e);
+            sym_render(in->shape[i], n, sizeof n);
+            return shape_fail(ctx, KILN_ERROR_OUT_OF_BOUNDS,
+                              "[%s, %s) on dim %u of size %s (needs 0 <= begin <= end <= size)", b,
+                              e, i, n);
+        }
     }
     shape_view v = *in;
     for (uint32_t i = 0; i < in->ndim; i++) {
@@ -317,10 +328,10 @@ kiln_status shape_view_slice(shape_ctx *ctx, const shape_view *in, int32_t dim,
         return s;
     int64_t n;
     if (sl->step == 0 || sl->step == INT64_MIN)
-        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "slice: step must be nonzero");
+        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "the step must be nonzero");
     if (!shape_value(in->shape[d], &n))
-        return shape_fail(ctx, KILN_ERROR_UNSUPPORTED, "slice: dimension %u has a symbolic size",
-                          d);
+        return shape_fail(ctx, KILN_ERROR_UNSUPPORTED,
+                          "dim %u has a symbolic size (use kiln_slice_sym)", d);
     int64_t first, count;
     slice_indices(sl, n, &first, &count);
     shape_view v = *in;
@@ -409,9 +420,11 @@ kiln_status shape_view_squeeze(shape_ctx *ctx, const shape_view *in, int32_t dim
     kiln_status s = shape_axis(ctx, dim, in->ndim, &d);
     if (s != KILN_OK)
         return s;
-    if (!shape_is(in->shape[d], 1))
-        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                          "squeeze: dimension %u is not of size 1", d);
+    if (!shape_is(in->shape[d], 1)) {
+        char n[64];
+        sym_render(in->shape[d], n, sizeof n);
+        return shape_fail(ctx, KILN_ERROR_SHAPE_MISMATCH, "dim %u has size %s, not 1", d, n);
+    }
     shape_view v = *in;
     s = drop_unit_dim(ctx, &v, d);
     if (s != KILN_OK)
@@ -462,11 +475,16 @@ kiln_status shape_view_select(shape_ctx *ctx, const shape_view *in, int32_t dim,
         return s;
     if (!index)
         return shape_null(ctx, "select: index is NULL");
+    const sym_node *given = index;
     index = wrap_index(ctx, index, in->shape[d]);
     if (shape_refute_le(ctx, shape_k(ctx, 0), index) ||
-        shape_refute_le(ctx, sym_add_c(ctx->sym, index, 1), in->shape[d]))
-        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "select: index out of range in dim %u",
-                          d);
+        shape_refute_le(ctx, sym_add_c(ctx->sym, index, 1), in->shape[d])) {
+        char i[64], n[64];
+        sym_render(given, i, sizeof i);
+        sym_render(in->shape[d], n, sizeof n);
+        return shape_fail(ctx, KILN_ERROR_OUT_OF_BOUNDS,
+                          "index %s is out of bounds for dim %u of size %s", i, d, n);
+    }
     shape_view v;
     s = shrink_one(ctx, in, d, index, sym_add_c(ctx->sym, index, 1), &v);
     if (s == KILN_OK)
@@ -489,9 +507,10 @@ kiln_status shape_view_diagonal(shape_ctx *ctx, const shape_view *in, int64_t of
     if (s != KILN_OK)
         return s;
     if (a == b)
-        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "diagonal: dimensions must differ");
+        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "dims %d and %d are the same dim",
+                          (int)dim1, (int)dim2);
     if (offset == INT64_MIN)
-        return shape_fail(ctx, KILN_ERROR_OVERFLOW, "diagonal: offset out of range");
+        return shape_fail(ctx, KILN_ERROR_OVERFLOW, "the offset is INT64_MIN");
     sym_ctx *sc = ctx->sym;
     int64_t r0 = offset < 0 ? -offset : 0, c0 = offset > 0 ? offset : 0;
     const sym_node *len =
@@ -542,10 +561,12 @@ kiln_status shape_view_unfold(shape_ctx *ctx, const shape_view *in, int32_t dim,
         return shape_null(ctx, "unfold: size or step is NULL");
     if (shape_refute_le(ctx, size, in->shape[d]) || shape_refute_le(ctx, shape_k(ctx, 0), size) ||
         shape_refute_le(ctx, shape_k(ctx, 1), step))
-        return shape_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
-                          "unfold: needs 0 <= size <= size of dim %u and step >= 1", d);
+        return shape_fail(ctx, KILN_ERROR_OUT_OF_BOUNDS,
+                          "the window does not fit dim %u (needs 0 <= size <= the dim's size and "
+                          "step >= 1)",
+                          d);
     if (in->masked && !(shape_is(in->mask_begin[d], 0) && in->mask_end[d] == in->shape[d]))
-        return shape_fail(ctx, KILN_ERROR_UNSUPPORTED, "unfold: dimension %u is padded", d);
+        return shape_fail(ctx, KILN_ERROR_UNSUPPORTED, "dim %u is padded", d);
     sym_ctx *sc = ctx->sym;
     shape_view v = *in;
     uint32_t n = v.ndim++;

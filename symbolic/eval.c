@@ -9,7 +9,7 @@ static kiln_status eval_var(const sym_node *n, const sym_assignment *a, int64_t 
         if (a->vars[i] != n)
             continue;
         if (a->values[i] < n->vmin || a->values[i] > n->vmax)
-            return base_error_set(err, KILN_ERROR_INVALID_ARGUMENT,
+            return base_error_set(err, KILN_ERROR_OUT_OF_RANGE,
                                   "%s = %lld is outside its range [%lld, %lld]", n->name,
                                   (long long)a->values[i], (long long)n->vmin, (long long)n->vmax);
         *out = a->values[i];

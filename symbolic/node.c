@@ -299,7 +299,7 @@ const sym_node *sym_bind(sym_ctx *ctx, const sym_node *var, int64_t value) {
     if (var->kind != SYM_VAR)
         return sym_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "only a Variable can be bound");
     if (value < var->vmin || value > var->vmax)
-        return sym_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+        return sym_fail(ctx, KILN_ERROR_OUT_OF_RANGE,
                         "binding %s to %lld, outside its range [%lld, %lld]", var->name,
                         (long long)value, (long long)var->vmin, (long long)var->vmax);
     return sym_make(ctx, SYM_BIND, var, NULL, NULL, value);

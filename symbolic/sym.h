@@ -23,8 +23,9 @@
  * unmarked (sym_collect, below) or until sym_ctx_destroy.
  *
  * Statuses recorded by constructors: KILN_ERROR_INVALID_ARGUMENT (division or modulo by a
- * constant 0, a bad Variable declaration or binding), KILN_ERROR_OVERFLOW (a constant or a
- * bound that does not fit int64), KILN_ERROR_BUDGET_EXCEEDED (the step budget, default 200000
+ * constant 0, a bad Variable declaration, a binding of what is not a Variable),
+ * KILN_ERROR_OUT_OF_RANGE (a binding outside the Variable's range), KILN_ERROR_OVERFLOW (a constant
+ * or a bound that does not fit int64), KILN_ERROR_BUDGET_EXCEEDED (the step budget, default 200000
  * steps per top-level call, or the nesting limit of constructor calls), and
  * KILN_ERROR_OUT_OF_HOST_MEMORY.
  *
@@ -148,8 +149,9 @@ typedef struct sym_assignment {
 
 /* Evaluates n: Variables take their value from a (NULL: none), bound nodes their bound value.
  * Errors, recorded in err (which may be NULL): an unassigned Variable KILN_ERROR_NOT_FOUND; a
- * value outside its Variable's range or division by zero KILN_ERROR_INVALID_ARGUMENT; int64
- * overflow KILN_ERROR_OVERFLOW. Select, and, or evaluate only the operand they need. */
+ * value outside its Variable's range KILN_ERROR_OUT_OF_RANGE; division by zero
+ * KILN_ERROR_INVALID_ARGUMENT; int64 overflow KILN_ERROR_OVERFLOW. Select, and, or evaluate only
+ * the operand they need. */
 kiln_status sym_eval(const sym_node *n, const sym_assignment *a, int64_t *out, base_error *err);
 /* n with every from[i] (a Variable or bound node) replaced by to[i], simplified again. A
  * Variable in from also replaces the nodes that bind it. from[i] of another kind is

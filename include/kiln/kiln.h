@@ -20,9 +20,13 @@
  * other calls returning kiln_status report it (and do nothing) until kiln_context_clear_error.
  * A status-returning call that fails by itself returns its status, and kiln_context_message
  * gives its message, without blocking later calls. KILN_OK is 0; kiln_status_string gives the
- * generic message. No call aborts on caller input, and a failed call leaves every existing
- * tensor intact (a failed realize keeps the results of the kernels that ran: see
- * kiln_realize).
+ * generic message. Each class of caller error has its own status (kiln_base.h lists them:
+ * KILN_ERROR_OUT_OF_RANGE, _OUT_OF_BOUNDS, _SHAPE_MISMATCH, _OVERLAP, _NOT_VIEWABLE,
+ * _UNBOUND_VARIABLE, _DTYPE_MISMATCH, _INVALID_HANDLE; KILN_ERROR_INVALID_ARGUMENT for the
+ * rest), and every message names the public call made and the values involved
+ * ("kiln_matmul: a is (2, 3), b is (4, 5): 3 != 4"). No call aborts on caller input, and a
+ * failed call leaves every existing tensor intact (a failed realize keeps the results of the
+ * kernels that ran: see kiln_realize).
  *
  * Views and copies. Movement ops (reshape, permute, expand, pad, shrink, flip, slice with any
  * step, as_strided, ...) never move data, and kernels read every input through its view's
@@ -48,16 +52,23 @@
  * Ownership and lifetime. A kiln_tensor * is a handle, not a pointer: kiln_release gives it
  * back, and so does the end of the scope it was made in (kiln_scope_end). A released handle
  * (or one of another or a destroyed context) is detected by every call, which returns NULL or
- * a status with a message naming the call; nothing is freed that anything still uses. A
- * storage, and the computation that produces it, is freed as soon as no live tensor can reach
- * it (directly, through views, or through computations not yet run); kiln_stats' live counts
- * show what is alive. Expressions (kiln_int, kiln_bind, kiln_expr_add, kiln_tensor_size_expr,
- * ...) stay valid until the scope they were made in ends (outside any scope: as long as the
- * context); Variables live as long as the context. kiln_context_destroy frees everything.
- * Operands of one call must belong to one context.
+ * a status (KILN_ERROR_INVALID_HANDLE) with a message naming the call; nothing is freed that
+ * anything still uses. A storage, and the computation that produces it, is freed as soon as no
+ * live tensor can reach it (directly, through views, or through computations not yet run);
+ * kiln_stats' live counts show what is alive. Expressions (kiln_int, kiln_bind, kiln_expr_add,
+ * kiln_tensor_size_expr, ...) stay valid until the scope they were made in ends (outside any
+ * scope: as long as the context); Variables live as long as the context. kiln_context_destroy
+ * frees everything.
+ * Operands of one call must belong to one context (else KILN_ERROR_INVALID_HANDLE).
  *
  * Thread-safety: a context and everything made from it is used by one thread at a time;
- * distinct contexts are independent. kiln_status_string is thread-safe.
+ * distinct contexts are independent. kiln_status_string and kiln_set_log_callback are
+ * thread-safe.
+ *
+ * Log messages (warnings such as a cache directory that cannot be used, statistics with
+ * KILN_DEBUG=1, validation-layer messages) go to the callback of the context whose call logs
+ * them (kiln_context_options.log), else to the process-wide one (kiln_set_log_callback, in
+ * kiln_base.h), else to stderr. KILN_DEBUG sets which levels are logged.
  *
  * kiln_status and kiln_alloc_fn are defined in kiln_base.h (owned by base/, copied next to
  * this header by the build): every host allocation Kiln makes goes through the allocator
@@ -104,6 +115,12 @@ typedef struct kiln_context_options {
     bool timing;
     kiln_alloc_fn alloc; /* NULL: malloc/realloc/free */
     void *alloc_user;
+    /* Receives the messages logged during this context's calls, its creation and destruction
+     * included (kiln_log_fn in kiln_base.h: cache warnings, statistics with KILN_DEBUG,
+     * validation-layer messages, a failed creation's message). NULL: the process-wide callback
+     * (kiln_set_log_callback), else stderr. log_user is passed to it. */
+    kiln_log_fn log;
+    void *log_user;
     /* Test-only overrides that drive, on any device, paths other devices take: a smaller
      * push-constant limit (0: the device's), and specialisation of kernels on symbolic sizes
      * (guarded; off by default so that one kernel serves every bound value). */
@@ -135,9 +152,10 @@ typedef struct kiln_context_options {
 } kiln_context_options;
 
 /* Statuses: KILN_ERROR_NOT_FOUND (no device matches: the message lists the Vulkan devices by
- * index and name, and "interp"), KILN_ERROR_OUT_OF_HOST_MEMORY, Vulkan errors. *out is NULL on
- * failure, and the message of a failed creation goes to the log (stderr, KILN_DEBUG). options
- * may be NULL. */
+ * index and name, and "interp"), KILN_ERROR_INVALID_ARGUMENT (out NULL, an empty cache_dir),
+ * KILN_ERROR_OUT_OF_HOST_MEMORY, Vulkan errors. *out is NULL on failure, and the message of a
+ * failed creation goes to the log (options->log, else the process-wide callback, else
+ * stderr). options may be NULL. */
 kiln_status kiln_context_create(const kiln_context_options *options, kiln_context **out);
 void kiln_context_destroy(kiln_context *ctx); /* NULL is a no-op */
 /* The most recent failure (a sticky graph-building error, or the last failed call). */
@@ -187,7 +205,7 @@ kiln_stats kiln_context_stats(const kiln_context *ctx);
 
 const kiln_expr *kiln_int(kiln_context *ctx, int64_t value);
 const kiln_expr *kiln_variable(kiln_context *ctx, const char *name, int64_t min, int64_t max);
-/* The Variable bound to value (value outside the range: NULL and an error). */
+/* The Variable bound to value (value outside the range: NULL and KILN_ERROR_OUT_OF_RANGE). */
 const kiln_expr *kiln_bind(kiln_context *ctx, const kiln_expr *variable, int64_t value);
 const kiln_expr *kiln_expr_add(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b);
 const kiln_expr *kiln_expr_mul(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b);
@@ -195,7 +213,7 @@ const kiln_expr *kiln_expr_mul(kiln_context *ctx, const kiln_expr *a, const kiln
 const kiln_expr *kiln_expr_div(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b);
 const kiln_expr *kiln_expr_mod(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b);
 /* The value of e with its bound Variables. A Variable never bound has no value: wherever one is
- * needed (this call, a query, a realize) that is KILN_ERROR_INVALID_ARGUMENT, naming it. */
+ * needed (this call, a query, a realize) that is KILN_ERROR_UNBOUND_VARIABLE, naming it. */
 kiln_status kiln_expr_value(kiln_context *ctx, const kiln_expr *e, int64_t *value);
 
 /* ---- tensors ------------------------------------------------------------------------------ */
@@ -220,9 +238,9 @@ const char *kiln_dtype_name(kiln_dtype dtype);
  * int64 (else KILN_ERROR_OVERFLOW); the _sym forms take expressions. data is copied
  * (row-major, numel * kiln_dtype_size bytes). A fill value (kiln_full, kiln_scalar,
  * kiln_fill_, the _scalar ops) converts as a cast: toward zero for an integer dtype, where
- * NaN, an infinity or a value outside the dtype's range is KILN_ERROR_INVALID_ARGUMENT (as
- * torch.full); for bool, true when nonzero, NaN included (as Python's bool(float('nan')) and
- * torch.full(..., nan, dtype=torch.bool)). */
+ * NaN, an infinity or a value outside the dtype's range is KILN_ERROR_OUT_OF_RANGE (as
+ * torch.full); a negative size is KILN_ERROR_OUT_OF_RANGE; for bool, true when nonzero, NaN
+ * included (as Python's bool(float('nan')) and torch.full(..., nan, dtype=torch.bool)). */
 kiln_tensor *kiln_from_data(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
                             const int64_t *shape, const void *data);
 kiln_tensor *kiln_empty(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape);
@@ -234,8 +252,8 @@ kiln_tensor *kiln_zeros(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, cons
 kiln_tensor *kiln_ones(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape);
 kiln_tensor *kiln_scalar(kiln_context *ctx, kiln_dtype dtype, double value); /* 0-d */
 /* [start, stop) by step, as torch.arange (a 1-d tensor of ceil((stop - start) / step)).
- * Non-finite bounds, a zero step, and for an integer dtype a value it cannot hold are
- * KILN_ERROR_INVALID_ARGUMENT naming the values. */
+ * Non-finite bounds and a zero step are KILN_ERROR_INVALID_ARGUMENT, for an integer dtype a
+ * value it cannot hold KILN_ERROR_OUT_OF_RANGE, each naming the values. */
 kiln_tensor *kiln_arange(kiln_context *ctx, kiln_dtype dtype, double start, double stop,
                          double step);
 /* Symbolic forms: sizes (and values) are expressions of bound Variables. One kernel serves
@@ -264,9 +282,9 @@ kiln_tensor *kiln_randn(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, cons
 kiln_tensor *kiln_empty_strided(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
                                 const int64_t *shape, const int64_t *strides);
 /* torch.as_strided: a view of t's storage with exactly these sizes, strides (negative, zero
- * and overlapping allowed) and absolute storage offset. Rejected (NULL and an error) when the
- * offset is negative or, for numel > 0, the lowest or highest addressed element lies outside
- * the storage. */
+ * and overlapping allowed) and absolute storage offset. Rejected (NULL and
+ * KILN_ERROR_OUT_OF_BOUNDS) when the offset is negative or, for numel > 0, the lowest or
+ * highest addressed element lies outside the storage. */
 kiln_tensor *kiln_as_strided(kiln_tensor *t, uint32_t ndim, const int64_t *shape,
                              const int64_t *strides, int64_t offset);
 
@@ -275,8 +293,12 @@ kiln_tensor *kiln_as_strided(kiln_tensor *t, uint32_t ndim, const int64_t *shape
  * dst's shape and is converted to dst's dtype. When src reads the storage dst writes, the
  * result is as if src were read completely first (NumPy's rule); a src that reads dst's
  * storage other than element for element is then materialised first, the one case that costs
- * a temporary. A dst in which two elements share a storage element, or that is padded, is
- * rejected. */
+ * a temporary. Statuses (the call's own: a refused write blocks nothing later):
+ * KILN_ERROR_OVERLAP for a dst in which two elements share (or may share) a storage element,
+ * KILN_ERROR_NOT_VIEWABLE for a dst that is padded or no view of one storage (a reshape that
+ * copies), KILN_ERROR_SHAPE_MISMATCH for a src that does not broadcast to dst,
+ * KILN_ERROR_OUT_OF_RANGE for a kiln_fill_ value dst's dtype cannot hold,
+ * KILN_ERROR_INVALID_HANDLE for a released handle or one of another context. */
 kiln_status kiln_copy_(kiln_tensor *dst, kiln_tensor *src);
 /* dst op= src, through dst's view (element for element: no temporary). */
 kiln_status kiln_add_(kiln_tensor *dst, kiln_tensor *src);
@@ -299,7 +321,10 @@ kiln_status kiln_tensor_offset(const kiln_tensor *t, int64_t *offset);
 kiln_status kiln_tensor_storage_size(const kiln_tensor *t, int64_t *elements);
 
 /* Movement ops: views of the same storage, no data moves. dims may be negative (from the
- * end). */
+ * end): a dim out of range is KILN_ERROR_OUT_OF_RANGE; an index, narrow, shrink or unfold
+ * window beyond a size KILN_ERROR_OUT_OF_BOUNDS; sizes that do not fit (expand of a size other
+ * than 1, a reshape to another element count, squeeze of a dim whose size is not 1)
+ * KILN_ERROR_SHAPE_MISMATCH. */
 kiln_tensor *kiln_reshape(kiln_tensor *t, uint32_t ndim, const int64_t *shape); /* one -1 ok */
 kiln_tensor *kiln_reshape_sym(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape);
 kiln_tensor *kiln_permute(kiln_tensor *t, const int32_t *dims);
@@ -329,7 +354,9 @@ kiln_tensor *kiln_select(kiln_tensor *t, int32_t dim, int64_t index);
 kiln_tensor *kiln_diagonal(kiln_tensor *t, int64_t offset, int32_t dim1, int32_t dim2);
 kiln_tensor *kiln_unfold(kiln_tensor *t, int32_t dim, int64_t size, int64_t step);
 
-/* Elementwise ops with broadcasting and PyTorch's type promotion. */
+/* Elementwise ops with broadcasting and PyTorch's type promotion. Shapes that do not broadcast
+ * are KILN_ERROR_SHAPE_MISMATCH, naming both shapes; an op not defined for a dtype (kiln_sub
+ * and kiln_neg of bools, ...) KILN_ERROR_DTYPE_MISMATCH. */
 kiln_tensor *kiln_add(kiln_tensor *a, kiln_tensor *b);
 kiln_tensor *kiln_sub(kiln_tensor *a, kiln_tensor *b);
 kiln_tensor *kiln_mul(kiln_tensor *a, kiln_tensor *b);
@@ -377,7 +404,9 @@ kiln_tensor *kiln_cast(kiln_tensor *t, kiln_dtype dtype);
 kiln_tensor *kiln_add_scalar(kiln_tensor *t, double value);
 kiln_tensor *kiln_mul_scalar(kiln_tensor *t, double value);
 
-/* Reductions over naxes dims (naxes 0: every dim), keepdim as PyTorch. */
+/* Reductions over naxes dims (naxes 0: every dim), keepdim as PyTorch. An axis out of range is
+ * KILN_ERROR_OUT_OF_RANGE (softmax's dim too); kiln_mean, kiln_var and kiln_std of an integer
+ * tensor KILN_ERROR_DTYPE_MISMATCH. */
 kiln_tensor *kiln_sum(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim);
 kiln_tensor *kiln_prod(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim);
 kiln_tensor *kiln_max(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim);
@@ -392,7 +421,8 @@ kiln_tensor *kiln_softmax(kiln_tensor *t, int32_t dim);
 kiln_tensor *kiln_log_softmax(kiln_tensor *t, int32_t dim);
 /* torch.argmax(dim, keepdim): the first index of the maximum, as KILN_I32. */
 kiln_tensor *kiln_argmax(kiln_tensor *t, int32_t dim, bool keepdim);
-/* torch.matmul for ndim >= 1 operands, batched and broadcasting. */
+/* torch.matmul for ndim >= 1 operands, batched and broadcasting. Inner dims that differ (or a
+ * 0-d operand) are KILN_ERROR_SHAPE_MISMATCH, naming both shapes. */
 kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b);
 /* A 2-d convolution (no bias, one group): x (N, C, H, W), w (O, C, KH, KW) -> (N, O, OH, OW)
  * with OH = (H + 2 padding - KH) / stride + 1, built from movement ops and one reduction. */
@@ -421,7 +451,7 @@ kiln_tensor *kiln_conv2d(kiln_tensor *x, kiln_tensor *w, int64_t stride, int64_t
 void kiln_scope_begin(kiln_context *ctx);
 /* Releases t: the handle may not be used again (a later use is an error, detected without
  * touching freed memory); its view's storage and computation are freed once no other tensor
- * needs them. NULL is a no-op; releasing a released handle is KILN_ERROR_INVALID_ARGUMENT. */
+ * needs them. NULL is a no-op; releasing a released handle is KILN_ERROR_INVALID_HANDLE. */
 kiln_status kiln_release(kiln_tensor *t);
 kiln_status kiln_scope_end(kiln_context *ctx, uint32_t keep_count, kiln_tensor *const *keep);
 
@@ -429,7 +459,8 @@ kiln_status kiln_scope_end(kiln_context *ctx, uint32_t keep_count, kiln_tensor *
  * schedule. A graph of any depth realizes (scheduling uses no recursion on it). When a realize
  * fails part-way, the kernels that ran keep their results (a write that ran is applied once and
  * never again) and its message says which kernels ran and which did not; the others run at the
- * next realize that needs them. */
+ * next realize that needs them. A size or index whose Variable was never bound is
+ * KILN_ERROR_UNBOUND_VARIABLE, naming it. */
 kiln_status kiln_realize(kiln_tensor *t);
 kiln_status kiln_realize_many(kiln_context *ctx, uint32_t count, kiln_tensor *const *tensors);
 /* Copies the tensor's elements in logical (row-major) order into dst, which holds bytes >=

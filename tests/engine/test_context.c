@@ -90,7 +90,7 @@ static void test_engine_context_expressions(void **state) {
     assert_int_equal(v, 17);
     /* Outside the range, a bad name, an empty range: NULL and an error. */
     assert_null(kiln_bind(ctx, n, 11));
-    fx_expect_error(ctx, KILN_ERROR_INVALID_ARGUMENT);
+    fx_expect_error(ctx, KILN_ERROR_OUT_OF_RANGE);
     assert_null(kiln_variable(ctx, "2bad", 0, 1));
     fx_expect_error(ctx, KILN_ERROR_INVALID_ARGUMENT);
     assert_null(kiln_variable(ctx, "m", 5, 4));

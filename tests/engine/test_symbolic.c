@@ -235,7 +235,7 @@ static void test_engine_symbolic_binding_outside_range_is_rejected(void **state)
     kiln_context *ctx = f->interp;
     const kiln_expr *n = kiln_variable(ctx, "n", 2, 9);
     assert_null(kiln_bind(ctx, n, 10));
-    assert_int_equal(kiln_context_status(ctx), KILN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(kiln_context_status(ctx), KILN_ERROR_OUT_OF_RANGE);
     assert_non_null(strstr(kiln_context_message(ctx), "outside the range"));
     kiln_context_clear_error(ctx);
     assert_null(kiln_bind(ctx, n, 1));

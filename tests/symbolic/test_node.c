@@ -90,7 +90,7 @@ static void test_symbolic_bind_outside_range_is_error(void **state) {
     sym_ctx *ctx = *state;
     const sym_node *n = VAR("n", 1, 8);
     assert_null(sym_bind(ctx, n, 9));
-    assert_int_equal(sym_ctx_status(ctx), KILN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(sym_ctx_status(ctx), KILN_ERROR_OUT_OF_RANGE);
     sym_ctx_clear_error(ctx);
     assert_null(sym_bind(ctx, n, 0));
     sym_ctx_clear_error(ctx);
@@ -253,7 +253,7 @@ static void test_symbolic_eval_errors(void **state) {
                      KILN_ERROR_INVALID_ARGUMENT);
     base_error_clear(&err);
     vals[0] = 10; /* outside [0, 9] */
-    assert_int_equal(sym_eval(x, &as, &out, &err), KILN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(sym_eval(x, &as, &out, &err), KILN_ERROR_OUT_OF_RANGE);
     base_error_clear(&err);
     assert_int_equal(sym_eval(NULL, &as, &out, &err), KILN_ERROR_INVALID_ARGUMENT);
 }
