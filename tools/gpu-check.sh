@@ -7,7 +7,8 @@
 #                                            the test programs, kilninfo, bench_ops, the GLSL
 #                                            references compiled to SPIR-V, the Vulkan loader and
 #                                            the Khronos validation layer with the libraries they
-#                                            load that a bare machine may lack.
+#                                            load that a bare machine may lack (libglvnd's too,
+#                                            which NVIDIA's Vulkan driver needs).
 #   tools/gpu-check.sh run [DIR] [REPORT]    on the GPU machine: installs nothing and fetches
 #                                            nothing. Picks the GPU (KILN_DEVICE, else the first
 #                                            device kilninfo lists that is not a CPU), runs every
@@ -71,6 +72,15 @@ bundle() {
     cp -L "$loader" "$out/lib/libvulkan.so.1"
     cp -L "$layer" "$out/lib/libVkLayer_khronos_validation.so"
     copy_deps "$out/lib/libVkLayer_khronos_validation.so" "$out/lib"
+    # libglvnd's libraries: NVIDIA's Vulkan driver (libGLX_nvidia.so.0) gives no vkCreateInstance
+    # without them, and a GPU machine made for compute may lack them. Debian's, unpacked here.
+    local gl
+    gl=$(mktemp -d) || return 1
+    (cd "$gl" && apt-get download libglvnd0 libglx0 libegl1 libgl1 libopengl0 libgles2 \
+        >/dev/null 2>&1) || { say "apt-get download of libglvnd's packages failed"; return 1; }
+    for t in "$gl"/*.deb; do dpkg -x "$t" "$gl/root" || return 1; done
+    cp -a "$gl"/root/usr/lib/x86_64-linux-gnu/lib*.so.* "$out/lib/"
+    rm -rf "$gl"
     # A relative library_path is read relative to the manifest.
     sed 's|"library_path": *"[^"]*"|"library_path": "../lib/libVkLayer_khronos_validation.so"|' \
         "$manifest" >"$out/layers/VkLayer_khronos_validation.json"
