@@ -278,6 +278,54 @@ static spv_id float_tanh(spv_builder *b, spv_id x) {
     return spv_select(b, small, poly, glsl1(b, GLSLstd450Tanh, x));
 }
 
+/* sin and cos without the driver's: Vulkan bounds their error on [-pi, pi] only (an H200 gave
+ * sin(100) 1.4e-5 off and sin(1e-30) = 0). x = k pi/2 + r with k = round(x 2/pi) and r from
+ * pi/2 in three parts (Cody and Waite: k times the first part, 8 significant bits, is exact
+ * for |k| < 2^16, so r is right to a few ulp for |x| below about 1e5; beyond that the result
+ * is still in [-1, 1] but loses accuracy, as lavapipe's does), then the minimax polynomials of
+ * sin and cos on [-pi/4, pi/4] (Cephes' sinf and cosf coefficients, about 1 ulp), the
+ * quadrant k mod 4 choosing which and its sign. k = 0 keeps r = x (tiny values stay as they
+ * are, and sin(+-0) is x); inf and NaN give NaN through r. */
+static spv_id float_sincos(spv_builder *b, bool is_cos, spv_id x) {
+    spv_id f32 = spv_type_float(b, 32), i32 = spv_type_int(b, 32, true);
+    spv_id zero = spv_const_f32(b, 0.0f);
+#define MUL(p, q) spv_binop(b, SpvOpFMul, p, q)
+#define ADD(p, q) spv_binop(b, SpvOpFAdd, p, q)
+#define SUB(p, q) spv_binop(b, SpvOpFSub, p, q)
+#define K(v) spv_const_f32(b, v)
+    spv_id scaled = MUL(x, K(0.636619772367581f)); /* 2 / pi */
+    spv_id k = spv_glsl(b, GLSLstd450RoundEven, f32, 1, &scaled);
+    spv_id r = SUB(x, MUL(k, K(1.5703125f)));
+    r = SUB(r, MUL(k, K(4.837512969970703125e-4f)));
+    r = SUB(r, MUL(k, K(7.54978995489188216e-8f)));
+    r = spv_select(b, spv_binop(b, SpvOpFOrdEqual, k, zero), x, r);
+    spv_id r2 = MUL(r, r);
+    spv_id ps = ADD(MUL(r2, K(-1.9515295891e-4f)), K(8.3321608736e-3f));
+    ps = ADD(MUL(r2, ps), K(-1.6666654611e-1f));
+    spv_id sin_r = ADD(r, MUL(MUL(r, r2), ps));
+    spv_id pc = ADD(MUL(r2, K(2.443315711809948e-5f)), K(-1.388731625493765e-3f));
+    pc = ADD(MUL(r2, pc), K(4.166664568298827e-2f));
+    spv_id cos_r = ADD(SUB(K(1.0f), MUL(r2, K(0.5f))), MUL(MUL(r2, r2), pc));
+#undef MUL
+#undef ADD
+#undef SUB
+#undef K
+    /* The quadrant from k's low bits (k is far below 2^31 wherever r means anything). */
+    spv_id q = spv_convert(b, SpvOpConvertFToS, i32, k);
+    if (is_cos)
+        q = spv_binop(b, SpvOpIAdd, q, spv_const_int(b, i32, 1));
+    spv_id odd =
+        spv_binop(b, SpvOpINotEqual, spv_binop(b, SpvOpBitwiseAnd, q, spv_const_int(b, i32, 1)),
+                  spv_const_int(b, i32, 0));
+    spv_id neg =
+        spv_binop(b, SpvOpINotEqual, spv_binop(b, SpvOpBitwiseAnd, q, spv_const_int(b, i32, 2)),
+                  spv_const_int(b, i32, 0));
+    spv_id v = spv_select(b, odd, cos_r, sin_r);
+    v = spv_select(b, neg, spv_unop(b, SpvOpFNegate, v), v);
+    /* sin(+-0) is x itself: -0 + (+0) above would round to +0 */
+    return is_cos ? v : spv_select(b, spv_binop(b, SpvOpFOrdEqual, x, zero), x, v);
+}
+
 static spv_id compare(spv_builder *b, ir_op op, ir_type t, spv_id x, spv_id y) {
     static const SpvOp ops[4][4] = {
         /* LT, LE, EQ, NE */
@@ -326,9 +374,9 @@ static spv_id float_alu(spv_builder *b, ir_op op, spv_id x, spv_id y) {
     case IR_RSQRT:
         return glsl1(b, GLSLstd450InverseSqrt, x);
     case IR_SIN:
-        return glsl1(b, GLSLstd450Sin, x);
+        return float_sincos(b, false, x);
     case IR_COS:
-        return glsl1(b, GLSLstd450Cos, x);
+        return float_sincos(b, true, x);
     case IR_TANH:
         return float_tanh(b, x);
     default:
