@@ -180,19 +180,25 @@ static spv_id int_divmod(spv_builder *b, ir_type t, bool mod, spv_id x, spv_id y
     if (!ir_type_is_signed(t)) {
         r = spv_binop(b, mod ? SpvOpUMod : SpvOpUDiv, x, safe);
     } else {
-        /* Truncating ops, then one step toward -inf when the remainder's sign differs from
-         * the divisor's. */
-        spv_id rem = spv_binop(b, SpvOpSRem, x, safe);
-        spv_id rem_nz = spv_binop(b, SpvOpINotEqual, rem, zero);
-        spv_id signs = spv_binop(b, SpvOpLogicalNotEqual, spv_binop(b, SpvOpSLessThan, rem, zero),
-                                 spv_binop(b, SpvOpSLessThan, safe, zero));
-        spv_id adjust = spv_binop(b, SpvOpLogicalAnd, rem_nz, signs);
-        if (mod) {
-            r = spv_select(b, adjust, spv_binop(b, SpvOpIAdd, rem, safe), rem);
-        } else {
-            spv_id q = spv_binop(b, SpvOpSDiv, x, safe);
-            r = spv_binop(b, SpvOpISub, q, spv_select(b, adjust, one, zero));
-        }
+        /* Unsigned division of the magnitudes, then the quotient's sign and one step toward
+         * -inf when the operands' signs differ and something remains; the modulo is
+         * x - q y. No OpSRem or OpSDiv: NVIDIA's driver (580, H200) gave SRem(-1, 4) = 3, so
+         * floor(-1 / 4) came out 0 and a view's index with it. */
+        spv_id s = compute_type(b, t);
+        spv_id u = spv_type_int(b, t == IR_I64 ? 64 : 32, false);
+        spv_id x_neg = spv_binop(b, SpvOpSLessThan, x, zero);
+        spv_id y_neg = spv_binop(b, SpvOpSLessThan, safe, zero);
+        spv_id ax = spv_convert(
+            b, SpvOpBitcast, u, spv_select(b, x_neg, spv_unop(b, SpvOpSNegate, x), x));
+        spv_id ay = spv_convert(
+            b, SpvOpBitcast, u, spv_select(b, y_neg, spv_unop(b, SpvOpSNegate, safe), safe));
+        spv_id q0 = spv_convert(b, SpvOpBitcast, s, spv_binop(b, SpvOpUDiv, ax, ay));
+        spv_id r0 = spv_binop(b, SpvOpUMod, ax, ay);
+        spv_id rest = spv_binop(b, SpvOpINotEqual, r0, spv_const_int(b, u, 0));
+        spv_id up = spv_binop(b, SpvOpIAdd, q0, spv_select(b, rest, one, zero));
+        spv_id q = spv_select(b, spv_binop(b, SpvOpLogicalNotEqual, x_neg, y_neg),
+                              spv_unop(b, SpvOpSNegate, up), q0);
+        r = mod ? spv_binop(b, SpvOpISub, x, spv_binop(b, SpvOpIMul, q, safe)) : q;
     }
     return spv_select(b, y_zero, zero, r);
 }
