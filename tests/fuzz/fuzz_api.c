@@ -36,6 +36,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 enum {
+    FUZZ_WORK = 1 << 15,           /* multiply-adds a matmul or convolution may cost */
     FUZZ_CAP = 1024,               /* elements (and any one size) a computed tensor may have */
     FUZZ_SLOTS = 16,               /* tensors the program names */
     FUZZ_EXPRS = 16,               /* expressions the program names */
@@ -576,6 +577,20 @@ static void op_move(fuzz *f) {
     }
 }
 
+/* Poisons the input when r, a matmul or a convolution, costs more than FUZZ_WORK
+ * multiply-adds: each of its elements sums the product of the last `dims` sizes of operand. */
+static void limit_work(fuzz *f, kiln_tensor *r, kiln_tensor *operand, uint32_t dims) {
+    int64_t shape[KILN_MAX_DIMS], numel, k = 1;
+    uint32_t ndim = kiln_tensor_ndim(operand);
+    if (!r || kiln_tensor_numel(r, &numel) != KILN_OK ||
+        kiln_tensor_shape(operand, shape) != KILN_OK || ndim < dims)
+        return;
+    for (uint32_t d = ndim - dims; d < ndim; d++)
+        k *= shape[d] ? shape[d] : 1;
+    if (numel > FUZZ_WORK / k)
+        f->poisoned = true;
+}
+
 static void op_compute(fuzz *f) {
     typedef kiln_tensor *(*binary)(kiln_tensor *, kiln_tensor *);
     typedef kiln_tensor *(*unary)(kiln_tensor *);
@@ -619,7 +634,10 @@ static void op_compute(fuzz *f) {
     case 0:
     case 1: {
         unsigned i = sub % (sizeof bin / sizeof bin[0]);
-        result(f, bin[i].name, bin[i].fn(a, b));
+        kiln_tensor *r = bin[i].fn(a, b);
+        if (bin[i].fn == kiln_matmul) /* each output sums a's last dim */
+            limit_work(f, r, a, 1);
+        result(f, bin[i].name, r);
         return;
     }
     case 2:
@@ -661,9 +679,12 @@ static void op_compute(fuzz *f) {
     case 10:
         result(f, "kiln_argmax", kiln_argmax(a, axes[0], keep));
         return;
-    default:
-        result(f, "kiln_conv2d", kiln_conv2d(a, b, pick_size(f), pick_index(f)));
+    default: {
+        kiln_tensor *r = kiln_conv2d(a, b, pick_size(f), pick_index(f));
+        limit_work(f, r, b, 3); /* each output sums C x KH x KW elements of w */
+        result(f, "kiln_conv2d", r);
         return;
+    }
     }
 }
 
