@@ -469,7 +469,11 @@ static void op_create_sym(fuzz *f) {
 static kiln_tensor *pick_tensor_ctx1(fuzz *f) {
     kiln_tensor *t = pick_tensor(f);
     kiln_context *owner = kiln_tensor_context(t);
-    return owner && owner != f->ctx ? NULL : t;
+    if (owner && owner != f->ctx) {
+        f->trusted = false;
+        return NULL;
+    }
+    return t;
 }
 
 static void op_move(fuzz *f) {
