@@ -18,7 +18,9 @@ root=$(pwd)
 
 build_packages=(cmake ninja-build gcc g++ libc6-dev pkg-config libvulkan-dev libvulkan1
                 libvulkan-volk-dev spirv-headers spirv-tools mesa-vulkan-drivers)
-test_packages=(libcmocka-dev vulkan-validationlayers python3)
+# clang and libclang-rt-14-dev: the libFuzzer build (docs/fuzzing.md); the runtime is only a
+# recommendation of clang, which --no-install-recommends leaves out.
+test_packages=(libcmocka-dev vulkan-validationlayers python3 clang libclang-rt-14-dev)
 bench_packages=(glslc python3-numpy)
 
 say() { printf 'kiln.sh: %s\n' "$*" >&2; }

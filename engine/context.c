@@ -186,6 +186,8 @@ static const sym_node *S(const kiln_expr *e) {
 }
 
 const kiln_expr *kiln_int(kiln_context *ctx, int64_t value) {
+    if (!ctx)
+        return NULL;
     return sym_checked(ctx, sym_const(ctx->sym, value));
 }
 
@@ -201,6 +203,8 @@ static bool is_identifier(const char *s) {
 }
 
 const kiln_expr *kiln_variable(kiln_context *ctx, const char *name, int64_t min, int64_t max) {
+    if (!ctx)
+        return NULL;
     if (!is_identifier(name))
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
                         "kiln_variable: the name must be an identifier ([A-Za-z_][A-Za-z0-9_]*)");
@@ -212,7 +216,7 @@ const kiln_expr *kiln_variable(kiln_context *ctx, const char *name, int64_t min,
 }
 
 const kiln_expr *kiln_bind(kiln_context *ctx, const kiln_expr *variable, int64_t value) {
-    if (!variable)
+    if (!ctx || !variable)
         return NULL;
     const char *name;
     int64_t min, max;
@@ -226,25 +230,37 @@ const kiln_expr *kiln_bind(kiln_context *ctx, const kiln_expr *variable, int64_t
 }
 
 const kiln_expr *kiln_expr_add(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b) {
+    if (!ctx)
+        return NULL;
     return sym_checked(ctx, sym_add(ctx->sym, S(a), S(b)));
 }
 
 const kiln_expr *kiln_expr_mul(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b) {
+    if (!ctx)
+        return NULL;
     return sym_checked(ctx, sym_mul(ctx->sym, S(a), S(b)));
 }
 
 const kiln_expr *kiln_expr_div(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b) {
+    if (!ctx)
+        return NULL;
     return sym_checked(ctx, sym_floordiv(ctx->sym, S(a), S(b)));
 }
 
 const kiln_expr *kiln_expr_mod(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b) {
+    if (!ctx)
+        return NULL;
     return sym_checked(ctx, sym_floormod(ctx->sym, S(a), S(b)));
 }
 
 kiln_status kiln_expr_value(kiln_context *ctx, const kiln_expr *e, int64_t *value) {
+    if (!ctx)
+        return KILN_ERROR_INVALID_ARGUMENT;
     if (!e)
         return ctx->err.status ? ctx->err.status
                                : base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
                                                 "kiln_expr_value: no expression");
+    if (!value)
+        return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT, "kiln_expr_value: no output");
     return eng_eval(ctx, "kiln_expr_value", S(e), value);
 }

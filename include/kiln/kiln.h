@@ -201,7 +201,8 @@ kiln_stats kiln_context_stats(const kiln_context *ctx);
 /* ---- integer expressions and Variables ---------------------------------------------------- */
 /* Sizes may be expressions of Variables. A Variable has a name (an identifier) and an
  * inclusive range; bound to a value it can size tensors. Expressions are simplified and
- * hash-consed: equal expressions are the same pointer. */
+ * hash-consed: equal expressions are the same pointer. A NULL ctx gives NULL (kiln_expr_value:
+ * KILN_ERROR_INVALID_ARGUMENT), as a NULL operand does. */
 
 const kiln_expr *kiln_int(kiln_context *ctx, int64_t value);
 const kiln_expr *kiln_variable(kiln_context *ctx, const char *name, int64_t min, int64_t max);

@@ -401,6 +401,25 @@ static void test_engine_errors2_symbolic_allocation_failures(void **state) {
     assert_true(runs > 1 && n < 100000);
 }
 
+/* Expression calls take a NULL context as a NULL operand: NULL back, nothing read (found by
+ * tests/fuzz: kiln_int(NULL, 1) dereferenced it). */
+static void test_engine_errors2_expressions_of_no_context(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    const kiln_expr *n = kiln_variable(ctx, "n", 1, 8);
+    assert_null(kiln_int(NULL, 1));
+    assert_null(kiln_variable(NULL, "n", 1, 8));
+    assert_null(kiln_bind(NULL, n, 2));
+    assert_null(kiln_expr_add(NULL, n, n));
+    assert_null(kiln_expr_mul(NULL, n, n));
+    assert_null(kiln_expr_div(NULL, n, n));
+    assert_null(kiln_expr_mod(NULL, n, n));
+    int64_t v = -1;
+    assert_int_equal(kiln_expr_value(NULL, n, &v), KILN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(v, -1);
+    assert_int_equal(kiln_expr_value(ctx, kiln_int(ctx, 3), NULL), KILN_ERROR_INVALID_ARGUMENT);
+    expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_expr_value", "no output", NULL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_errors2_randn_sym_unknown_dtype),
@@ -410,6 +429,7 @@ int main(void) {
         ENG_TEST(test_engine_errors2_integer_arange_bounds),
         ENG_TEST(test_engine_errors2_huge_sizes),
         ENG_TEST(test_engine_errors2_clear_error_clears_the_symbolic_context),
+        ENG_TEST(test_engine_errors2_expressions_of_no_context),
     };
     const struct CMUnitTest own_contexts[] = {
         cmocka_unit_test(test_engine_errors2_symbolic_allocation_failures),
