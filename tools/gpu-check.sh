@@ -52,9 +52,10 @@ bundle() {
     mkdir -p "$out/tests" "$out/bin" "$out/lib" "$out/layers" "$out/spv"
     local t
     # Every test program but kilninfo's own (they run kilninfo from its build path; the run
-    # below runs kilninfo itself) and the layering check (a build, not a program).
+    # below runs kilninfo itself), the fuzz replay (the interpreter only, its corpus read from
+    # the source tree) and the layering check (a build, not a program).
     while IFS= read -r t; do
-        case "$(basename "$t")" in test_kilninfo_*) continue ;; esac
+        case "$(basename "$t")" in test_kilninfo_* | test_fuzz_*) continue ;; esac
         cp "$t" "$out/tests/"
     done < <(find "$build/tests" -type f -name 'test_*' -perm -u+x | sort)
     cp "$build/tools/kilninfo/kilninfo" "$build/bench/bench_ops" "$out/bin/"
