@@ -226,6 +226,12 @@ typedef enum kiln_dtype {
     KILN_I8,
     KILN_U8,
     KILN_BOOL, /* one byte per element, 0 or 1 */
+    /* 64-bit integers. Kernels that compute with them (KILN_I64 tensors, and the integer sums
+     * and products and argmax, which give KILN_I64) need the device's shaderInt64: without it
+     * realizing them is KILN_ERROR_UNSUPPORTED, the message naming the call and "no
+     * shaderInt64" (Kiln does not emulate 64-bit arithmetic with 32-bit pairs). The
+     * interpreter runs them everywhere. */
+    KILN_I64,
     KILN_DTYPE_COUNT_
 } kiln_dtype;
 
