@@ -161,9 +161,12 @@ static spv_id convert(spv_builder *b, ir_type to, ir_type from, spv_id v) {
     } else {
         spv_id ft = compute_type(b, from);
         uint32_t fw = from == IR_I64 ? 64 : 32, tw = to == IR_I64 ? 64 : 32;
-        if (fw != tw)
-            r = spv_convert(b, ir_type_is_signed(from) ? SpvOpSConvert : SpvOpUConvert, type, v);
-        else
+        if (fw != tw) { /* UConvert's result is unsigned: convert, then reinterpret */
+            bool s = ir_type_is_signed(from);
+            spv_id wide = spv_type_int(b, tw, s);
+            r = spv_convert(b, s ? SpvOpSConvert : SpvOpUConvert, wide, v);
+            r = wide == type ? r : spv_convert(b, SpvOpBitcast, type, r);
+        } else
             r = ft == type ? v : spv_convert(b, SpvOpBitcast, type, v);
     }
     return fit(b, to, r);

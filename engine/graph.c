@@ -8,7 +8,7 @@
 
 static const ir_type dtype_to_ir[] = {
     [KILN_F32] = IR_F32, [KILN_F16] = IR_F16, [KILN_I32] = IR_I32,   [KILN_U32] = IR_U32,
-    [KILN_I8] = IR_I8,   [KILN_U8] = IR_U8,   [KILN_BOOL] = IR_BOOL,
+    [KILN_I8] = IR_I8,   [KILN_U8] = IR_U8,   [KILN_BOOL] = IR_BOOL, [KILN_I64] = IR_I64,
 };
 _Static_assert(BASE_COUNTOF(dtype_to_ir) == KILN_DTYPE_COUNT_, "one IR type per dtype");
 
@@ -488,11 +488,11 @@ static double wrap32(double x, ir_type type) {
 }
 
 /* start + i * step for i < count. Float dtypes compute in f32. An integer dtype computes in
- * i32 (u32 for u32) when start and step are integers: exact, even where start + i * step
- * passes through values outside the work type (wrapping arithmetic, and the values asked for
- * fit), so the step is pushed modulo 2^32; otherwise in f32, truncated by the cast (as torch).
- * Every value must fit the dtype: the first and the last are checked (f32-rounded when the
- * work is f32). */
+ * i32 (u32 for u32, i64 for i64) when start and step are integers: exact, even where start +
+ * i * step passes through values outside the work type (wrapping arithmetic, and the values
+ * asked for fit), so the step is pushed modulo 2^32 (2^64); otherwise in f32, truncated by the cast
+ * (as torch). Every value must fit the dtype: the first and the last are checked (f32-rounded when
+ * the work is f32). */
 static kiln_tensor *arange_impl(kiln_context *ctx, kiln_dtype dtype, double start, double stop,
                                 double step) {
     if (!ctx || !check_dtype(ctx, "kiln_arange", dtype))
@@ -513,7 +513,9 @@ static kiln_tensor *arange_impl(kiln_context *ctx, kiln_dtype dtype, double star
         step = 0, start = count == 0 ? 0 : start;
     ir_type type = eng_ir_type(dtype);
     bool integral = start == floor(start) && step == floor(step);
-    ir_type work = ir_type_is_float(type) || !integral ? IR_F32 : type == IR_U32 ? IR_U32 : IR_I32;
+    ir_type work = ir_type_is_float(type) || !integral ? IR_F32
+                   : type == IR_U32 || type == IR_I64  ? type
+                                                       : IR_I32;
     double ends[2] = {start, start + (count - 1) * step};
     for (int i = 0; i < 2 && count > 0 && !ir_type_is_float(type); i++) {
         double v = work == IR_F32 ? (double)(float)ends[i] : ends[i];
@@ -523,8 +525,10 @@ static kiln_tensor *arange_impl(kiln_context *ctx, kiln_dtype dtype, double star
                             "does not fit %s",
                             start, stop, step, v, kiln_dtype_name(dtype));
     }
-    if (work != IR_F32)
+    if (work == IR_I32 || work == IR_U32)
         step = wrap32(step, work);
+    else if (work == IR_I64 && (step >= 0x1p63 || step < -0x1p63)) /* the ends fit: < 2^64 */
+        step += step > 0 ? -0x1p64 : 0x1p64;
     const sym_node *dim = sym_const(ctx->sym, (int64_t)count);
     kiln_tensor *idx = leaf(ctx, ENG_INDEX, work, 1, &dim, 0);
     kiln_tensor *r = kiln_add(kiln_mul(idx, eng_full(ctx, work, 0, NULL, step, NULL)),

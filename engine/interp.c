@@ -119,7 +119,8 @@ static slot cast(ir_type to, ir_type from, slot v) {
     if (to == IR_BOOL) {
         r.i = ir_type_is_float(from) ? v.f != 0.0 : v.i != 0;
     } else if (ir_type_is_float(to)) {
-        r.f = ir_type_is_float(from) ? v.f : (double)v.i;
+        /* i64 to f32 rounds once, as the device's conversion (not through a double). */
+        r.f = ir_type_is_float(from) ? v.f : to == IR_F32 ? (double)(float)v.i : (double)v.i;
     } else {
         r.i = ir_type_is_float(from) ? float_to_int(to, v.f) : v.i;
     }

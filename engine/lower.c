@@ -549,12 +549,17 @@ static ir_value reduce_identity(ir_kernel *ir, ir_op op, ir_type t) {
     case IR_MAX:
         if (ir_type_is_float(t))
             return ir_const_f(ir, t, -INFINITY);
-        return ir_const_i(ir, t, t == IR_I32 ? INT32_MIN : t == IR_I8 ? INT8_MIN : 0);
+        return ir_const_i(ir, t,
+                          t == IR_I64   ? INT64_MIN
+                          : t == IR_I32 ? INT32_MIN
+                          : t == IR_I8  ? INT8_MIN
+                                        : 0);
     default: /* MIN */
         if (ir_type_is_float(t))
             return ir_const_f(ir, t, INFINITY);
         return ir_const_i(ir, t,
-                          t == IR_I32   ? INT32_MAX
+                          t == IR_I64   ? INT64_MAX
+                          : t == IR_I32 ? INT32_MAX
                           : t == IR_I8  ? INT8_MAX
                           : t == IR_U8  ? UINT8_MAX
                           : t == IR_U32 ? (int64_t)UINT32_MAX

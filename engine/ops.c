@@ -111,8 +111,12 @@ static int type_rank(ir_type t) {
     }
 }
 
-/* PyTorch's promotion where Kiln has the types: the float type wins; between integers of mixed
- * signedness i32 (PyTorch would pick int16 or int64, which Kiln's public dtypes lack). */
+/* PyTorch's promotion of two tensors (torch.result_type): the float type of higher rank wins
+ * (f16 < f32); bool gives way to any other type; integers of one signedness give the wider.
+ * Integers of mixed signedness give the narrowest signed type that holds both (PyTorch's rule
+ * for u8 with i8..i64, NumPy's for u32, which PyTorch does not promote): u8 with i32 is i32,
+ * with i64 i64; u32 with any signed integer i64; u8 with i8 is i32 (PyTorch's int16, which
+ * Kiln lacks). */
 static ir_type promote(ir_type a, ir_type b) {
     if (a == b)
         return a;
@@ -122,8 +126,12 @@ static ir_type promote(ir_type a, ir_type b) {
         return b;
     if (b == IR_BOOL)
         return a;
-    if (ir_type_is_signed(a) != ir_type_is_signed(b))
-        return IR_I32;
+    if (ir_type_is_signed(a) != ir_type_is_signed(b)) {
+        ir_type u = ir_type_is_signed(a) ? b : a, s = ir_type_is_signed(a) ? a : b;
+        uint32_t bits =
+            2 * ir_type_bits(u) > ir_type_bits(s) ? 2 * ir_type_bits(u) : ir_type_bits(s);
+        return bits > 32 ? IR_I64 : IR_I32;
+    }
     return type_rank(a) > type_rank(b) ? a : b;
 }
 
@@ -283,12 +291,29 @@ static kiln_tensor *scalar_like(kiln_tensor *t, double value) {
     return eng_full(ENG_CTX(t), type_of(t), 0, NULL, value, NULL);
 }
 
+/* The scalar operand of t op value, as PyTorch types a Python number: a value with a fraction
+ * part, NaN or an infinity is a Python float (an integer or bool tensor gives f32, a float
+ * tensor keeps its type); an integral value is a Python int (a bool tensor gives i64, any other
+ * keeps its type, and the value must fit it). */
+static kiln_tensor *scalar_operand(kiln_tensor *t, double value) {
+    if (!t)
+        return NULL;
+    ir_type type = type_of(t);
+    if (!isfinite(value) || value != trunc(value))
+        type = float_of(type);
+    else if (type == IR_BOOL)
+        type = IR_I64;
+    if (!eng_value_fits(ENG_CTX(t), "scalar operand", type, value))
+        return NULL;
+    return eng_full(ENG_CTX(t), type, 0, NULL, value, NULL);
+}
+
 static kiln_tensor *add_scalar_impl(kiln_tensor *t, double value) {
-    return kiln_add(t, scalar_like(t, value));
+    return kiln_add(t, scalar_operand(t, value));
 }
 
 static kiln_tensor *mul_scalar_impl(kiln_tensor *t, double value) {
-    return kiln_mul(t, scalar_like(t, value));
+    return kiln_mul(t, scalar_operand(t, value));
 }
 
 static kiln_tensor *relu_impl(kiln_tensor *t) {
@@ -546,15 +571,18 @@ static kiln_tensor *strip_split(kiln_tensor *x, ir_op op, uint32_t mask) {
     return total ? kiln_reshape_sym(total, v->ndim, final) : NULL;
 }
 
+/* widen: sums and products of integers (bool included) accumulate in i64 and give i64, as
+ * PyTorch's do (kiln_sum, kiln_prod); else (matmul, conv2d) those of small integers accumulate
+ * in i32 and give i32, the others their own type. f16 accumulates in f32 and is rounded once
+ * (as PyTorch does). */
 static kiln_tensor *reduce(const char *name, ir_op op, kiln_tensor *t, uint32_t naxes,
-                           const int32_t *axes, bool keepdim) {
+                           const int32_t *axes, bool keepdim, bool widen) {
     uint32_t mask;
     if (!t || !axes_mask(t, name, naxes, axes, &mask))
         return NULL;
     ir_type type = type_of(t);
-    /* Sums and products of small integers accumulate in i32; f16 accumulates in f32 and is
-     * rounded once (as PyTorch does). */
     ir_type acc = type == IR_F16                                        ? IR_F32
+                  : widen && !ir_type_is_float(type)                    ? IR_I64
                   : (type == IR_BOOL || type == IR_I8 || type == IR_U8) ? IR_I32
                                                                         : type;
     if (op == IR_MAX || op == IR_MIN) {
@@ -577,19 +605,19 @@ static kiln_tensor *reduce(const char *name, ir_op op, kiln_tensor *t, uint32_t 
 }
 
 static kiln_tensor *sum_impl(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
-    return reduce("kiln_sum", IR_ADD, t, naxes, axes, keepdim);
+    return reduce("kiln_sum", IR_ADD, t, naxes, axes, keepdim, true);
 }
 
 static kiln_tensor *prod_impl(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
-    return reduce("kiln_prod", IR_MUL, t, naxes, axes, keepdim);
+    return reduce("kiln_prod", IR_MUL, t, naxes, axes, keepdim, true);
 }
 
 static kiln_tensor *max_impl(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
-    return reduce("kiln_max", IR_MAX, t, naxes, axes, keepdim);
+    return reduce("kiln_max", IR_MAX, t, naxes, axes, keepdim, false);
 }
 
 static kiln_tensor *min_impl(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
-    return reduce("kiln_min", IR_MIN, t, naxes, axes, keepdim);
+    return reduce("kiln_min", IR_MIN, t, naxes, axes, keepdim, false);
 }
 
 /* The reduced element count as a 0-d float tensor computed in the kernel (symbolic sizes travel
@@ -624,7 +652,7 @@ static kiln_tensor *mean_impl(kiln_tensor *t, uint32_t naxes, const int32_t *axe
         return eng_fail(ENG_CTX(t), KILN_ERROR_DTYPE_MISMATCH,
                         "kiln_mean: the input must be a float tensor (as PyTorch)");
     ir_type type = type_of(t);
-    kiln_tensor *s = reduce("kiln_mean", IR_ADD, cast_to(t, IR_F32), naxes, axes, keepdim);
+    kiln_tensor *s = reduce("kiln_mean", IR_ADD, cast_to(t, IR_F32), naxes, axes, keepdim, false);
     if (s && count_at_most(t, mask, 0)) /* 0 / 0 */
         return cast_to(div_by_zero(s), type);
     return cast_to(kiln_div(s, count_tensor(t, mask, IR_F32)), type);
@@ -729,7 +757,7 @@ static kiln_tensor *matmul_impl(kiln_tensor *a, kiln_tensor *b) {
     }
     int32_t k_axis = -2;
     kiln_tensor *prod = kiln_mul(kiln_unsqueeze(x, -1), kiln_unsqueeze(y, -3));
-    kiln_tensor *r = kiln_sum(prod, 1, &k_axis, false);
+    kiln_tensor *r = reduce("kiln_matmul", IR_ADD, prod, 1, &k_axis, false, false);
     if (r && na == 1)
         r = kiln_squeeze(r, -2);
     if (r && nb == 1)
@@ -758,9 +786,9 @@ static kiln_tensor *argmax_split(kiln_tensor *x, int32_t dim, bool keepdim) {
     return kiln_min(kiln_where(at_max, index, big), 1, &dim, keepdim);
 }
 
-/* torch.argmax(dim): the first index of the maximum (NaN counts as the maximum), as i32
- * (PyTorch returns int64, which Kiln's public dtypes lack). One reduction that keeps the best
- * value and its index together. */
+/* torch.argmax(dim): the first index of the maximum (NaN counts as the maximum), as i64 (as
+ * PyTorch). One reduction that keeps the best value and its index (i32: it combines at most
+ * REDUCE_MAX_COUNT elements) together, widened to i64 in the same kernel. */
 static kiln_tensor *argmax_impl(kiln_tensor *t, int32_t dim, bool keepdim) {
     uint32_t mask;
     if (!t || !axes_mask(t, "kiln_argmax", 1, &dim, &mask))
@@ -775,7 +803,7 @@ static kiln_tensor *argmax_impl(kiln_tensor *t, int32_t dim, bool keepdim) {
     if (!x)
         return NULL;
     if (count && sym_is_const(count, &n) && n > REDUCE_MAX_COUNT)
-        return argmax_split(x, dim, keepdim);
+        return cast_to(argmax_split(x, dim, keepdim), IR_I64);
     const shape_view *v = view_of(x);
     const sym_node *shape[SHAPE_MAX_DIMS];
     for (uint32_t d = 0; d < v->ndim; d++)
@@ -794,7 +822,7 @@ static kiln_tensor *argmax_impl(kiln_tensor *t, int32_t dim, bool keepdim) {
     r = eng_node_intern(ctx, r);
     kiln_tensor *out =
         r ? eng_tensor_new(ctx, r, eng_tracker_contiguous(ctx, r->ndim, r->shape)) : NULL;
-    return finish_keepdim(out, mask, keepdim);
+    return finish_keepdim(cast_to(out, IR_I64), mask, keepdim);
 }
 
 /* torch.nn.functional.conv2d without bias or groups: x (N, C, H, W), w (O, C, KH, KW) ->
@@ -831,7 +859,7 @@ static kiln_tensor *conv2d_impl(kiln_tensor *x, kiln_tensor *w, int64_t stride, 
     /* w as (1, O, C, 1, 1, KH, KW). */
     kiln_tensor *wk = kiln_unsqueeze(kiln_unsqueeze(kiln_unsqueeze(w, 0), 3), 3);
     int32_t axes[3] = {2, 5, 6};
-    return kiln_sum(kiln_mul(win, wk), 3, axes, false);
+    return reduce("kiln_conv2d", IR_ADD, kiln_mul(win, wk), 3, axes, false, false);
 }
 
 /* ---- the public entry points: checked handles, intermediates released ---------------- */

@@ -3,6 +3,7 @@
  * compiled kernels is keyed by the AST hash. */
 #include "emit.h"
 #include "eng.h"
+#include "eng_testing.h"
 #include "interp.h"
 
 #include <stdio.h>
@@ -133,7 +134,8 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
         eng_runtime_tune(ctx);
         return KILN_OK;
     }
-    vkd_device_options dopt = {.max_push_constants = opt->test_max_push_constants};
+    vkd_device_options dopt = {.max_push_constants = opt->test_max_push_constants,
+                               .no_int64 = eng_testing_options()->no_int64};
     if (st == KILN_OK)
         st = eng_cache_open(ctx, opt, vkd_instance_device(ctx->inst, index), &dopt);
     if (st == KILN_OK)
@@ -348,7 +350,9 @@ static kiln_status check_types(kiln_context *ctx, const ir_kernel *ir) {
                               ctx->device_name);
     if (i64 && !caps->int64)
         return base_error_set(&ctx->err, KILN_ERROR_UNSUPPORTED,
-                              "%s cannot run kernels with 64-bit indices (needs shaderInt64)",
+                              "%s has no shaderInt64: it cannot run kernels with 64-bit integers "
+                              "(i64 tensors, integer sums and products, argmax, or indices "
+                              "past 2^31)",
                               ctx->device_name);
     return KILN_OK;
 }

@@ -101,8 +101,7 @@ static void fill_caps(const vkd_device_info *d, const vkd_device_options *opt, v
                                     ? d->subgroup.supportedOperations
                                     : 0;
     /* Float controls are core in 1.2 (a property, no feature to enable). */
-    caps->preserve_specials32 = caps->api_version >= VK_API_VERSION_1_2 &&
-                                d->has_float_controls &&
+    caps->preserve_specials32 = caps->api_version >= VK_API_VERSION_1_2 && d->has_float_controls &&
                                 d->float_controls.shaderSignedZeroInfNanPreserveFloat32;
     const VkQueueFamilyProperties *q = &d->queue_families[d->compute_family];
     caps->timestamps = q->timestampValidBits > 0 && l->timestampPeriod > 0.0f;
@@ -217,6 +216,10 @@ kiln_status vkd_device_create(const vkd_instance *inst, uint32_t index,
 
     feature_chain chain;
     build_features(info, &chain, &dev->caps);
+    if (dev->options.no_int64) { /* not enabled either: the validation layer checks the code */
+        chain.f2.features.shaderInt64 = VK_FALSE;
+        dev->caps.int64 = false;
+    }
     fill_caps(info, &dev->options, &dev->caps);
     float priority = 1.0f;
     VkDeviceQueueCreateInfo queue_info = {

@@ -165,6 +165,7 @@ typedef struct vkd_device_options {
     uint32_t max_push_constants;  /* nonzero: report a smaller push-constant limit */
     uint64_t max_storage_range;   /* nonzero: report a smaller storage-buffer range */
     uint32_t max_workgroup_count; /* nonzero: split grids as if this were the limit */
+    bool no_int64;                /* neither enable nor report shaderInt64 (vkd_device_create) */
     uint64_t fence_timeout_ns;    /* 0: 60 seconds */
     uint64_t fence_spin_ns;       /* polling before a wait blocks; 0: VKD_FENCE_SPIN_NS */
     /* Initial data of the device's VkPipelineCache (vkGetPipelineCacheData bytes saved

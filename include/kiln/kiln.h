@@ -227,6 +227,12 @@ typedef enum kiln_dtype {
     KILN_I8,
     KILN_U8,
     KILN_BOOL, /* one byte per element, 0 or 1 */
+    /* 64-bit integers. Kernels that compute with them (KILN_I64 tensors, and the integer sums
+     * and products and argmax, which give KILN_I64) need the device's shaderInt64: without it
+     * realizing them is KILN_ERROR_UNSUPPORTED, the message naming the call and "no
+     * shaderInt64" (Kiln does not emulate 64-bit arithmetic with 32-bit pairs). The
+     * interpreter runs them everywhere. */
+    KILN_I64,
     KILN_DTYPE_COUNT_
 } kiln_dtype;
 
@@ -355,7 +361,12 @@ kiln_tensor *kiln_select(kiln_tensor *t, int32_t dim, int64_t index);
 kiln_tensor *kiln_diagonal(kiln_tensor *t, int64_t offset, int32_t dim1, int32_t dim2);
 kiln_tensor *kiln_unfold(kiln_tensor *t, int32_t dim, int64_t size, int64_t step);
 
-/* Elementwise ops with broadcasting and PyTorch's type promotion. Shapes that do not broadcast
+/* Elementwise ops with broadcasting and PyTorch's type promotion (torch.result_type): bool <
+ * integers < f16 < f32; a float operand's type wins (of two floats the wider); bool gives way to
+ * any other type; integers of one signedness give the wider; integers of mixed signedness give
+ * the narrowest signed type holding both: u8 with i32 is i32, u8 with i64 i64, u32 (which
+ * PyTorch does not promote: NumPy's rule) with any signed integer i64, and u8 with i8 i32
+ * (PyTorch's int16, which Kiln lacks). Shapes that do not broadcast
  * are KILN_ERROR_SHAPE_MISMATCH, naming both shapes; an op not defined for a dtype (kiln_sub
  * and kiln_neg of bools, ...) KILN_ERROR_DTYPE_MISMATCH. */
 kiln_tensor *kiln_add(kiln_tensor *a, kiln_tensor *b);
@@ -399,13 +410,22 @@ kiln_tensor *kiln_relu(kiln_tensor *t);
  * [-2^31, 2^31) give INT32_MIN (0x80000000); to i8 and u8, the low 8 bits of that i32 (NaN,
  * infinities and values beyond 2^31 give 0, 300.0 gives 44); to u32, values in [2^31, 2^32)
  * convert, larger ones and +inf give 0, smaller ones the i32 cast's bits (-1.5 gives 2^32 - 1;
- * NaN, -inf and values below -2^31 give 2^31). To bool: x != 0, so NaN is true. */
+ * NaN, -inf and values below -2^31 give 2^31); to i64, NaN, infinities and values outside
+ * [-2^63, 2^63) give INT64_MIN. i64 to f32 rounds to nearest once. To bool: x != 0, so NaN is
+ * true. */
 kiln_tensor *kiln_cast(kiln_tensor *t, kiln_dtype dtype);
-/* Shorthands with a scalar operand of the tensor's dtype. */
+/* Shorthands with a scalar operand typed as PyTorch types a Python number (Kiln takes a double:
+ * its value decides): a value with a fraction part, NaN or an infinity is a Python float (an
+ * integer or bool tensor gives f32, a float tensor keeps its dtype); an integral value is a
+ * Python int (a bool tensor gives i64, any other keeps its dtype, and the value must fit it:
+ * else KILN_ERROR_OUT_OF_RANGE). */
 kiln_tensor *kiln_add_scalar(kiln_tensor *t, double value);
 kiln_tensor *kiln_mul_scalar(kiln_tensor *t, double value);
 
-/* Reductions over naxes dims (naxes 0: every dim), keepdim as PyTorch. An axis out of range is
+/* Reductions over naxes dims (naxes 0: every dim), keepdim as PyTorch. kiln_sum and kiln_prod
+ * of integers (bool included) accumulate in 64 bits and give KILN_I64, as PyTorch's (no
+ * wrap-around at 2^31; a device without shaderInt64 refuses them: see KILN_I64); of floats the
+ * dtype (f16 accumulates in f32). kiln_max and kiln_min keep the dtype. An axis out of range is
  * KILN_ERROR_OUT_OF_RANGE (softmax's dim too); kiln_mean, kiln_var and kiln_std of an integer
  * tensor KILN_ERROR_DTYPE_MISMATCH. */
 kiln_tensor *kiln_sum(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim);
@@ -420,9 +440,11 @@ kiln_tensor *kiln_std(kiln_tensor *t, uint32_t naxes, const int32_t *axes, doubl
                       bool keepdim);
 kiln_tensor *kiln_softmax(kiln_tensor *t, int32_t dim);
 kiln_tensor *kiln_log_softmax(kiln_tensor *t, int32_t dim);
-/* torch.argmax(dim, keepdim): the first index of the maximum, as KILN_I32. */
+/* torch.argmax(dim, keepdim): the first index of the maximum (a NaN is the maximum), as
+ * KILN_I64 (as PyTorch). */
 kiln_tensor *kiln_argmax(kiln_tensor *t, int32_t dim, bool keepdim);
-/* torch.matmul for ndim >= 1 operands, batched and broadcasting. Inner dims that differ (or a
+/* torch.matmul for ndim >= 1 operands, batched and broadcasting, in the operands' promoted
+ * dtype (i32 @ i32 is i32, wrapping; bool, i8 and u8 give i32). Inner dims that differ (or a
  * 0-d operand) are KILN_ERROR_SHAPE_MISMATCH, naming both shapes. */
 kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b);
 /* A 2-d convolution (no bias, one group): x (N, C, H, W), w (O, C, KH, KW) -> (N, O, OH, OW)

@@ -193,6 +193,20 @@ void fx_check_i32(kiln_tensor *t, const int32_t *want, size_t n) {
     free(got);
 }
 
+void fx_check_i64(kiln_tensor *t, const int64_t *want, size_t n) {
+    int64_t *got = malloc((n ? n : 1) * sizeof *got);
+    assert_non_null(got);
+    fx_read(t, KILN_I64, got, n);
+    for (size_t i = 0; i < n; i++) {
+        if (got[i] != want[i]) {
+            long long g = got[i];
+            free(got);
+            fail_msg("element %zu: got %lld, want %lld", i, g, (long long)want[i]);
+        }
+    }
+    free(got);
+}
+
 void fx_check_u8(kiln_tensor *t, kiln_dtype dtype, const uint8_t *want, size_t n) {
     uint8_t *got = malloc(n ? n : 1);
     assert_non_null(got);

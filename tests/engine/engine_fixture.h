@@ -61,6 +61,8 @@ void fx_read(kiln_tensor *t, kiln_dtype dtype, void *out, size_t n);
  * |want| for every element (NaN matches NaN, infinities must be equal). */
 void fx_check_f32(kiln_tensor *t, const float *want, size_t n, double atol, double rtol);
 void fx_check_i32(kiln_tensor *t, const int32_t *want, size_t n);
+/* An i64 tensor (integer sums and products, argmax) of n elements against want. */
+void fx_check_i64(kiln_tensor *t, const int64_t *want, size_t n);
 void fx_check_u8(kiln_tensor *t, kiln_dtype dtype, const uint8_t *want, size_t n);
 /* Asserts that the context holds an error status (not KILN_OK) with a non-empty message,
  * then clears it. */

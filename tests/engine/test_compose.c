@@ -22,9 +22,9 @@ static void test_engine_compose_integer_wraparound(void **state) {
     fx_check_i32(kiln_mul(kiln_narrow(a, 0, 2, 1), kiln_narrow(b, 0, 2, 1)), (const int32_t[]){0},
                  1);
     fx_check_i32(kiln_neg(kiln_narrow(a, 0, 3, 1)), (const int32_t[]){INT32_MIN}, 1);
-    /* A sum that passes INT32_MAX wraps too: 3 * 1e9 = 3e9 - 2^32 = -1294967296. */
+    /* A sum that passes INT32_MAX does not wrap: it is an i64 (as PyTorch's), 3 * 1e9. */
     kiln_tensor *big = kiln_full(ctx, KILN_I32, 1, (const int64_t[]){3}, 1e9);
-    fx_check_i32(kiln_sum(big, 0, NULL, false), (const int32_t[]){-1294967296}, 1);
+    fx_check_i64(kiln_sum(big, 0, NULL, false), (const int64_t[]){3000000000}, 1);
     /* i8: 127 + 1 = -128; u8: 0 - 1 = 255. */
     kiln_tensor *c = kiln_from_data(ctx, KILN_I8, 1, (const int64_t[]){1}, (const int8_t[]){127});
     int8_t want8 = -128;
@@ -51,7 +51,7 @@ static void test_engine_compose_unsigned32(void **state) {
     fx_check_u8(kiln_gt(a, b), KILN_BOOL, (const uint8_t[]){0, 1, 0}, 3);
     fx_read(kiln_max(a, 0, NULL, false), KILN_U32, got, 1);
     assert_int_equal(got[0], 3000000000u);
-    fx_check_i32(kiln_argmax(a, 0, false), (const int32_t[]){1}, 1);
+    fx_check_i64(kiln_argmax(a, 0, false), (const int64_t[]){1}, 1);
     /* To f32: 3e9 exactly; true division 3e9 / 2e9 = 1.5. */
     fx_check_f32(kiln_cast(a, KILN_F32), (const float[]){0, 3e9f, 7}, 3, 0, 0);
     fx_check_f32(kiln_div(a, b), (const float[]){0, 1.5f, 1}, 3, 0, 1e-6);
@@ -178,20 +178,20 @@ static void test_engine_compose_small_types(void **state) {
     kiln_tensor *u = kiln_from_data(ctx, KILN_U8, 1, s, (const uint8_t[]){0, 1, 200, 255});
     const int8_t iv[4] = {-128, -1, 5, 127};
     kiln_tensor *i8 = kiln_from_data(ctx, KILN_I8, 1, s, iv);
-    /* Bool reductions: any / all, the first true, a product of bools is an i32 0 or 1. */
+    /* Bool reductions: any / all, the first true, a product of bools is an i64 0 or 1. */
     fx_check_u8(kiln_max(b, 0, NULL, false), KILN_BOOL, (const uint8_t[]){1}, 1);
     fx_check_u8(kiln_min(b, 0, NULL, false), KILN_BOOL, (const uint8_t[]){0}, 1);
-    fx_check_i32(kiln_argmax(b, 0, false), (const int32_t[]){1}, 1);
-    fx_check_i32(kiln_prod(b, 0, NULL, false), (const int32_t[]){0}, 1);
+    fx_check_i64(kiln_argmax(b, 0, false), (const int64_t[]){1}, 1);
+    fx_check_i64(kiln_prod(b, 0, NULL, false), (const int64_t[]){0}, 1);
     /* Negation wraps: -u8 = 256 - x; abs(-128) = -128 in i8 (as torch). */
     fx_check_u8(kiln_neg(u), KILN_U8, (const uint8_t[]){0, 255, 56, 1}, 4);
     const int8_t abs8[4] = {-128, 1, 5, 127};
     fx_check_u8(kiln_abs(i8), KILN_I8, (const uint8_t *)abs8, 4);
-    /* Reductions of i8: the sum in i32 (-128 - 1 + 5 + 127 = 3), max and argmax in i8 order. */
-    fx_check_i32(kiln_sum(i8, 0, NULL, false), (const int32_t[]){3}, 1);
+    /* Reductions of i8: the sum in i64 (-128 - 1 + 5 + 127 = 3), max and argmax in i8 order. */
+    fx_check_i64(kiln_sum(i8, 0, NULL, false), (const int64_t[]){3}, 1);
     const int8_t max8 = 127;
     fx_check_u8(kiln_max(i8, 0, NULL, false), KILN_I8, (const uint8_t *)&max8, 1);
-    fx_check_i32(kiln_argmax(i8, 0, false), (const int32_t[]){3}, 1);
+    fx_check_i64(kiln_argmax(i8, 0, false), (const int64_t[]){3}, 1);
     /* u8 * i8 is i32: {0, -1, 1000, 32385}; their dot product 33384 (an i32 matmul). */
     fx_check_i32(kiln_mul(u, i8), (const int32_t[]){0, -1, 1000, 32385}, 4);
     fx_check_i32(kiln_matmul(kiln_cast(u, KILN_I32), kiln_cast(i8, KILN_I32)),

@@ -232,10 +232,10 @@ static void test_engine_bool_arithmetic(void **state) {
     /* bool * f32 is f32. */
     kiln_tensor *f = fx_f32(ctx, 1, s, (const float[]){1.5f, 2.5f, 3.5f, 4.5f});
     fx_check_f32(kiln_mul(q, f), (const float[]){1.5f, 0, 3.5f, 0}, 4, 0, 0);
-    /* The sum of a bool tensor counts its trues (as an i32). */
+    /* The sum of a bool tensor counts its trues (as an i64, as PyTorch). */
     kiln_tensor *n = kiln_sum(p, 0, NULL, false);
-    assert_int_equal(kiln_tensor_dtype(n), KILN_I32);
-    fx_check_i32(n, (const int32_t[]){2}, 1);
+    assert_int_equal(kiln_tensor_dtype(n), KILN_I64);
+    fx_check_i64(n, (const int64_t[]){2}, 1);
 }
 
 static void test_engine_broadcast_corners(void **state) {

@@ -92,9 +92,9 @@ static void check_sum_argmax(kiln_context *ctx, int64_t n) {
     kiln_scope_begin(ctx);
     kiln_tensor *t = fx_f32(ctx, 1, &n, x);
     fx_check_f32(kiln_sum(t, 0, NULL, false), (const float[]){(float)sum}, 1, 0, 0);
-    fx_check_i32(kiln_argmax(t, 0, false), (const int32_t[]){(int32_t)(n - 1)}, 1);
+    fx_check_i64(kiln_argmax(t, 0, false), (const int64_t[]){n - 1}, 1);
     x[1001] = x[1002] = x[2000] = x[2001] = 3;
-    fx_check_i32(kiln_argmax(fx_f32(ctx, 1, &n, x), 0, false), (const int32_t[]){1001}, 1);
+    fx_check_i64(kiln_argmax(fx_f32(ctx, 1, &n, x), 0, false), (const int64_t[]){1001}, 1);
     kiln_scope_end(ctx, 0, NULL);
     free(x);
 }

@@ -82,18 +82,19 @@ static void test_engine_reduce_prod_max_min(void **state) {
     kiln_tensor *p = fx_f32(ctx, 2, (const int64_t[]){3, 4}, RP);
     fx_check_f32(kiln_prod(p, 1, (const int32_t[]){1}, false), RP_PROD_1, 3, 0, 1e-6);
     fx_check_f32(kiln_prod(p, 0, NULL, false), RP_PROD_ALL, 1, 0, 1e-6);
-    /* Integers: i32 sum/prod/max/min stay i32; u8 max stays u8 (unsigned order). */
+    /* Integers: i32 sum/prod give i64 (as PyTorch), max/min stay i32; u8 max stays u8
+     * (unsigned order). */
     kiln_tensor *i = fx_i32(ctx, 2, (const int64_t[]){2, 3}, (const int32_t[]){-5, 3, 7, 2, -2, 4});
-    fx_check_i32(kiln_sum(i, 1, (const int32_t[]){1}, false), (const int32_t[]){5, 4}, 2);
-    fx_check_i32(kiln_prod(i, 1, (const int32_t[]){0}, false), (const int32_t[]){-10, -6, 28}, 3);
+    fx_check_i64(kiln_sum(i, 1, (const int32_t[]){1}, false), (const int64_t[]){5, 4}, 2);
+    fx_check_i64(kiln_prod(i, 1, (const int32_t[]){0}, false), (const int64_t[]){-10, -6, 28}, 3);
     fx_check_i32(kiln_max(i, 0, NULL, false), (const int32_t[]){7}, 1);
     fx_check_i32(kiln_min(i, 1, (const int32_t[]){1}, false), (const int32_t[]){-5, -2}, 2);
     kiln_tensor *u =
         kiln_from_data(ctx, KILN_U8, 1, (const int64_t[]){4}, (const uint8_t[]){3, 250, 7, 128});
     fx_check_u8(kiln_max(u, 0, NULL, false), KILN_U8, (const uint8_t[]){250}, 1);
     fx_check_u8(kiln_min(u, 0, NULL, false), KILN_U8, (const uint8_t[]){3}, 1);
-    /* The u8 sum accumulates in i32 (no wrap at 256): 3 + 250 + 7 + 128 = 388. */
-    fx_check_i32(kiln_sum(u, 0, NULL, false), (const int32_t[]){388}, 1);
+    /* The u8 sum accumulates in i64 (no wrap at 256): 3 + 250 + 7 + 128 = 388. */
+    fx_check_i64(kiln_sum(u, 0, NULL, false), (const int64_t[]){388}, 1);
 }
 
 static void test_engine_reduce_mean_var_std(void **state) {
@@ -122,20 +123,20 @@ static void test_engine_argmax_first_index(void **state) {
     kiln_tensor *a = ra(ctx);
     /* RA[1][2] = {.., 4, .., 4}: the first of the tied maxima (index 1) wins. */
     kiln_tensor *r = kiln_argmax(a, 2, false);
-    assert_int_equal(kiln_tensor_dtype(r), KILN_I32);
+    assert_int_equal(kiln_tensor_dtype(r), KILN_I64); /* as PyTorch */
     fx_assert_shape(r, 2, (const int64_t[]){2, 3});
-    fx_check_i32(r, RA_ARGMAX_2, 6);
+    fx_check_i32(kiln_cast(r, KILN_I32), RA_ARGMAX_2, 6);
     r = kiln_argmax(a, -3, true);
     fx_assert_shape(r, 3, (const int64_t[]){1, 3, 4});
-    fx_check_i32(r, RA_ARGMAX_0, 12);
+    fx_check_i32(kiln_cast(r, KILN_I32), RA_ARGMAX_0, 12);
     /* Integers, ties and a negative maximum: {-3, -1, -1, -7} -> 1. */
     kiln_tensor *i = fx_i32(ctx, 1, (const int64_t[]){4}, (const int32_t[]){-3, -1, -1, -7});
-    fx_check_i32(kiln_argmax(i, 0, false), (const int32_t[]){1}, 1);
+    fx_check_i64(kiln_argmax(i, 0, false), (const int64_t[]){1}, 1);
     /* A NaN is the maximum, the first NaN wins (torch.argmax): {1, NaN, 0, NaN} -> 1; and max
      * propagates it. */
     kiln_tensor *n =
         fx_f32(ctx, 2, (const int64_t[]){2, 4}, (const float[]){1, NAN, 0, NAN, 3, 5, 4, -1});
-    fx_check_i32(kiln_argmax(n, 1, false), (const int32_t[]){1, 1}, 2);
+    fx_check_i64(kiln_argmax(n, 1, false), (const int64_t[]){1, 1}, 2);
     fx_check_f32(kiln_max(n, 1, (const int32_t[]){1}, false), (const float[]){NAN, 5}, 2, 0, 0);
 }
 
@@ -279,8 +280,8 @@ static void test_engine_reduce_more_than_65535_elements(void **state) {
     fx_check_f32(kiln_min(kiln_flip(r, 0), 0, NULL, false), (const float[]){0}, 1, 0, 0);
     fx_check_f32(kiln_min(kiln_add_scalar(r, -35000), 0, NULL, false), (const float[]){-35000}, 1,
                  0, 0);
-    fx_check_i32(kiln_argmax(kiln_flip(r, 0), 0, false), (const int32_t[]){0}, 1);
-    fx_check_i32(kiln_argmax(r, 0, true), (const int32_t[]){70000}, 1);
+    fx_check_i64(kiln_argmax(kiln_flip(r, 0), 0, false), (const int64_t[]){0}, 1);
+    fx_check_i64(kiln_argmax(r, 0, true), (const int64_t[]){70000}, 1);
     /* prod: ones except 2 at index 69999 and -3 at index 7 = -6. */
     kiln_tensor *i = kiln_arange(ctx, KILN_I32, 0, L, 1);
     kiln_tensor *one = kiln_scalar(ctx, KILN_F32, 1);
@@ -351,7 +352,7 @@ static void check_lanes(kiln_context *ctx, size_t count, const int64_t *sizes) {
             kiln_tensor *x = kiln_narrow_sym(rows, 1, kiln_int(ctx, 0), len);
             kiln_tensor *xi = kiln_narrow_sym(ints, 0, kiln_int(ctx, 0), len);
             float sum[3], max[3], min[3], mean[3], sign[3];
-            int32_t isum = 0;
+            int64_t isum = 0;
             for (int r = 0; r < 3; r++) {
                 sum[r] = 0, max[r] = -INFINITY, min[r] = INFINITY, sign[r] = 1;
                 for (int64_t i = 0; i < size; i++) {
@@ -374,7 +375,7 @@ static void check_lanes(kiln_context *ctx, size_t count, const int64_t *sizes) {
                 kiln_where(kiln_lt(x, kiln_scalar(ctx, KILN_F32, 0)),
                            kiln_scalar(ctx, KILN_F32, -1), kiln_scalar(ctx, KILN_F32, 1));
             fx_check_f32(kiln_prod(signs, 1, &last, false), sign, 3, 0, 0);
-            fx_check_i32(kiln_sum(xi, 0, NULL, false), &isum, 1);
+            fx_check_i64(kiln_sum(xi, 0, NULL, false), &isum, 1);
             fx_check_f32(kiln_sum(kiln_narrow(x, 0, 1, 1), 0, NULL, false), &sum[1], 1, 0, 0);
             kiln_scope_end(ctx, 0, NULL);
         }

@@ -116,7 +116,7 @@ static void test_engine_symbolic_reductions_one_kernel_each(void **state) {
             uint64_t before = kiln_context_stats(ctx).dispatches;
             union {
                 float f[3];
-                int32_t i[3];
+                int64_t i[3]; /* argmax: i64 */
             } got;
             assert_int_equal(kiln_read(outs[o], &got, sizeof got), KILN_OK);
             assert_int_equal(kiln_context_stats(ctx).dispatches - before, 1); /* one kernel */
