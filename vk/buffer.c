@@ -140,23 +140,49 @@ static kiln_status check_range(const vkd_buffer *buf, uint64_t offset, uint64_t 
 /* A host-visible staging buffer of size bytes, mapped. */
 typedef struct staging {
     VkBuffer buffer;
-    VkDeviceMemory memory;
     unsigned char *mapped;
 } staging;
 
+/* The device's staging buffer, at least size bytes (at most staging_chunk are asked for): kept
+ * for the next transfer, grown to the next power of two (64 KiB at least) when too small. */
 static kiln_status staging_create(vkd_device *dev, uint64_t size, staging *s, base_error *err) {
     memset(s, 0, sizeof *s);
     if (dev->memory_type_staging < 0)
         return base_error_set(err, KILN_ERROR_UNSUPPORTED,
                               "the device has no host-visible coherent memory for staging");
-    kiln_status st =
-        allocate(dev, size, (uint32_t)dev->memory_type_staging, &s->buffer, &s->memory, err);
-    void *p = NULL;
-    if (st == KILN_OK)
-        st = vkd_check(dev->vk.vkMapMemory(dev->handle, s->memory, 0, VK_WHOLE_SIZE, 0, &p),
-                       "vkMapMemory", err);
-    s->mapped = p;
-    return st;
+    if (dev->staging_size < size) {
+        vkd_staging_release(dev);
+        uint64_t want = 64u << 10;
+        while (want < size)
+            want *= 2;
+        VkBuffer buffer = VK_NULL_HANDLE;
+        VkDeviceMemory memory = VK_NULL_HANDLE;
+        kiln_status st =
+            allocate(dev, want, (uint32_t)dev->memory_type_staging, &buffer, &memory, err);
+        void *p = NULL;
+        if (st == KILN_OK)
+            st = vkd_check(dev->vk.vkMapMemory(dev->handle, memory, 0, VK_WHOLE_SIZE, 0, &p),
+                           "vkMapMemory", err);
+        if (st != KILN_OK) {
+            release(dev, buffer, memory);
+            return st;
+        }
+        dev->staging_buffer = buffer;
+        dev->staging_memory = memory;
+        dev->staging_mapped = p;
+        dev->staging_size = want;
+    }
+    s->buffer = dev->staging_buffer;
+    s->mapped = dev->staging_mapped;
+    return KILN_OK;
+}
+
+void vkd_staging_release(vkd_device *dev) {
+    release(dev, dev->staging_buffer, dev->staging_memory);
+    dev->staging_buffer = VK_NULL_HANDLE;
+    dev->staging_memory = VK_NULL_HANDLE;
+    dev->staging_mapped = NULL;
+    dev->staging_size = 0;
 }
 
 /* Copies between a staging buffer and buf through the transfer command buffer. */
@@ -190,7 +216,6 @@ kiln_status vkd_buffer_upload(vkd_buffer *buf, uint64_t offset, const void *src,
         memcpy(s.mapped, (const unsigned char *)src + done, n);
         st = staged_copy(dev, s.buffer, 0, buf->handle, offset + done, n, err);
     }
-    release(dev, s.buffer, s.memory);
     if (st == KILN_OK)
         dev->stats.bytes_uploaded += size;
     return st;
@@ -216,7 +241,6 @@ kiln_status vkd_buffer_download(const vkd_buffer *buf, uint64_t offset, void *ds
         if (st == KILN_OK)
             memcpy((unsigned char *)dst + done, s.mapped, n);
     }
-    release(dev, s.buffer, s.memory);
     if (st == KILN_OK)
         dev->stats.bytes_downloaded += size;
     return st;

@@ -323,6 +323,7 @@ void vkd_device_destroy(vkd_device *dev) {
             vk->vkDeviceWaitIdle(dev->handle);
         else if (dev->queue) /* the application's device: only Kiln's own work */
             vk->vkQueueWaitIdle(dev->queue);
+        vkd_staging_release(dev);
         if (dev->transfer_fence)
             vk->vkDestroyFence(dev->handle, dev->transfer_fence, NULL);
         if (dev->command_pool)

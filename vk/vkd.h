@@ -126,6 +126,20 @@ kiln_status vkd_select_device(const vkd_device_info *infos, uint32_t count, cons
 kiln_status vkd_instance_select(const vkd_instance *inst, const char *spec, uint32_t *index,
                                 base_error *err);
 
+/* ---- known driver issues (quirks.c) ----------------------------------------------------- */
+
+/* An issue a real driver showed, for the versions in [min_version, max_version] of the
+ * driver's packed driverVersion (the last version seen with it, until a newer one is seen
+ * without it). */
+typedef struct vkd_driver_issue {
+    uint32_t vendor_id, driver_id; /* VkPhysicalDeviceProperties.vendorID, VkDriverId */
+    uint32_t min_version, max_version;
+    const char *seen, *what, *workaround;
+} vkd_driver_issue;
+
+/* The entries matching device d: at most max of them in out; returns how many match. */
+uint32_t vkd_driver_issues(const vkd_device_info *d, const vkd_driver_issue **out, uint32_t max);
+
 /* ---- device ---------------------------------------------------------------------------- */
 
 /* What code generation may use on a device: only features that were enabled. */

@@ -57,7 +57,16 @@ struct vkd_device {
     uint32_t memory_type_device; /* type index for storage buffers */
     int32_t memory_type_staging; /* host-visible, coherent; -1 if none */
     vkd_stats stats;
+    /* The staging buffer transfers through a device without host-visible device memory reuse
+     * (vk/buffer.c): allocating one per transfer cost about 0.5 ms on an H200. */
+    VkBuffer staging_buffer;
+    VkDeviceMemory staging_memory;
+    unsigned char *staging_mapped;
+    uint64_t staging_size;
 };
+
+/* Frees the device's staging buffer (vk/buffer.c; device destruction calls it). */
+void vkd_staging_release(vkd_device *dev);
 
 struct vkd_buffer {
     vkd_device *dev;

@@ -152,6 +152,30 @@ static void test_vk_device_second_device_with_overrides(void **state) {
 
 /* Two instances, one with the validation layer and one without: each call goes through its own
  * instance's functions, so destroying the first leaves the second working. */
+/* The known-issues table (vk/quirks.c) matches by vendor, driver and version range. */
+static void test_vk_device_known_driver_issues_match_by_version(void **state) {
+    (void)state;
+    vkd_device_info d;
+    memset(&d, 0, sizeof d);
+    d.has_driver = true;
+    d.props.vendorID = 0x10de;
+    d.driver.driverID = VK_DRIVER_ID_NVIDIA_PROPRIETARY;
+    d.props.driverVersion = (580u << 22) | (159u << 14) | (4u << 6);
+    const vkd_driver_issue *out[8];
+    uint32_t seen = vkd_driver_issues(&d, out, 8);
+    assert_true(seen >= 3);
+    for (uint32_t i = 0; i < seen; i++)
+        assert_true(out[i]->what && out[i]->workaround && out[i]->seen);
+    d.props.driverVersion = 581u << 22; /* a newer driver: not known to have them */
+    assert_int_equal(vkd_driver_issues(&d, out, 8), 0);
+    d.props.driverVersion = (580u << 22) | (159u << 14) | (4u << 6);
+    d.props.vendorID = 0x1002; /* another vendor */
+    assert_int_equal(vkd_driver_issues(&d, out, 8), 0);
+    d.props.vendorID = 0x10005;
+    d.driver.driverID = VK_DRIVER_ID_MESA_LLVMPIPE;
+    assert_int_equal(vkd_driver_issues(&d, out, 0), 1); /* counted even when none fit */
+}
+
 static void test_vk_device_instances_are_independent(void **state) {
     vk_fixture *f = *state;
     base_error err = {0};
@@ -187,6 +211,7 @@ int main(void) {
         cmocka_unit_test(test_vk_device_check_maps_results),
         cmocka_unit_test(test_vk_device_second_device_with_overrides),
         cmocka_unit_test(test_vk_device_instances_are_independent),
+        cmocka_unit_test(test_vk_device_known_driver_issues_match_by_version),
     };
     return cmocka_run_group_tests(tests, vk_fixture_setup, vk_fixture_teardown);
 }

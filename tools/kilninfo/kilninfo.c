@@ -93,6 +93,18 @@ static void report_identity(report *r, const vkd_device_info *d) {
     report_uuid(r, "device_uuid", d->id.deviceUUID);
     report_uuid(r, "driver_uuid", d->id.driverUUID);
     report_uuid(r, "pipeline_cache_uuid", d->props.pipelineCacheUUID);
+    /* vk/quirks.c: what this driver is known to get wrong, and what Kiln does about it */
+    const vkd_driver_issue *issues[16];
+    uint32_t n = vkd_driver_issues(d, issues, 16);
+    report_array_begin(r, "known_driver_issues");
+    for (uint32_t i = 0; i < n && i < 16; i++) {
+        report_object_begin(r, NULL);
+        report_str(r, "seen", issues[i]->seen);
+        report_str(r, "what", issues[i]->what);
+        report_str(r, "workaround", issues[i]->workaround);
+        report_object_end(r);
+    }
+    report_array_end(r);
 }
 
 static void report_compute(report *r, const vkd_device_info *d) {
