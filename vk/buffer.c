@@ -64,13 +64,21 @@ kiln_status vkd_buffer_create(vkd_device *dev, uint64_t size, vkd_buffer **out, 
     buf->owned = true;
     /* Vulkan forbids empty buffers, and fills work in whole words: round up. */
     buf->alloc_size = size < 4 ? 4 : (size + 3) & ~(uint64_t)3;
-    kiln_status st =
-        allocate(dev, buf->alloc_size, dev->memory_type_device, &buf->handle, &buf->memory, err);
-    if (st == KILN_OK && caps->host_visible_device_memory) {
-        void *p = NULL;
-        st = vkd_check(dev->vk.vkMapMemory(dev->handle, buf->memory, 0, VK_WHOLE_SIZE, 0, &p),
-                       "vkMapMemory", err);
-        buf->mapped = p;
+    VkBufferCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+        .size = buf->alloc_size,
+        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                 VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+    };
+    kiln_status st = vkd_check(dev->vk.vkCreateBuffer(dev->handle, &info, NULL, &buf->handle),
+                               "vkCreateBuffer", err);
+    if (st == KILN_OK) {
+        VkMemoryRequirements req;
+        dev->vk.vkGetBufferMemoryRequirements(dev->handle, buf->handle, &req);
+        buf->memory_size = req.size;
+        st = vkd_memory_bind(dev, buf->handle, &buf->block, &buf->block_offset, &buf->memory,
+                             &buf->mapped, err);
     }
     if (st != KILN_OK) {
         vkd_buffer_destroy(buf);
@@ -106,8 +114,12 @@ void vkd_buffer_destroy(vkd_buffer *buf) {
     if (!buf)
         return;
     vkd_device *dev = buf->dev;
-    if (buf->owned)
-        release(dev, buf->handle, buf->memory); /* unmapping is implicit in vkFreeMemory */
+    if (buf->owned) {
+        if (buf->handle)
+            dev->vk.vkDestroyBuffer(dev->handle, buf->handle, NULL);
+        if (buf->block || buf->memory) /* unmapping is implicit in vkFreeMemory */
+            vkd_memory_release(dev, buf->block, buf->block_offset, buf->memory_size, buf->memory);
+    }
     base_free(&dev->alloc, buf, sizeof *buf);
 }
 

@@ -142,6 +142,11 @@ static void choose_memory(vkd_device *dev) {
     if (device_type < 0)
         device_type = staging >= 0 ? staging : 0;
     dev->memory_type_device = (uint32_t)device_type;
+    /* Blocks of 64 MiB for buffers below 16 MiB (vk/memory.c), within the allocation limit. */
+    dev->block_size = 64ull << 20;
+    if (dev->info->maintenance3.maxMemoryAllocationSize &&
+        dev->block_size > dev->info->maintenance3.maxMemoryAllocationSize)
+        dev->block_size = dev->info->maintenance3.maxMemoryAllocationSize;
     dev->memory_type_staging = staging;
     VkMemoryPropertyFlags f = m->memoryTypes[device_type].propertyFlags;
     dev->caps.host_visible_device_memory = (f & host) == host && !dev->options.force_staging;
@@ -324,6 +329,7 @@ void vkd_device_destroy(vkd_device *dev) {
         else if (dev->queue) /* the application's device: only Kiln's own work */
             vk->vkQueueWaitIdle(dev->queue);
         vkd_staging_release(dev);
+        vkd_memory_finish(dev);
         if (dev->transfer_fence)
             vk->vkDestroyFence(dev->handle, dev->transfer_fence, NULL);
         if (dev->command_pool)

@@ -232,6 +232,8 @@ typedef struct vkd_stats {
     uint64_t device_time_ns; /* sum of timed dispatches */
     uint64_t waits_polled;   /* fence waits that ended while polling */
     uint64_t waits_blocked;  /* fence waits that blocked in vkWaitForFences */
+    uint64_t memory_allocations; /* vkAllocateMemory calls for storage buffers (blocks and
+                                    buffers of their own; vk/memory.c) */
 } vkd_stats;
 vkd_stats vkd_device_stats(const vkd_device *dev);
 

@@ -59,11 +59,26 @@ struct vkd_device {
     vkd_stats stats;
     /* The staging buffer transfers through a device without host-visible device memory reuse
      * (vk/buffer.c): allocating one per transfer cost about 0.5 ms on an H200. */
+    /* Blocks of device memory small buffers share (vk/memory.c); block_size 0: none. */
+    struct vkd_block *blocks;
+    uint64_t block_size;
     VkBuffer staging_buffer;
     VkDeviceMemory staging_memory;
     unsigned char *staging_mapped;
     uint64_t staging_size;
 };
+
+/* Device memory for a buffer of Kiln's (vk/memory.c): a range of a shared block (*block set,
+ * *offset in it) or an allocation of its own (*memory), mapped where device memory is
+ * host-visible (*mapped, else NULL). Release with what bind gave (size: the buffer's memory
+ * requirement, vkd_buffer.memory_size). finish frees the blocks (every buffer destroyed). */
+typedef struct vkd_block vkd_block;
+kiln_status vkd_memory_bind(vkd_device *dev, VkBuffer buffer, vkd_block **block,
+                            uint64_t *offset, VkDeviceMemory *memory, unsigned char **mapped,
+                            base_error *err);
+void vkd_memory_release(vkd_device *dev, vkd_block *block, uint64_t offset, uint64_t size,
+                        VkDeviceMemory memory);
+void vkd_memory_finish(vkd_device *dev);
 
 /* Frees the device's staging buffer (vk/buffer.c; device destruction calls it). */
 void vkd_staging_release(vkd_device *dev);
@@ -74,7 +89,9 @@ struct vkd_buffer {
     uint64_t alloc_size; /* rounded up to a multiple of 4, at least 4 */
     VkBuffer handle;
     bool owned; /* false: the application's (interop) */
-    VkDeviceMemory memory;
+    VkDeviceMemory memory; /* its own allocation, or VK_NULL_HANDLE in a block */
+    vkd_block *block;      /* the block it lies in (vk/memory.c), or NULL */
+    uint64_t block_offset, memory_size;
     unsigned char *mapped; /* NULL: not host-visible (staging) */
 };
 

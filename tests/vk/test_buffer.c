@@ -58,6 +58,59 @@ static void test_vk_buffer_round_trip_mapped(void **state) {
     vk_fixture_assert_no_messages(f);
 }
 
+/* Small buffers share blocks of device memory (vk/memory.c): 1,000 of them take a handful of
+ * vkAllocateMemory calls, each keeps its own bytes, freed ranges are taken again, and a large
+ * buffer gets an allocation of its own. Mapped and staged alike. */
+static void sub_allocation(vkd_device *dev) {
+    enum { N = 1000 };
+    static vkd_buffer *bufs[N];
+    base_error err = {0};
+    uint64_t before = vkd_device_stats(dev).memory_allocations;
+    for (uint32_t i = 0; i < N; i++) {
+        uint64_t size = 4 + (i % 7) * 36; /* 4 .. 220 bytes: alignments differ */
+        assert_int_equal(vkd_buffer_create(dev, size, &bufs[i], &err), KILN_OK);
+        uint32_t word = 0x9e3779b9u * (i + 1);
+        assert_int_equal(vkd_buffer_fill(bufs[i], 0, size / 4 * 4, word, &err), KILN_OK);
+    }
+    uint64_t used = vkd_device_stats(dev).memory_allocations - before;
+    assert_true(used <= 2); /* 0 where earlier buffers left a block with room */
+    for (uint32_t i = 0; i < N; i++) { /* nothing overlaps: each holds its own pattern */
+        uint32_t got[64];
+        uint64_t size = 4 + (i % 7) * 36;
+        assert_int_equal(vkd_buffer_download(bufs[i], 0, got, size / 4 * 4, &err), KILN_OK);
+        for (uint64_t w = 0; w < size / 4; w++)
+            assert_int_equal(got[w], 0x9e3779b9u * (i + 1));
+    }
+    for (uint32_t i = 0; i < N; i += 2) { /* holes, then buffers that fit in them */
+        vkd_buffer_destroy(bufs[i]);
+        assert_int_equal(vkd_buffer_create(dev, 8, &bufs[i], &err), KILN_OK);
+    }
+    assert_true(vkd_device_stats(dev).memory_allocations - before == used);
+    vkd_buffer *big = NULL; /* 32 MiB: its own allocation */
+    assert_int_equal(vkd_buffer_create(dev, 32u << 20, &big, &err), KILN_OK);
+    assert_true(vkd_device_stats(dev).memory_allocations - before == used + 1);
+    vkd_buffer_destroy(big);
+    for (uint32_t i = 0; i < N; i++)
+        vkd_buffer_destroy(bufs[i]);
+    /* Every block empty: one is kept, so the next small buffer allocates nothing. */
+    vkd_buffer *again = NULL;
+    assert_int_equal(vkd_buffer_create(dev, 64, &again, &err), KILN_OK);
+    assert_true(vkd_device_stats(dev).memory_allocations - before == used + 1);
+    vkd_buffer_destroy(again);
+}
+
+static void test_vk_buffer_small_buffers_share_memory(void **state) {
+    vk_fixture *f = *state;
+    sub_allocation(f->dev);
+    base_error err = {0};
+    vkd_device_options opt = {.force_staging = true};
+    vkd_device *dev = NULL;
+    assert_int_equal(vkd_device_create(f->inst, f->device_index, &opt, &dev, &err), KILN_OK);
+    sub_allocation(dev);
+    vkd_device_destroy(dev);
+    vk_fixture_assert_no_messages(f);
+}
+
 static void test_vk_buffer_round_trip_staged(void **state) {
     vk_fixture *f = *state;
     base_error err = {0};
@@ -173,6 +226,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vk_buffer_round_trip_mapped),
         cmocka_unit_test(test_vk_buffer_round_trip_staged),
+        cmocka_unit_test(test_vk_buffer_small_buffers_share_memory),
         cmocka_unit_test(test_vk_buffer_fill_and_copy),
         cmocka_unit_test(test_vk_buffer_over_limit_is_rejected),
         cmocka_unit_test(test_vk_buffer_create_survives_allocation_failure),
