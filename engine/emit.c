@@ -191,10 +191,10 @@ static spv_id int_divmod(spv_builder *b, ir_type t, bool mod, spv_id x, spv_id y
         spv_id u = spv_type_int(b, t == IR_I64 ? 64 : 32, false);
         spv_id x_neg = spv_binop(b, SpvOpSLessThan, x, zero);
         spv_id y_neg = spv_binop(b, SpvOpSLessThan, safe, zero);
-        spv_id ax = spv_convert(
-            b, SpvOpBitcast, u, spv_select(b, x_neg, spv_unop(b, SpvOpSNegate, x), x));
-        spv_id ay = spv_convert(
-            b, SpvOpBitcast, u, spv_select(b, y_neg, spv_unop(b, SpvOpSNegate, safe), safe));
+        spv_id ax =
+            spv_convert(b, SpvOpBitcast, u, spv_select(b, x_neg, spv_unop(b, SpvOpSNegate, x), x));
+        spv_id ay = spv_convert(b, SpvOpBitcast, u,
+                                spv_select(b, y_neg, spv_unop(b, SpvOpSNegate, safe), safe));
         spv_id q0 = spv_convert(b, SpvOpBitcast, s, spv_binop(b, SpvOpUDiv, ax, ay));
         spv_id r0 = spv_binop(b, SpvOpUMod, ax, ay);
         spv_id rest = spv_binop(b, SpvOpINotEqual, r0, spv_const_int(b, u, 0));

@@ -39,8 +39,7 @@ static void block_destroy(vkd_device *dev, vkd_block *b) {
     base_free(&dev->alloc, b, sizeof *b);
 }
 
-static kiln_status block_create(vkd_device *dev, uint32_t type, vkd_block **out,
-                                base_error *err) {
+static kiln_status block_create(vkd_device *dev, uint32_t type, vkd_block **out, base_error *err) {
     vkd_block *b = base_calloc(&dev->alloc, 1, sizeof *b);
     range *free_ranges = base_calloc(&dev->alloc, BLOCK_RANGES, sizeof *free_ranges);
     if (!b || !free_ranges) {
@@ -80,8 +79,8 @@ static kiln_status block_create(vkd_device *dev, uint32_t type, vkd_block **out,
 static bool ranges_insert(vkd_device *dev, vkd_block *b, uint32_t at, range r) {
     if (b->free_len == b->free_cap) {
         uint32_t cap = b->free_cap * 2;
-        range *grown = base_realloc(&dev->alloc, b->free, b->free_cap * sizeof *b->free,
-                                    cap * sizeof *grown);
+        range *grown =
+            base_realloc(&dev->alloc, b->free, b->free_cap * sizeof *b->free, cap * sizeof *grown);
         if (!grown)
             return false;
         b->free = grown;
@@ -122,9 +121,8 @@ static bool block_take(vkd_device *dev, vkd_block *b, uint64_t size, uint64_t al
     return false;
 }
 
-kiln_status vkd_memory_bind(vkd_device *dev, VkBuffer buffer, vkd_block **block,
-                            uint64_t *offset, VkDeviceMemory *memory, unsigned char **mapped,
-                            base_error *err) {
+kiln_status vkd_memory_bind(vkd_device *dev, VkBuffer buffer, vkd_block **block, uint64_t *offset,
+                            VkDeviceMemory *memory, unsigned char **mapped, base_error *err) {
     const struct VolkDeviceTable *vk = &dev->vk;
     uint32_t type = dev->memory_type_device;
     VkMemoryRequirements req;

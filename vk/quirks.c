@@ -7,7 +7,7 @@
 #include <string.h>
 
 /* NVIDIA packs its driver version as major << 22 | minor << 14 | patch << 6. */
-#define NV_VERSION(major, minor, patch)                                                           \
+#define NV_VERSION(major, minor, patch)                                                            \
     (((uint32_t)(major) << 22) | ((uint32_t)(minor) << 14) | ((uint32_t)(patch) << 6))
 
 static const vkd_driver_issue issues[] = {
@@ -44,8 +44,7 @@ static const vkd_driver_issue issues[] = {
      .workaround = "kernel loops split below the budget (engine/lower.c); docs/lavapipe.md"},
 };
 
-uint32_t vkd_driver_issues(const vkd_device_info *d, const vkd_driver_issue **out,
-                           uint32_t max) {
+uint32_t vkd_driver_issues(const vkd_device_info *d, const vkd_driver_issue **out, uint32_t max) {
     uint32_t n = 0;
     for (size_t i = 0; i < sizeof issues / sizeof issues[0]; i++) {
         const vkd_driver_issue *e = &issues[i];

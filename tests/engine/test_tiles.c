@@ -599,10 +599,10 @@ static void test_tiles_tile_options(void **state) {
         float want_sum = cases[i].column_sum;
         if (fx_gpu_tuned(ctx)) {
             float got[1];
-            assert_int_equal(kiln_read(kiln_narrow(kiln_sum(ts, 1, (const int32_t[]){0}, false),
-                                                   0, 0, 1),
-                                       got, sizeof got),
-                             KILN_OK);
+            assert_int_equal(
+                kiln_read(kiln_narrow(kiln_sum(ts, 1, (const int32_t[]){0}, false), 0, 0, 1), got,
+                          sizeof got),
+                KILN_OK);
             assert_true(got[0] == 16 || got[0] == 24);
             want_sum = got[0];
         }

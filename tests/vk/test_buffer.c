@@ -73,7 +73,7 @@ static void sub_allocation(vkd_device *dev) {
         assert_int_equal(vkd_buffer_fill(bufs[i], 0, size / 4 * 4, word, &err), KILN_OK);
     }
     uint64_t used = vkd_device_stats(dev).memory_allocations - before;
-    assert_true(used <= 2); /* 0 where earlier buffers left a block with room */
+    assert_true(used <= 2);            /* 0 where earlier buffers left a block with room */
     for (uint32_t i = 0; i < N; i++) { /* nothing overlaps: each holds its own pattern */
         uint32_t got[64];
         uint64_t size = 4 + (i % 7) * 36;
