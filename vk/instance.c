@@ -476,3 +476,18 @@ uint32_t vkd_instance_device_count(const vkd_instance *inst) {
 const vkd_device_info *vkd_instance_device(const vkd_instance *inst, uint32_t index) {
     return index < inst->device_count ? &inst->devices[index] : NULL;
 }
+
+uint32_t vkd_instance_device_extensions(const vkd_instance *inst, uint32_t index,
+                                        VkExtensionProperties *out, uint32_t max) {
+    if (index >= inst->device_count)
+        return 0;
+    VkPhysicalDevice pd = inst->devices[index].physical;
+    uint32_t n = 0;
+    if (inst->fn.EnumerateDeviceExtensionProperties(pd, NULL, &n, NULL) != VK_SUCCESS)
+        return 0;
+    if (!out || max == 0)
+        return n;
+    uint32_t got = max;
+    VkResult r = inst->fn.EnumerateDeviceExtensionProperties(pd, NULL, &got, out);
+    return r == VK_SUCCESS || r == VK_INCOMPLETE ? n : 0;
+}

@@ -115,6 +115,10 @@ const VkLayerProperties *vkd_instance_layer(const vkd_instance *inst, uint32_t i
 
 uint32_t vkd_instance_device_count(const vkd_instance *inst);
 const vkd_device_info *vkd_instance_device(const vkd_instance *inst, uint32_t index);
+/* The device's extensions: at most max written to out (NULL: none); returns how many the device
+ * has (0 when it cannot say). */
+uint32_t vkd_instance_device_extensions(const vkd_instance *inst, uint32_t index,
+                                        VkExtensionProperties *out, uint32_t max);
 
 /* Chooses a device. spec NULL or "": the default preference discrete > integrated > virtual >
  * CPU > other, first index among equals, among devices with a compute queue. Otherwise spec is

@@ -35,7 +35,9 @@ static const char extract_py[] =
     "c, s, f = dev['compute'], dev['subgroup'], dev['features']\n"
     "fields = {\n"
     "  'default_device': d['default_device'], 'index': dev['index'], 'name': dev['name'],\n"
-    "  'type': dev['type'], 'vendor_id': dev['vendor_id'], 'device_id': dev['device_id'],\n"
+    "  'type': dev['type'], 'vendor_id': int(dev['vendor_id'], 16),\n"
+    "  'device_id': int(dev['device_id'], 16), 'extensions': len(dev['extensions']),\n"
+    "  'issues': len(dev['known_driver_issues']),\n"
     "  'driver_id': dev['driver_id'], 'api_version': dev['api_version'],\n"
     "  'pipeline_cache_uuid': dev['pipeline_cache_uuid'],\n"
     "  'max_push_constants_size': c['max_push_constants_size'],\n"
@@ -93,6 +95,10 @@ static void test_kilninfo_json_matches_vk(void **state) {
     expect_u64(out, "vendor_id", d->props.vendorID);
     expect_u64(out, "device_id", d->props.deviceID);
     expect_u64(out, "driver_id", d->driver.driverID);
+    uint32_t extensions = vkd_instance_device_extensions(f->inst, def, NULL, 0);
+    assert_true(extensions > 0);
+    expect_u64(out, "extensions", extensions);
+    expect_u64(out, "issues", vkd_driver_issues(d, NULL, 0));
     expect_u64(out, "max_push_constants_size", l->maxPushConstantsSize);
     expect_u64(out, "max_storage_buffer_range", l->maxStorageBufferRange);
     expect_u64(out, "max_workgroup_invocations", l->maxComputeWorkGroupInvocations);

@@ -82,8 +82,11 @@ static void report_identity(report *r, const vkd_device_info *d) {
     report_u64(r, "index", d->index);
     report_str(r, "name", d->props.deviceName);
     report_str(r, "type", device_type_name(d->props.deviceType));
-    report_u64(r, "vendor_id", d->props.vendorID);
-    report_u64(r, "device_id", d->props.deviceID);
+    char id[16];
+    snprintf(id, sizeof id, "0x%04x", d->props.vendorID);
+    report_str(r, "vendor_id", id);
+    snprintf(id, sizeof id, "0x%04x", d->props.deviceID);
+    report_str(r, "device_id", id);
     report_u64(r, "driver_id", d->has_driver ? (uint64_t)d->driver.driverID : 0);
     report_str(r, "driver_name", d->has_driver ? d->driver.driverName : "");
     report_str(r, "driver_info", d->has_driver ? d->driver.driverInfo : "");
@@ -209,7 +212,19 @@ static void report_queues(report *r, const vkd_device_info *d) {
     report_array_end(r);
 }
 
-static void report_device(report *r, const vkd_device_info *d, bool is_default) {
+/* The device's extensions by name (text: one line, space-separated). */
+static void report_extensions(report *r, const vkd_instance *inst, const vkd_device_info *d) {
+    enum { MAX_EXTENSIONS = 512 };
+    static VkExtensionProperties exts[MAX_EXTENSIONS];
+    uint32_t n = vkd_instance_device_extensions(inst, d->index, exts, MAX_EXTENSIONS);
+    report_array_begin(r, "extensions");
+    for (uint32_t i = 0; i < n && i < MAX_EXTENSIONS; i++)
+        report_str(r, NULL, exts[i].extensionName);
+    report_array_end(r);
+}
+
+static void report_device(report *r, const vkd_instance *inst, const vkd_device_info *d,
+                          bool is_default) {
     report_object_begin(r, NULL);
     report_identity(r, d);
     report_bool(r, "default", is_default);
@@ -218,6 +233,7 @@ static void report_device(report *r, const vkd_device_info *d, bool is_default) 
     report_features(r, d);
     report_memory(r, d);
     report_queues(r, d);
+    report_extensions(r, inst, d);
     report_object_end(r);
 }
 
@@ -303,7 +319,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (selftest) {
-        int status = kilninfo_selftest(inst, only >= 0 ? (uint32_t)only : chosen, stdout);
+        int status = kilninfo_selftest(inst, only >= 0 ? (uint32_t)only : chosen, stdout, json);
         vkd_instance_destroy(inst);
         return status;
     }
@@ -315,7 +331,7 @@ int main(int argc, char **argv) {
     report_array_begin(&r, "devices");
     for (uint32_t i = 0; i < count; i++) {
         if (only < 0 || (uint32_t)only == i)
-            report_device(&r, vkd_instance_device(inst, i), i == chosen);
+            report_device(&r, inst, vkd_instance_device(inst, i), i == chosen);
     }
     report_array_end(&r);
     report_finish(&r);

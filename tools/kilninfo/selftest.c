@@ -3,10 +3,12 @@
  * measures dispatch latency, copy bandwidth and f32 FMA throughput.
  *
  * Output: one line per kernel, "  <name> pass|FAIL|skip  <detail>", then the measurements and a
- * summary line "selftest: P passed, F failed, S skipped". */
+ * summary line "selftest: P passed, F failed, S skipped"; with --json the same as one object
+ * (tools/kilninfo/README.md). */
 #define _POSIX_C_SOURCE 200809L
 #include "selftest.h"
 
+#include "report.h"
 #include "spv.h"
 
 #include <math.h>
@@ -15,13 +17,32 @@
 #include <string.h>
 #include <time.h>
 
+enum { MAX_RESULTS = 16 };
+
+/* One line of the report: a kernel's verdict or a measurement. */
+typedef struct result {
+    char name[24];
+    const char *status; /* "pass", "FAIL", "skip", or "measured" */
+    char detail[200];
+} result;
+
 typedef struct selftest {
     vkd_device *dev;
     const vkd_caps *caps;
     base_error err;
-    FILE *out;
     int passed, failed, skipped;
+    result results[MAX_RESULTS];
+    uint32_t result_count;
 } selftest;
+
+static void record(selftest *t, const char *name, const char *status, const char *detail) {
+    if (t->result_count == MAX_RESULTS)
+        return;
+    result *r = &t->results[t->result_count++];
+    snprintf(r->name, sizeof r->name, "%s", name);
+    r->status = status;
+    snprintf(r->detail, sizeof r->detail, "%s", detail);
+}
 
 static double now_s(void) {
     struct timespec ts;
@@ -229,7 +250,7 @@ static vkd_pipeline *make(selftest *t, const pipe_spec *p) {
     }
     spv_builder_destroy(b);
     if (!pipe) {
-        fprintf(t->out, "  %-14s FAIL  %s\n", p->name, base_error_message(&err));
+        record(t, p->name, "FAIL", base_error_message(&err));
         t->failed++;
     }
     return pipe;
@@ -283,7 +304,7 @@ cleanup:
 }
 
 static void verdict(selftest *t, const char *name, bool ok, const char *detail) {
-    fprintf(t->out, "  %-14s %s%s%s\n", name, ok ? "pass" : "FAIL", *detail ? "  " : "", detail);
+    record(t, name, ok ? "pass" : "FAIL", detail);
     if (ok)
         t->passed++;
     else
@@ -339,7 +360,7 @@ static void test_subgroup(selftest *t) {
     VkSubgroupFeatureFlags need =
         VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
     if ((t->caps->subgroup_operations & need) != need || t->caps->subgroup_size == 0) {
-        fprintf(t->out, "  %-14s skip  (no subgroup arithmetic in compute)\n", p.name);
+        record(t, p.name, "skip", "(no subgroup arithmetic in compute)");
         t->skipped++;
         return;
     }
@@ -455,10 +476,12 @@ static void measure_latency(selftest *t) {
     }
     if (done == RUNS) {
         qsort(times, RUNS, sizeof *times, cmp_double);
-        fprintf(t->out, "  dispatch latency: %.1f us (median of %d dispatch+submit+wait)\n",
-                times[RUNS / 2] * 1e6, RUNS);
+        char detail[128];
+        snprintf(detail, sizeof detail, "%.1f us (median of %d dispatch+submit+wait)",
+                 times[RUNS / 2] * 1e6, RUNS);
+        record(t, "dispatch latency", "measured", detail);
     } else {
-        fprintf(t->out, "  dispatch latency: FAIL  %s\n", base_error_message(&t->err));
+        record(t, "dispatch latency", "FAIL", base_error_message(&t->err));
         t->failed++;
     }
     vkd_batch_destroy(batch);
@@ -466,18 +489,49 @@ static void measure_latency(selftest *t) {
     vkd_pipeline_destroy(pipe);
 }
 
-int kilninfo_selftest(vkd_instance *inst, uint32_t index, FILE *out) {
-    selftest t = {.out = out};
+/* The text report: a header line, one line per result, the summary. */
+static void print_text(const selftest *t, FILE *out, uint32_t index, const char *device,
+                       const char *spirv, const vkd_message_counts *m, bool layer) {
+    fprintf(out, "selftest: device %u: %s, SPIR-V %s, SPIRV-Tools validation %s\n", index, device,
+            spirv, spv_tools_available() ? "on" : "off (built without SPIRV-Tools)");
+    for (uint32_t i = 0; i < t->result_count; i++) {
+        const result *r = &t->results[i];
+        if (strcmp(r->status, "measured") == 0)
+            fprintf(out, "  %s: %s\n", r->name, r->detail);
+        else
+            fprintf(out, "  %-14s %s%s%s\n", r->name, r->status, *r->detail ? "  " : "",
+                    r->detail);
+    }
+    if (layer && (m->errors || m->warnings))
+        fprintf(out, "  validation layer: %u errors, %u warnings\n", m->errors, m->warnings);
+    fprintf(out, "selftest: %d passed, %d failed, %d skipped\n", t->passed, t->failed,
+            t->skipped);
+}
+
+int kilninfo_selftest(vkd_instance *inst, uint32_t index, FILE *out, bool json) {
+    selftest t = {0};
     vkd_message_counts before = vkd_instance_messages(inst);
     if (vkd_device_create(inst, index, NULL, &t.dev, &t.err) != KILN_OK) {
-        fprintf(out, "selftest: device %u: %s\n", index, base_error_message(&t.err));
+        if (json) {
+            report r;
+            report_init(&r, out, true);
+            report_u64(&r, "kilninfo_format", 1);
+            report_object_begin(&r, "selftest");
+            report_u64(&r, "device_index", index);
+            report_str(&r, "error", base_error_message(&t.err));
+            report_object_end(&r);
+            report_finish(&r);
+        } else {
+            fprintf(out, "selftest: device %u: %s\n", index, base_error_message(&t.err));
+        }
         return 1;
     }
     t.caps = vkd_device_caps(t.dev);
     const vkd_device_info *info = vkd_device_info_of(t.dev);
-    fprintf(out, "selftest: device %u: %s, SPIR-V %u.%u, SPIRV-Tools validation %s\n", index,
-            info->props.deviceName, t.caps->spirv_version >> 16, t.caps->spirv_version >> 8 & 0xff,
-            spv_tools_available() ? "on" : "off (built without SPIRV-Tools)");
+    char spirv[16], device[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+    snprintf(spirv, sizeof spirv, "%u.%u", t.caps->spirv_version >> 16,
+             t.caps->spirv_version >> 8 & 0xff);
+    snprintf(device, sizeof device, "%s", info->props.deviceName);
     test_vadd(&t);
     test_reduce(&t);
     test_subgroup(&t);
@@ -488,10 +542,37 @@ int kilninfo_selftest(vkd_instance *inst, uint32_t index, FILE *out) {
     vkd_message_counts m = vkd_instance_messages(inst);
     m.errors -= before.errors;
     m.warnings -= before.warnings;
-    if (vkd_instance_validation(inst) && (m.errors || m.warnings)) {
-        fprintf(out, "  validation layer: %u errors, %u warnings\n", m.errors, m.warnings);
+    bool layer = vkd_instance_validation(inst);
+    if (layer && (m.errors || m.warnings))
         t.failed++;
+    if (!json) {
+        print_text(&t, out, index, device, spirv, &m, layer);
+        return t.failed ? 1 : 0;
     }
-    fprintf(out, "selftest: %d passed, %d failed, %d skipped\n", t.passed, t.failed, t.skipped);
+    report r;
+    report_init(&r, out, true);
+    report_u64(&r, "kilninfo_format", 1);
+    report_object_begin(&r, "selftest");
+    report_u64(&r, "device_index", index);
+    report_str(&r, "device_name", device);
+    report_str(&r, "spirv_version", spirv);
+    report_bool(&r, "spirv_tools_validation", spv_tools_available());
+    report_array_begin(&r, "results");
+    for (uint32_t i = 0; i < t.result_count; i++) {
+        report_object_begin(&r, NULL);
+        report_str(&r, "name", t.results[i].name);
+        report_str(&r, "status", t.results[i].status);
+        report_str(&r, "detail", t.results[i].detail);
+        report_object_end(&r);
+    }
+    report_array_end(&r);
+    report_bool(&r, "validation_layer", layer);
+    report_u64(&r, "validation_errors", layer ? m.errors : 0);
+    report_u64(&r, "validation_warnings", layer ? m.warnings : 0);
+    report_u64(&r, "passed", (uint64_t)t.passed);
+    report_u64(&r, "failed", (uint64_t)t.failed);
+    report_u64(&r, "skipped", (uint64_t)t.skipped);
+    report_object_end(&r);
+    report_finish(&r);
     return t.failed ? 1 : 0;
 }

@@ -4,11 +4,13 @@
 
 #include "vkd.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 
-/* Creates device index of inst, builds, validates and runs the selftest kernels on it and prints
- * one line per kernel plus the measurements to out. Returns the process exit status: 0 when
- * every kernel passed (or was skipped), 1 otherwise. */
-int kilninfo_selftest(vkd_instance *inst, uint32_t index, FILE *out);
+/* Creates device index of inst, builds, validates and runs the selftest kernels on it and
+ * reports each kernel's verdict and the measurements to out (text, or JSON: the keys are in
+ * tools/kilninfo/README.md). Returns the process exit status: 0 when every kernel passed (or
+ * was skipped), 1 otherwise. */
+int kilninfo_selftest(vkd_instance *inst, uint32_t index, FILE *out, bool json);
 
 #endif
