@@ -19,7 +19,9 @@
  * the SPIR-V words. A redirect has no words: the variant asked for (the key's alignment) has
  * the code of the variant its alignment names, stored under that one's key. */
 enum { CACHE_PAYLOAD_VERSION = 14, ALIGN_WORDS = ENG_MAX_PARAMS / 4 };
-enum { CACHE_HEADER_WORDS = 9 + ALIGN_WORDS, CACHE_KEY_SIZE = 41 + ENG_MAX_PARAMS + ENG_MAX_BUFFERS };
+/* The key: 40 bytes, an alignment byte per parameter, a window byte per buffer, S's log2. */
+enum { CACHE_HEADER_WORDS = 9 + ALIGN_WORDS };
+enum { CACHE_KEY_SIZE = 41 + ENG_MAX_PARAMS + ENG_MAX_BUFFERS };
 enum { FLAG_PARAMS_IN_BUFFER = 1, FLAG_REDIRECT = 2 };
 static const uint32_t payload_magic = 0x4e524b4bu; /* "KKRN" */
 

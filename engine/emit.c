@@ -21,7 +21,7 @@ typedef struct emitter {
     spv_id octets[IR_MAX_BUFFERS];  /* paired_vectors: of four 64-bit integers (LOAD8/STORE8) */
     bool paired;                    /* emit_options.paired_vectors */
     const uint32_t *windows;        /* emit_options.windows: 0, a plain binding */
-    uint32_t window_log2;
+    uint32_t window_log2;           /* emit_options.window_log2 */
     spv_id push;                    /* push-constant block variable */
     spv_id param_buffer;            /* or the parameters' storage buffer */
     spv_id global_id;               /* linear invocation index, index type */
@@ -541,8 +541,8 @@ static spv_id buffer_pointer(emitter *e, uint32_t buf, spv_id var, uint32_t unit
 
 static spv_id load(emitter *e, const ir_inst *i) {
     spv_builder *b = e->b;
-    spv_id p = buffer_pointer(e, i->arg, e->buffers[i->arg], stored_size(i->type),
-                              e->ids[i->src[0]]);
+    spv_id p =
+        buffer_pointer(e, i->arg, e->buffers[i->arg], stored_size(i->type), e->ids[i->src[0]]);
     spv_id v = spv_load(b, p);
     switch (i->type) {
     case IR_BOOL:
@@ -578,10 +578,9 @@ static void store(emitter *e, const ir_inst *i) {
     default:
         break;
     }
-    spv_store(b,
-              buffer_pointer(e, i->arg, e->buffers[i->arg], stored_size(i->type),
-                             e->ids[i->src[0]]),
-              v);
+    spv_store(
+        b, buffer_pointer(e, i->arg, e->buffers[i->arg], stored_size(i->type), e->ids[i->src[0]]),
+        v);
 }
 
 /* The integer constant value (of type t, I32 or I64) times NumWorkgroups.z: the same value, which

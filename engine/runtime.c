@@ -521,7 +521,8 @@ static uint32_t window_log2(const kiln_context *ctx) {
     if (ctx->interpreter)
         return 0;
     const vkd_caps *caps = vkd_device_caps(ctx->dev);
-    uint64_t range = caps->max_storage_buffer_range, align = caps->min_storage_buffer_offset_alignment;
+    uint64_t range = caps->max_storage_buffer_range,
+             align = caps->min_storage_buffer_offset_alignment;
     if (range < 256)
         return 0;
     uint32_t log2 = 63 - (uint32_t)__builtin_clzll(range);
@@ -562,8 +563,7 @@ static kiln_status storage_windows(kiln_context *ctx, const eng_kernel *k,
                                   "(maxStorageBufferRange %llu), more than the %u storage "
                                   "buffers a kernel may bind",
                                   (unsigned long long)size, (unsigned long long)count,
-                                  1ull << *log2,
-                                  (unsigned long long)caps->max_storage_buffer_range,
+                                  1ull << *log2, (unsigned long long)caps->max_storage_buffer_range,
                                   caps->max_storage_buffers_per_stage);
         windows[i] = (uint32_t)count;
     }

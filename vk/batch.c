@@ -14,7 +14,7 @@ struct vkd_batch {
     bool submitted; /* submitted and not yet reset */
     BASE_VEC(VkDescriptorPool) pools;
     uint32_t sets_in_last_pool;
-    uint32_t descriptors_left; /* in the last pool */
+    uint32_t descriptors_left;                        /* in the last pool */
     uint32_t first_pool_sets, first_pool_descriptors; /* what the first pool holds */
     BASE_VEC(VkQueryPool) query_pools;
     uint32_t dispatches;
@@ -114,8 +114,7 @@ static kiln_status allocate_set(vkd_batch *b, const vkd_pipeline *pipe, VkDescri
     /* A pool holds SETS_PER_POOL sets of up to VKD_MAX_BINDINGS descriptors, or one set of a
      * pipeline with more (arrays of windows): such a set gets a pool sized for it. */
     uint32_t need = pipe->descriptor_count;
-    if (b->pools.len == 0 || b->sets_in_last_pool == SETS_PER_POOL ||
-        b->descriptors_left < need) {
+    if (b->pools.len == 0 || b->sets_in_last_pool == SETS_PER_POOL || b->descriptors_left < need) {
         uint32_t sets = need > VKD_MAX_BINDINGS ? 1 : SETS_PER_POOL;
         VkDescriptorPoolSize size = {
             .type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,

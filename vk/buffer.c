@@ -1,6 +1,7 @@
-/* Storage buffers: one allocation each, up to maxMemoryAllocationSize (a buffer larger than
- * maxStorageBufferRange is bound in windows: vkd_binding, engine/runtime.c); mapped when the memory is host-visible, otherwise
- * every transfer goes through a temporary staging buffer and the transfer queue path. */
+/* Storage buffers: one allocation each, up to maxMemoryAllocationSize (one larger than
+ * maxStorageBufferRange is bound in windows: vkd_binding, engine/runtime.c); mapped when the
+ * memory is host-visible, otherwise every transfer goes through a temporary staging buffer and
+ * the transfer queue path. */
 #include "vkd_internal.h"
 
 #include <string.h>

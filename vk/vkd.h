@@ -262,8 +262,8 @@ enum { VKD_MAX_BINDINGS = 16 };
 typedef struct vkd_pipeline_desc {
     const uint32_t *code;
     size_t word_count;
-    const char *entry_point;     /* NULL: "main" */
-    uint32_t binding_count;      /* <= VKD_MAX_BINDINGS */
+    const char *entry_point; /* NULL: "main" */
+    uint32_t binding_count;  /* <= VKD_MAX_BINDINGS */
     /* Descriptors of each binding (an array of storage buffers when above 1), NULL: one each.
      * Their sum stays within maxPerStageDescriptorStorageBuffers; an array indexed by a
      * run-time value needs caps.storage_buffer_array_dynamic_indexing. */

@@ -46,8 +46,7 @@ static void test_engine_big_buffers_elementwise(void **state) {
         for (size_t c = 0; c < ROWS; c++)
             want[r * ROWS + c] = a[c * COLS + r] - b[c * COLS + r];
     }
-    fx_check_f32(kiln_sub(kiln_transpose(ta, 0, 1), kiln_transpose(tb, 0, 1)), want, NUMEL, 0,
-                 0);
+    fx_check_f32(kiln_sub(kiln_transpose(ta, 0, 1), kiln_transpose(tb, 0, 1)), want, NUMEL, 0, 0);
     free(a);
     free(b);
     free(want);
