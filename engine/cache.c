@@ -19,7 +19,9 @@
  * the SPIR-V words. A redirect has no words: the variant asked for (the key's alignment) has
  * the code of the variant its alignment names, stored under that one's key. */
 enum { CACHE_PAYLOAD_VERSION = 14, ALIGN_WORDS = ENG_MAX_PARAMS / 4 };
-enum { CACHE_HEADER_WORDS = 9 + ALIGN_WORDS, CACHE_KEY_SIZE = 40 + ENG_MAX_PARAMS };
+/* The key: 40 bytes, an alignment byte per parameter, a window byte per buffer, S's log2. */
+enum { CACHE_HEADER_WORDS = 9 + ALIGN_WORDS };
+enum { CACHE_KEY_SIZE = 41 + ENG_MAX_PARAMS + ENG_MAX_BUFFERS };
 enum { FLAG_PARAMS_IN_BUFFER = 1, FLAG_REDIRECT = 2 };
 static const uint32_t payload_magic = 0x4e524b4bu; /* "KKRN" */
 
@@ -89,6 +91,11 @@ static size_t cache_key(const kiln_context *ctx, const eng_kernel *k, const eng_
         uint32_t m = i < k->param_count && align[i] > 1 ? align[i] : 0;
         key[40 + i] = (unsigned char)(m ? m << 4 | p->residue[i] % m : 0);
     }
+    /* Windows of large storages (powers of two: their log2 + 1; 0: none) and their size. */
+    for (uint32_t i = 0; i < ENG_MAX_BUFFERS; i++)
+        key[40 + ENG_MAX_PARAMS + i] =
+            (unsigned char)(p->windows[i] ? 1 + __builtin_ctz(p->windows[i]) : 0);
+    key[40 + ENG_MAX_PARAMS + ENG_MAX_BUFFERS] = (unsigned char)p->window_log2;
     return CACHE_KEY_SIZE;
 }
 

@@ -20,6 +20,8 @@ typedef struct emitter {
                                        or of pairs of 64-bit integers (paired_vectors) */
     spv_id octets[IR_MAX_BUFFERS];  /* paired_vectors: of four 64-bit integers (LOAD8/STORE8) */
     bool paired;                    /* emit_options.paired_vectors */
+    const uint32_t *windows;        /* emit_options.windows: 0, a plain binding */
+    uint32_t window_log2;           /* emit_options.window_log2 */
     spv_id push;                    /* push-constant block variable */
     spv_id param_buffer;            /* or the parameters' storage buffer */
     spv_id global_id;               /* linear invocation index, index type */
@@ -506,9 +508,41 @@ static spv_id group(emitter *e, const ir_inst *i) {
 
 /* ---- memory -------------------------------------------------------------------------------- */
 
+/* Bytes of an element of t in a buffer. */
+static uint32_t stored_size(ir_type t) {
+    switch (t) {
+    case IR_BOOL:
+    case IR_U8:
+    case IR_I8:
+        return 1;
+    case IR_F16:
+        return 2;
+    case IR_I64:
+        return 8;
+    default:
+        return 4;
+    }
+}
+
+/* A pointer to unit index of view var of buffer buf (units of unit bytes). A windowed buffer
+ * (emit_options.windows) is an array of descriptors of 2^window_log2 bytes each: the index's
+ * high bits select the descriptor, its low bits the unit within it (both powers of two). */
+static spv_id buffer_pointer(emitter *e, uint32_t buf, spv_id var, uint32_t unit, spv_id index) {
+    spv_builder *b = e->b;
+    if (!e->windows || !e->windows[buf])
+        return spv_buffer_element(b, var, index);
+    uint32_t shift = e->window_log2 - (uint32_t)__builtin_ctz(unit);
+    spv_id t = compute_type(b, e->k->index_type);
+    spv_id which = spv_binop(b, SpvOpShiftRightLogical, index, spv_const_int(b, t, shift));
+    spv_id local =
+        spv_binop(b, SpvOpBitwiseAnd, index, spv_const_int(b, t, ((int64_t)1 << shift) - 1));
+    return spv_buffer_array_element(b, var, which, local);
+}
+
 static spv_id load(emitter *e, const ir_inst *i) {
     spv_builder *b = e->b;
-    spv_id p = spv_buffer_element(b, e->buffers[i->arg], e->ids[i->src[0]]);
+    spv_id p =
+        buffer_pointer(e, i->arg, e->buffers[i->arg], stored_size(i->type), e->ids[i->src[0]]);
     spv_id v = spv_load(b, p);
     switch (i->type) {
     case IR_BOOL:
@@ -544,7 +578,9 @@ static void store(emitter *e, const ir_inst *i) {
     default:
         break;
     }
-    spv_store(b, spv_buffer_element(b, e->buffers[i->arg], e->ids[i->src[0]]), v);
+    spv_store(
+        b, buffer_pointer(e, i->arg, e->buffers[i->arg], stored_size(i->type), e->ids[i->src[0]]),
+        v);
 }
 
 /* The integer constant value (of type t, I32 or I64) times NumWorkgroups.z: the same value, which
@@ -641,7 +677,9 @@ static spv_id vector_pointer(emitter *e, const ir_inst *i, spv_id index, uint32_
     if (part > 0)
         index = spv_binop(b, SpvOpIAdd, index,
                           spv_const_int(b, compute_type(b, e->k->index_type), part));
-    return spv_buffer_element(b, (octet ? e->octets : e->vectors)[i->arg], index);
+    /* a unit: 4 elements, 8 as an octet of four 64-bit integers */
+    uint32_t unit = stored_size(i->type) * (octet ? 8 : 4);
+    return buffer_pointer(e, i->arg, (octet ? e->octets : e->vectors)[i->arg], unit, index);
 }
 
 /* LOAD4: the vector in ids; LOAD8: elements 0..3 in ids, 4..7 in high. */
@@ -736,17 +774,23 @@ static void declare_interface(emitter *e) {
         spv_access access = buf->read && buf->written ? SPV_ACCESS_READ_WRITE
                             : buf->written            ? SPV_ACCESS_WRITE
                                                       : SPV_ACCESS_READ;
-        e->buffers[i] = spv_storage_buffer(b, storage_type(b, buf->type), 0, i, access);
+        uint32_t windows = e->windows ? e->windows[i] : 0;
         /* Vector access goes through a second variable on the same binding (Vulkan allows
          * several; the lowering never mixes both kinds on elements a kernel writes). */
         spv_id u64 = e->paired && buf->vector ? spv_type_int(b, 64, false) : 0;
+        spv_id types[3] = {storage_type(b, buf->type), 0, 0};
         if (buf->octets && e->paired)
-            e->octets[i] = spv_storage_buffer(b, spv_type_vector(b, u64, 4), 0, i, access);
+            types[2] = spv_type_vector(b, u64, 4);
         if (buf->vector && e->paired)
-            e->vectors[i] = spv_storage_buffer(b, spv_type_vector(b, u64, 2), 0, i, access);
+            types[1] = spv_type_vector(b, u64, 2);
         else if (buf->vector)
-            e->vectors[i] = spv_storage_buffer(b, spv_type_vector(b, storage_type(b, buf->type), 4),
-                                               0, i, access);
+            types[1] = spv_type_vector(b, storage_type(b, buf->type), 4);
+        spv_id *vars[3] = {&e->buffers[i], &e->vectors[i], &e->octets[i]};
+        for (int v = 0; v < 3; v++) {
+            if (types[v])
+                *vars[v] = windows ? spv_storage_buffer_array(b, types[v], 0, i, access, windows)
+                                   : spv_storage_buffer(b, types[v], 0, i, access);
+        }
     }
     if (k->param_count > 0 && e->params_in_buffer) {
         e->param_buffer = spv_storage_buffer(b, compute_type(b, k->index_type), 0, k->buffer_count,
@@ -983,6 +1027,8 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
     e.loop = div + n;
     e.opaque_mul = opt->opaque_multipliers ? div + 2 * n : NULL;
     e.paired = opt->paired_vectors;
+    e.windows = opt->windows;
+    e.window_log2 = opt->window_log2;
 
     declare_interface(&e);
     spv_id fn = spv_function_begin(e.b, "main");
@@ -1036,6 +1082,9 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
             out->push_constant_size = opt->params_in_buffer ? 0 : param_bytes;
             out->binding_count =
                 k->buffer_count + (opt->params_in_buffer && k->param_count > 0 ? 1u : 0u);
+            for (uint32_t i = 0; i < out->binding_count; i++)
+                out->descriptor_counts[i] =
+                    i < k->buffer_count && opt->windows[i] ? opt->windows[i] : 1;
         }
     }
     base_free(&k->alloc, arrays, 7 * n * sizeof *arrays);

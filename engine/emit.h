@@ -24,6 +24,14 @@ typedef struct emit_options {
                                 float controls allow it): without it a driver may assume no
                                 NaN, inf or signed zero occurs (NVIDIA folds x != x to false;
                                 lavapipe x / 0 to 0), and NaN tests use the bits instead */
+    /* Storages larger than maxStorageBufferRange: buffer i with windows[i] > 0 is bound as an
+     * array of that many descriptors, descriptor w showing bytes [w S, (w + 1) S) with
+     * S = 2^window_log2 (a power of two, at least 256 and a multiple of the offset alignment).
+     * An access to element index of a view of u-byte units reads descriptor index / (S / u),
+     * element index % (S / u): vector accesses are aligned to their width, so none straddles
+     * two windows. The array needs caps.storage_buffer_array_dynamic_indexing. */
+    uint32_t windows[IR_MAX_BUFFERS];
+    uint32_t window_log2;
 } emit_options;
 
 /* The module's interface: buffer i is set 0 binding i; push constants are the kernel's
@@ -35,6 +43,8 @@ typedef struct emit_result {
     size_t word_count;
     uint32_t push_constant_size;
     uint32_t binding_count; /* the kernel's buffers, plus the parameter buffer if any */
+    /* descriptors per binding: windows[i] (or 1) for buffer i, 1 for the parameter buffer */
+    uint32_t descriptor_counts[IR_MAX_BUFFERS + 1];
 } emit_result;
 
 kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result *out,

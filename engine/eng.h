@@ -211,6 +211,11 @@ typedef struct eng_program {
      * alignment), an alignment kept only where a vector access relies on it. */
     uint8_t residue[ENG_MAX_PARAMS];
     uint8_t align[ENG_MAX_PARAMS];
+    /* Storages larger than the device's storage-buffer range: buffer i is bound as windows[i]
+     * descriptors of 2^window_log2 bytes each (runtime.c storage_windows; 0: one binding of
+     * the whole buffer). Part of the variant: other sizes compile again. */
+    uint32_t windows[ENG_MAX_BUFFERS];
+    uint32_t window_log2;
     struct eng_program *same; /* non-NULL: this variant's code is same's (an alias) */
     /* The expressions its kernel was built from (runtime.c keep_expressions). */
     const sym_node **exprs;

@@ -6,11 +6,15 @@
 #define KILN_ENGINE_ENG_TESTING_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 typedef struct eng_testing {
     /* The Vulkan device neither enables nor reports shaderInt64: kernels that need 64-bit
      * integers are KILN_ERROR_UNSUPPORTED (runtime.c check_types), as on such devices. */
     bool no_int64;
+    /* Nonzero: the device reports this maxStorageBufferRange (bytes; only a smaller one), so
+     * that storages larger than it are bound as several windows (runtime.c storage_windows). */
+    uint64_t max_storage_range;
 } eng_testing;
 
 /* Sets the overrides of the contexts created from now on (NULL: none). */

@@ -135,7 +135,8 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
         return KILN_OK;
     }
     vkd_device_options dopt = {.max_push_constants = opt->test_max_push_constants,
-                               .no_int64 = eng_testing_options()->no_int64};
+                               .no_int64 = eng_testing_options()->no_int64,
+                               .max_storage_range = eng_testing_options()->max_storage_range};
     if (st == KILN_OK)
         st = eng_cache_open(ctx, opt, vkd_instance_device(ctx->inst, index), &dopt);
     if (st == KILN_OK)
@@ -364,10 +365,14 @@ static kiln_status pipeline_from_words(kiln_context *ctx, eng_program *p, const 
     VkSpecializationMapEntry entries[3];
     for (uint32_t i = 0; i < 3; i++)
         entries[i] = (VkSpecializationMapEntry){.constantID = i, .offset = 4 * i, .size = 4};
+    uint32_t counts[VKD_MAX_BINDINGS];
+    for (uint32_t i = 0; i < p->binding_count && i < VKD_MAX_BINDINGS; i++)
+        counts[i] = i < ENG_MAX_BUFFERS && p->windows[i] ? p->windows[i] : 1;
     vkd_pipeline_desc desc = {
         .code = words,
         .word_count = word_count,
         .binding_count = p->binding_count,
+        .descriptor_counts = counts,
         .push_constant_size = p->push_constant_size,
         .spec_entries = entries,
         .spec_entry_count = 3,
@@ -404,7 +409,9 @@ static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_p
                        .params_in_buffer = p->params_in_buffer,
                        .opaque_multipliers = ctx->opaque_multipliers,
                        .paired_vectors = ctx->paired_vectors,
-                       .preserve_specials = caps->preserve_specials32};
+                       .preserve_specials = caps->preserve_specials32,
+                       .window_log2 = p->window_log2};
+    memcpy(eo.windows, p->windows, sizeof eo.windows);
     emit_result r;
     base_error err = {0};
     int64_t start = base_now_ns();
@@ -494,6 +501,93 @@ static void choose_variant(kiln_context *ctx, const eng_kernel *k, eng_program *
     }
 }
 
+/* ---- storages beyond the storage-buffer range --------------------------------------------------
+ *
+ * A descriptor shows at most maxStorageBufferRange bytes of a buffer (128 MiB on lavapipe and
+ * many mobile GPUs), while one allocation may hold up to maxMemoryAllocationSize. A storage
+ * larger than the range is bound as an array of descriptors, windows of S bytes each (S: the
+ * largest power of two within the range; window w shows bytes [w S, (w + 1) S), offsets that
+ * are multiples of the offset alignment), and the kernel picks the window of every access from
+ * the index's high bits (emit.c buffer_pointer). Reductions and matmuls read across windows
+ * like any other index, so one kernel still does the whole job; vector accesses are aligned to
+ * their width, which divides S, so none straddles two windows. The count is rounded up to a
+ * power of two (the descriptors past the buffer's end show its last window) so that storages
+ * of nearby sizes share code; it is part of the variant (eng_program.windows) and of the disk
+ * cache's key. */
+
+/* The log2 of the window size S of the context's device: 0 when there is none (the
+ * interpreter, or a range that cannot hold an aligned power of two of at least 256 bytes). */
+static uint32_t window_log2(const kiln_context *ctx) {
+    if (ctx->interpreter)
+        return 0;
+    const vkd_caps *caps = vkd_device_caps(ctx->dev);
+    uint64_t range = caps->max_storage_buffer_range,
+             align = caps->min_storage_buffer_offset_alignment;
+    if (range < 256)
+        return 0;
+    uint32_t log2 = 63 - (uint32_t)__builtin_clzll(range);
+    if (log2 > 31) /* the shift of an i32 index: 2 GiB windows at most */
+        log2 = 31;
+    return align && ((1ull << log2) % align) != 0 ? 0 : log2;
+}
+
+/* The windows k's storages need (eng_program.windows), or an error for a device that cannot
+ * bind them that way. */
+static kiln_status storage_windows(kiln_context *ctx, const eng_kernel *k,
+                                   uint32_t windows[ENG_MAX_BUFFERS], uint32_t *log2) {
+    memset(windows, 0, ENG_MAX_BUFFERS * sizeof *windows);
+    *log2 = 0;
+    if (ctx->interpreter)
+        return KILN_OK;
+    const vkd_caps *caps = vkd_device_caps(ctx->dev);
+    for (uint32_t i = 0; i < k->buffer_count; i++) {
+        uint64_t size = vkd_buffer_size(k->buffers[i]->buffer);
+        if (size <= caps->max_storage_buffer_range)
+            continue;
+        *log2 = window_log2(ctx);
+        if (!caps->storage_buffer_array_dynamic_indexing || !*log2)
+            return base_error_set(&ctx->err, KILN_ERROR_UNSUPPORTED,
+                                  "%s cannot bind a storage of %llu bytes: it exceeds "
+                                  "maxStorageBufferRange (%llu), and the device %s",
+                                  ctx->device_name, (unsigned long long)size,
+                                  (unsigned long long)caps->max_storage_buffer_range,
+                                  *log2 ? "has no shaderStorageBufferArrayDynamicIndexing "
+                                          "to bind it in windows"
+                                        : "has no aligned window size within the range");
+        uint64_t need = (size + (1ull << *log2) - 1) >> *log2, count = 1;
+        while (count < need)
+            count *= 2;
+        if (count > caps->max_storage_buffers_per_stage)
+            return base_error_set(&ctx->err, KILN_ERROR_LIMIT_EXCEEDED,
+                                  "a storage of %llu bytes needs %llu windows of %llu bytes "
+                                  "(maxStorageBufferRange %llu), more than the %u storage "
+                                  "buffers a kernel may bind",
+                                  (unsigned long long)size, (unsigned long long)count,
+                                  1ull << *log2, (unsigned long long)caps->max_storage_buffer_range,
+                                  caps->max_storage_buffers_per_stage);
+        windows[i] = (uint32_t)count;
+    }
+    return KILN_OK;
+}
+
+/* The descriptors of storage buffer buf for a kernel that binds it in `windows` windows of
+ * 2^log2 bytes (0: one descriptor of the whole buffer); returns the count written. */
+static uint32_t window_bindings(const vkd_buffer *buf, uint32_t windows, uint32_t log2,
+                                vkd_binding *out) {
+    if (!windows) {
+        out[0] = (vkd_binding){.buffer = buf};
+        return 1;
+    }
+    uint64_t size = vkd_buffer_size(buf), step = 1ull << log2;
+    uint64_t last = (size - 1) >> log2; /* the last window with bytes of the buffer */
+    for (uint32_t w = 0; w < windows; w++) {
+        uint64_t offset = (w < last ? w : last) * step;
+        out[w] = (vkd_binding){
+            .buffer = buf, .offset = offset, .range = size - offset < step ? size - offset : step};
+    }
+    return windows;
+}
+
 /* ---- variants of lifted offsets -----------------------------------------------------------------
  *
  * A view's offset reaches the kernel as a value (kernel.c), but a vector access needs it
@@ -529,7 +623,8 @@ static int64_t alignment(const eng_program *p, uint32_t i) {
 /* Whether a and b (variants of one kernel of `params` parameters) have the same code: the
  * same alignment of each offset, the same bounds-check variant. */
 static bool same_code(const eng_program *a, const eng_program *b, uint32_t params) {
-    if (a->unchecked != b->unchecked || a->has_guard != b->has_guard)
+    if (a->unchecked != b->unchecked || a->has_guard != b->has_guard ||
+        a->window_log2 != b->window_log2 || memcmp(a->windows, b->windows, sizeof a->windows))
         return false;
     if (a->has_guard && (a->guard.kind != b->guard.kind || a->guard.expr != b->guard.expr ||
                          a->guard.a != b->guard.a || a->guard.b != b->guard.b))
@@ -560,9 +655,11 @@ static void pushed_values(const eng_program *p, const eng_kernel *k, int64_t *va
     }
 }
 
-/* A compiled variant of k's hash whose guard holds for k's values and that was asked for by
- * their residues, or NULL. An alias answers with the variant whose code it shares. */
-static eng_program *find_variant(kiln_context *ctx, const eng_kernel *k) {
+/* A compiled variant of k's hash whose guard holds for k's values, that was asked for by
+ * their residues and binds k's storages in the same windows, or NULL. An alias answers with
+ * the variant whose code it shares. */
+static eng_program *find_variant(kiln_context *ctx, const eng_kernel *k,
+                                 const uint32_t windows[ENG_MAX_BUFFERS]) {
     eng_program *p = base_map_find(&ctx->programs, k->hash, &k->hash, program_eq, NULL);
     sym_assignment a = params_of(k);
     uint8_t want[ENG_MAX_PARAMS];
@@ -573,7 +670,8 @@ static eng_program *find_variant(kiln_context *ctx, const eng_kernel *k) {
             ctx->stats.guard_failures++;
             continue;
         }
-        if (memcmp(p->residue, want, k->param_count) == 0)
+        if (memcmp(p->residue, want, k->param_count) == 0 &&
+            memcmp(p->windows, windows, ENG_MAX_BUFFERS * sizeof *windows) == 0)
             return p->same ? p->same : p;
     }
     return NULL;
@@ -733,7 +831,11 @@ static void keep_expressions(kiln_context *ctx, const eng_kernel *k, eng_program
 }
 
 kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program **out) {
-    eng_program *p = find_variant(ctx, k);
+    uint32_t windows[ENG_MAX_BUFFERS], log2;
+    kiln_status wst = storage_windows(ctx, k, windows, &log2);
+    if (wst != KILN_OK)
+        return wst;
+    eng_program *p = find_variant(ctx, k, windows);
     if (p) {
         ctx->stats.kernels_cached++;
         *out = p;
@@ -747,6 +849,8 @@ kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program 
         return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a kernel");
     p->hash = k->hash;
     p->workgroup_size = workgroup_size(ctx);
+    memcpy(p->windows, windows, sizeof p->windows);
+    p->window_log2 = log2;
     wanted_residues(ctx, k, p->residue);
     kiln_status st = compile_variant(ctx, k, p);
     eng_program *head = base_map_find(&ctx->programs, k->hash, &k->hash, program_eq, NULL);
@@ -863,9 +967,21 @@ static kiln_status run_device(kiln_context *ctx, eng_batch *b, const eng_program
     kiln_status lst = check_loop_limit(ctx, p, k);
     if (lst != KILN_OK)
         return lst;
-    vkd_binding bindings[ENG_MAX_BUFFERS + 1];
+    /* One descriptor per buffer, or one per window of a storage beyond the range. */
+    uint32_t descriptors = 1;
     for (uint32_t i = 0; i < k->buffer_count; i++)
-        bindings[i] = (vkd_binding){.buffer = k->buffers[i]->buffer};
+        descriptors += p->windows[i] ? p->windows[i] : 1;
+    vkd_binding small[ENG_MAX_BUFFERS + 1], *bindings = small;
+    if (descriptors > BASE_COUNTOF(small)) {
+        bindings = base_malloc(&ctx->alloc, descriptors * sizeof *bindings);
+        if (!bindings)
+            return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY,
+                                  "no memory for %u descriptors", descriptors);
+    }
+    uint32_t binding_count = 0;
+    for (uint32_t i = 0; i < k->buffer_count; i++)
+        binding_count += window_bindings(k->buffers[i]->buffer, p->windows[i], p->window_log2,
+                                         bindings + binding_count);
     /* Parameters in the index type's width. */
     union {
         int32_t i32[ENG_MAX_PARAMS];
@@ -881,21 +997,20 @@ static kiln_status run_device(kiln_context *ctx, eng_batch *b, const eng_program
             push.i32[i] = (int32_t)values[i];
     }
     uint32_t push_size = k->param_count * (wide ? 8u : 4u);
-    uint32_t binding_count = k->buffer_count;
     base_error err = {0};
+    kiln_status st = KILN_OK;
     if (p->params_in_buffer && push_size > 0) {
         /* Too many values for push constants: they travel in a small buffer. */
         vkd_buffer *pb = NULL;
-        kiln_status st = vkd_buffer_create(ctx->dev, push_size, &pb, &err);
+        st = vkd_buffer_create(ctx->dev, push_size, &pb, &err);
         if (st == KILN_OK)
             st = vkd_buffer_upload(pb, 0, &push, push_size, &err);
         if (st == KILN_OK && BASE_VEC_PUSH(&ctx->alloc, &b->param_buffers, pb) != KILN_OK)
             st = base_error_set(&err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for parameters");
-        if (st != KILN_OK) {
+        if (st != KILN_OK)
             vkd_buffer_destroy(pb);
-            return base_error_set(&ctx->err, st, "%s", base_error_message(&err));
-        }
-        bindings[binding_count++] = (vkd_binding){.buffer = pb};
+        else
+            bindings[binding_count++] = (vkd_binding){.buffer = pb};
         push_size = 0;
     }
     /* Workgroups on a 2-D grid when one row cannot hold them (the kernel linearises x, y):
@@ -906,8 +1021,11 @@ static kiln_status run_device(kiln_context *ctx, eng_batch *b, const eng_program
     uint64_t rows = (groups + max_x - 1) / max_x;
     /* z stays 1: kernels read NumWorkgroups.z as a run-time 1 (emit.c, opaque_multipliers). */
     uint32_t grid[3] = {(uint32_t)((groups + rows - 1) / rows), (uint32_t)rows, 1};
-    kiln_status st = vkd_batch_dispatch(b->batch, p->pipeline, bindings, binding_count,
-                                        push_size ? &push : NULL, push_size, grid, &err);
+    if (st == KILN_OK)
+        st = vkd_batch_dispatch(b->batch, p->pipeline, bindings, binding_count,
+                                push_size ? &push : NULL, push_size, grid, &err);
+    if (bindings != small)
+        base_free(&ctx->alloc, bindings, descriptors * sizeof *bindings);
     if (st != KILN_OK)
         return base_error_set(&ctx->err, st, "%s", base_error_message(&err));
     return KILN_OK;

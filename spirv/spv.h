@@ -160,8 +160,14 @@ typedef enum spv_access {
  * variable (a StorageBuffer pointer); index it with spv_buffer_element. */
 spv_id spv_storage_buffer(spv_builder *b, spv_id element, uint32_t set, uint32_t binding,
                           spv_access access);
+/* An array of count such storage buffers on one binding (a descriptor array; the module
+ * declares StorageBufferArrayDynamicIndexing). */
+spv_id spv_storage_buffer_array(spv_builder *b, spv_id element, uint32_t set, uint32_t binding,
+                                spv_access access, uint32_t count);
 /* A pointer to element index (an integer value) of a storage buffer made above. */
 spv_id spv_buffer_element(spv_builder *b, spv_id buffer, spv_id index);
+/* A pointer to element index of buffer `which` (an integer value) of an array made above. */
+spv_id spv_buffer_array_element(spv_builder *b, spv_id buffers, spv_id which, spv_id index);
 
 /* The push-constant block: count members of scalar/vector types at offsets (NULL: std430
  * offsets). Returns the variable; read member i with spv_push_constant_load. */

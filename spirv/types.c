@@ -509,8 +509,8 @@ spv_id spv_variable(spv_builder *b, SpvStorageClass storage, spv_id type) {
     return spv_global_variable(b, storage, type);
 }
 
-spv_id spv_storage_buffer(spv_builder *b, spv_id element, uint32_t set, uint32_t binding,
-                          spv_access access) {
+/* The Block struct of a storage buffer of element: one runtime array member at offset 0. */
+static spv_id spv_buffer_block(spv_builder *b, spv_id element, spv_access access) {
     if (!spv_lookup_type(b, element, "a storage buffer's element type"))
         return 0;
     uint32_t size = spv_type_size(b, element), align = spv_type_align(b, element);
@@ -527,15 +527,45 @@ spv_id spv_storage_buffer(spv_builder *b, spv_id element, uint32_t set, uint32_t
         spv_member_decorate(b, block, 0, SpvDecorationNonWritable, 0, 0);
     if (access == SPV_ACCESS_WRITE)
         spv_member_decorate(b, block, 0, SpvDecorationNonReadable, 0, 0);
-    spv_id var = spv_global_variable(b, SpvStorageClassStorageBuffer, block);
+    return block;
+}
+
+static spv_id spv_buffer_variable(spv_builder *b, spv_id type, uint32_t set, uint32_t binding) {
+    spv_id var = spv_global_variable(b, SpvStorageClassStorageBuffer, type);
     spv_decorate(b, var, SpvDecorationDescriptorSet, 1, set, 0);
     spv_decorate(b, var, SpvDecorationBinding, 1, binding, 0);
     return spv_ok(b) ? var : 0;
 }
 
+spv_id spv_storage_buffer(spv_builder *b, spv_id element, uint32_t set, uint32_t binding,
+                          spv_access access) {
+    spv_id block = spv_buffer_block(b, element, access);
+    return block ? spv_buffer_variable(b, block, set, binding) : 0;
+}
+
+spv_id spv_storage_buffer_array(spv_builder *b, spv_id element, uint32_t set, uint32_t binding,
+                                spv_access access, uint32_t count) {
+    if (spv_ok(b) && count == 0) {
+        spv_fail(b, KILN_ERROR_INVALID_ARGUMENT, "spirv: an array of 0 storage buffers");
+        return 0;
+    }
+    spv_id block = spv_buffer_block(b, element, access);
+    /* An array of Block structs is an array of descriptors: no ArrayStride (it has no layout
+     * in memory). Indexed by a run-time value, it needs this capability (and the Vulkan
+     * feature shaderStorageBufferArrayDynamicIndexing). */
+    spv_id array = block ? spv_type_array(b, block, count, 0) : 0;
+    spv_capability(b, SpvCapabilityStorageBufferArrayDynamicIndexing);
+    return array ? spv_buffer_variable(b, array, set, binding) : 0;
+}
+
 spv_id spv_buffer_element(spv_builder *b, spv_id buffer, spv_id index) {
     spv_id idx[2] = {spv_const_u32(b, 0), index};
     return spv_access_chain(b, buffer, 2, idx);
+}
+
+spv_id spv_buffer_array_element(spv_builder *b, spv_id buffers, spv_id which, spv_id index) {
+    spv_id idx[3] = {which, spv_const_u32(b, 0), index};
+    return spv_access_chain(b, buffers, 3, idx);
 }
 
 spv_id spv_push_constants(spv_builder *b, uint32_t count, const spv_id *members,

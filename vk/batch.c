@@ -14,6 +14,8 @@ struct vkd_batch {
     bool submitted; /* submitted and not yet reset */
     BASE_VEC(VkDescriptorPool) pools;
     uint32_t sets_in_last_pool;
+    uint32_t descriptors_left;                        /* in the last pool */
+    uint32_t first_pool_sets, first_pool_descriptors; /* what the first pool holds */
     BASE_VEC(VkQueryPool) query_pools;
     uint32_t dispatches;
     BASE_VEC(uint64_t) times; /* ns per dispatch after submit; UINT64_MAX: not timed */
@@ -109,14 +111,18 @@ static kiln_status begin_recording(vkd_batch *b, base_error *err) {
 static kiln_status allocate_set(vkd_batch *b, const vkd_pipeline *pipe, VkDescriptorSet *set,
                                 base_error *err) {
     vkd_device *dev = b->dev;
-    if (b->pools.len == 0 || b->sets_in_last_pool == SETS_PER_POOL) {
+    /* A pool holds SETS_PER_POOL sets of up to VKD_MAX_BINDINGS descriptors, or one set of a
+     * pipeline with more (arrays of windows): such a set gets a pool sized for it. */
+    uint32_t need = pipe->descriptor_count;
+    if (b->pools.len == 0 || b->sets_in_last_pool == SETS_PER_POOL || b->descriptors_left < need) {
+        uint32_t sets = need > VKD_MAX_BINDINGS ? 1 : SETS_PER_POOL;
         VkDescriptorPoolSize size = {
             .type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-            .descriptorCount = SETS_PER_POOL * VKD_MAX_BINDINGS,
+            .descriptorCount = need > VKD_MAX_BINDINGS ? need : SETS_PER_POOL * VKD_MAX_BINDINGS,
         };
         VkDescriptorPoolCreateInfo info = {
             .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-            .maxSets = SETS_PER_POOL,
+            .maxSets = sets,
             .poolSizeCount = 1,
             .pPoolSizes = &size,
         };
@@ -129,7 +135,12 @@ static kiln_status allocate_set(vkd_batch *b, const vkd_pipeline *pipe, VkDescri
             dev->vk.vkDestroyDescriptorPool(dev->handle, pool, NULL);
             return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for pools");
         }
-        b->sets_in_last_pool = 0;
+        b->sets_in_last_pool = SETS_PER_POOL - sets;
+        b->descriptors_left = size.descriptorCount;
+        if (b->pools.len == 1) {
+            b->first_pool_sets = sets;
+            b->first_pool_descriptors = size.descriptorCount;
+        }
     }
     VkDescriptorSetAllocateInfo info = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
@@ -138,40 +149,62 @@ static kiln_status allocate_set(vkd_batch *b, const vkd_pipeline *pipe, VkDescri
         .pSetLayouts = &pipe->set_layout,
     };
     b->sets_in_last_pool++;
+    b->descriptors_left -= need;
     return vkd_check(dev->vk.vkAllocateDescriptorSets(dev->handle, &info, set),
                      "vkAllocateDescriptorSets", err);
 }
 
-static kiln_status write_set(vkd_batch *b, VkDescriptorSet set, const vkd_binding *bindings,
-                             uint32_t count, base_error *err) {
+/* Writes one descriptor per entry of bindings: binding by binding, an array's elements in
+ * order (pipe's descriptor counts). */
+static kiln_status write_set(vkd_batch *b, const vkd_pipeline *pipe, VkDescriptorSet set,
+                             const vkd_binding *bindings, base_error *err) {
     vkd_device *dev = b->dev;
-    VkDescriptorBufferInfo infos[VKD_MAX_BINDINGS];
+    uint32_t count = pipe->descriptor_count;
+    VkDescriptorBufferInfo small[VKD_MAX_BINDINGS], *infos = small;
+    if (count > VKD_MAX_BINDINGS) {
+        infos = base_malloc(&dev->alloc, count * sizeof *infos);
+        if (!infos)
+            return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for descriptors");
+    }
     VkWriteDescriptorSet writes[VKD_MAX_BINDINGS];
-    for (uint32_t i = 0; i < count; i++) {
+    uint64_t align = dev->caps.min_storage_buffer_offset_alignment;
+    uint64_t limit = dev->caps.max_storage_buffer_range;
+    kiln_status st = KILN_OK;
+    for (uint32_t i = 0; i < count && st == KILN_OK; i++) {
         const vkd_binding *bd = &bindings[i];
-        uint64_t align = dev->caps.min_storage_buffer_offset_alignment;
         if (!bd->buffer || bd->buffer->dev != dev || bd->offset > bd->buffer->alloc_size ||
-            (align && bd->offset % align != 0) || bd->range > bd->buffer->alloc_size - bd->offset)
-            return base_error_set(err, KILN_ERROR_INVALID_ARGUMENT,
-                                  "binding %u: missing buffer, foreign buffer, or a range "
-                                  "outside the buffer or misaligned (offset alignment %llu)",
-                                  i, (unsigned long long)align);
+            (align && bd->offset % align != 0) || bd->range > bd->buffer->alloc_size - bd->offset) {
+            st = base_error_set(err, KILN_ERROR_INVALID_ARGUMENT,
+                                "descriptor %u: missing buffer, foreign buffer, or a range "
+                                "outside the buffer or misaligned (offset alignment %llu)",
+                                i, (unsigned long long)align);
+            break;
+        }
+        uint64_t range = bd->range ? bd->range : bd->buffer->alloc_size - bd->offset;
+        if (range > limit)
+            st = base_error_set(err, KILN_ERROR_INVALID_ARGUMENT,
+                                "descriptor %u: a range of %llu bytes exceeds "
+                                "maxStorageBufferRange (%llu): bind it in windows",
+                                i, (unsigned long long)range, (unsigned long long)limit);
         infos[i] = (VkDescriptorBufferInfo){
-            .buffer = bd->buffer->handle,
-            .offset = bd->offset,
-            .range = bd->range ? bd->range : bd->buffer->alloc_size - bd->offset,
-        };
+            .buffer = bd->buffer->handle, .offset = bd->offset, .range = range};
+    }
+    for (uint32_t i = 0, first = 0; st == KILN_OK && i < pipe->binding_count; i++) {
         writes[i] = (VkWriteDescriptorSet){
             .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
             .dstSet = set,
             .dstBinding = i,
-            .descriptorCount = 1,
+            .descriptorCount = pipe->descriptor_counts[i],
             .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-            .pBufferInfo = &infos[i],
+            .pBufferInfo = &infos[first],
         };
+        first += pipe->descriptor_counts[i];
     }
-    dev->vk.vkUpdateDescriptorSets(dev->handle, count, writes, 0, NULL);
-    return KILN_OK;
+    if (st == KILN_OK)
+        dev->vk.vkUpdateDescriptorSets(dev->handle, pipe->binding_count, writes, 0, NULL);
+    if (infos != small)
+        base_free(&dev->alloc, infos, count * sizeof *infos);
+    return st;
 }
 
 /* The query pool and first query of dispatch index i, creating the pool when needed. */
@@ -226,12 +259,12 @@ kiln_status vkd_batch_dispatch(vkd_batch *b, const vkd_pipeline *pipe, const vkd
     if (b->submitted)
         return base_error_set(err, KILN_ERROR_INVALID_ARGUMENT,
                               "the batch was submitted: reset it before recording again");
-    if (pipe->dev != dev || binding_count != pipe->binding_count ||
+    if (pipe->dev != dev || binding_count != pipe->descriptor_count ||
         push_size != pipe->push_constant_size || (push_size && !push))
         return base_error_set(err, KILN_ERROR_INVALID_ARGUMENT,
-                              "dispatch does not match its pipeline (%u bindings and %u bytes "
+                              "dispatch does not match its pipeline (%u descriptors and %u bytes "
                               "of push constants given; %u and %u expected)",
-                              binding_count, push_size, pipe->binding_count,
+                              binding_count, push_size, pipe->descriptor_count,
                               pipe->push_constant_size);
     if (groups[0] == 0 || groups[1] == 0 || groups[2] == 0)
         return KILN_OK;
@@ -240,7 +273,7 @@ kiln_status vkd_batch_dispatch(vkd_batch *b, const vkd_pipeline *pipe, const vkd
     if (st == KILN_OK && binding_count > 0) {
         st = allocate_set(b, pipe, &set, err);
         if (st == KILN_OK)
-            st = write_set(b, set, bindings, binding_count, err);
+            st = write_set(b, pipe, set, bindings, err);
     }
     VkQueryPool qp = VK_NULL_HANDLE;
     uint32_t q = 0;
@@ -389,7 +422,8 @@ kiln_status vkd_batch_reset(vkd_batch *b, base_error *err) {
     for (size_t i = 1; i < b->pools.len; i++)
         vk->vkDestroyDescriptorPool(dev->handle, b->pools.data[i], NULL);
     b->pools.len = b->pools.len ? 1 : 0;
-    b->sets_in_last_pool = 0;
+    b->sets_in_last_pool = SETS_PER_POOL - b->first_pool_sets;
+    b->descriptors_left = b->first_pool_descriptors;
     b->recording = false;
     b->submitted = false;
     b->dispatches = 0;

@@ -1,5 +1,7 @@
-/* Storage buffers: one allocation each; mapped when the memory is host-visible, otherwise
- * every transfer goes through a temporary staging buffer and the transfer queue path. */
+/* Storage buffers: one allocation each, up to maxMemoryAllocationSize (one larger than
+ * maxStorageBufferRange is bound in windows: vkd_binding, engine/runtime.c); mapped when the
+ * memory is host-visible, otherwise every transfer goes through a temporary staging buffer and
+ * the transfer queue path. */
 #include "vkd_internal.h"
 
 #include <string.h>
@@ -49,12 +51,11 @@ static void release(vkd_device *dev, VkBuffer buffer, VkDeviceMemory memory) {
 kiln_status vkd_buffer_create(vkd_device *dev, uint64_t size, vkd_buffer **out, base_error *err) {
     *out = NULL;
     const vkd_caps *caps = &dev->caps;
-    if (size > caps->max_storage_buffer_range || size > caps->max_memory_allocation_size)
+    if (size > caps->max_memory_allocation_size)
         return base_error_set(err, KILN_ERROR_LIMIT_EXCEEDED,
-                              "a storage buffer of %llu bytes exceeds the device's limits "
-                              "(maxStorageBufferRange %llu, maxMemoryAllocationSize %llu)",
+                              "a storage buffer of %llu bytes exceeds the device's "
+                              "maxMemoryAllocationSize (%llu)",
                               (unsigned long long)size,
-                              (unsigned long long)caps->max_storage_buffer_range,
                               (unsigned long long)caps->max_memory_allocation_size);
     vkd_buffer *buf = base_calloc(&dev->alloc, 1, sizeof *buf);
     if (!buf)

@@ -34,6 +34,10 @@ static void build_features(const vkd_device_info *d, feature_chain *c, vkd_caps 
     caps->int64 = d->features.shaderInt64;
     caps->int16 = d->features.shaderInt16;
     caps->float64 = d->features.shaderFloat64;
+    c->f2.features.shaderStorageBufferArrayDynamicIndexing =
+        d->features.shaderStorageBufferArrayDynamicIndexing;
+    caps->storage_buffer_array_dynamic_indexing =
+        d->features.shaderStorageBufferArrayDynamicIndexing;
 
     c->storage16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
     c->storage16.storageBuffer16BitAccess = d->storage16.storageBuffer16BitAccess;

@@ -15,6 +15,20 @@ static kiln_status check_desc(const vkd_device *dev, const vkd_pipeline_desc *d,
                               caps->max_storage_buffers_per_stage < VKD_MAX_BINDINGS
                                   ? caps->max_storage_buffers_per_stage
                                   : (uint32_t)VKD_MAX_BINDINGS);
+    uint64_t descriptors = 0;
+    for (uint32_t i = 0; i < d->binding_count; i++) {
+        uint32_t c = d->descriptor_counts ? d->descriptor_counts[i] : 1;
+        if (c == 0)
+            return base_error_set(err, KILN_ERROR_INVALID_ARGUMENT,
+                                  "%s: binding %u has no descriptor", name, i);
+        descriptors += c;
+    }
+    if (descriptors > caps->max_storage_buffers_per_stage)
+        return base_error_set(err, KILN_ERROR_LIMIT_EXCEEDED,
+                              "%s: %llu storage-buffer descriptors exceed the device's "
+                              "maxPerStageDescriptorStorageBuffers (%u)",
+                              name, (unsigned long long)descriptors,
+                              caps->max_storage_buffers_per_stage);
     if (d->push_constant_size % 4 != 0 || d->push_constant_size > caps->max_push_constants_size)
         return base_error_set(err, KILN_ERROR_LIMIT_EXCEEDED,
                               "%s: %u bytes of push constants (the device allows %u, in "
@@ -43,7 +57,7 @@ static kiln_status create_layouts(vkd_pipeline *p, const vkd_pipeline_desc *d, b
         bindings[i] = (VkDescriptorSetLayoutBinding){
             .binding = i,
             .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-            .descriptorCount = 1,
+            .descriptorCount = d->descriptor_counts ? d->descriptor_counts[i] : 1,
             .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
         };
     }
@@ -132,6 +146,11 @@ kiln_status vkd_pipeline_create(vkd_device *dev, const vkd_pipeline_desc *desc, 
         return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for pipeline");
     p->dev = dev;
     p->binding_count = desc->binding_count;
+    p->descriptor_count = 0;
+    for (uint32_t i = 0; i < desc->binding_count; i++) {
+        p->descriptor_counts[i] = desc->descriptor_counts ? desc->descriptor_counts[i] : 1;
+        p->descriptor_count += p->descriptor_counts[i];
+    }
     p->push_constant_size = desc->push_constant_size;
     if ((st = create_layouts(p, desc, err)) != KILN_OK ||
         (st = create_pipeline(p, desc, err)) != KILN_OK) {

@@ -154,6 +154,9 @@ typedef struct vkd_caps {
     bool float16, int8; /* arithmetic */
     bool storage_buffer_16bit, storage_buffer_8bit;
     bool maintenance4; /* LocalSizeId */
+    /* shaderStorageBufferArrayDynamicIndexing: arrays of storage buffers indexed by a run-time
+     * value (a storage larger than maxStorageBufferRange is bound as such an array). */
+    bool storage_buffer_array_dynamic_indexing;
     /* SignedZeroInfNanPreserve may be declared for 32-bit floats (Vulkan 1.2 and the device's
      * float controls property): NaN, inf and -0 then survive the driver's optimisations. */
     bool preserve_specials32;
@@ -243,12 +246,15 @@ vkd_stats vkd_device_stats(const vkd_device *dev);
 
 /* ---- buffers --------------------------------------------------------------------------- */
 
-/* A storage buffer of size bytes (any size, 0 included). Larger than maxStorageBufferRange
- * or maxMemoryAllocationSize: KILN_ERROR_LIMIT_EXCEEDED. */
+/* A storage buffer of size bytes (any size, 0 included), one VkBuffer on one allocation.
+ * Larger than maxMemoryAllocationSize: KILN_ERROR_LIMIT_EXCEEDED. One larger than
+ * maxStorageBufferRange is made, but a descriptor can only show a range of it (a window:
+ * vkd_binding); transfers reach all of it. */
 kiln_status vkd_buffer_create(vkd_device *dev, uint64_t size, vkd_buffer **out, base_error *err);
 void vkd_buffer_destroy(vkd_buffer *buf); /* NULL is a no-op */
 /* A buffer the application owns (interop): never destroyed by Kiln; transfers go through
- * staging, so it needs TRANSFER_SRC/DST usage besides STORAGE_BUFFER. */
+ * staging, so it needs TRANSFER_SRC/DST usage besides STORAGE_BUFFER. Larger than
+ * maxStorageBufferRange: KILN_ERROR_LIMIT_EXCEEDED. */
 kiln_status vkd_buffer_wrap(vkd_device *dev, VkBuffer handle, uint64_t size, vkd_buffer **out,
                             base_error *err);
 uint64_t vkd_buffer_size(const vkd_buffer *buf);
@@ -276,8 +282,12 @@ enum { VKD_MAX_BINDINGS = 16 };
 typedef struct vkd_pipeline_desc {
     const uint32_t *code;
     size_t word_count;
-    const char *entry_point;     /* NULL: "main" */
-    uint32_t binding_count;      /* <= VKD_MAX_BINDINGS */
+    const char *entry_point; /* NULL: "main" */
+    uint32_t binding_count;  /* <= VKD_MAX_BINDINGS */
+    /* Descriptors of each binding (an array of storage buffers when above 1), NULL: one each.
+     * Their sum stays within maxPerStageDescriptorStorageBuffers; an array indexed by a
+     * run-time value needs caps.storage_buffer_array_dynamic_indexing. */
+    const uint32_t *descriptor_counts;
     uint32_t push_constant_size; /* bytes, a multiple of 4, within the device's limit */
     const VkSpecializationMapEntry *spec_entries;
     uint32_t spec_entry_count;
@@ -293,6 +303,9 @@ void vkd_pipeline_destroy(vkd_pipeline *pipe); /* NULL is a no-op */
 
 /* ---- batches of dispatches ------------------------------------------------------------- */
 
+/* One descriptor. A dispatch takes one per descriptor of its pipeline: binding by binding, an
+ * array binding's elements in order. The range (given or to the end) must be within
+ * maxStorageBufferRange (KILN_ERROR_INVALID_ARGUMENT otherwise). */
 typedef struct vkd_binding {
     const vkd_buffer *buffer;
     uint64_t offset; /* bytes; a multiple of minStorageBufferOffsetAlignment */
@@ -302,7 +315,8 @@ typedef struct vkd_binding {
 kiln_status vkd_batch_create(vkd_device *dev, vkd_batch **out, base_error *err);
 void vkd_batch_destroy(vkd_batch *batch); /* NULL is a no-op; waits for a submitted batch */
 
-/* Records one dispatch of groups[0] x groups[1] x groups[2] workgroups. Every dispatch after
+/* Records one dispatch of groups[0] x groups[1] x groups[2] workgroups; binding_count counts
+ * descriptors (vkd_binding). Every dispatch after
  * the first waits for the shader writes of the ones before it. A grid larger than
  * maxComputeWorkGroupCount is split into several dispatches with base offsets (WorkgroupId and
  * GlobalInvocationId are those of the whole grid). A zero-sized grid records nothing. */

@@ -101,6 +101,8 @@ struct vkd_pipeline {
     VkPipelineLayout layout;
     VkPipeline handle;
     uint32_t binding_count;
+    uint32_t descriptor_counts[VKD_MAX_BINDINGS]; /* per binding (arrays above 1) */
+    uint32_t descriptor_count;                    /* their sum: what a dispatch binds */
     uint32_t push_constant_size;
 };
 

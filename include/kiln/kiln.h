@@ -61,6 +61,17 @@
  * frees everything.
  * Operands of one call must belong to one context (else KILN_ERROR_INVALID_HANDLE).
  *
+ * Tensor sizes: a storage (a tensor's elements) is one device allocation, of up to the
+ * device's maxMemoryAllocationSize (Vulkan's maintenance3 limit: at least 1 GiB; 2 GiB and more
+ * on most devices). A storage larger than maxStorageBufferRange (128 MiB on lavapipe and many
+ * mobile GPUs) works in every op: kernels bind it as several windows of one allocation
+ * (docs/big_buffers.md). Refused at realize: a storage beyond maxMemoryAllocationSize
+ * (KILN_ERROR_LIMIT_EXCEEDED), or beyond the range on a device without
+ * shaderStorageBufferArrayDynamicIndexing, or on a device an application created and handed to
+ * Kiln (KILN_ERROR_UNSUPPORTED), and one that needs more windows than the device's
+ * maxPerStageDescriptorStorageBuffers (KILN_ERROR_LIMIT_EXCEEDED). The interpreter has no such
+ * limits (host memory).
+ *
  * Thread-safety: a context and everything made from it is used by one thread at a time;
  * distinct contexts are independent. kiln_status_string and kiln_set_log_callback are
  * thread-safe.
