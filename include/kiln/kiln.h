@@ -87,9 +87,20 @@
 extern "C" {
 #endif
 
+/* Kiln is built with hidden visibility: what this header declares is the library's exported
+ * API (docs/packaging.md). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define KILN_VERSION_MAJOR 0
 #define KILN_VERSION_MINOR 1
 #define KILN_VERSION_PATCH 0
+
+/* The version of the library a program runs with, "MAJOR.MINOR.PATCH" (a static string). The
+ * KILN_VERSION_* macros are those of the header it was compiled with; the shared library's
+ * soname changes with every ABI change (libkiln.so.0.MINOR while MAJOR is 0). */
+const char *kiln_version(void);
 
 typedef struct kiln_context kiln_context;
 typedef struct kiln_tensor kiln_tensor;
@@ -468,6 +479,10 @@ kiln_status kiln_realize_many(kiln_context *ctx, uint32_t count, kiln_tensor *co
 /* Copies the tensor's elements in logical (row-major) order into dst, which holds bytes >=
  * numel * kiln_dtype_size. Realizes what is needed. */
 kiln_status kiln_read(kiln_tensor *t, void *dst, size_t bytes);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }
