@@ -59,8 +59,11 @@ endif()
 set_target_properties(kiln_shared PROPERTIES EXPORT_NAME kiln_shared
                       VERSION ${PROJECT_VERSION} SOVERSION ${KILN_SOVERSION}
                       LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/kiln.map)
-target_link_options(kiln_shared PRIVATE
-  -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/kiln.map -Wl,--no-undefined)
+target_link_options(kiln_shared PRIVATE -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/kiln.map)
+if(NOT KILN_SANITIZE)
+  # Every symbol resolved at link time (clang leaves a sanitizer's runtime to the program).
+  target_link_options(kiln_shared PRIVATE -Wl,--no-undefined)
+endif()
 
 # Kiln::kiln: the shared library where the including project builds shared libraries
 # (BUILD_SHARED_LIBS), else the static one; find_package(Kiln) chooses the same way.
