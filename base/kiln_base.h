@@ -51,6 +51,12 @@
 extern "C" {
 #endif
 
+/* Kiln is built with hidden visibility: what this header declares is the library's exported
+ * API (docs/packaging.md). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 typedef enum kiln_status {
 #define X(name, message) name,
 #include "status.def"
@@ -92,6 +98,10 @@ typedef void (*kiln_log_fn)(void *user, kiln_log_level level, const char *module
  * stderr. Thread-safe; a message being logged while it changes may still reach the previous
  * callback. */
 void kiln_set_log_callback(kiln_log_fn fn, void *user);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

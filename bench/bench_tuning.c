@@ -1,6 +1,6 @@
 /* bench_tuning: Kiln's own tile choices (engine/runtime.c eng_runtime_tune) against
  * alternatives, in one process. Each alternative runs in a context of its own
- * (kiln_context_options.test_tile_*: its own VkDevice and driver threads) next to a context with
+ * (eng_testing.tile_*, eng_testing.h: its own VkDevice and driver threads) next to a context with
  * the device's choice; the two realize the same graph on the same inputs in alternation, a
  * warm-up pair and then KILN_BENCH_PAIRS pairs (default 11), and the row gives the median of
  * the pairs' ratios alternative/default with its ~95% interval (order statistics): "faster" or
@@ -11,6 +11,7 @@
  *
  * KILN_BENCH_FILTER=substring runs the cases whose name contains it. */
 #include "bench_util.h"
+#include "eng_testing.h"
 
 #include <kiln/kiln.h>
 
@@ -36,8 +37,8 @@ typedef enum op {
 /* A tile choice: 0 keeps the device's. */
 typedef struct tiles {
     uint32_t ew, rows, cols, vector_cols, block_rows;
-    bool unshared; /* test_unshared_loads */
-    bool unpaired; /* test_unpaired_vectors */
+    bool unshared; /* eng_testing.unshared_loads */
+    bool unpaired; /* eng_testing.unpaired_vectors */
 } tiles;
 
 typedef struct bench_case {
@@ -89,18 +90,18 @@ static size_t input_count(op o) {
 }
 
 static bool side_open(side *s, const bench_case *c, const tiles *t, float *const host[3]) {
-    kiln_context_options opt = {0};
+    eng_testing testing = {0};
     if (t) {
-        opt.test_tile_ew = t->ew;
-        opt.test_tile_rows = t->rows;
-        opt.test_tile_cols = t->cols;
-        opt.test_tile_vector_cols = t->vector_cols;
-        opt.test_tile_block_rows = t->block_rows;
-        opt.test_unshared_loads = t->unshared;
-        opt.test_unpaired_vectors = t->unpaired;
+        testing.tile_ew = t->ew;
+        testing.tile_rows = t->rows;
+        testing.tile_cols = t->cols;
+        testing.tile_vector_cols = t->vector_cols;
+        testing.tile_block_rows = t->block_rows;
+        testing.unshared_loads = t->unshared;
+        testing.unpaired_vectors = t->unpaired;
     }
     memset(s, 0, sizeof *s);
-    if (kiln_context_create(&opt, &s->ctx) != KILN_OK) {
+    if (eng_testing_context_create(NULL, &testing, &s->ctx) != KILN_OK) {
         fprintf(stderr, "bench_tuning: no context\n");
         return false;
     }

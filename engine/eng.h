@@ -281,9 +281,9 @@ struct kiln_context {
     bool timing;                   /* timestamp queries around each realize's batch */
     uint32_t parallelism;          /* invocations worth keeping busy (splits big reductions) */
     uint32_t group_lanes;          /* lanes per output of a group reduction (a power of two) */
-    uint32_t test_group_lanes;     /* kiln_context_options.test_group_lanes */
-    bool test_gpu_tuning;          /* kiln_context_options.test_gpu_tuning */
-    uint32_t test_tile[5];         /* kiln_context_options.test_tile_ew, _rows, _cols, _vector_cols,
+    uint32_t test_group_lanes;     /* eng_testing.group_lanes */
+    bool test_gpu_tuning;          /* eng_testing.gpu_tuning */
+    uint32_t test_tile[5];         /* eng_testing.tile_ew, _rows, _cols, _vector_cols,
                                     * _block_rows */
     uint32_t tile_ew;              /* outputs per invocation of an elementwise kernel */
     uint32_t tile_ew_one;          /* of one that reads a single buffer (lower.c) */
@@ -296,8 +296,8 @@ struct kiln_context {
     uint32_t tile_vector_cols;     /* columns of a reduction's tile that only reads vectors */
     uint32_t tile_block_rows, tile_block_cols; /* items of a load-sharing tiled kernel in blocks */
     uint32_t share_lanes;       /* subgroup width where team kernels share loads (0: none) */
-    bool test_unshared_loads;   /* kiln_context_options.test_unshared_loads */
-    bool test_unpaired_vectors; /* kiln_context_options.test_unpaired_vectors */
+    bool test_unshared_loads;   /* eng_testing.unshared_loads */
+    bool test_unpaired_vectors; /* eng_testing.unpaired_vectors */
     vkd_instance *inst;
     vkd_device *dev;
     vkd_batch *batch; /* the command buffer every realize records into (reset each time) */

@@ -37,8 +37,8 @@ static bool wants_interpreter(const char *device) {
  * operand's loads (share_lanes; the interpreter runs the same teams). On a CPU, an
  * invocation's index times a constant, where it flows into a loop, is emitted as a product by
  * a run-time value (emit.c opaque_multipliers); a GPU's compiler keeps its constants. The
- * test-only option test_gpu_tuning chooses the GPU's figures on any device; test_tile_*
- * (block rows too) then set tiles, and test_unshared_loads turns sharing off. */
+ * test-only override gpu_tuning (eng_testing.h) chooses the GPU's figures on any device;
+ * tile_* (block rows too) then set tiles, and unshared_loads turns sharing off. */
 void eng_runtime_tune(kiln_context *ctx) {
     ctx->parallelism = 2048;
     ctx->tile_ew = 8;
@@ -98,22 +98,23 @@ void eng_runtime_tune(kiln_context *ctx) {
 
 kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt) {
     const char *device = opt->device ? opt->device : getenv("KILN_DEVICE");
-    ctx->test_group_lanes = opt->test_group_lanes;
-    ctx->test_gpu_tuning = opt->test_gpu_tuning;
-    ctx->test_tile[0] = opt->test_tile_ew;
-    ctx->test_tile[1] = opt->test_tile_rows;
-    ctx->test_tile[2] = opt->test_tile_cols;
-    ctx->test_tile[3] = opt->test_tile_vector_cols;
-    ctx->test_tile[4] = opt->test_tile_block_rows;
-    ctx->test_unshared_loads = opt->test_unshared_loads;
-    ctx->test_unpaired_vectors = opt->test_unpaired_vectors;
+    const eng_testing *testing = eng_testing_options();
+    ctx->test_group_lanes = testing->group_lanes;
+    ctx->test_gpu_tuning = testing->gpu_tuning;
+    ctx->test_tile[0] = testing->tile_ew;
+    ctx->test_tile[1] = testing->tile_rows;
+    ctx->test_tile[2] = testing->tile_cols;
+    ctx->test_tile[3] = testing->tile_vector_cols;
+    ctx->test_tile[4] = testing->tile_block_rows;
+    ctx->test_unshared_loads = testing->unshared_loads;
+    ctx->test_unpaired_vectors = testing->unpaired_vectors;
     if (wants_interpreter(device)) {
         ctx->interpreter = true;
         snprintf(ctx->device_name, sizeof ctx->device_name, "interpreter");
         eng_runtime_tune(ctx);
         return KILN_OK;
     }
-    ctx->force_specialization = opt->test_force_specialization;
+    ctx->force_specialization = testing->force_specialization;
     ctx->timing = opt->timing || base_log_verbosity() >= 1;
     vkd_instance_options io = {
         .validation = opt->validation, .alloc = &ctx->alloc, .app_name = "kiln"};
@@ -134,9 +135,9 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
         eng_runtime_tune(ctx);
         return KILN_OK;
     }
-    vkd_device_options dopt = {.max_push_constants = opt->test_max_push_constants,
-                               .no_int64 = eng_testing_options()->no_int64,
-                               .max_storage_range = eng_testing_options()->max_storage_range};
+    vkd_device_options dopt = {.max_push_constants = testing->max_push_constants,
+                               .no_int64 = testing->no_int64,
+                               .max_storage_range = testing->max_storage_range};
     if (st == KILN_OK)
         st = eng_cache_open(ctx, opt, vkd_instance_device(ctx->inst, index), &dopt);
     if (st == KILN_OK)

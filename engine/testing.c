@@ -10,3 +10,11 @@ void eng_testing_set(const eng_testing *options) {
 const eng_testing *eng_testing_options(void) {
     return &overrides;
 }
+
+kiln_status eng_testing_context_create(const kiln_context_options *options,
+                                       const eng_testing *testing, kiln_context **out) {
+    eng_testing_set(testing);
+    kiln_status st = kiln_context_create(options, out);
+    eng_testing_set(NULL);
+    return st;
+}

@@ -98,9 +98,20 @@
 extern "C" {
 #endif
 
+/* Kiln is built with hidden visibility: what this header declares is the library's exported
+ * API (docs/packaging.md). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define KILN_VERSION_MAJOR 0
 #define KILN_VERSION_MINOR 1
 #define KILN_VERSION_PATCH 0
+
+/* The version of the library a program runs with, "MAJOR.MINOR.PATCH" (a static string). The
+ * KILN_VERSION_* macros are those of the header it was compiled with; the shared library's
+ * soname changes with every ABI change (libkiln.so.0.MINOR while MAJOR is 0). */
+const char *kiln_version(void);
 
 typedef struct kiln_context kiln_context;
 typedef struct kiln_tensor kiln_tensor;
@@ -108,13 +119,18 @@ typedef struct kiln_expr kiln_expr; /* an integer expression: a size, a Variable
 
 /* ---- context ----------------------------------------------------------------------------- */
 
+/* Options of kiln_context_create: zero-initialise the struct ({0}, or NULL for all defaults)
+ * and set the fields you need; a zero field takes its default. */
 typedef struct kiln_context_options {
     /* The device: NULL uses $KILN_DEVICE, else the default choice (discrete > integrated >
      * virtual > CPU). A decimal index or a case-insensitive name substring selects a Vulkan
      * device; "interp" selects the reference interpreter. Without any Vulkan device the
      * interpreter is used (kiln_context_device_name says so). */
     const char *device;
-    bool validation; /* the Khronos validation layer (also $KILN_VALIDATION=1) */
+    /* Turn on the Khronos validation layer (also $KILN_VALIDATION=1): its errors and warnings
+     * go to the log. Without the layer installed, kiln_context_create fails with
+     * KILN_ERROR_UNSUPPORTED. Ignored by the interpreter. */
+    bool validation;
     /* Where compiled kernels persist across runs: NULL uses $KILN_CACHE_DIR, else
      * $XDG_CACHE_HOME/kiln, else ~/.cache/kiln. KILN_CACHE=0 turns the disk cache off; so does
      * a directory that cannot be created or whose name is too long for a path (with a
@@ -124,7 +140,9 @@ typedef struct kiln_context_options {
      * a timestamp costs a wait for idle on some drivers (about 0.1 ms per realize on
      * lavapipe). KILN_DEBUG=1 and above turn it on. */
     bool timing;
-    kiln_alloc_fn alloc; /* NULL: malloc/realloc/free */
+    /* The allocator of every host allocation the context makes (kiln_alloc_fn in kiln_base.h;
+     * NULL: malloc/realloc/free); alloc_user is passed to it. */
+    kiln_alloc_fn alloc;
     void *alloc_user;
     /* Receives the messages logged during this context's calls, its creation and destruction
      * included (kiln_log_fn in kiln_base.h: cache warnings, statistics with KILN_DEBUG,
@@ -132,34 +150,6 @@ typedef struct kiln_context_options {
      * (kiln_set_log_callback), else stderr. log_user is passed to it. */
     kiln_log_fn log;
     void *log_user;
-    /* Test-only overrides that drive, on any device, paths other devices take: a smaller
-     * push-constant limit (0: the device's), and specialisation of kernels on symbolic sizes
-     * (guarded; off by default so that one kernel serves every bound value). */
-    uint32_t test_max_push_constants;
-    bool test_force_specialization;
-    /* Test-only: the lanes a reduction with few outputs shares its elements among (0: 64 on a
-     * GPU, the subgroup size on a CPU; rounded down to a power of two the device allows). */
-    uint32_t test_group_lanes;
-    /* Test-only: tune kernels as for a discrete GPU whatever the device (its parallelism,
-     * group lanes, one elementwise output per invocation, 4 x 4 reduction tiles, row mode only
-     * with enough rows). */
-    bool test_gpu_tuning;
-    /* Test and benchmark only: output tiles (outputs per invocation) other than the device's
-     * (0: the device's; else rounded down to a power of two, at most 64): of an elementwise
-     * kernel; of a reduction whose loads are shared along rows and columns (rows x cols, a
-     * matmul's: over 64 outputs it is not tiled); of a reduction whose tile only reads vectors
-     * (columns). test_tile_block_rows: the tile rows of a block of such a matmul-like
-     * kernel's consecutive invocations (its columns: 8 tiles on a CPU; 1: no blocks). Applied
-     * after test_gpu_tuning. bench_tuning compares tiles in one process. */
-    uint32_t test_tile_ew, test_tile_rows, test_tile_cols, test_tile_vector_cols;
-    uint32_t test_tile_block_rows;
-    /* Test and benchmark only: no loads shared within a subgroup (on a CPU device a matmul's
-     * left operand is loaded once per subgroup lane and broadcast to the others). */
-    bool test_unshared_loads;
-    /* Test and benchmark only: vector accesses as vectors of four elements only (on a CPU
-     * device with 64-bit integers they move as 64-bit integers, eight at a time where they
-     * line up: engine/emit.c). */
-    bool test_unpaired_vectors;
 } kiln_context_options;
 
 /* Statuses: KILN_ERROR_NOT_FOUND (no device matches: the message lists the Vulkan devices by
@@ -500,6 +490,10 @@ kiln_status kiln_realize_many(kiln_context *ctx, uint32_t count, kiln_tensor *co
 /* Copies the tensor's elements in logical (row-major) order into dst, which holds bytes >=
  * numel * kiln_dtype_size. Realizes what is needed. */
 kiln_status kiln_read(kiln_tensor *t, void *dst, size_t bytes);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

@@ -32,6 +32,12 @@
 extern "C" {
 #endif
 
+/* Kiln is built with hidden visibility: what this header declares is the library's exported
+ * API (docs/packaging.md). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 typedef struct kiln_vulkan_device {
     VkInstance instance;
     VkPhysicalDevice physical_device;
@@ -67,6 +73,10 @@ kiln_tensor *kiln_tensor_from_vulkan_buffer(kiln_context *ctx, VkBuffer buffer,
  * (strides may be NULL for a 0-d tensor). */
 kiln_status kiln_tensor_vulkan_buffer(kiln_tensor *t, VkBuffer *buffer, VkDeviceSize *size_bytes,
                                       int64_t *offset, int64_t *strides);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

@@ -102,10 +102,10 @@ static void check_sum_argmax(kiln_context *ctx, int64_t n) {
 /* A context like the fixture's that reduces with one invocation per output (a sum of few
  * outputs otherwise shares its elements among lanes: fewer steps per invocation). */
 static kiln_context *one_lane_context(const eng_fixture *f) {
-    kiln_context_options opt = {
-        .device = f->device ? NULL : "interp", .validation = f->device, .test_group_lanes = 1};
+    kiln_context_options opt = {.device = f->device ? NULL : "interp", .validation = f->device};
     kiln_context *ctx = NULL;
-    assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
+    assert_int_equal(eng_testing_context_create(&opt, &(eng_testing){.group_lanes = 1}, &ctx),
+                     KILN_OK);
     return ctx;
 }
 

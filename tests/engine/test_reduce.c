@@ -392,11 +392,10 @@ static void test_engine_reduce_lanes_share_the_elements(void **state) {
 static void test_engine_reduce_other_lane_counts(void **state) {
     const eng_fixture *f = *state;
     for (uint32_t lanes = 2; lanes <= 64; lanes *= 32) {
-        kiln_context_options opt = {.device = f->device ? NULL : "interp",
-                                    .validation = f->device,
-                                    .test_group_lanes = lanes};
+        kiln_context_options opt = {.device = f->device ? NULL : "interp", .validation = f->device};
         kiln_context *ctx = NULL;
-        assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
+        assert_int_equal(
+            eng_testing_context_create(&opt, &(eng_testing){.group_lanes = lanes}, &ctx), KILN_OK);
         static const int64_t sizes[] = {1, 3, 64, 129, CAP};
         check_lanes(ctx, sizeof sizes / sizeof sizes[0], sizes);
         assert_int_equal(kiln_context_status(ctx), KILN_OK);

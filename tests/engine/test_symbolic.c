@@ -1,6 +1,7 @@
 /* engine/: symbolic shapes end to end. Bound Variables size tensors; one kernel serves every
  * bound value (the statistics prove it); every reduction is one kernel; results match the
  * interpreter and values computed on the host. */
+#include "eng_testing.h"
 #include "vk_fixture.h"
 
 #include <kiln/kiln.h>
@@ -284,10 +285,9 @@ static void test_engine_symbolic_mlp_batch_sizes(void **state) {
 static void test_engine_symbolic_push_constant_overflow_uses_a_buffer(void **state) {
     (void)state;
     kiln_context *ctx;
-    assert_int_equal(
-        kiln_context_create(
-            &(kiln_context_options){.validation = true, .test_max_push_constants = 4}, &ctx),
-        KILN_OK);
+    assert_int_equal(eng_testing_context_create(&(kiln_context_options){.validation = true},
+                                                &(eng_testing){.max_push_constants = 4}, &ctx),
+                     KILN_OK);
     const kiln_expr *n = kiln_variable(ctx, "n", 1, 8), *m = kiln_variable(ctx, "m", 1, 8);
     uint64_t first = 0;
     for (int64_t rows = 2; rows <= 3; rows++) {
@@ -314,10 +314,9 @@ static void test_engine_symbolic_push_constant_overflow_uses_a_buffer(void **sta
 static void test_engine_symbolic_guard_controls_reuse(void **state) {
     (void)state;
     kiln_context *ctx;
-    assert_int_equal(
-        kiln_context_create(
-            &(kiln_context_options){.validation = true, .test_force_specialization = true}, &ctx),
-        KILN_OK);
+    assert_int_equal(eng_testing_context_create(&(kiln_context_options){.validation = true},
+                                                &(eng_testing){.force_specialization = true}, &ctx),
+                     KILN_OK);
     const kiln_expr *n = kiln_variable(ctx, "n", 1, 2000);
     static const struct {
         int64_t value;

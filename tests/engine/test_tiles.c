@@ -286,10 +286,10 @@ static void test_tiles_matmul_register_tile(void **state) {
 /* matmul's items in blocks of tile rows x 8 tile columns (32 x 8 on a CPU; lower.c
  * lower_tile): blocks that shrink to divide the row tiles (12 row tiles: 4 x 8), several
  * blocks along a row (40 column tiles: 5), no blocks (9 row tiles, 229 column tiles), and the
- * test-only option test_tile_block_rows (64, 3 -> 2, 1: none) on one shape. Where the items
- * are whole workgroups (no bounds check) and k is a multiple of 4, a CPU's subgroup loads the
+ * test-only override tile_block_rows (eng_testing.h) (64, 3 -> 2, 1: none) on one shape. Where the
+ * items are whole workgroups (no bounds check) and k is a multiple of 4, a CPU's subgroup loads the
  * left operand's vectors once per lane and shares them (SHARE), with blocks or without; the
- * option test_unshared_loads turns that off. Every output is computed once and in place, on
+ * override unshared_loads turns that off. Every output is computed once and in place, on
  * the device and on the interpreter (which runs the teams in lockstep). */
 static void test_tiles_matmul_blocks(void **state) {
     const eng_fixture *f = *state;
@@ -303,12 +303,11 @@ static void test_tiles_matmul_blocks(void **state) {
                  {512, 12, 320, 0, true, false}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t m = (size_t)cases[i].m, k = (size_t)cases[i].k, n = (size_t)cases[i].n;
-        kiln_context_options opt = {.device = f->device ? NULL : "interp",
-                                    .validation = f->device,
-                                    .test_tile_block_rows = cases[i].block_rows,
-                                    .test_unshared_loads = cases[i].unshared};
+        kiln_context_options opt = {.device = f->device ? NULL : "interp", .validation = f->device};
+        eng_testing t = {.tile_block_rows = cases[i].block_rows,
+                         .unshared_loads = cases[i].unshared};
         kiln_context *ctx = NULL;
-        assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
+        assert_int_equal(eng_testing_context_create(&opt, &t, &ctx), KILN_OK);
         float *a = values(m * k, 8), *b = values(k * n, 9), *want = values(m * n, 0);
         host_matmul(a, b, m, k, n, want);
         kiln_tensor *ta = fx_f32(ctx, 2, (const int64_t[]){cases[i].m, cases[i].k}, a);
@@ -511,15 +510,14 @@ static void test_tiles_row_mode(void **state) {
     free(want);
 }
 
-/* test_unpaired_vectors: on a CPU device, vectors of four elements only (no octets; on
+/* eng_testing.unpaired_vectors: on a CPU device, vectors of four elements only (no octets; on
  * lavapipe not moved as 64-bit integers either); the same results. */
 static void test_tiles_unpaired_vectors(void **state) {
     const eng_fixture *f = *state;
-    kiln_context_options opt = {.device = f->device ? NULL : "interp",
-                                .validation = f->device,
-                                .test_unpaired_vectors = true};
+    kiln_context_options opt = {.device = f->device ? NULL : "interp", .validation = f->device};
     kiln_context *ctx = NULL;
-    assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
+    assert_int_equal(
+        eng_testing_context_create(&opt, &(eng_testing){.unpaired_vectors = true}, &ctx), KILN_OK);
     enum { R = 1024, C = 64, N = R * C };
     float *a = values(N, 11), *b = values(N, 12), *want = values(N, 0);
     for (size_t i = 0; i < N; i++)
@@ -550,7 +548,7 @@ static void test_tiles_unpaired_vectors(void **state) {
     free(want);
 }
 
-/* The test-only tile options (kiln_context_options.test_tile_*, which bench_tuning compares):
+/* The test-only tile options (eng_testing.tile_*, which bench_tuning compares):
  * each is rounded down to a power of two and capped at 64 outputs, and every tile they choose
  * computes the same results: a matmul (16 x 16 is past the cap: untiled), a broadcast add, a
  * column max. Whether the column sums are tiled shows in their add order (tiled: each step's
@@ -578,14 +576,13 @@ static void test_tiles_tile_options(void **state) {
         }
     }
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        kiln_context_options opt = {.device = f->device ? NULL : "interp",
-                                    .validation = f->device,
-                                    .test_tile_ew = cases[i].ew,
-                                    .test_tile_rows = cases[i].rows,
-                                    .test_tile_cols = cases[i].cols,
-                                    .test_tile_vector_cols = cases[i].vector_cols};
+        kiln_context_options opt = {.device = f->device ? NULL : "interp", .validation = f->device};
+        eng_testing t = {.tile_ew = cases[i].ew,
+                         .tile_rows = cases[i].rows,
+                         .tile_cols = cases[i].cols,
+                         .tile_vector_cols = cases[i].vector_cols};
         kiln_context *ctx = NULL;
-        assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
+        assert_int_equal(eng_testing_context_create(&opt, &t, &ctx), KILN_OK);
         kiln_tensor *ta = fx_f32(ctx, 2, (const int64_t[]){M, K}, a);
         kiln_tensor *tb = fx_f32(ctx, 2, (const int64_t[]){K, N}, b);
         fx_check_f32(kiln_matmul(ta, tb), mm, (size_t)M * N, 1e-3, 1e-5);
@@ -628,10 +625,10 @@ static void test_tiles_tile_options(void **state) {
  * three kernels when there are few rows, column reductions in strips; the same results. */
 static void test_tiles_gpu_tuning(void **state) {
     const eng_fixture *f = *state;
-    kiln_context_options opt = {
-        .device = f->device ? NULL : "interp", .validation = f->device, .test_gpu_tuning = true};
+    kiln_context_options opt = {.device = f->device ? NULL : "interp", .validation = f->device};
     kiln_context *ctx = NULL;
-    assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
+    assert_int_equal(eng_testing_context_create(&opt, &(eng_testing){.gpu_tuning = true}, &ctx),
+                     KILN_OK);
     enum { M = 256, K = 24, N = 512, R = 2048, C = 64 };
     float *a = values(M * K, 19), *b = values(K * N, 20), *want = values(M * N, 0);
     host_matmul(a, b, M, K, N, want);

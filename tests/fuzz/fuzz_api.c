@@ -374,7 +374,7 @@ static uint32_t pick_shape(fuzz *f, int64_t *shape) {
 }
 
 static void op_create(fuzz *f) {
-    static _Alignas(8) unsigned char data[FUZZ_CAP * 8]; /* the widest dtype: i64 */
+    static _Alignas(8) unsigned char data[FUZZ_CAP * 8]; /* the widest dtype: KILN_I64 */
     int64_t shape[FUZZ_DIMS];
     uint8_t which = u8(f) % 10;
     kiln_context *ctx = pick_ctx(f);
