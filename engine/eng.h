@@ -5,13 +5,14 @@
  *               movement ops only change views; write.c: writes are nodes too
  *   lifetime.c  handles, cells (one storage's tensors), references: what nothing holds is
  *               freed at once; scope.c: scopes release handles (docs/lifetime.md)
- *   schedule.c  realize cuts the graph into kernels: one output, at most one reduction,
- *               elementwise chains inlined, every input read through its view's index
+ *   realize.c   cuts the graph into kernels (the schedule): one output, at most one
+ *               reduction, elementwise chains inlined, every input read through its view's
+ *               index
  *   kernel.c    each kernel becomes a kernel AST with bound values unbound; its hash is the key
  *   lower.c     AST -> kernel IR (ir.h); emit.c: IR -> SPIR-V (on a cache miss only)
  *   runtime.c   device buffers, the pipeline cache in memory, dispatch, or the interpreter
- *   realize.c   the walk above as one function, one call per stage
- */
+ *   realize.c   also runs the walk above as one function, one call per stage
+ * (docs/architecture.md tells the same walk for a newcomer.) */
 #ifndef KILN_ENGINE_ENG_H
 #define KILN_ENGINE_ENG_H
 
@@ -495,7 +496,7 @@ kiln_status eng_batch_run(kiln_context *ctx, eng_batch *b, const eng_program *p,
 /* Submits and waits; *ran: whether the recorded kernels ran (even if waiting failed). */
 kiln_status eng_batch_finish(kiln_context *ctx, eng_batch *b, bool *ran);
 
-/* schedule.c / realize.c */
+/* realize.c: the schedule and the walk */
 kiln_status eng_realize(kiln_context *ctx, uint32_t count, eng_node *const *nodes);
 
 uint32_t eng_type_size(ir_type t);

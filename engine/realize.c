@@ -1,4 +1,5 @@
-/* Realization: the walk of ARCHITECTURE.md as one function, one call per stage. */
+/* Realization: the walk of eng.h's top comment (docs/architecture.md) as one function, one
+ * call per stage. */
 #include "eng.h"
 
 #include <stdio.h>

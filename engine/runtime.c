@@ -26,7 +26,7 @@ static bool wants_interpreter(const char *device) {
  * the same buffers, a*b+c took 0.96 of 16's time with 8, the broadcast add 0.90-0.96 with 32
  * and 1.01-1.04 with 8; the copy out of x[:,::-1] against its contiguous twin paired at
  * 0.97-1.17 with 16 and 1.06-1.33 with 8 (bench_ops, runs minutes apart);
- * 8 x 8 for reductions that share loads (LAVAPIPE.md: several outputs per invocation, register
+ * 8 x 8 for reductions that share loads (measured on lavapipe: several outputs per invocation, register
  * blocking) and 16 columns for those whose tile only reads vectors (column reductions: 10-15%
  * faster than 8 on lavapipe, measured in one process against 8); on a GPU one elementwise
  * output (neighbouring invocations read neighbouring elements), 4 x 4 and 4 columns.
