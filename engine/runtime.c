@@ -26,9 +26,9 @@ static bool wants_interpreter(const char *device) {
  * the same buffers, a*b+c took 0.96 of 16's time with 8, the broadcast add 0.90-0.96 with 32
  * and 1.01-1.04 with 8; the copy out of x[:,::-1] against its contiguous twin paired at
  * 0.97-1.17 with 16 and 1.06-1.33 with 8 (bench_ops, runs minutes apart);
- * 8 x 8 for reductions that share loads (measured on lavapipe: several outputs per invocation, register
- * blocking) and 16 columns for those whose tile only reads vectors (column reductions: 10-15%
- * faster than 8 on lavapipe, measured in one process against 8); on a GPU one elementwise
+ * 8 x 8 for reductions that share loads (measured on lavapipe: several outputs per invocation,
+ * register blocking) and 16 columns for those whose tile only reads vectors (column reductions:
+ * 10-15% faster than 8 on lavapipe, measured in one process against 8); on a GPU one elementwise
  * output (neighbouring invocations read neighbouring elements), 4 x 4 and 4 columns.
  * On a CPU the 8 x 8 tiles of a workgroup's invocations lie in a block of 32 x 8 tiles (one
  * 64-column panel of a matmul's right operand for the workgroup: on lavapipe 2048^3 ran
