@@ -277,8 +277,9 @@ struct kiln_context {
     uint32_t temp_depth;      /* open eng_temps_begin regions */
     BASE_VEC(uint32_t) temps; /* slots made inside them, innermost last */
     uint64_t live_tensors, live_nodes, live_storages, live_bytes;
-    /* Expressions handed to the program (kiln_int, kiln_bind, ...), each once, with the scope
-     * depth it was made in: they live until that scope ends (lifetime.c). */
+    /* Expression handles (kiln_int, kiln_bind, ...): one entry per node handed out, pinned by
+     * the scope it was made in, or outside any scope (pin 0) until a Variable it binds is
+     * bound to another value outside any scope (lifetime.c). */
     BASE_VEC(uint32_t) pins; /* entries pinned in a scope (depth >= 1), innermost last */
     eng_expr **expr_chunks;  /* expression handles: entries in chunks of ENG_EXPR_CHUNK */
     uint32_t expr_chunk_count;
