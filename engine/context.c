@@ -100,7 +100,8 @@ kiln_status eng_context_create(const kiln_context_options *opt, const eng_extern
     base_arena_init(&ctx->arena, &alloc, 64 * 1024);
     base_map_init(&ctx->nodes, &alloc);
     base_map_init(&ctx->programs, &alloc);
-    base_map_init(&ctx->pinned, &alloc);
+    base_map_init(&ctx->exprs, &alloc);
+    ctx->free_expr = UINT32_MAX;
     kiln_status st = eng_registry_add(ctx);
     if (st == KILN_OK)
         st = sym_ctx_create(&alloc, &ctx->sym);
@@ -181,8 +182,9 @@ kiln_stats kiln_context_stats(const kiln_context *ctx) {
 
 /* ---- expressions --------------------------------------------------------------------------- */
 
-static const sym_node *S(const kiln_expr *e) {
-    return (const sym_node *)e;
+/* The node of an operand handle (NULL: none, or a bad handle, recorded). */
+static const sym_node *S(kiln_context *ctx, const kiln_expr *e, const char *call) {
+    return eng_expr_arg(ctx, e, call);
 }
 
 const kiln_expr *kiln_int(kiln_context *ctx, int64_t value) {
@@ -218,39 +220,63 @@ const kiln_expr *kiln_variable(kiln_context *ctx, const char *name, int64_t min,
 const kiln_expr *kiln_bind(kiln_context *ctx, const kiln_expr *variable, int64_t value) {
     if (!ctx || !variable)
         return NULL;
+    const sym_node *var = S(ctx, variable, "kiln_bind");
+    if (!var)
+        return NULL;
     const char *name;
     int64_t min, max;
-    if (sym_node_kind(S(variable)) != SYM_VAR || !sym_var_info(S(variable), &name, &min, &max))
+    if (sym_node_kind(var) != SYM_VAR || !sym_var_info(var, &name, &min, &max))
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_bind: not a Variable");
     if (value < min || value > max)
         return eng_fail(ctx, KILN_ERROR_OUT_OF_RANGE,
                         "kiln_bind: %lld is outside the range [%lld, %lld] of Variable %s",
                         (long long)value, (long long)min, (long long)max, name);
-    return sym_checked(ctx, sym_bind(ctx->sym, S(variable), value));
+    const sym_node *bound = sym_bind(ctx->sym, var, value);
+    if (!bound || ctx->scope_depth > 0)
+        return sym_checked(ctx, bound);
+    /* Outside any scope a binding to a new value supersedes the Variable's previous one: the
+     * expressions pinned with it go, but for what a tensor or kernel still uses (lifetime.c). */
+    bool superseded = eng_unpin_bindings(ctx, var, value);
+    const kiln_expr *h = sym_checked(ctx, bound);
+    if (superseded)
+        eng_collect_expressions(ctx, true);
+    return h;
 }
 
 const kiln_expr *kiln_expr_add(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b) {
     if (!ctx)
         return NULL;
-    return sym_checked(ctx, sym_add(ctx->sym, S(a), S(b)));
+    const sym_node *x = S(ctx, a, "kiln_expr_add"), *y = S(ctx, b, "kiln_expr_add");
+    if ((a && !x) || (b && !y))
+        return NULL;
+    return sym_checked(ctx, sym_add(ctx->sym, x, y));
 }
 
 const kiln_expr *kiln_expr_mul(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b) {
     if (!ctx)
         return NULL;
-    return sym_checked(ctx, sym_mul(ctx->sym, S(a), S(b)));
+    const sym_node *x = S(ctx, a, "kiln_expr_mul"), *y = S(ctx, b, "kiln_expr_mul");
+    if ((a && !x) || (b && !y))
+        return NULL;
+    return sym_checked(ctx, sym_mul(ctx->sym, x, y));
 }
 
 const kiln_expr *kiln_expr_div(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b) {
     if (!ctx)
         return NULL;
-    return sym_checked(ctx, sym_floordiv(ctx->sym, S(a), S(b)));
+    const sym_node *x = S(ctx, a, "kiln_expr_div"), *y = S(ctx, b, "kiln_expr_div");
+    if ((a && !x) || (b && !y))
+        return NULL;
+    return sym_checked(ctx, sym_floordiv(ctx->sym, x, y));
 }
 
 const kiln_expr *kiln_expr_mod(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b) {
     if (!ctx)
         return NULL;
-    return sym_checked(ctx, sym_floormod(ctx->sym, S(a), S(b)));
+    const sym_node *x = S(ctx, a, "kiln_expr_mod"), *y = S(ctx, b, "kiln_expr_mod");
+    if ((a && !x) || (b && !y))
+        return NULL;
+    return sym_checked(ctx, sym_floormod(ctx->sym, x, y));
 }
 
 kiln_status kiln_expr_value(kiln_context *ctx, const kiln_expr *e, int64_t *value) {
@@ -262,5 +288,9 @@ kiln_status kiln_expr_value(kiln_context *ctx, const kiln_expr *e, int64_t *valu
                                                 "kiln_expr_value: no expression");
     if (!value)
         return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT, "kiln_expr_value: no output");
-    return eng_eval(ctx, "kiln_expr_value", S(e), value);
+    kiln_status st;
+    const sym_node *n = eng_expr_arg_status(ctx, e, "kiln_expr_value", &st);
+    if (!n)
+        return st;
+    return eng_eval(ctx, "kiln_expr_value", n, value);
 }

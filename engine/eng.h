@@ -122,10 +122,20 @@ typedef struct eng_tensor {
     bool live;
 } eng_tensor;
 
-typedef struct eng_pin {
-    const sym_node *expr;
-    uint32_t scope;
-} eng_pin;
+/* An expression handle's entry: a const kiln_expr * encodes the registry index, the entry's
+ * index and its generation like a tensor handle (lifetime.c). One entry per symbolic node
+ * handed out; it is freed (its generation moves on) when the node is collected. */
+typedef struct eng_expr {
+    const sym_node *node; /* NULL: a free entry */
+    uint32_t gen;
+    uint32_t next_free; /* free entries: the next one */
+    uint32_t index;     /* its own index */
+    uint32_t pin;       /* ENG_UNPINNED, or the depth of the scope that holds it (0: none) */
+    bool bound;         /* a Variable's: bound outside any scope, last to value */
+    int64_t value;
+} eng_expr;
+
+#define ENG_UNPINNED UINT32_MAX
 
 /* ---- kernels ------------------------------------------------------------------------------- */
 
@@ -268,10 +278,15 @@ struct kiln_context {
     uint32_t temp_depth;      /* open eng_temps_begin regions */
     BASE_VEC(uint32_t) temps; /* slots made inside them, innermost last */
     uint64_t live_tensors, live_nodes, live_storages, live_bytes;
-    /* Expressions handed to the program (kiln_int, kiln_bind, ...), each once, with the scope
-     * depth it was made in: they live until that scope ends (lifetime.c). */
-    BASE_VEC(eng_pin) pins;
-    base_map pinned;
+    /* Expression handles (kiln_int, kiln_bind, ...): one entry per node handed out, pinned by
+     * the scope it was made in, or outside any scope (pin 0) until a Variable it binds is
+     * bound to another value outside any scope (lifetime.c). */
+    BASE_VEC(uint32_t) pins; /* entries pinned in a scope (depth >= 1), innermost last */
+    eng_expr **expr_chunks;  /* expression handles: entries in chunks of ENG_EXPR_CHUNK */
+    uint32_t expr_chunk_count;
+    uint32_t expr_count;
+    uint32_t free_expr;          /* head of the free entries (UINT32_MAX: none) */
+    base_map exprs;              /* node -> its entry */
     uint64_t sym_built;          /* symbolic nodes ever built, at the last collection */
     BASE_VEC(vkd_buffer *) pool; /* buffers of freed storages, reused by size */
     uint64_t pool_bytes;
@@ -354,7 +369,7 @@ void eng_tracker_free(kiln_context *ctx, const shape_tracker *st);
 eng_storage *eng_storage_new(kiln_context *ctx, ir_type type, uint64_t elements);
 
 /* lifetime.c: handles, cells and references. */
-enum { ENG_SLOT_CHUNK = 1024 };
+enum { ENG_SLOT_CHUNK = 1024, ENG_EXPR_CHUNK = 256 };
 /* Gives ctx a registry index (its handles name it); KILN_ERROR_LIMIT_EXCEEDED when full. */
 kiln_status eng_registry_add(kiln_context *ctx);
 void eng_registry_remove(kiln_context *ctx);
@@ -412,12 +427,33 @@ kiln_context *eng_entry_context(const char *call, size_t count, kiln_tensor *con
     size_t eng_mark_ = eng_temps_begin(eng_ctx_);                                                  \
     return eng_temps_end(eng_ctx_, eng_mark_, result)
 kiln_tensor *eng_temps_end(kiln_context *ctx, size_t mark, kiln_tensor *result);
-/* e (may be NULL) was handed to the program: it lives until the current scope ends. */
+/* kiln_expand_sym and kiln_reshape_sym of nodes the program holds (ndim <= SHAPE_MAX_DIMS,
+ * no size negative): what the engine's own ops call (movement.c). */
+kiln_tensor *eng_expand(kiln_tensor *t, uint32_t ndim, const sym_node *const *dims);
+kiln_tensor *eng_reshape(kiln_tensor *t, uint32_t ndim, const sym_node *const *dims);
+/* e (may be NULL) was handed to the program: its handle, pinned until the current scope ends
+ * (outside any scope: until a Variable it binds is bound again outside any scope; Variables
+ * and expressions without bindings: the context's life). NULL (out of memory) for NULL e. */
 const kiln_expr *eng_pin_expr(kiln_context *ctx, const sym_node *e);
+/* e's handle, not pinned, for passing a node the program holds to a public call: valid until
+ * the next collection that finds e unused. NULL for NULL e or out of memory (recorded). */
+const kiln_expr *eng_expr_handle(kiln_context *ctx, const sym_node *e);
+/* The node a handle names. NULL for NULL h (nothing recorded: the caller reports a missing
+ * expression, or one whose error is recorded already) and for a stale, foreign or made-up
+ * handle (KILN_ERROR_INVALID_HANDLE "call: ..." recorded as a sticky error). */
+const sym_node *eng_expr_arg(kiln_context *ctx, const kiln_expr *h, const char *call);
+/* As eng_expr_arg, the error recorded as the call's status only (not sticky). */
+const sym_node *eng_expr_arg_status(kiln_context *ctx, const kiln_expr *h, const char *call,
+                                    kiln_status *status);
 /* Frees the expressions nothing uses any more: none pinned, none read by a live tensor, node
- * or compiled kernel (never during a realize). */
-void eng_collect_expressions(kiln_context *ctx);
+ * or compiled kernel (never during a realize); their handles become stale. force: even when
+ * no node was built since the last collection (pins were dropped). */
+void eng_collect_expressions(kiln_context *ctx, bool force);
 void eng_unpin_to(kiln_context *ctx, uint32_t depth);
+/* var is bound to value outside any scope. Unless its last binding outside any scope had that
+ * value, the pins outside any scope of the expressions that bind var (or another Variable of
+ * its number modulo 64: sym_node_binds) go; returns whether they did. */
+bool eng_unpin_bindings(kiln_context *ctx, const sym_node *var, int64_t value);
 /* Frees every handle, node and storage (context destruction). */
 void eng_lifetime_finish(kiln_context *ctx);
 

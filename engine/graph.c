@@ -253,7 +253,10 @@ bool eng_shape_from_exprs(kiln_context *ctx, const char *op, uint32_t ndim,
         return eng_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED, "%s: %u dimensions (at most %d)", op, ndim,
                         SHAPE_MAX_DIMS) != NULL;
     for (uint32_t d = 0; d < ndim; d++) {
-        out[d] = (const sym_node *)(shape ? shape[d] : NULL);
+        const kiln_expr *h = shape ? shape[d] : NULL;
+        out[d] = eng_expr_arg(ctx, h, op);
+        if (h && !out[d]) /* a bad handle, recorded */
+            return false;
         if (!out[d]) { /* a NULL expression: its error is recorded already, or it is missing */
             if (ctx->err.status == KILN_OK)
                 eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "%s: size of dim %u missing", op, d);
@@ -773,7 +776,10 @@ kiln_tensor *kiln_scalar_expr(kiln_context *ctx, kiln_dtype dtype, const kiln_ex
         return ctx->err.status
                    ? NULL
                    : eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_scalar_expr: no expression");
-    return eng_constant(ctx, eng_ir_type(dtype), 0, NULL, 0.0, (const sym_node *)value, true);
+    const sym_node *n = eng_expr_arg(ctx, value, "kiln_scalar_expr");
+    if (!n)
+        return NULL;
+    return eng_constant(ctx, eng_ir_type(dtype), 0, NULL, 0.0, n, true);
 }
 
 kiln_tensor *kiln_empty_strided(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,

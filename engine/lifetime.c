@@ -10,7 +10,13 @@
  * an unrealized node holds its sources, a realized one its storage. What nothing holds any
  * more is freed at once: a node's sources are freed after it, iteratively (a node being freed
  * is off the live list, so its list link serves as the work stack: no recursion, no
- * allocation). */
+ * allocation).
+ *
+ * A const kiln_expr * is encoded the same way, from a table of expression entries (one per
+ * symbolic node handed out). An entry is pinned by the scope it was made in (outside any
+ * scope: until a Variable it binds is bound to another value outside any scope; for ever
+ * when it binds none); collection frees the nodes nothing pins or uses, and their entries
+ * with them, so a stale expression handle is refused like a released tensor's. */
 #include "eng.h"
 
 #include <stdatomic.h>
@@ -466,37 +472,174 @@ kiln_tensor *eng_temps_end(kiln_context *ctx, size_t mark, kiln_tensor *result) 
 /* ---- expressions ------------------------------------------------------------------------------
  */
 
+/* Expression handles are encoded like tensor handles, from a table of their own: entries in
+ * chunks (stable addresses), a free list, generations that move on when an entry is freed.
+ * One entry per node (the map finds it), so equal expressions have equal handles. An entry
+ * lives as long as its node: collection frees the entries of the nodes it frees. */
+
+static const kiln_expr *expr_encode(uint32_t reg, uint32_t index, uint32_t gen) {
+    return (const kiln_expr *)encode(reg, index, gen);
+}
+
+static eng_expr *expr_at(const kiln_context *ctx, uint32_t index) {
+    return &ctx->expr_chunks[index / ENG_EXPR_CHUNK][index % ENG_EXPR_CHUNK];
+}
+
 static bool same_expr(const void *stored, const void *key, void *user) {
     (void)user;
-    return stored == key;
+    return ((const eng_expr *)stored)->node == key;
+}
+
+static bool grow_exprs(kiln_context *ctx) {
+    if (ctx->expr_count > UINT32_MAX - 2 * ENG_EXPR_CHUNK)
+        return false;
+    size_t n = ctx->expr_chunk_count;
+    eng_expr *chunk = base_calloc(&ctx->alloc, ENG_EXPR_CHUNK, sizeof *chunk);
+    if (!chunk)
+        return false;
+    eng_expr **chunks =
+        base_realloc(&ctx->alloc, ctx->expr_chunks, n * sizeof *chunks, (n + 1) * sizeof *chunks);
+    if (!chunks) {
+        base_free(&ctx->alloc, chunk, ENG_EXPR_CHUNK * sizeof *chunk);
+        return false;
+    }
+    ctx->expr_chunks = chunks;
+    chunks[n] = chunk;
+    ctx->expr_chunk_count++;
+    uint32_t gen = atomic_fetch_add(&next_generation, 7919u); /* apart, as tensor slots */
+    for (uint32_t i = ENG_EXPR_CHUNK; i-- > 0;) {
+        chunk[i].gen = gen & GEN_MASK;
+        chunk[i].pin = ENG_UNPINNED;
+        chunk[i].index = ctx->expr_count + i;
+        chunk[i].next_free = ctx->free_expr;
+        ctx->free_expr = ctx->expr_count + i;
+    }
+    ctx->expr_count += ENG_EXPR_CHUNK;
+    return true;
+}
+
+/* e's entry (made if it has none); NULL, recorded, when out of memory. */
+static eng_expr *expr_entry(kiln_context *ctx, const sym_node *e, uint32_t *index) {
+    uint64_t h = sym_node_id(e);
+    eng_expr *x = base_map_find(&ctx->exprs, h, e, same_expr, NULL);
+    if (x) {
+        *index = x->index;
+        return x;
+    }
+    if (ctx->free_expr == UINT32_MAX && !grow_exprs(ctx))
+        return eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for an expression");
+    *index = ctx->free_expr;
+    x = expr_at(ctx, *index);
+    /* The map holds the entry; it compares the entries' nodes only. */
+    if (base_map_insert(&ctx->exprs, h, x) != KILN_OK)
+        return eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for an expression");
+    ctx->free_expr = x->next_free;
+    x->node = e;
+    x->pin = ENG_UNPINNED;
+    return x;
+}
+
+static void expr_free(kiln_context *ctx, uint32_t index) {
+    eng_expr *x = expr_at(ctx, index);
+    base_map_remove(&ctx->exprs, sym_node_id(x->node), x->node, same_expr, NULL);
+    x->node = NULL;
+    x->pin = ENG_UNPINNED;
+    x->bound = false;
+    x->gen = (x->gen + 1) & GEN_MASK;
+    x->next_free = ctx->free_expr;
+    ctx->free_expr = index;
+}
+
+const kiln_expr *eng_expr_handle(kiln_context *ctx, const sym_node *e) {
+    uint32_t index;
+    eng_expr *x = e ? expr_entry(ctx, e, &index) : NULL;
+    return x ? expr_encode(ctx->registry_index, index, x->gen) : NULL;
 }
 
 const kiln_expr *eng_pin_expr(kiln_context *ctx, const sym_node *e) {
-    if (!e || sym_node_kind(e) == SYM_VAR) /* Variables live as long as the context */
-        return (const kiln_expr *)e;
-    uint64_t h = sym_node_id(e);
-    if (base_map_find(&ctx->pinned, h, e, same_expr, NULL))
-        return (const kiln_expr *)e;
-    eng_pin pin = {e, ctx->scope_depth};
-    if (BASE_VEC_PUSH(&ctx->alloc, &ctx->pins, pin) != KILN_OK) {
-        eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for an expression");
+    uint32_t index;
+    eng_expr *x = e ? expr_entry(ctx, e, &index) : NULL;
+    if (!x)
         return NULL;
+    /* Pinned already: by this scope or an enclosing one (deeper ones have ended). */
+    if (x->pin == ENG_UNPINNED) {
+        uint32_t depth = sym_node_kind(e) == SYM_VAR ? 0 : ctx->scope_depth;
+        if (depth > 0 && BASE_VEC_PUSH(&ctx->alloc, &ctx->pins, index) != KILN_OK)
+            return eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for an expression");
+        x->pin = depth;
     }
-    /* The pointer stays a valid map value: the map only compares it. */
-    if (base_map_insert(&ctx->pinned, h, (void *)(uintptr_t)e) != KILN_OK) {
-        ctx->pins.len--;
-        eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for an expression");
+    return expr_encode(ctx->registry_index, index, x->gen);
+}
+
+/* The entry h names if it is live; *owner receives the context it names (NULL: none). */
+static eng_expr *expr_decode(const kiln_expr *h, kiln_context **owner) {
+    uint64_t v = (uint64_t)(uintptr_t)h;
+    uint32_t reg = (uint32_t)(v >> 55), gen = (uint32_t)(v >> 32) & GEN_MASK, index = (uint32_t)v;
+    *owner = reg > 0 && reg < REGISTRY_SIZE ? atomic_load(&registry[reg]) : NULL;
+    if (!*owner || index >= (*owner)->expr_count)
         return NULL;
-    }
-    return (const kiln_expr *)e;
+    eng_expr *x = expr_at(*owner, index);
+    return x->node && x->gen == gen ? x : NULL;
+}
+
+static const sym_node *expr_check(kiln_context *ctx, const kiln_expr *h, const char *call,
+                                  bool sticky) {
+    if (!h)
+        return NULL;
+    kiln_context *owner;
+    eng_expr *x = expr_decode(h, &owner);
+    if (x && owner == ctx)
+        return x->node;
+    const char *why = owner && owner != ctx
+                          ? "an expression of another context"
+                          : "an expression used after it was freed (its scope ended, or outside "
+                            "any scope a Variable it binds was bound again and nothing uses it), "
+                            "or not an expression";
+    if (sticky)
+        eng_fail(ctx, KILN_ERROR_INVALID_HANDLE, "%s: %s", call, why);
+    else
+        base_error_set(&ctx->err, KILN_ERROR_INVALID_HANDLE, "%s: %s", call, why);
+    return NULL;
+}
+
+const sym_node *eng_expr_arg(kiln_context *ctx, const kiln_expr *h, const char *call) {
+    return expr_check(ctx, h, call, true);
+}
+
+const sym_node *eng_expr_arg_status(kiln_context *ctx, const kiln_expr *h, const char *call,
+                                    kiln_status *status) {
+    const sym_node *n = expr_check(ctx, h, call, false);
+    *status = n ? KILN_OK : ctx->err.status;
+    return n;
 }
 
 /* Unpins the expressions of scopes deeper than depth. */
 void eng_unpin_to(kiln_context *ctx, uint32_t depth) {
-    while (ctx->pins.len > 0 && ctx->pins.data[ctx->pins.len - 1].scope > depth) {
-        const sym_node *e = ctx->pins.data[--ctx->pins.len].expr;
-        base_map_remove(&ctx->pinned, sym_node_id(e), e, same_expr, NULL);
+    while (ctx->pins.len > 0) {
+        eng_expr *x = expr_at(ctx, ctx->pins.data[ctx->pins.len - 1]);
+        if (x->pin <= depth)
+            break;
+        x->pin = ENG_UNPINNED;
+        ctx->pins.len--;
     }
+}
+
+bool eng_unpin_bindings(kiln_context *ctx, const sym_node *var, int64_t value) {
+    eng_expr *v = base_map_find(&ctx->exprs, sym_node_id(var), var, same_expr, NULL);
+    if (!v || (v->bound && v->value == value))
+        return false; /* (a Variable has an entry: the program passed its handle) */
+    v->bound = true;
+    v->value = value;
+    uint64_t bit = sym_node_binds(var);
+    for (uint32_t c = 0; c < ctx->expr_chunk_count; c++) {
+        for (uint32_t i = 0; i < ENG_EXPR_CHUNK; i++) {
+            eng_expr *x = &ctx->expr_chunks[c][i];
+            if (x->node && x->pin == 0 && sym_node_kind(x->node) != SYM_VAR &&
+                (sym_node_binds(x->node) & bit))
+                x->pin = ENG_UNPINNED;
+        }
+    }
+    return true;
 }
 
 static void mark_tracker(sym_ctx *sc, const shape_tracker *st) {
@@ -518,15 +661,20 @@ static void mark_tracker(sym_ctx *sc, const shape_tracker *st) {
     }
 }
 
-void eng_collect_expressions(kiln_context *ctx) {
+void eng_collect_expressions(kiln_context *ctx, bool force) {
     sym_ctx *sc = ctx->sym;
     /* Nothing built since the last collection: what it left was in use then, and what has
      * stopped being used since waits for the next collection that has new nodes to free (a
      * loop of fixed shapes builds none, and pays nothing here). */
-    if (sym_ctx_node_count(sc) == ctx->sym_built)
+    if (!force && sym_ctx_node_count(sc) == ctx->sym_built)
         return;
-    for (size_t i = 0; i < ctx->pins.len; i++)
-        sym_mark(sc, ctx->pins.data[i].expr);
+    for (uint32_t c = 0; c < ctx->expr_chunk_count; c++) {
+        for (uint32_t i = 0; i < ENG_EXPR_CHUNK; i++) {
+            const eng_expr *x = &ctx->expr_chunks[c][i];
+            if (x->node && x->pin != ENG_UNPINNED)
+                sym_mark(sc, x->node);
+        }
+    }
     for (eng_node *n = ctx->node_list; n; n = n->next) {
         for (uint32_t d = 0; d < n->ndim; d++)
             sym_mark(sc, n->shape[d]);
@@ -547,6 +695,12 @@ void eng_collect_expressions(kiln_context *ctx) {
             sym_mark(sc, p->guard.expr);
         for (uint32_t i = 0; i < p->expr_count; i++)
             sym_mark(sc, p->exprs[i]);
+    }
+    /* The handles of the nodes the collection frees go first (they are read to be removed). */
+    for (uint32_t index = 0; index < ctx->expr_count; index++) {
+        const eng_expr *x = expr_at(ctx, index);
+        if (x->node && !sym_marked(sc, x->node))
+            expr_free(ctx, index);
     }
     sym_collect(sc);
     ctx->sym_built = sym_ctx_node_count(sc);
@@ -580,5 +734,10 @@ void eng_lifetime_finish(kiln_context *ctx) {
     ctx->slot_chunk_count = ctx->slot_count = 0;
     BASE_VEC_FREE(&ctx->alloc, &ctx->temps);
     BASE_VEC_FREE(&ctx->alloc, &ctx->pins);
-    base_map_finish(&ctx->pinned);
+    for (uint32_t c = 0; c < ctx->expr_chunk_count; c++)
+        base_free(&ctx->alloc, ctx->expr_chunks[c], ENG_EXPR_CHUNK * sizeof(eng_expr));
+    base_free(&ctx->alloc, ctx->expr_chunks, ctx->expr_chunk_count * sizeof *ctx->expr_chunks);
+    ctx->expr_chunks = NULL;
+    ctx->expr_chunk_count = ctx->expr_count = 0;
+    base_map_finish(&ctx->exprs);
 }

@@ -76,13 +76,15 @@ static kiln_tensor *transpose_impl(kiln_tensor *t, int32_t dim0, int32_t dim1) {
     return kiln_permute(t, perm);
 }
 
-static kiln_tensor *expand_sym_impl(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape) {
+/* dims: nodes the program holds (ndim <= SHAPE_MAX_DIMS, none negative). */
+static kiln_tensor *expand_nodes_impl(kiln_tensor *t, uint32_t ndim, const sym_node *const *dims) {
     if (!t)
         return NULL;
     kiln_context *ctx = ENG_CTX(t);
-    const sym_node *dims[SHAPE_MAX_DIMS];
-    if (!eng_shape_from_exprs(ctx, "kiln_expand", ndim, shape, dims))
-        return NULL;
+    for (uint32_t d = 0; d < ndim; d++) {
+        if (!dims[d]) /* a constant that could not be made */
+            return eng_fail_from_shape(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY);
+    }
     /* torch.expand may add leading dims: unsqueeze first. */
     uint32_t have = view_of(t)->ndim;
     if (ndim < have)
@@ -94,10 +96,19 @@ static kiln_tensor *expand_sym_impl(kiln_tensor *t, uint32_t ndim, const kiln_ex
     VIEW_OP(u, shape_view_expand(ctx->shape, view_of(u), dims, &out_));
 }
 
+static kiln_tensor *expand_sym_impl(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape) {
+    if (!t)
+        return NULL;
+    const sym_node *dims[SHAPE_MAX_DIMS];
+    if (!eng_shape_from_exprs(ENG_CTX(t), "kiln_expand", ndim, shape, dims))
+        return NULL;
+    return expand_nodes_impl(t, ndim, dims);
+}
+
 static kiln_tensor *expand_impl(kiln_tensor *t, uint32_t ndim, const int64_t *shape) {
     if (!t)
         return NULL;
-    const kiln_expr *dims[SHAPE_MAX_DIMS];
+    const sym_node *dims[SHAPE_MAX_DIMS];
     uint32_t have = view_of(t)->ndim;
     if (ndim && !shape)
         return eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT, "kiln_expand: no shape");
@@ -110,15 +121,15 @@ static kiln_tensor *expand_impl(kiln_tensor *t, uint32_t ndim, const int64_t *sh
     for (uint32_t d = 0; d < ndim; d++) {
         uint32_t lead = ndim - have;
         if (shape[d] == -1 && d >= lead) /* -1 keeps the size */
-            dims[d] = (const kiln_expr *)view_of(t)->shape[d - lead];
+            dims[d] = view_of(t)->shape[d - lead];
         else if (shape[d] < 0)
             return eng_fail(ENG_CTX(t), KILN_ERROR_OUT_OF_RANGE,
                             "kiln_expand: size %lld of dim %u is negative (only -1 keeps a size)",
                             (long long)shape[d], d);
         else
-            dims[d] = kiln_int(ENG_CTX(t), shape[d]);
+            dims[d] = sym_const(ENG_CTX(t)->sym, shape[d]);
     }
-    return kiln_expand_sym(t, ndim, dims);
+    return eng_expand(t, ndim, dims);
 }
 
 static kiln_tensor *pad_impl(kiln_tensor *t, const int64_t *pad) {
@@ -252,13 +263,15 @@ static kiln_tensor *unfold_impl(kiln_tensor *t, int32_t dim, int64_t size, int64
                                  sym_const(ctx->sym, step), &out_));
 }
 
-static kiln_tensor *reshape_sym_impl(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape) {
+/* dims: nodes the program holds (ndim <= SHAPE_MAX_DIMS, none negative). */
+static kiln_tensor *reshape_nodes_impl(kiln_tensor *t, uint32_t ndim, const sym_node *const *dims) {
     if (!t)
         return NULL;
     kiln_context *ctx = ENG_CTX(t);
-    const sym_node *dims[SHAPE_MAX_DIMS];
-    if (!eng_shape_from_exprs(ctx, "kiln_reshape", ndim, shape, dims))
-        return NULL;
+    for (uint32_t d = 0; d < ndim; d++) {
+        if (!dims[d]) /* a constant that could not be made */
+            return eng_fail_from_shape(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY);
+    }
     /* Trackers are kept compact (only their views); shape/ takes whole values. */
     shape_tracker in, out;
     memcpy(&in, ENG_ST(t), offsetof(shape_tracker, views) + ENG_ST(t)->nviews * sizeof(shape_view));
@@ -276,6 +289,15 @@ static kiln_tensor *reshape_sym_impl(kiln_tensor *t, uint32_t ndim, const kiln_e
     if (!r || view)
         return r;
     return eng_elementwise(ctx, IR_CAST, ENG_BASE(r)->type, 1, &r);
+}
+
+static kiln_tensor *reshape_sym_impl(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape) {
+    if (!t)
+        return NULL;
+    const sym_node *dims[SHAPE_MAX_DIMS];
+    if (!eng_shape_from_exprs(ENG_CTX(t), "kiln_reshape", ndim, shape, dims))
+        return NULL;
+    return reshape_nodes_impl(t, ndim, dims);
 }
 
 static kiln_tensor *reshape_impl(kiln_tensor *t, uint32_t ndim, const int64_t *shape) {
@@ -298,9 +320,9 @@ static kiln_tensor *reshape_impl(kiln_tensor *t, uint32_t ndim, const int64_t *s
         else if (!base_mul_i64(known, shape[d], &known))
             return eng_fail(ctx, KILN_ERROR_OVERFLOW, "kiln_reshape: sizes overflow");
     }
-    const kiln_expr *dims[SHAPE_MAX_DIMS];
+    const sym_node *dims[SHAPE_MAX_DIMS];
     for (uint32_t d = 0; d < ndim; d++)
-        dims[d] = kiln_int(ctx, shape[d] < 0 ? 0 : shape[d]);
+        dims[d] = sym_const(ctx->sym, shape[d] < 0 ? 0 : shape[d]);
     if (infer >= 0) {
         const sym_node *numel = shape_view_numel(ctx->shape, view_of(t));
         int64_t n;
@@ -312,9 +334,9 @@ static kiln_tensor *reshape_impl(kiln_tensor *t, uint32_t ndim, const int64_t *s
             return eng_fail(ctx, KILN_ERROR_SHAPE_MISMATCH,
                             "kiln_reshape: %lld elements cannot be reshaped to %lld times -1",
                             (long long)n, (long long)known);
-        dims[infer] = kiln_int(ctx, n / known);
+        dims[infer] = sym_const(ctx->sym, n / known);
     }
-    return kiln_reshape_sym(t, ndim, dims);
+    return eng_reshape(t, ndim, dims);
 }
 
 static kiln_tensor *shrink_sym_impl(kiln_tensor *t, const kiln_expr *const *begin,
@@ -353,7 +375,11 @@ static kiln_tensor *narrow_sym_impl(kiln_tensor *t, int32_t dim, const kiln_expr
         return ENG_CTX(t)->err.status ? NULL
                                       : eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT,
                                                  "kiln_narrow: missing start or length");
-    return narrow_view(t, dim, (const sym_node *)start, (const sym_node *)length);
+    const sym_node *b = eng_expr_arg(ENG_CTX(t), start, "kiln_narrow_sym"),
+                   *n = b ? eng_expr_arg(ENG_CTX(t), length, "kiln_narrow_sym") : NULL;
+    if (!b || !n)
+        return NULL;
+    return narrow_view(t, dim, b, n);
 }
 
 static kiln_tensor *slice_sym_impl(kiln_tensor *t, int32_t dim, const kiln_expr *start,
@@ -367,9 +393,15 @@ static kiln_tensor *slice_sym_impl(kiln_tensor *t, int32_t dim, const kiln_expr 
         return ENG_CTX(t)->err.status ? NULL
                                       : eng_fail(ENG_CTX(t), KILN_ERROR_INVALID_ARGUMENT,
                                                  "kiln_slice_sym: missing start or stop");
-    const kiln_expr *length = (const kiln_expr *)sym_sub(ENG_CTX(t)->sym, (const sym_node *)stop,
-                                                         (const sym_node *)start);
-    kiln_tensor *n = kiln_narrow_sym(t, dim, start, length);
+    kiln_context *ctx = ENG_CTX(t);
+    const sym_node *b = eng_expr_arg(ctx, start, "kiln_slice_sym"),
+                   *e = b ? eng_expr_arg(ctx, stop, "kiln_slice_sym") : NULL;
+    if (!b || !e)
+        return NULL;
+    const sym_node *length = sym_sub(ctx->sym, e, b);
+    if (!length)
+        return eng_fail_from_shape(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY);
+    kiln_tensor *n = kiln_narrow_sym(t, dim, start, eng_expr_handle(ctx, length));
     return step == 1 ? n : kiln_slice(n, dim, 0, INT64_MAX, step);
 }
 
@@ -411,6 +443,14 @@ kiln_tensor *kiln_transpose(kiln_tensor *t, int32_t dim0, int32_t dim1) {
 
 kiln_tensor *kiln_expand_sym(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape) {
     ENG_ENTRY("kiln_expand_sym", expand_sym_impl(t, ndim, shape), t);
+}
+
+kiln_tensor *eng_expand(kiln_tensor *t, uint32_t ndim, const sym_node *const *dims) {
+    ENG_ENTRY("kiln_expand_sym", expand_nodes_impl(t, ndim, dims), t);
+}
+
+kiln_tensor *eng_reshape(kiln_tensor *t, uint32_t ndim, const sym_node *const *dims) {
+    ENG_ENTRY("kiln_reshape_sym", reshape_nodes_impl(t, ndim, dims), t);
 }
 
 kiln_tensor *kiln_expand(kiln_tensor *t, uint32_t ndim, const int64_t *shape) {

@@ -67,7 +67,7 @@ static bool broadcast(kiln_context *ctx, const char *op, uint32_t n, kiln_tensor
     uint32_t ndim = 0;
     for (uint32_t i = 0; i < n; i++)
         ndim = view_of(ts[i])->ndim > ndim ? view_of(ts[i])->ndim : ndim;
-    const kiln_expr *shape[SHAPE_MAX_DIMS];
+    const sym_node *shape[SHAPE_MAX_DIMS];
     for (uint32_t d = 0; d < ndim; d++) {
         const sym_node *size = NULL;
         for (uint32_t i = 0; i < n; i++) {
@@ -80,10 +80,10 @@ static bool broadcast(kiln_context *ctx, const char *op, uint32_t n, kiln_tensor
             else if (s != size && !is_one(s))
                 return broadcast_fail(ctx, op, n, ts, ndim - d, size, s);
         }
-        shape[d] = (const kiln_expr *)size;
+        shape[d] = size;
     }
     for (uint32_t i = 0; i < n; i++) {
-        ts[i] = kiln_expand_sym(ts[i], ndim, shape);
+        ts[i] = eng_expand(ts[i], ndim, shape);
         if (!ts[i])
             return false;
     }
@@ -359,13 +359,13 @@ static kiln_tensor *finish_keepdim(kiln_tensor *r, uint32_t mask, bool keepdim) 
     if (!r || keepdim)
         return r;
     const shape_view *v = view_of(r);
-    const kiln_expr *shape[SHAPE_MAX_DIMS];
+    const sym_node *shape[SHAPE_MAX_DIMS];
     uint32_t n = 0;
     for (uint32_t d = 0; d < v->ndim; d++) {
         if (!(mask & (1u << d)))
-            shape[n++] = (const kiln_expr *)v->shape[d];
+            shape[n++] = v->shape[d];
     }
-    return kiln_reshape_sym(r, n, shape);
+    return eng_reshape(r, n, shape);
 }
 
 /* The number of elements combined per output, as an expression. */
@@ -412,12 +412,12 @@ static kiln_tensor *reduce_split(kiln_tensor *t, ir_op op, uint32_t mask, int64_
                         "a reduction of %lld elements per output (too many to split in stages)",
                         (long long)count);
     int32_t perm[SHAPE_MAX_DIMS];
-    const kiln_expr *shape[SHAPE_MAX_DIMS + 1], *keep[SHAPE_MAX_DIMS];
+    const sym_node *shape[SHAPE_MAX_DIMS + 1], *keep[SHAPE_MAX_DIMS];
     uint32_t nk = 0;
     for (uint32_t d = 0; d < v->ndim; d++) {
-        keep[d] = (const kiln_expr *)(mask & (1u << d) ? sym_const(ctx->sym, 1) : v->shape[d]);
+        keep[d] = mask & (1u << d) ? sym_const(ctx->sym, 1) : v->shape[d];
         if (!(mask & (1u << d))) {
-            shape[nk] = (const kiln_expr *)v->shape[d];
+            shape[nk] = v->shape[d];
             perm[nk++] = (int32_t)d;
         }
     }
@@ -425,8 +425,8 @@ static kiln_tensor *reduce_split(kiln_tensor *t, ir_op op, uint32_t mask, int64_
         if (mask & (1u << d))
             perm[r++] = (int32_t)d;
     }
-    shape[nk] = kiln_int(ctx, count);
-    kiln_tensor *flat = kiln_reshape_sym(kiln_permute(t, perm), nk + 1, shape);
+    shape[nk] = sym_const(ctx->sym, count);
+    kiln_tensor *flat = eng_reshape(kiln_permute(t, perm), nk + 1, shape);
     int64_t pad[2 * (SHAPE_MAX_DIMS + 1)] = {0};
     pad[2 * nk + 1] = filled - count;
     kiln_tensor *x = kiln_pad(flat, pad);
@@ -438,13 +438,13 @@ static kiln_tensor *reduce_split(kiln_tensor *t, ir_op op, uint32_t mask, int64_
     } else if (x) { /* a node of its own, so the reshape below is a plain view */
         x = eng_elementwise(ctx, IR_CAST, type_of(x), 1, &x);
     }
-    shape[nk] = kiln_int(ctx, outer);
-    shape[nk + 1] = kiln_int(ctx, inner);
-    x = kiln_reshape_sym(x, nk + 2, shape);
+    shape[nk] = sym_const(ctx->sym, outer);
+    shape[nk + 1] = sym_const(ctx->sym, inner);
+    x = eng_reshape(x, nk + 2, shape);
     if (!x)
         return NULL;
     kiln_tensor *r = reduce_node(reduce_node(x, op, 1u << (nk + 1)), op, 1u << nk);
-    return kiln_reshape_sym(r, v->ndim, keep);
+    return eng_reshape(r, v->ndim, keep);
 }
 
 /* The combining node over the axes in mask, reduced dims kept as size 1. */
@@ -502,28 +502,28 @@ static kiln_tensor *split_reduce(kiln_tensor *x, ir_op op, uint32_t mask) {
         return NULL;
     /* (kept..., P, R / P) through a permute and a reshape: views, no data moves. */
     int32_t perm[SHAPE_MAX_DIMS];
-    const kiln_expr *shape[SHAPE_MAX_DIMS + 1], *final[SHAPE_MAX_DIMS];
+    const sym_node *shape[SHAPE_MAX_DIMS + 1], *final[SHAPE_MAX_DIMS];
     uint32_t n = 0, nk = 0;
     for (uint32_t d = 0; d < v->ndim; d++) {
-        final[d] = (const kiln_expr *)(mask & (1u << d) ? sym_const(ctx->sym, 1) : v->shape[d]);
+        final[d] = mask & (1u << d) ? sym_const(ctx->sym, 1) : v->shape[d];
         if (!(mask & (1u << d))) {
             perm[n++] = (int32_t)d;
-            shape[nk++] = (const kiln_expr *)v->shape[d];
+            shape[nk++] = v->shape[d];
         }
     }
     for (uint32_t d = 0; d < v->ndim; d++) {
         if (mask & (1u << d))
             perm[n++] = (int32_t)d;
     }
-    shape[nk] = kiln_int(ctx, p);
-    shape[nk + 1] = kiln_int(ctx, count / p);
-    kiln_tensor *y = kiln_reshape_sym(kiln_permute(x, perm), nk + 2, shape);
+    shape[nk] = sym_const(ctx->sym, p);
+    shape[nk + 1] = sym_const(ctx->sym, count / p);
+    kiln_tensor *y = eng_reshape(kiln_permute(x, perm), nk + 2, shape);
     if (!y)
         return NULL;
     kiln_tensor *partial = reduce_node(y, op, 1u << (nk + 1));
-    kiln_tensor *flat = partial ? kiln_reshape_sym(partial, nk + 1, shape) : NULL;
+    kiln_tensor *flat = partial ? eng_reshape(partial, nk + 1, shape) : NULL;
     kiln_tensor *total = flat ? reduce_node(flat, op, 1u << nk) : NULL;
-    return total ? kiln_reshape_sym(total, v->ndim, final) : NULL;
+    return total ? eng_reshape(total, v->ndim, final) : NULL;
 }
 
 /* A column reduction (the kept dims' last one contiguous in memory, constant sizes) on a
@@ -562,13 +562,14 @@ static kiln_tensor *strip_split(kiln_tensor *x, ir_op op, uint32_t mask) {
         p *= 2;
     if (p < 2)
         return NULL;
-    const kiln_expr *shape[3] = {kiln_int(ctx, p), kiln_int(ctx, rows / p), kiln_int(ctx, cols)};
-    const kiln_expr *final[SHAPE_MAX_DIMS];
+    const sym_node *shape[3] = {sym_const(ctx->sym, p), sym_const(ctx->sym, rows / p),
+                                sym_const(ctx->sym, cols)};
+    const sym_node *final[SHAPE_MAX_DIMS];
     for (uint32_t d = 0; d < v->ndim; d++)
-        final[d] = (const kiln_expr *)(mask & (1u << d) ? sym_const(ctx->sym, 1) : v->shape[d]);
-    kiln_tensor *y = kiln_reshape_sym(kiln_permute(x, perm), 3, shape);
+        final[d] = mask & (1u << d) ? sym_const(ctx->sym, 1) : v->shape[d];
+    kiln_tensor *y = eng_reshape(kiln_permute(x, perm), 3, shape);
     kiln_tensor *total = reduce_node(reduce_node(y, op, 1u << 1), op, 1u << 0);
-    return total ? kiln_reshape_sym(total, v->ndim, final) : NULL;
+    return total ? eng_reshape(total, v->ndim, final) : NULL;
 }
 
 /* widen: sums and products of integers (bool included) accumulate in i64 and give i64, as
@@ -678,18 +679,18 @@ static kiln_tensor *var_impl(kiln_tensor *t, uint32_t naxes, const int32_t *axes
     kiln_tensor *d = x;
     const sym_node *count = reduced_count(x, mask);
     if (count && sym_vmin(count) > 0) { /* shift only when no slice can be empty */
-        const kiln_expr *full[SHAPE_MAX_DIMS];
+        const sym_node *full[SHAPE_MAX_DIMS];
         int64_t begin[SHAPE_MAX_DIMS] = {0};
         bool constant = true;
         int64_t end[SHAPE_MAX_DIMS];
         for (uint32_t i = 0; i < v->ndim; i++) {
-            full[i] = (const kiln_expr *)v->shape[i];
+            full[i] = v->shape[i];
             constant = constant && sym_is_const(v->shape[i], &end[i]);
             if (mask & (1u << i))
                 end[i] = 1;
         }
         if (constant) {
-            kiln_tensor *k = kiln_expand_sym(kiln_shrink(x, begin, end), v->ndim, full);
+            kiln_tensor *k = eng_expand(kiln_shrink(x, begin, end), v->ndim, full);
             d = kiln_sub(x, k);
         }
     }

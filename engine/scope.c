@@ -51,7 +51,7 @@ kiln_status kiln_scope_end(kiln_context *ctx, uint32_t keep_count, kiln_tensor *
     ctx->scope_depth--;
     /* The scope's expressions go too, and every expression nothing uses any more. */
     eng_unpin_to(ctx, ctx->scope_depth);
-    eng_collect_expressions(ctx);
+    eng_collect_expressions(ctx, false);
     eng_log_leave(ctx);
     return KILN_OK;
 }

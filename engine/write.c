@@ -98,7 +98,7 @@ static kiln_status copy_impl(kiln_context *ctx, const char *call, kiln_tensor *d
     const shape_view *v = shape_tracker_last(ENG_ST(dst));
     ir_type type = eng_resolve(dst)->type;
     /* src broadcast to dst's shape, in dst's dtype. */
-    kiln_tensor *value = kiln_expand_sym(src, v->ndim, (const kiln_expr *const *)v->shape);
+    kiln_tensor *value = eng_expand(src, v->ndim, v->shape);
     if (value && ENG_BASE(value)->type != type)
         value = eng_elementwise(ctx, IR_CAST, type, 1, &value);
     if (!value)

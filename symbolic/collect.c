@@ -169,6 +169,10 @@ void sym_mark(sym_ctx *ctx, const sym_node *n) {
     }
 }
 
+bool sym_marked(const sym_ctx *ctx, const sym_node *n) {
+    return n && (n->kind == SYM_VAR || n->mark == ctx->epoch);
+}
+
 /* ---- sweeping ---------------------------------------------------------------------------- */
 
 static bool same_node(const void *stored, const void *key, void *user) {

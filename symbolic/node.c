@@ -205,8 +205,13 @@ const sym_node *sym_make(sym_ctx *ctx, sym_kind kind, const sym_node *a, const s
         if (!key.src[i])
             return NULL;
     }
-    if (kind == SYM_BIND)
+    if (kind == SYM_BIND) {
         key.name = a->name;
+        key.binds = UINT64_C(1) << a->var_bit;
+    } else {
+        for (uint32_t i = 0; i < key.arity; i++)
+            key.binds |= key.src[i]->binds;
+    }
     key.hash = node_hash(&key);
     const sym_node *found = base_map_find(&ctx->nodes, key.hash, &key, node_eq, NULL);
     if (found)
@@ -251,6 +256,7 @@ static const sym_node *var_new(sym_ctx *ctx, const char *name, uint64_t h, int64
                                int64_t max) {
     sym_node key = {0};
     key.kind = SYM_VAR;
+    key.var_bit = (uint8_t)(ctx->var_count % 64);
     key.vmin = min;
     key.vmax = max;
     key.hash =
@@ -264,6 +270,7 @@ static const sym_node *var_new(sym_ctx *ctx, const char *name, uint64_t h, int64
         *n = key;
         if (base_map_insert(&ctx->vars, h, n) == KILN_OK) {
             n->id = ctx->next_id++;
+            ctx->var_count++;
             ctx->name_bytes += size;
             return n;
         }
@@ -321,6 +328,12 @@ const sym_node *sym_node_src(const sym_node *n, uint32_t i) {
 
 uint64_t sym_node_id(const sym_node *n) {
     return n ? n->id : 0;
+}
+
+uint64_t sym_node_binds(const sym_node *n) {
+    if (!n)
+        return 0;
+    return n->kind == SYM_VAR ? UINT64_C(1) << n->var_bit : n->binds;
 }
 
 uint64_t sym_node_hash(const sym_node *n) {

@@ -130,6 +130,10 @@ uint32_t sym_node_arity(const sym_node *n);
 const sym_node *sym_node_src(const sym_node *n, uint32_t i);
 uint64_t sym_node_id(const sym_node *n);   /* creation order within the context */
 uint64_t sym_node_hash(const sym_node *n); /* structural; identical from run to run */
+/* A summary of the bindings in n: bit k is set when n contains a binding (SYM_BIND) of a
+ * Variable numbered k modulo 64 (Variables are numbered in declaration order). For a Variable:
+ * its own bit. 0 for NULL. */
+uint64_t sym_node_binds(const sym_node *n);
 int64_t sym_vmin(const sym_node *n);
 int64_t sym_vmax(const sym_node *n);
 bool sym_is_const(const sym_node *n, int64_t *value); /* value may be NULL */
@@ -214,6 +218,8 @@ void sym_mark(sym_ctx *ctx, const sym_node *n);
  * from hash-consing, makes its memory reusable and starts the next cycle (no node is marked).
  * Returns the number of nodes freed; 0 for NULL ctx. */
 size_t sym_collect(sym_ctx *ctx);
+/* Whether the next sym_collect keeps n: n is marked in the current cycle, or a Variable. */
+bool sym_marked(const sym_ctx *ctx, const sym_node *n);
 /* Nodes built and not freed, Variables included. */
 uint64_t sym_ctx_live_nodes(const sym_ctx *ctx);
 /* Host memory the context holds: the context, node storage (live and free slots), the

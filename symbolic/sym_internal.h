@@ -40,11 +40,13 @@ struct sym_node {
     int64_t vmin, vmax;
     int64_t value;          /* SYM_CONST: the value; SYM_BIND: the bound value */
     const char *name;       /* SYM_VAR: its name (owned); SYM_BIND: the Variable's name */
+    uint64_t binds;         /* bit k: binds a Variable numbered k modulo 64 (sym_node_binds) */
     const sym_node *src[3]; /* a free slot: src[0] links the free list */
     uint8_t kind;           /* sym_kind, or SYM_FREE_SLOT */
     uint8_t arity;
-    uint8_t visit; /* sym_mark: the operand being visited (pointer reversal) */
-    uint32_t mark; /* the collection epoch in which the node was last marked (0: never) */
+    uint8_t visit;   /* sym_mark: the operand being visited (pointer reversal) */
+    uint8_t var_bit; /* SYM_VAR: its number modulo 64, the bit of sym_node_binds it sets */
+    uint32_t mark;   /* the collection epoch in which the node was last marked (0: never) */
 };
 
 typedef struct sym_slab sym_slab;
@@ -54,12 +56,13 @@ struct sym_ctx {
     base_map nodes; /* hash-consing of every node but Variables */
     base_map vars;  /* Variables by name; each owns its name, freed at destroy */
     base_error err;
-    sym_slab *slabs;   /* node storage, newest first (collect.c) */
-    sym_node *free;    /* free slots of the slabs, linked through src[0] */
-    size_t slab_count; /* statistics (sym_ctx_bytes) */
-    size_t name_bytes; /* Variable names (sym_ctx_bytes) */
-    uint64_t live;     /* nodes not collected */
-    uint32_t epoch;    /* the current collection cycle, never 0 */
+    sym_slab *slabs;    /* node storage, newest first (collect.c) */
+    sym_node *free;     /* free slots of the slabs, linked through src[0] */
+    size_t slab_count;  /* statistics (sym_ctx_bytes) */
+    size_t name_bytes;  /* Variable names (sym_ctx_bytes) */
+    uint32_t var_count; /* Variables declared: the next one's number */
+    uint64_t live;      /* nodes not collected */
+    uint32_t epoch;     /* the current collection cycle, never 0 */
     uint64_t next_id;
     uint64_t budget; /* steps per top-level constructor call */
     uint64_t steps;

@@ -56,9 +56,12 @@
  * anything still uses. A storage, and the computation that produces it, is freed as soon as no
  * live tensor can reach it (directly, through views, or through computations not yet run);
  * kiln_stats' live counts show what is alive. Expressions (kiln_int, kiln_bind, kiln_expr_add,
- * kiln_tensor_size_expr, ...) stay valid until the scope they were made in ends (outside any
- * scope: as long as the context); Variables live as long as the context. kiln_context_destroy
- * frees everything.
+ * kiln_tensor_size_expr, ...) are handles too, valid: made in a scope, until it ends; made
+ * outside any scope, for the context's life if they bind no Variable, else until a Variable
+ * they bind is bound outside any scope to another value than its last such binding had (see
+ * "integer expressions"); and in every case as long as a live tensor (or a compiled kernel)
+ * uses them. Variables live as long as the context. A stale expression handle, or one of
+ * another context, is refused like a tensor's. kiln_context_destroy frees everything.
  * Operands of one call must belong to one context (else KILN_ERROR_INVALID_HANDLE).
  *
  * Tensor sizes: a storage (a tensor's elements) is one device allocation, of up to the
@@ -202,12 +205,33 @@ kiln_stats kiln_context_stats(const kiln_context *ctx);
 /* ---- integer expressions and Variables ---------------------------------------------------- */
 /* Sizes may be expressions of Variables. A Variable has a name (an identifier) and an
  * inclusive range; bound to a value it can size tensors. Expressions are simplified and
- * hash-consed: equal expressions are the same pointer. A NULL ctx gives NULL (kiln_expr_value:
- * KILN_ERROR_INVALID_ARGUMENT), as a NULL operand does. */
+ * hash-consed: equal expressions are the same handle. A NULL ctx gives NULL (kiln_expr_value:
+ * KILN_ERROR_INVALID_ARGUMENT), as a NULL operand does.
+ *
+ * A const kiln_expr * is a handle, like a tensor's. How long one is valid:
+ *   - made inside a scope (kiln_scope_begin): until that scope ends;
+ *   - made outside any scope and binding no Variable (kiln_int(ctx, 5), arithmetic of unbound
+ *     Variables): as long as the context;
+ *   - made outside any scope and binding Variables: until one of them is bound outside any
+ *     scope to another value than its last binding outside any scope had (binding it to the
+ *     same value again changes nothing; bindings inside scopes change nothing outside them);
+ *     with more than 64 Variables in a context, also when a Variable whose declaration number
+ *     is the same modulo 64 is;
+ *   - Variables (kiln_variable): as long as the context;
+ *   - and in every case, for as long as a live tensor's shape or view, or a compiled kernel,
+ *     uses it (kiln_tensor_size_expr returns the same handle while the tensor lives).
+ * So a loop that binds a Variable to a new value every step outside any scope, and releases
+ * the step's tensors, runs in constant memory. Every call that takes an expression refuses a
+ * stale one, one of another or a destroyed context, or anything not an expression handle:
+ * NULL (or the status) and KILN_ERROR_INVALID_HANDLE with a message naming the call; calls that
+ * return a tensor or an expression record it as the context's sticky error, kiln_expr_value
+ * returns it. */
 
 const kiln_expr *kiln_int(kiln_context *ctx, int64_t value);
 const kiln_expr *kiln_variable(kiln_context *ctx, const char *name, int64_t min, int64_t max);
-/* The Variable bound to value (value outside the range: NULL and KILN_ERROR_OUT_OF_RANGE). */
+/* The Variable bound to value (value outside the range: NULL and KILN_ERROR_OUT_OF_RANGE).
+ * Outside any scope, a value other than the last one supersedes the previous binding: the
+ * expressions of it that nothing uses are freed now (their handles stale, above). */
 const kiln_expr *kiln_bind(kiln_context *ctx, const kiln_expr *variable, int64_t value);
 const kiln_expr *kiln_expr_add(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b);
 const kiln_expr *kiln_expr_mul(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b);

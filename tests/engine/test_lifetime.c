@@ -198,6 +198,136 @@ static void test_engine_lifetime_other_contexts(void **state) {
     fx_check_f32(a, (const float[]){1, 2, 3, 4}, 4, 0, 0);
 }
 
+/* ---- expression handles ------------------------------------------------------------------ */
+
+static void expect_stale(kiln_context *ctx, const char *call) {
+    assert_int_equal(kiln_context_status(ctx), KILN_ERROR_INVALID_HANDLE);
+    expect_message(ctx, call);
+}
+
+/* Outside any scope, an expression that binds a Variable lives until the Variable is bound
+ * again, or longer while a tensor uses it; then its handle is refused, never followed. */
+static void test_engine_lifetime_expressions_rebound(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    const kiln_expr *n = kiln_variable(ctx, "n", 1, 100);
+    const kiln_expr *b3 = kiln_bind(ctx, n, 3);
+    const kiln_expr *two = kiln_int(ctx, 2);
+    const kiln_expr *six = kiln_expr_mul(ctx, b3, two);
+    const kiln_expr *four = kiln_expr_add(ctx, b3, kiln_int(ctx, 1));
+    assert_non_null(six);
+    assert_non_null(four);
+    /* Equal expressions are the same handle. */
+    assert_ptr_equal(kiln_bind(ctx, n, 3), b3);
+    assert_ptr_equal(kiln_int(ctx, 2), two);
+    assert_ptr_equal(kiln_expr_mul(ctx, b3, kiln_int(ctx, 2)), six);
+    assert_ptr_equal(kiln_variable(ctx, "n", 1, 100), n);
+    kiln_tensor *t = kiln_arange_sym(ctx, KILN_F32, six); /* uses 2 * n=3 */
+    assert_ptr_equal(kiln_tensor_size_expr(t, 0), six);
+
+    const kiln_expr *b4 = kiln_bind(ctx, n, 4); /* supersedes n=3 */
+    assert_non_null(b4);
+    int64_t value = 0;
+    /* four is used by nothing: its handle is stale, in every call that takes one. */
+    assert_int_equal(kiln_expr_value(ctx, four, &value), KILN_ERROR_INVALID_HANDLE);
+    expect_message(ctx, "kiln_expr_value");
+    assert_null(kiln_expr_add(ctx, four, b4));
+    expect_stale(ctx, "kiln_expr_add");
+    assert_null(kiln_expr_mod(ctx, b4, four));
+    expect_stale(ctx, "kiln_expr_mod");
+    assert_null(kiln_arange_sym(ctx, KILN_F32, four));
+    expect_stale(ctx, "kiln_arange");
+    assert_null(kiln_scalar_expr(ctx, KILN_F32, four));
+    expect_stale(ctx, "kiln_scalar_expr");
+    assert_null(kiln_empty_sym(ctx, KILN_F32, 1, &four));
+    expect_stale(ctx, "kiln_empty");
+    assert_null(kiln_narrow_sym(t, 0, kiln_int(ctx, 0), four));
+    expect_stale(ctx, "kiln_narrow_sym");
+    assert_null(kiln_slice_sym(t, 0, four, six, 1));
+    expect_stale(ctx, "kiln_slice_sym");
+    assert_null(kiln_reshape_sym(t, 1, &four));
+    expect_stale(ctx, "kiln_reshape_sym");
+    /* six (and the binding in it) stay while t uses them; constants and Variables always. */
+    assert_int_equal(kiln_expr_value(ctx, six, &value), KILN_OK);
+    assert_int_equal(value, 6);
+    assert_int_equal(kiln_expr_value(ctx, b3, &value), KILN_OK);
+    assert_int_equal(value, 3);
+    assert_int_equal(kiln_expr_value(ctx, two, &value), KILN_OK);
+    assert_int_equal(value, 2);
+    assert_ptr_equal(kiln_tensor_size_expr(t, 0), six);
+    fx_check_f32(t, (const float[]){0, 1, 2, 3, 4, 5}, 6, 0, 0);
+    assert_int_equal(kiln_release(t), KILN_OK);
+    assert_ptr_equal(kiln_bind(ctx, n, 4), b4); /* the same value again: nothing superseded */
+    assert_int_equal(kiln_expr_value(ctx, b4, &value), KILN_OK);
+    assert_non_null(kiln_bind(ctx, n, 5));
+    assert_int_equal(kiln_expr_value(ctx, six, &value), KILN_ERROR_INVALID_HANDLE);
+    kiln_context_clear_error(ctx);
+    assert_int_equal(kiln_expr_value(ctx, b4, &value), KILN_ERROR_INVALID_HANDLE);
+    kiln_context_clear_error(ctx);
+    assert_null(kiln_bind(ctx, b3, 7)); /* b3 is stale (t, which used it, is released) */
+    expect_stale(ctx, "kiln_bind");
+    /* n=3 built again is a new node with a new handle: the old one stays refused. */
+    const kiln_expr *again = kiln_bind(ctx, n, 3);
+    assert_non_null(again);
+    assert_ptr_not_equal(again, b3);
+    assert_int_equal(kiln_expr_value(ctx, b3, &value), KILN_ERROR_INVALID_HANDLE);
+    kiln_context_clear_error(ctx);
+
+    /* Another Variable's bindings are not superseded. */
+    const kiln_expr *m = kiln_variable(ctx, "m", 0, 9);
+    const kiln_expr *m2 = kiln_expr_mul(ctx, kiln_bind(ctx, m, 2), two);
+    assert_non_null(kiln_bind(ctx, n, 9));
+    assert_int_equal(kiln_expr_value(ctx, m2, &value), KILN_OK);
+    assert_int_equal(value, 4);
+    /* A binding made in a scope lives until the scope ends, whatever is bound outside. */
+    kiln_scope_begin(ctx);
+    const kiln_expr *inner = kiln_expr_add(ctx, kiln_bind(ctx, n, 8), two);
+    assert_non_null(kiln_bind(ctx, n, 7));
+    assert_int_equal(kiln_expr_value(ctx, inner, &value), KILN_OK);
+    assert_int_equal(value, 10);
+    assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    assert_int_equal(kiln_expr_value(ctx, inner, &value), KILN_ERROR_INVALID_HANDLE);
+    kiln_context_clear_error(ctx);
+    assert_int_equal(kiln_expr_value(ctx, m2, &value), KILN_OK);
+    assert_int_equal(kiln_context_status(ctx), KILN_OK);
+}
+
+/* Expressions of another context, made-up pointers and tensor handles are refused. */
+static void test_engine_lifetime_expressions_foreign(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_context *other = eng_context_new(false);
+    assert_non_null(other);
+    const kiln_expr *mine = kiln_int(ctx, 3), *theirs = kiln_int(other, 3);
+    assert_ptr_not_equal(mine, theirs);
+    assert_null(kiln_expr_add(ctx, mine, theirs));
+    expect_stale(ctx, "kiln_expr_add");
+    const kiln_expr *v = kiln_variable(other, "n", 0, 4);
+    assert_null(kiln_bind(ctx, v, 1));
+    expect_stale(ctx, "kiln_bind");
+    int64_t value = 0;
+    assert_int_equal(kiln_expr_value(ctx, theirs, &value), KILN_ERROR_INVALID_HANDLE);
+    assert_non_null(strstr(kiln_context_message(ctx), "another context"));
+    kiln_context_clear_error(ctx);
+    kiln_tensor *t = fx_f32(ctx, 1, S4, (const float[]){1, 2, 3, 4});
+    assert_null(kiln_expand_sym(t, 1, &theirs));
+    expect_stale(ctx, "kiln_expand_sym");
+    const kiln_expr *made_up[] = {(const kiln_expr *)&value, (const kiln_expr *)(uintptr_t)1,
+                                  (const kiln_expr *)(uintptr_t)UINT64_MAX, (const kiln_expr *)t};
+    for (size_t i = 0; i < sizeof made_up / sizeof *made_up; i++) {
+        assert_int_equal(kiln_expr_value(ctx, made_up[i], &value), KILN_ERROR_INVALID_HANDLE);
+        kiln_context_clear_error(ctx);
+        assert_null(kiln_expr_mul(ctx, mine, made_up[i]));
+        expect_stale(ctx, "kiln_expr_mul");
+        assert_null(kiln_scalar_expr(ctx, KILN_F32, made_up[i]));
+        expect_stale(ctx, "kiln_scalar_expr");
+    }
+    /* A destroyed context's handles name no context. */
+    kiln_context_destroy(other);
+    assert_int_equal(kiln_expr_value(ctx, theirs, &value), KILN_ERROR_INVALID_HANDLE);
+    kiln_context_clear_error(ctx);
+    assert_int_equal(kiln_expr_value(ctx, mine, &value), KILN_OK);
+    assert_int_equal(value, 3);
+}
+
 /* ---- loops in constant memory ---------------------------------------------------------------- */
 
 /* A two-layer MLP trained by gradient descent with hand-written gradients:
@@ -514,6 +644,95 @@ static void test_engine_lifetime_loop_symbolic_batch(void **state) {
     assert_int_equal(ta.live_blocks, 0);
 }
 
+/* The symbolic batch loop with no scope: the batch Variable bound to a new value every step
+ * outside any scope (1..16, round and round), next = f(state) and every handle of the step
+ * released by hand. The expressions of a superseded binding go with the tensors that used
+ * them: the live counts (expressions included) and allocator bytes flat from the second step
+ * on, one compile for every batch size, the parameters as the host computes them. */
+static void test_engine_lifetime_loop_rebind_released(void **state) {
+    bool device = on_device(state);
+    test_alloc ta = {0};
+    kiln_context_options opt = {.device = device ? NULL : "interp",
+                                .validation = device,
+                                .alloc = test_alloc_fn,
+                                .alloc_user = &ta};
+    kiln_context *ctx = NULL;
+    assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
+    float x[MAX_BATCH * IN], y[MAX_BATCH * OUT], w1[IN * HID], w2[HID * OUT];
+    for (int i = 0; i < MAX_BATCH * IN; i++)
+        x[i] = init_value(i, 1);
+    for (int i = 0; i < MAX_BATCH * OUT; i++)
+        y[i] = init_value(i, 2);
+    for (int i = 0; i < IN * HID; i++)
+        w1[i] = init_value(i, 3);
+    for (int i = 0; i < HID * OUT; i++)
+        w2[i] = init_value(i, 4);
+    kiln_tensor *xs = fx_f32(ctx, 2, (const int64_t[]){MAX_BATCH, IN}, x);
+    kiln_tensor *ys = fx_f32(ctx, 2, (const int64_t[]){MAX_BATCH, OUT}, y);
+    kiln_tensor *p1 = fx_f32(ctx, 2, (const int64_t[]){IN, HID}, w1);
+    kiln_tensor *p2 = fx_f32(ctx, 2, (const int64_t[]){HID, OUT}, w2);
+    const kiln_expr *batch = kiln_variable(ctx, "batch", 1, MAX_BATCH);
+    enum { STEPS = 40 };
+    counts at2 = {0};
+    uint64_t compiled2 = 0;
+    const kiln_expr *previous = NULL;
+    for (int step = 1; step <= STEPS; step++) {
+        int b = step % MAX_BATCH + 1;
+        const kiln_expr *bound = kiln_bind(ctx, batch, b);
+        assert_non_null(bound);
+        if (previous) { /* the last step's binding: superseded, and no tensor uses it */
+            int64_t value;
+            assert_int_equal(kiln_expr_value(ctx, previous, &value), KILN_ERROR_INVALID_HANDLE);
+            kiln_context_clear_error(ctx);
+        }
+        previous = bound;
+        kiln_tensor *xb = kiln_narrow_sym(xs, 0, kiln_int(ctx, 0), bound);
+        kiln_tensor *yb = kiln_narrow_sym(ys, 0, kiln_int(ctx, 0), bound);
+        kiln_tensor *pre = kiln_matmul(xb, p1);
+        kiln_tensor *h = kiln_relu(pre);
+        kiln_tensor *out = kiln_matmul(h, p2);
+        kiln_tensor *diff = kiln_sub(out, yb);
+        kiln_tensor *twice = kiln_mul_scalar(diff, 2);
+        kiln_tensor *count =
+            kiln_scalar_expr(ctx, KILN_F32, kiln_expr_mul(ctx, bound, kiln_int(ctx, OUT)));
+        kiln_tensor *dout = kiln_div(twice, count);
+        kiln_tensor *ht = kiln_transpose(h, 0, 1);
+        kiln_tensor *g2 = kiln_matmul(ht, dout);
+        kiln_tensor *w2t = kiln_transpose(p2, 0, 1);
+        kiln_tensor *back = kiln_matmul(dout, w2t);
+        kiln_tensor *zero = kiln_zeros(ctx, KILN_F32, 0, NULL);
+        kiln_tensor *pos = kiln_gt(pre, zero);
+        kiln_tensor *mask = kiln_cast(pos, KILN_F32);
+        kiln_tensor *dh = kiln_mul(back, mask);
+        kiln_tensor *xt = kiln_transpose(xb, 0, 1);
+        kiln_tensor *g1 = kiln_matmul(xt, dh);
+        kiln_tensor *s1 = kiln_mul_scalar(g1, LR), *s2 = kiln_mul_scalar(g2, LR);
+        kiln_tensor *next[2] = {kiln_sub(p1, s1), kiln_sub(p2, s2)};
+        kiln_tensor *made[] = {xb,  yb,   pre,  h,   out,  diff, twice, count, dout, ht, g2,
+                               w2t, back, zero, pos, mask, dh,   xt,    g1,    s1,   s2};
+        assert_int_equal(kiln_realize_many(ctx, 2, next), KILN_OK);
+        for (size_t i = 0; i < sizeof made / sizeof *made; i++)
+            assert_int_equal(kiln_release(made[i]), KILN_OK);
+        kiln_release(p1);
+        kiln_release(p2);
+        p1 = next[0], p2 = next[1];
+        host_step(w1, w2, b);
+        counts now = counts_now(ctx, &ta);
+        if (step == 2) {
+            at2 = now;
+            compiled2 = now.stats.kernels_compiled;
+        } else if (step > 2) {
+            assert_flat(&at2, &now, step);
+            assert_int_equal(now.stats.kernels_compiled, compiled2);
+        }
+    }
+    fx_check_f32(p1, w1, IN * HID, 1e-5, 1e-4);
+    fx_check_f32(p2, w2, HID * OUT, 1e-5, 1e-4);
+    eng_fixture_context_destroy(ctx);
+    assert_int_equal(ta.live_blocks, 0);
+    assert_int_equal(ta.size_mismatches, 0);
+}
+
 /* Five steps with every host allocation of them failed in turn, in one context warmed up by
  * steps of every kind (their kernels compiled): no crash; after kiln_context_clear_error the
  * loop goes on, and one good step brings every live count and the allocator's bytes back to
@@ -577,10 +796,13 @@ int main(void) {
         ENG_TEST(test_engine_lifetime_released_handles),
         ENG_TEST(test_engine_lifetime_refused_writes),
         ENG_TEST(test_engine_lifetime_other_contexts),
+        ENG_TEST(test_engine_lifetime_expressions_rebound),
+        ENG_TEST(test_engine_lifetime_expressions_foreign),
         ENG_TEST(test_engine_lifetime_loop_in_place),
         ENG_TEST(test_engine_lifetime_loop_release),
         ENG_TEST(test_engine_lifetime_loop_scopes),
         ENG_TEST(test_engine_lifetime_loop_symbolic_batch),
+        ENG_TEST(test_engine_lifetime_loop_rebind_released),
     };
     /* On the interpreter only: a Vulkan context per failure point would take minutes, and the
      * paths under test (handles, nodes, storages) are the engine's, the same on both. */

@@ -243,9 +243,16 @@ static kiln_tensor *pick_tensor(fuzz *f) {
     return f->slot[i];
 }
 
-/* An expression of the first context (NULL when the named entry is empty). */
+/* An expression of the first context (NULL when the named entry is empty), or a made-up
+ * handle (refused with KILN_ERROR_INVALID_HANDLE, never followed). An expression made outside
+ * any scope may be stale too (its Variable bound again): refused the same way. */
 static const kiln_expr *pick_expr(fuzz *f) {
-    const kiln_expr *e = f->expr[u8(f) % FUZZ_EXPRS].e;
+    uint8_t b = u8(f);
+    if (b == 255) {
+        f->trusted = false;
+        return (const kiln_expr *)(uintptr_t)u64(f);
+    }
+    const kiln_expr *e = f->expr[b % FUZZ_EXPRS].e;
     if (!e)
         f->trusted = false;
     return e;
