@@ -427,6 +427,10 @@ kiln_status vkd_batch_reset(vkd_batch *b, base_error *err) {
     b->recording = false;
     b->submitted = false;
     b->dispatches = 0;
+    /* The last submission's times go with it: a batch that records nothing (a realize of what
+     * is already realized) reports no time, not the previous batch's again. */
+    b->times.len = 0;
+    b->total_ns = UINT64_MAX;
     return KILN_OK;
 }
 
