@@ -1,6 +1,7 @@
 /* The disk cache of compiled kernels (shaders_cache/ stores opaque entries; this file decides
  * what a kernel's key and payload are). A kernel found on disk skips lowering and emission:
  * its SPIR-V words and everything needed to dispatch them come back from the payload. */
+#include "cache_version.h"
 #include "eng.h"
 
 #include <string.h>
@@ -11,14 +12,14 @@
  * octets, and one-output reductions in steps of eight; 12: view offsets and mask bounds as
  * parameters, their alignment in the key and the payload, redirects; 13: explicit
  * float-to-integer casts, pow's special values, tanh near 0, loops within lavapipe's 65535
- * passes): another value makes every entry a miss.
+ * passes; the number lives in cache_version.h): another value makes every entry a miss.
  *
  * Payload: magic, version, flags (1: parameters in a buffer, 2: a redirect), index type,
  * parameter count, binding count, push-constant size, workgroup size, word count, the
  * alignment the code relies on (ALIGN_WORDS words, a byte per parameter: 0, 4 or 8), then
  * the SPIR-V words. A redirect has no words: the variant asked for (the key's alignment) has
  * the code of the variant its alignment names, stored under that one's key. */
-enum { CACHE_PAYLOAD_VERSION = 14, ALIGN_WORDS = ENG_MAX_PARAMS / 4 };
+enum { CACHE_PAYLOAD_VERSION = ENG_CACHE_PAYLOAD_VERSION, ALIGN_WORDS = ENG_MAX_PARAMS / 4 };
 /* The key: 40 bytes, an alignment byte per parameter, a window byte per buffer, S's log2. */
 enum { CACHE_HEADER_WORDS = 9 + ALIGN_WORDS };
 enum { CACHE_KEY_SIZE = 41 + ENG_MAX_PARAMS + ENG_MAX_BUFFERS };

@@ -1,8 +1,12 @@
 /* kilninfo --cache, --cache-clear: the kernel cache of shaders_cache/, opened without a device
- * identity (management only), so both work on a machine without a Vulkan driver. */
+ * identity (management only), so both work on a machine without a Vulkan driver, and with the
+ * engine's payload version (engine/cache_version.h), so that the entries this build's engine
+ * reads are "ok" and only those of another version "stale". */
 #define _POSIX_C_SOURCE 200809L
 
 #include "cache.h"
+
+#include "cache_version.h"
 
 #include "pcache.h"
 #include "report.h"
@@ -89,7 +93,8 @@ static bool print_entry(void *user, const pcache_entry *e) {
 
 static int open_cache(pcache **pc) {
     base_error err = {0};
-    if (pcache_open(NULL, pc, &err) != KILN_OK) {
+    pcache_options opt = {.payload_version = ENG_CACHE_PAYLOAD_VERSION};
+    if (pcache_open(&opt, pc, &err) != KILN_OK) {
         fprintf(stderr, "kilninfo: %s\n", base_error_message(&err));
         return 1;
     }
