@@ -196,8 +196,11 @@ typedef struct eng_kernel {
 } eng_kernel;
 
 /* A compiled kernel, kept in the context's memory cache by AST hash. */
+enum { ENG_NAME_MAX = 96 }; /* a kernel's name (eng_kernel_name), with its hash suffix */
+
 typedef struct eng_program {
     uint64_t hash;
+    char name[ENG_NAME_MAX]; /* unique among the context's kernels (runtime.c name_program) */
     ir_kernel ir;
     vkd_pipeline *pipeline; /* NULL with the interpreter */
     /* Specialisation: a variant compiled under an assumption about the kernel's Variables is
@@ -425,6 +428,13 @@ void eng_lifetime_finish(kiln_context *ctx);
  * first). */
 kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, eng_node **needs,
                              uint32_t cap, uint32_t *need_count);
+
+/* The kernel's name, tinygrad style: its kind (R: reductions, W: a write into a view of an
+ * existing storage, C: a copy, no arithmetic; E: elementwise), the ops it runs (reductions as
+ * sum, prod, max, argmax, min; at most six, in the order they first run) and its output dims,
+ * Variables by name: "E_add_mul_exp_64x128", "R_exp_sum_batch_x_10". Kernels that differ may
+ * share a name (runtime.c adds a short hash where two do); snprintf contract. */
+size_t eng_kernel_name(const eng_kernel *k, char *buf, size_t cap);
 
 /* A readable rendering of the kernel AST (KILN_DEBUG=3); snprintf contract. */
 size_t eng_kernel_dump(const eng_kernel *k, char *buf, size_t cap);

@@ -420,9 +420,9 @@ static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_p
     count_codegen(ctx, start);
     if (st != KILN_OK)
         return base_error_set(&ctx->err, st, "SPIR-V emission: %s", base_error_message(&err));
-    char label[80]; /* bench/kiln_spv.sh reads these */
-    snprintf(label, sizeof label, "kernel %016llx, workgroup %u", (unsigned long long)k->hash,
-             p->workgroup_size);
+    char label[ENG_NAME_MAX + 64]; /* bench/kiln_spv.sh reads these */
+    snprintf(label, sizeof label, "kernel %s (%016llx), workgroup %u", p->name,
+             (unsigned long long)k->hash, p->workgroup_size);
     spv_debug_dump(r.words, r.word_count, label);
     /* Under the validation layer, every module also passes SPIRV-Tools' validator (when the
      * build has it): a code-generation bug shows as an error, not as a wrong result. */
@@ -831,6 +831,26 @@ static void keep_expressions(kiln_context *ctx, const eng_kernel *k, eng_program
     }
 }
 
+/* Names p after its kernel (eng_kernel_name); where another kernel of the context has that
+ * name, a short hash follows it ("E_add_64_3f2a"): a name tells kernels apart. Variants of one
+ * kernel share its name. */
+static void name_program(kiln_context *ctx, const eng_kernel *k, eng_program *p) {
+    eng_kernel_name(k, p->name, sizeof p->name - 6);
+    for (const eng_program *q = ctx->program_list; q; q = q->next) {
+        if (q->hash == k->hash) { /* a variant: the name the kernel has */
+            memcpy(p->name, q->name, sizeof p->name);
+            return;
+        }
+    }
+    for (const eng_program *q = ctx->program_list; q; q = q->next) {
+        if (strcmp(q->name, p->name) == 0) {
+            size_t len = strlen(p->name);
+            snprintf(p->name + len, sizeof p->name - len, "_%04x", (unsigned)(k->hash & 0xffff));
+            return;
+        }
+    }
+}
+
 kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program **out) {
     uint32_t windows[ENG_MAX_BUFFERS], log2;
     kiln_status wst = storage_windows(ctx, k, windows, &log2);
@@ -849,6 +869,7 @@ kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program 
     if (!p)
         return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a kernel");
     p->hash = k->hash;
+    name_program(ctx, k, p);
     p->workgroup_size = workgroup_size(ctx);
     memcpy(p->windows, windows, sizeof p->windows);
     p->window_log2 = log2;
@@ -882,9 +903,9 @@ kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program 
  */
 
 typedef struct dispatched {
+    const eng_program *program;
     uint64_t hash;
     uint64_t size;
-    bool reduce;
 } dispatched;
 
 struct eng_batch {
@@ -1068,7 +1089,7 @@ kiln_status eng_batch_run(kiln_context *ctx, eng_batch *b, const eng_program *p,
     ctx->stats.dispatches++;
     ctx->stats.items += n;
     if (base_log_verbosity() >= 2) {
-        dispatched d = {k->hash, n, k->reduction_count > 0};
+        dispatched d = {p, k->hash, n};
         (void)BASE_VEC_PUSH(&ctx->alloc, &b->log, d); /* debug output only: a miss is harmless */
     }
     if (ctx->interpreter)
@@ -1098,8 +1119,8 @@ kiln_status eng_batch_finish(kiln_context *ctx, eng_batch *b, bool *ran) {
         uint64_t ns = 0;
         bool timed = b->batch && vkd_batch_dispatch_time(b->batch, i, &ns);
         const dispatched *d = &b->log.data[i];
-        base_log(BASE_LOG_DEBUG, "engine", "kernel %c_%016llx: %llu invocations, %s%.3f ms",
-                 d->reduce ? 'r' : 'E', (unsigned long long)d->hash, (unsigned long long)d->size,
+        base_log(BASE_LOG_DEBUG, "engine", "kernel %s (%016llx): %llu invocations, %s%.3f ms",
+                 d->program->name, (unsigned long long)d->hash, (unsigned long long)d->size,
                  timed ? "" : "untimed ", (double)ns / 1e6);
     }
     for (size_t i = 0; i < b->param_buffers.len; i++)

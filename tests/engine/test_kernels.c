@@ -2,7 +2,11 @@
  * context, so the memory cache starts empty whatever ran before (the engine keeps no disk
  * cache of kernels yet; when it does, these contexts must turn it off or use a private
  * folder). */
+#include "eng.h"
 #include "engine_fixture.h"
+
+#include <stdio.h>
+#include <string.h>
 
 typedef struct counts {
     uint64_t compiled, cached, dispatches, realizes;
@@ -128,11 +132,54 @@ static void test_engine_kernels_cache_tells_graphs_apart(void **state) {
     eng_fixture_context_destroy(ctx);
 }
 
+/* The names of the context's kernels, newest first, joined by spaces. */
+static void program_names(kiln_context *ctx, char *out, size_t cap) {
+    size_t len = 0;
+    out[0] = '\0';
+    for (const eng_program *p = ctx->program_list; p && len < cap; p = p->next)
+        len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? " " : "", p->name);
+}
+
+/* Kernel names say what they compute: kind, ops in the order they run, output dims with
+ * Variables by name; two different kernels of one name get a short hash each after the first. */
+static void test_engine_kernels_names_say_what_they_compute(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    float data[32];
+    for (int i = 0; i < 32; i++)
+        data[i] = (float)i / 32;
+    const int64_t s[] = {4, 8};
+    kiln_tensor *a = fx_f32(ctx, 2, s, data), *b = fx_f32(ctx, 2, s, data);
+    assert_int_equal(kiln_realize(kiln_exp(kiln_add(kiln_mul(a, b), a))), KILN_OK);
+    char names[512];
+    program_names(ctx, names, sizeof names);
+    assert_string_equal(names, "E_mul_add_exp_4x8");
+    /* Symbolic sizes by the Variable's name; a reduction's kind and op (its output dims keep
+     * the reduced dim as 1). */
+    const kiln_expr *batch = kiln_bind(ctx, kiln_variable(ctx, "batch", 1, 16), 3);
+    const kiln_expr *shape[2] = {batch, kiln_int(ctx, 8)};
+    kiln_tensor *x = kiln_expand_sym(
+        kiln_reshape(kiln_sum(a, 1, (const int32_t[]){0}, false), 2, (const int64_t[]){1, 8}), 2,
+        shape);
+    kiln_tensor *r = kiln_sum(kiln_exp(x), 1, (const int32_t[]){1}, false);
+    assert_int_equal(kiln_realize(r), KILN_OK);
+    program_names(ctx, names, sizeof names);
+    assert_string_equal(names, "R_exp_sum_batch_x_1 R_sum_1x8 E_mul_add_exp_4x8");
+    /* Another kernel of a name already taken: the name and a short hash. */
+    assert_int_equal(kiln_realize(kiln_exp(kiln_add(kiln_mul(a, b), b))), KILN_OK);
+    program_names(ctx, names, sizeof names);
+    assert_int_equal(strncmp(names, "E_mul_add_exp_4x8_", 18), 0);
+    assert_int_equal(strlen(strtok(names, " ")), 22);
+    eng_fixture_context_destroy(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_kernels_fused_reduction_is_one_kernel),
         ENG_TEST(test_engine_kernels_mean_and_matmul_are_one_kernel),
         ENG_TEST(test_engine_kernels_cache_tells_graphs_apart),
+        ENG_TEST(test_engine_kernels_names_say_what_they_compute),
     };
     return ENG_RUN_BOTH(tests);
 }
