@@ -115,6 +115,7 @@ kiln_status eng_context_create(const kiln_context_options *opt, const eng_extern
         kiln_context_destroy(ctx); /* gives the thread's route back */
         return st;
     }
+    eng_trace_open(ctx);
     eng_log_leave(ctx);
     *out = ctx;
     return KILN_OK;
@@ -126,6 +127,7 @@ void kiln_context_destroy(kiln_context *ctx) {
     eng_log_enter(ctx);       /* validation messages of the device's destruction, ... */
     eng_registry_remove(ctx); /* its handles name no context from now on */
     eng_lifetime_finish(ctx);
+    eng_trace_close(ctx); /* the file is complete JSON from here */
     eng_runtime_finish(ctx);
     shape_ctx_destroy(ctx->shape);
     sym_ctx_destroy(ctx->sym);

@@ -282,6 +282,7 @@ struct kiln_context {
     bool interpreter;
     bool force_specialization;     /* test-only: specialise symbolic sizes too (guards) */
     bool timing;                   /* timestamp queries around each realize's batch */
+    struct eng_trace *trace;       /* KILN_TRACE's file (trace.c); NULL: not tracing */
     uint32_t parallelism;          /* invocations worth keeping busy (splits big reductions) */
     uint32_t group_lanes;          /* lanes per output of a group reduction (a power of two) */
     uint32_t test_group_lanes;     /* eng_testing.group_lanes */
@@ -435,6 +436,22 @@ kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, e
  * Variables by name: "E_add_mul_exp_64x128", "R_exp_sum_batch_x_10". Kernels that differ may
  * share a name (runtime.c adds a short hash where two do); snprintf contract. */
 size_t eng_kernel_name(const eng_kernel *k, char *buf, size_t cap);
+
+/* ---- trace.c: KILN_TRACE's timeline (Chrome trace events) ---- */
+
+typedef struct eng_trace eng_trace;
+enum { ENG_TRACE_HOST = 1, ENG_TRACE_DEVICE = 2 }; /* the tracks (trace "tid"s) */
+/* KILN_TRACE names a file (contexts then time each dispatch). */
+bool eng_trace_wanted(void);
+/* Opens the context's trace file when KILN_TRACE is set (a warning and no trace when it cannot
+ * be written); close writes its end. Both no-ops without a trace. */
+void eng_trace_open(kiln_context *ctx);
+void eng_trace_close(kiln_context *ctx);
+/* One span of track from start_ns to end_ns (base_now_ns times); args: JSON object members
+ * ("\"invocations\": 64") or NULL. A no-op unless tracing. */
+void eng_trace_span(kiln_context *ctx, uint32_t track, const char *cat, const char *name,
+                    int64_t start_ns, int64_t end_ns, const char *args);
+void eng_trace_flush(kiln_context *ctx);
 
 /* A readable rendering of the kernel AST (KILN_DEBUG=3); snprintf contract. */
 size_t eng_kernel_dump(const eng_kernel *k, char *buf, size_t cap);

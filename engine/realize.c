@@ -343,9 +343,11 @@ static kiln_status realize_impl(kiln_context *ctx, const char *call, uint32_t co
         return sticky;
     schedule s = {.ctx = ctx};
     kiln_stats before = ctx->stats; /* this realize's figures are the difference */
+    int64_t start = base_now_ns();
     kiln_status st = KILN_OK;
     for (uint32_t i = 0; st == KILN_OK && i < count; i++)
         st = schedule_node(&s, nodes[i]);
+    eng_trace_span(ctx, ENG_TRACE_HOST, "schedule", "schedule", start, base_now_ns(), NULL);
     if (st != KILN_OK) {
         char cause[BASE_ERROR_MESSAGE_MAX];
         take_cause(ctx, cause);
@@ -365,6 +367,12 @@ static kiln_status realize_impl(kiln_context *ctx, const char *call, uint32_t co
     ctx->stats.realizes++;
     if (base_log_verbosity() >= 1)
         log_stats(ctx, s.kernels.len, &before);
+    if (ctx->trace) {
+        char args[64];
+        snprintf(args, sizeof args, "\"kernels\": %zu", s.kernels.len);
+        eng_trace_span(ctx, ENG_TRACE_HOST, "realize", call, start, base_now_ns(), args);
+        eng_trace_flush(ctx);
+    }
     BASE_VEC_FREE(&ctx->alloc, &s.kernels);
     BASE_VEC_FREE(&ctx->alloc, &s.stack);
     BASE_VEC_FREE(&ctx->alloc, &s.walk);

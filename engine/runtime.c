@@ -115,7 +115,7 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
         return KILN_OK;
     }
     ctx->force_specialization = testing->force_specialization;
-    ctx->timing = opt->timing || base_log_verbosity() >= 1;
+    ctx->timing = opt->timing || base_log_verbosity() >= 1 || eng_trace_wanted();
     vkd_instance_options io = {
         .validation = opt->validation, .alloc = &ctx->alloc, .app_name = "kiln"};
     base_error err = {0};
@@ -717,8 +717,11 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
         ctx->interpreter ? KILN_ERROR_NOT_FOUND : eng_cache_load(ctx, k, p, &words, &count);
     if (st == KILN_OK) {
         p->same = twin_of(ctx, k, p);
+        int64_t start = base_now_ns();
         if (!p->same)
             st = pipeline_from_words(ctx, p, words, count);
+        eng_trace_span(ctx, ENG_TRACE_HOST, "pipeline", p->name, start, base_now_ns(),
+                       "\"from\": \"disk cache\"");
         base_free(&ctx->alloc, words, count * sizeof *words);
         return st;
     }
@@ -727,6 +730,7 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
     int64_t start = base_now_ns();
     st = lower_variant(ctx, k, p);
     count_codegen(ctx, start);
+    eng_trace_span(ctx, ENG_TRACE_HOST, "codegen", p->name, start, base_now_ns(), NULL);
     if (st != KILN_OK)
         return st;
     p->same = twin_of(ctx, k, p);
@@ -753,7 +757,12 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
     p->index_type = p->ir.index_type;
     p->param_count = p->ir.param_count;
     p->binding_count = p->ir.buffer_count;
-    return ctx->interpreter ? KILN_OK : create_pipeline(ctx, k, p, asked);
+    if (ctx->interpreter)
+        return KILN_OK;
+    start = base_now_ns(); /* SPIR-V emission, the driver's compile, the disk cache's copy */
+    st = create_pipeline(ctx, k, p, asked);
+    eng_trace_span(ctx, ENG_TRACE_HOST, "pipeline", p->name, start, base_now_ns(), NULL);
+    return st;
 }
 
 static void gather_kast(const kast *a, const sym_node **out, uint32_t cap, uint32_t *n) {
@@ -931,9 +940,9 @@ kiln_status eng_batch_begin(kiln_context *ctx, eng_batch **out) {
         b->batch = ctx->batch;
         /* A timestamp costs a wait for idle on lavapipe: none unless timing was asked for;
          * then the whole batch, and each kernel when KILN_DEBUG=2 prints one line each. */
-        vkd_batch_timing(b->batch, !ctx->timing                ? VKD_TIME_NONE
-                                   : base_log_verbosity() >= 2 ? VKD_TIME_EACH
-                                                               : VKD_TIME_BATCH);
+        vkd_batch_timing(b->batch, !ctx->timing                              ? VKD_TIME_NONE
+                                   : base_log_verbosity() >= 2 || ctx->trace ? VKD_TIME_EACH
+                                                                             : VKD_TIME_BATCH);
     }
     *out = b;
     return KILN_OK;
@@ -1088,13 +1097,50 @@ kiln_status eng_batch_run(kiln_context *ctx, eng_batch *b, const eng_program *p,
     n /= p->per_item; /* the items (tiles and rows divide constant sizes exactly) */
     ctx->stats.dispatches++;
     ctx->stats.items += n;
-    if (base_log_verbosity() >= 2) {
+    if (base_log_verbosity() >= 2 || ctx->trace) {
         dispatched d = {p, k->hash, n};
         (void)BASE_VEC_PUSH(&ctx->alloc, &b->log, d); /* debug output only: a miss is harmless */
     }
-    if (ctx->interpreter)
-        return run_interpreter(ctx, p, k, n);
-    return run_device(ctx, b, p, k, n);
+    if (!ctx->interpreter)
+        return run_device(ctx, b, p, k, n);
+    int64_t start = ctx->trace ? base_now_ns() : 0;
+    st = run_interpreter(ctx, p, k, n);
+    if (ctx->trace) { /* the interpreter's kernels run on the host */
+        char args[96];
+        snprintf(args, sizeof args, "\"invocations\": %llu, \"hash\": \"%016llx\"",
+                 (unsigned long long)n, (unsigned long long)k->hash);
+        eng_trace_span(ctx, ENG_TRACE_HOST, "kernel", p->name, start, base_now_ns(), args);
+    }
+    return st;
+}
+
+/* KILN_TRACE: the batch's submit and wait on the host, and each kernel on the device. Device
+ * clocks are not the host's: the kernels keep the device's offsets from the batch's first, and
+ * the batch starts when vkQueueSubmit was called (the device cannot start earlier; lavapipe
+ * starts before the call returns), moved earlier where it would end after the wait did. */
+static void trace_batch(kiln_context *ctx, const eng_batch *b, int64_t start, int64_t end) {
+    int64_t submitted = vkd_batch_submit_host_time(b->batch);
+    if (!submitted)
+        return; /* nothing was submitted */
+    eng_trace_span(ctx, ENG_TRACE_HOST, "submit", "submit", start, submitted, NULL);
+    eng_trace_span(ctx, ENG_TRACE_HOST, "wait", "wait", submitted, end, NULL);
+    uint64_t at, ns, last = 0;
+    for (uint32_t i = 0; i < b->log.len; i++) {
+        if (vkd_batch_dispatch_start(b->batch, i, &at) && vkd_batch_dispatch_time(b->batch, i, &ns))
+            last = at + ns > last ? at + ns : last;
+    }
+    int64_t anchor = start + (int64_t)last > end ? end - (int64_t)last : start;
+    for (uint32_t i = 0; i < b->log.len; i++) {
+        if (!vkd_batch_dispatch_start(b->batch, i, &at) ||
+            !vkd_batch_dispatch_time(b->batch, i, &ns))
+            continue;
+        const dispatched *d = &b->log.data[i];
+        char args[96];
+        snprintf(args, sizeof args, "\"invocations\": %llu, \"hash\": \"%016llx\"",
+                 (unsigned long long)d->size, (unsigned long long)d->hash);
+        eng_trace_span(ctx, ENG_TRACE_DEVICE, "kernel", d->program->name, anchor + (int64_t)at,
+                       anchor + (int64_t)(at + ns), args);
+    }
 }
 
 kiln_status eng_batch_finish(kiln_context *ctx, eng_batch *b, bool *ran) {
@@ -1103,7 +1149,10 @@ kiln_status eng_batch_finish(kiln_context *ctx, eng_batch *b, bool *ran) {
     if (b->batch) {
         base_error err = {0};
         uint64_t submits = vkd_device_stats(ctx->dev).submits;
+        int64_t start = base_now_ns();
         st = vkd_batch_submit(b->batch, &err);
+        if (ctx->trace)
+            trace_batch(ctx, b, start, base_now_ns());
         /* A failure after vkQueueSubmit (waiting for the fence, reading the timestamps) comes
          * after the queue took the kernels: they ran (or still run), and must not run again. */
         *ran = st == KILN_OK || vkd_device_stats(ctx->dev).submits > submits;
@@ -1115,7 +1164,7 @@ kiln_status eng_batch_finish(kiln_context *ctx, eng_batch *b, bool *ran) {
                 ctx->stats.device_time_ns += ns;
         }
     }
-    for (uint32_t i = 0; i < b->log.len; i++) { /* KILN_DEBUG=2: one line per kernel */
+    for (uint32_t i = 0; base_log_verbosity() >= 2 && i < b->log.len; i++) { /* one line each */
         uint64_t ns = 0;
         bool timed = b->batch && vkd_batch_dispatch_time(b->batch, i, &ns);
         const dispatched *d = &b->log.data[i];

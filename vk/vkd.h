@@ -236,9 +236,9 @@ typedef struct vkd_stats {
     uint64_t submits;
     uint64_t bytes_uploaded;
     uint64_t bytes_downloaded;
-    uint64_t device_time_ns; /* sum of timed dispatches */
-    uint64_t waits_polled;   /* fence waits that ended while polling */
-    uint64_t waits_blocked;  /* fence waits that blocked in vkWaitForFences */
+    uint64_t device_time_ns;     /* sum of timed dispatches */
+    uint64_t waits_polled;       /* fence waits that ended while polling */
+    uint64_t waits_blocked;      /* fence waits that blocked in vkWaitForFences */
     uint64_t memory_allocations; /* vkAllocateMemory calls for storage buffers (blocks and
                                     buffers of their own; vk/memory.c) */
 } vkd_stats;
@@ -329,6 +329,11 @@ uint32_t vkd_batch_dispatch_count(const vkd_batch *batch);
 kiln_status vkd_batch_submit(vkd_batch *batch, base_error *err);
 /* Device time of dispatch i of the last submit, in nanoseconds; false when not timed. */
 bool vkd_batch_dispatch_time(const vkd_batch *batch, uint32_t i, uint64_t *ns);
+/* When dispatch i of the last submit began on the device, in nanoseconds after dispatch 0
+ * began (timed per dispatch only); false when not timed. */
+bool vkd_batch_dispatch_start(const vkd_batch *batch, uint32_t i, uint64_t *ns);
+/* base_now_ns() when the last submit's vkQueueSubmit returned (its wait began); 0: none. */
+int64_t vkd_batch_submit_host_time(const vkd_batch *batch);
 /* Timing of the batch: a timestamp pair around every dispatch (VKD_TIME_EACH, the default),
  * one pair around the whole batch, or none. Timestamps cost device time on some drivers
  * (lavapipe waits for idle at each). Takes effect from the next recording. */
