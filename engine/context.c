@@ -1,6 +1,7 @@
 /* The context: allocator, sticky first error, the symbolic and shape contexts, statistics, and
  * the public expression (Variable) API. */
 #include "eng.h"
+#include "eng_testing.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -97,6 +98,8 @@ kiln_status eng_context_create(const kiln_context_options *opt, const eng_extern
     ctx->log = (base_log_route){opt->log, opt->log ? opt->log_user : NULL};
     eng_log_enter(ctx); /* creation's messages go to the context's callback too */
     ctx->free_slot = UINT32_MAX;
+    /* A realize's compiles report progress once they take a second (tests: from the first). */
+    ctx->progress_ns = eng_testing_options()->progress_always ? 0 : 1000000000;
     base_arena_init(&ctx->arena, &alloc, 64 * 1024);
     base_map_init(&ctx->nodes, &alloc);
     base_map_init(&ctx->programs, &alloc);

@@ -234,9 +234,36 @@ static void take_cause(kiln_context *ctx, char *cause) {
  *   the queue, which cannot take them back: they ran (after a timeout they are still running,
  *   and the next batch waits for them before recording), and must not run again.
  * Kernels run in order, so those that ran are the first s->ran. */
+/* Progress of a realize that compiles for long (a first run's many kernels): once compiling
+ * has taken ctx->progress_ns, "compiling kernels: i of n (name)" after each kernel compiled
+ * (generated, or made from the disk cache), at most once per progress_ns, through the log
+ * whatever KILN_DEBUG says. */
+typedef struct progress {
+    int64_t began, reported;
+    uint64_t compiles; /* kernels compiled before the lookup */
+} progress;
+
+static uint64_t compiles(const kiln_context *ctx) {
+    return ctx->stats.kernels_compiled + ctx->stats.disk_hits;
+}
+
+static void report_progress(kiln_context *ctx, progress *pr, size_t i, size_t total,
+                            const eng_program *p) {
+    if (compiles(ctx) == pr->compiles)
+        return; /* found in the memory cache */
+    pr->compiles = compiles(ctx);
+    int64_t now = base_now_ns();
+    if (now - pr->began < ctx->progress_ns || now - pr->reported < ctx->progress_ns)
+        return;
+    pr->reported = now;
+    base_log_progress("engine", "compiling kernels: %zu of %zu (%s)", i + 1, total,
+                      p ? p->name : "?");
+}
+
 static kiln_status run_schedule(schedule *s, const char *call) {
     kiln_context *ctx = s->ctx;
     size_t total = s->kernels.len, recorded = 0;
+    progress pr = {.began = base_now_ns(), .reported = INT64_MIN / 2, .compiles = compiles(ctx)};
     s->ran = 0;
     eng_batch *batch;
     kiln_status st = eng_batch_begin(ctx, &batch);
@@ -251,6 +278,8 @@ static kiln_status run_schedule(schedule *s, const char *call) {
     while (st == KILN_OK && recorded < total) {
         eng_program *p;
         st = eng_program_get(ctx, &s->kernels.data[recorded], &p);
+        if (st == KILN_OK)
+            report_progress(ctx, &pr, recorded, total, p);
         if (st == KILN_OK)
             st = eng_batch_run(ctx, batch, p, &s->kernels.data[recorded]);
         recorded += st == KILN_OK;

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct counts {
     uint64_t compiled, cached, dispatches, realizes;
@@ -174,12 +175,72 @@ static void test_engine_kernels_names_say_what_they_compute(void **state) {
     eng_fixture_context_destroy(ctx);
 }
 
+typedef struct progress_log {
+    int reports;
+    char last[256];
+} progress_log;
+
+static void on_log(void *user, kiln_log_level level, const char *module, const char *msg) {
+    progress_log *log = user;
+    (void)module;
+    if (strncmp(msg, "compiling kernels: ", 19) != 0)
+        return;
+    assert_int_equal(level, KILN_LOG_INFO);
+    log->reports++;
+    snprintf(log->last, sizeof log->last, "%s", msg);
+}
+
+/* A realize that compiles reports "compiling kernels: i of n" through the log callback once
+ * compiling has taken a second; the test hook makes that from the first kernel. Kernels from
+ * the memory cache report nothing, nor does a quick compile without the hook. */
+static void test_engine_kernels_compiles_report_progress(void **state) {
+    eng_fixture *f = *state;
+    progress_log log = {0};
+    kiln_context_options opt = {.device = f->device ? NULL : "interp",
+                                .validation = f->device,
+                                .log = on_log,
+                                .log_user = &log};
+    kiln_context *ctx = NULL;
+    assert_int_equal(
+        eng_testing_context_create(&opt, &(eng_testing){.progress_always = true}, &ctx), KILN_OK);
+    float data[32] = {0};
+    kiln_tensor *x = fx_f32(ctx, 2, (const int64_t[]){4, 8}, data);
+    /* A column sum, then x plus it broadcast over the rows: two kernels. */
+    kiln_tensor *y = kiln_add(x, kiln_sum(x, 1, (const int32_t[]){0}, true));
+    assert_int_equal(kiln_realize(y), KILN_OK);
+    kiln_stats s = kiln_context_stats(ctx);
+    assert_int_equal(s.dispatches, 2);
+    assert_int_equal(log.reports, (int)(s.kernels_compiled + s.disk_hits));
+    assert_true(log.reports >= 1);
+    assert_non_null(strstr(log.last, "compiling kernels: 2 of 2 (E_add_4x8)"));
+    kiln_tensor *x2 = fx_f32(ctx, 2, (const int64_t[]){4, 8}, data);
+    int before = log.reports;
+    assert_int_equal(kiln_realize(kiln_add(x2, kiln_sum(x2, 1, (const int32_t[]){0}, true))),
+                     KILN_OK);
+    assert_int_equal(log.reports, before); /* the memory cache's kernels */
+    eng_fixture_context_destroy(ctx);
+    /* Without the hook, compiles under a second say nothing (a realize that took longer, on a
+     * loaded machine, may have reported). */
+    log = (progress_log){0};
+    assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
+    x = fx_f32(ctx, 2, (const int64_t[]){4, 8}, data);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(kiln_realize(kiln_add(x, kiln_sum(x, 1, (const int32_t[]){0}, true))),
+                     KILN_OK);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (t1.tv_sec - t0.tv_sec < 1 || (t1.tv_sec - t0.tv_sec == 1 && t1.tv_nsec < t0.tv_nsec))
+        assert_int_equal(log.reports, 0);
+    eng_fixture_context_destroy(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_kernels_fused_reduction_is_one_kernel),
         ENG_TEST(test_engine_kernels_mean_and_matmul_are_one_kernel),
         ENG_TEST(test_engine_kernels_cache_tells_graphs_apart),
         ENG_TEST(test_engine_kernels_names_say_what_they_compute),
+        ENG_TEST(test_engine_kernels_compiles_report_progress),
     };
     return ENG_RUN_BOTH(tests);
 }
