@@ -89,6 +89,19 @@ typedef struct vkd_device_info {
     bool ext_8bit_storage, ext_float16_int8, ext_maintenance4, ext_subgroup_size_control,
         ext_portability_subset;
 
+    /* Reported by kilninfo; Kiln's code generation does not use them yet. Each is zero where
+     * the device lacks it (has_*: the structure was queried). */
+    VkPhysicalDeviceShaderAtomicInt64Features atomic_int64;      /* core 1.2 or KHR */
+    VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float;   /* EXT_shader_atomic_float */
+    VkPhysicalDeviceShaderIntegerDotProductFeatures dot_product; /* core 1.3 or KHR */
+    VkPhysicalDeviceShaderIntegerDotProductProperties dot_product_props;
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV cooperative_matrix; /* NV_cooperative_matrix */
+    VkPhysicalDeviceCooperativeMatrixPropertiesNV cooperative_matrix_props;
+    bool has_atomic_int64, has_atomic_float, has_dot_product, has_cooperative_matrix;
+    /* VK_EXT_memory_budget: each heap's budget and this process's usage, when queried. */
+    bool has_memory_budget;
+    VkDeviceSize heap_budget[VK_MAX_MEMORY_HEAPS], heap_usage[VK_MAX_MEMORY_HEAPS];
+
     VkPhysicalDeviceMemoryProperties memory;
     uint32_t queue_family_count;
     VkQueueFamilyProperties queue_families[VKD_MAX_QUEUE_FAMILIES];
