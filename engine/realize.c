@@ -215,25 +215,6 @@ static void take_cause(kiln_context *ctx, char *cause) {
     base_error_clear(&ctx->err);
 }
 
-/* Runs the scheduled kernels in order and sets s->ran to the number that ran; on failure the
- * context's message names the call, the cause, and what did and did not run.
- *
- * Which kernels ran:
- * - The interpreter runs each kernel within eng_batch_run: a kernel ran when that call
- *   returned KILN_OK. (interp_run stops part-way only on an internal error, a load outside its
- *   buffer; such a kernel counts as not run, though it may have stored some elements.)
- * - On a device, eng_batch_run only records the kernel into the batch's command buffer, and
- *   eng_batch_finish submits that buffer and waits for it. A kernel refused by
- *   eng_program_get or eng_batch_run recorded nothing (vkd_batch_dispatch fails before its
- *   first vkCmd call) and the loop stops there, but eng_batch_finish still submits the kernels
- *   recorded before it. Those ran exactly when the submission happened, i.e. vkQueueSubmit
- *   succeeded (eng_batch_finish says so: the device's submit count rose): a failure before it
- * (vkEndCommandBuffer, vkResetFences, vkQueueSubmit) leaves the command buffer unexecuted (the next
- * realize resets it): nothing ran. A failure after it (the fence wait timed out or the device was
- *   lost, or reading the timestamps ran out of memory) comes after the kernels were handed to
- *   the queue, which cannot take them back: they ran (after a timeout they are still running,
- *   and the next batch waits for them before recording), and must not run again.
- * Kernels run in order, so those that ran are the first s->ran. */
 /* Progress of a realize that compiles for long (a first run's many kernels): once compiling
  * has taken ctx->progress_ns, "compiling kernels: i of n (name)" after each kernel compiled
  * (generated, or made from the disk cache), at most once per progress_ns, through the log
@@ -260,6 +241,25 @@ static void report_progress(kiln_context *ctx, progress *pr, size_t i, size_t to
                       p ? p->name : "?");
 }
 
+/* Runs the scheduled kernels in order and sets s->ran to the number that ran; on failure the
+ * context's message names the call, the cause, and what did and did not run.
+ *
+ * Which kernels ran:
+ * - The interpreter runs each kernel within eng_batch_run: a kernel ran when that call
+ *   returned KILN_OK. (interp_run stops part-way only on an internal error, a load outside its
+ *   buffer; such a kernel counts as not run, though it may have stored some elements.)
+ * - On a device, eng_batch_run only records the kernel into the batch's command buffer, and
+ *   eng_batch_finish submits that buffer and waits for it. A kernel refused by
+ *   eng_program_get or eng_batch_run recorded nothing (vkd_batch_dispatch fails before its
+ *   first vkCmd call) and the loop stops there, but eng_batch_finish still submits the kernels
+ *   recorded before it. Those ran exactly when the submission happened, i.e. vkQueueSubmit
+ *   succeeded (eng_batch_finish says so: the device's submit count rose): a failure before it
+ * (vkEndCommandBuffer, vkResetFences, vkQueueSubmit) leaves the command buffer unexecuted (the next
+ * realize resets it): nothing ran. A failure after it (the fence wait timed out or the device was
+ *   lost, or reading the timestamps ran out of memory) comes after the kernels were handed to
+ *   the queue, which cannot take them back: they ran (after a timeout they are still running,
+ *   and the next batch waits for them before recording), and must not run again.
+ * Kernels run in order, so those that ran are the first s->ran. */
 static kiln_status run_schedule(schedule *s, const char *call) {
     kiln_context *ctx = s->ctx;
     size_t total = s->kernels.len, recorded = 0;
