@@ -5,6 +5,12 @@
 #ifndef KILN_ENGINE_CACHE_VERSION_H
 #define KILN_ENGINE_CACHE_VERSION_H
 
-enum { ENG_CACHE_PAYLOAD_VERSION = 14 };
+enum { ENG_CACHE_PAYLOAD_VERSION = 15 };
+
+/* Where a kernel entry's payload holds the kernel's name (engine/eng.h eng_kernel_name): a
+ * NUL-padded string of ENG_CACHE_NAME_SIZE bytes at byte ENG_CACHE_NAME_OFFSET, in entries of
+ * this payload version whose first four bytes are ENG_CACHE_PAYLOAD_MAGIC (little-endian). */
+enum { ENG_CACHE_NAME_OFFSET = 68, ENG_CACHE_NAME_SIZE = 96 };
+#define ENG_CACHE_PAYLOAD_MAGIC 0x4e524b4bu /* "KKRN" */
 
 #endif

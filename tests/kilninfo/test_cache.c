@@ -45,7 +45,12 @@ static void fill_cache(void) {
         .directory = dir, .identity = &id, .payload_version = ENG_CACHE_PAYLOAD_VERSION};
     assert_int_equal(pcache_open(&opt, &pc, NULL), KILN_OK);
     assert_int_equal(pcache_put(pc, "\x01\x02\xab", 3, "payload", 7, NULL), KILN_OK);
-    assert_int_equal(pcache_put(pc, "second", 6, "x", 1, NULL), KILN_OK);
+    /* A kernel entry as the engine lays it out: its magic, then its name at the name offset. */
+    unsigned char kernel[ENG_CACHE_NAME_OFFSET + ENG_CACHE_NAME_SIZE + 4] = {0};
+    for (int i = 0; i < 4; i++)
+        kernel[i] = (unsigned char)(ENG_CACHE_PAYLOAD_MAGIC >> (8 * i));
+    memcpy(kernel + ENG_CACHE_NAME_OFFSET, "E_add_4x8", 9);
+    assert_int_equal(pcache_put(pc, "second", 6, kernel, sizeof kernel, NULL), KILN_OK);
     pcache_close(pc);
     opt.payload_version = ENG_CACHE_PAYLOAD_VERSION - 1;
     assert_int_equal(pcache_open(&opt, &pc, NULL), KILN_OK);
@@ -71,6 +76,7 @@ static void test_kilninfo_cache_lists_and_clears(void **state) {
     assert_non_null(strstr(out, dir));
     assert_non_null(strstr(out, "0102ab "));
     assert_non_null(strstr(out, "7365636f6e64")); /* "second" */
+    assert_non_null(strstr(out, " E_add_4x8\n")); /* its kernel's name */
     assert_non_null(strstr(out, "corrupt"));
     assert_non_null(strstr(out, "10005:0000"));
     assert_non_null(strstr(out, "4 entries"));
@@ -80,7 +86,8 @@ static void test_kilninfo_cache_lists_and_clears(void **state) {
              "ASAN_OPTIONS=detect_leaks=0 KILN_CACHE_DIR=%s %s --cache --json | %s -c "
              "\"import json,sys; d=json.load(sys.stdin)['cache']; "
              "print(d['count'], sorted(e['state'] for e in d['entries']), "
-             "sum(e['size'] for e in d['entries']) == d['bytes'])\"",
+             "sum(e['size'] for e in d['entries']) == d['bytes'], "
+             "sorted(e['name'] for e in d['entries']))\"",
              dir, KILNINFO_PATH, PYTHON_PATH);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
@@ -89,7 +96,7 @@ static void test_kilninfo_cache_lists_and_clears(void **state) {
     assert_int_equal(pclose(p), 0);
     /* The engine's entries are ok (kilninfo judges them with the engine's payload version);
      * only the other version's is stale. */
-    assert_string_equal(out, "4 ['corrupt', 'ok', 'ok', 'stale'] True\n");
+    assert_string_equal(out, "4 ['corrupt', 'ok', 'ok', 'stale'] True ['', '', '', 'E_add_4x8']\n");
     /* Clearing removes the four cache files and nothing else. */
     assert_int_equal(run("--cache-clear", out, sizeof out), 0);
     assert_non_null(strstr(out, "removed 4 cache files"));
