@@ -930,10 +930,9 @@ static void name_op(namer *n, const char *op) {
     if (n->count == NAME_OPS)
         return;
     char *low = n->lower[n->count];
-    size_t i = 0;
-    for (; op[i] && i + 1 < sizeof n->lower[0]; i++)
-        low[i] = (char)(op[i] >= 'A' && op[i] <= 'Z' ? op[i] - 'A' + 'a' : op[i]);
-    low[i] = '\0';
+    snprintf(low, sizeof n->lower[0], "%s", op);
+    for (char *c = low; *c; c++)
+        *c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
     for (uint32_t j = 0; j < n->count; j++) {
         if (strcmp(n->ops[j], low) == 0)
             return;

@@ -1088,7 +1088,7 @@ static kiln_status check_empty_reductions(kiln_context *ctx, const eng_kernel *k
 
 kiln_status eng_batch_run(kiln_context *ctx, eng_batch *b, const eng_program *p,
                           const eng_kernel *k) {
-    uint64_t n;
+    uint64_t n = 0; /* set by global_size (gcc -O3 cannot tell) */
     kiln_status st = check_empty_reductions(ctx, k);
     if (st == KILN_OK)
         st = global_size(ctx, k, &n);
