@@ -19,8 +19,10 @@ root=$(pwd)
 build_packages=(cmake ninja-build gcc g++ libc6-dev pkg-config libvulkan-dev libvulkan1
                 libvulkan-volk-dev spirv-headers spirv-tools mesa-vulkan-drivers)
 # clang and libclang-rt-14-dev: the libFuzzer build (docs/fuzzing.md); the runtime is only a
-# recommendation of clang, which --no-install-recommends leaves out.
-test_packages=(libcmocka-dev vulkan-validationlayers python3 clang libclang-rt-14-dev)
+# recommendation of clang, which --no-install-recommends leaves out. python3-jsonschema:
+# kilninfo's JSON against its schema (tests/kilninfo/check_schema.py).
+test_packages=(libcmocka-dev vulkan-validationlayers python3 python3-jsonschema clang
+               libclang-rt-14-dev)
 bench_packages=(glslc python3-numpy)
 
 say() { printf 'kiln.sh: %s\n' "$*" >&2; }

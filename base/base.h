@@ -208,6 +208,9 @@ bool base_log_enabled(base_log_level level);
  * thread's route (base_log_route_set), the process-wide callback (kiln_set_log_callback),
  * stderr. */
 void base_log(base_log_level level, const char *module, const char *fmt, ...) BASE_PRINTF(3, 4);
+/* Progress of long work, at BASE_LOG_INFO whatever KILN_DEBUG says (a long compile is never
+ * silent), by the same route. */
+void base_log_progress(const char *module, const char *fmt, ...) BASE_PRINTF(2, 3);
 
 /* Where a context's messages go: its callback (fn NULL: the process-wide default). */
 typedef struct base_log_route {

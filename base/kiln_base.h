@@ -76,7 +76,9 @@ typedef void *(*kiln_alloc_fn)(void *user, void *ptr, size_t osize, size_t nsize
 
 /* The levels of log messages. KILN_DEBUG sets which are logged (read once per process): unset or
  * 0 logs errors and warnings; 1 adds KILN_LOG_INFO (statistics per realize), 2 KILN_LOG_DEBUG,
- * 3 and more KILN_LOG_TRACE (kernel IR and SPIR-V). A callback receives only those. */
+ * 3 and more KILN_LOG_TRACE (kernel IR and SPIR-V). A callback receives only those, and the
+ * progress of long work at any KILN_DEBUG (KILN_LOG_INFO, "compiling kernels: 3 of 40 (name)",
+ * once a realize has compiled for a second). */
 typedef enum kiln_log_level {
     KILN_LOG_ERROR = 0,
     KILN_LOG_WARN = 1,

@@ -52,15 +52,29 @@ const base_log_route *base_log_route_set(const base_log_route *route) {
     return prev;
 }
 
+static void log_message(base_log_level level, const char *module, const char *fmt, va_list ap)
+    BASE_PRINTF(3, 0);
+
 void base_log(base_log_level level, const char *module, const char *fmt, ...) {
-    static const char *const names[] = {"error", "warning", "info", "debug", "trace"};
     if (!base_log_enabled(level))
         return;
-    char message[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(message, sizeof message, fmt, ap);
+    log_message(level, module, fmt, ap);
     va_end(ap);
+}
+
+void base_log_progress(const char *module, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    log_message(BASE_LOG_INFO, module, fmt, ap);
+    va_end(ap);
+}
+
+static void log_message(base_log_level level, const char *module, const char *fmt, va_list ap) {
+    static const char *const names[] = {"error", "warning", "info", "debug", "trace"};
+    char message[1024];
+    vsnprintf(message, sizeof message, fmt, ap);
     base_log_route route = {0};
     if (thread_route && thread_route->fn) {
         route = *thread_route;

@@ -18,11 +18,11 @@ mkdir -p "$out"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 KILN_CACHE=0 KILN_DEBUG=4 KILN_BENCH_PAIRS=${KILN_BENCH_PAIRS:-1} "$@" >/dev/null 2>"$log" || true
-# "kiln spirv: trace: kernel <hash>, workgroup <n>: <words> words" starts a module.
+# "kiln spirv: trace: kernel <name> (<hash>), workgroup <n>: <words> words" starts a module.
 awk -v out="$out" '
-    /^kiln spirv: trace: kernel [0-9a-f]+, workgroup [0-9]+: [0-9]+ words$/ {
+    /^kiln spirv: trace: kernel [^ ]+ \([0-9a-f]+\), workgroup [0-9]+: [0-9]+ words$/ {
         if (file) close(file)
-        hash = $5; sub(",", "", hash)
+        hash = $6; gsub(/[(),]/, "", hash)
         file = out "/" hash ".spvasm"
         printf "" > file
         next
@@ -35,9 +35,9 @@ for asm in "$out"/*.spvasm; do
     spirv-as --target-env vulkan1.3 "$asm" -o "${asm%.spvasm}.spv"
     rm -f "$asm"
 done
-grep -o "kernel [0-9a-f]*, workgroup [0-9]*" "$log" | sort -u | while read -r _ hash _ wg; do
-    hash=${hash%,}
-    runs=$(grep -o "kernel [a-zA-Z]_$hash: [0-9]* invocations" "$log" | awk '{print $3}' |
+grep -o "kernel [^ ]* ([0-9a-f]*), workgroup [0-9]*" "$log" | sort -u | while read -r _ name hash _ wg; do
+    hash=${hash//[(),]/}
+    runs=$(grep -o "kernel [^ ]* ($hash): [0-9]* invocations" "$log" | awk '{print $4}' |
         sort -u | tr '\n' ' ')
-    echo "$out/$hash.spv: workgroup $wg, invocations per dispatch: ${runs:-none}"
+    echo "$out/$hash.spv ($name): workgroup $wg, invocations per dispatch: ${runs:-none}"
 done

@@ -1,6 +1,7 @@
 /* The disk cache of compiled kernels (shaders_cache/ stores opaque entries; this file decides
  * what a kernel's key and payload are). A kernel found on disk skips lowering and emission:
  * its SPIR-V words and everything needed to dispatch them come back from the payload. */
+#include "cache_version.h"
 #include "eng.h"
 
 #include <string.h>
@@ -11,19 +12,24 @@
  * octets, and one-output reductions in steps of eight; 12: view offsets and mask bounds as
  * parameters, their alignment in the key and the payload, redirects; 13: explicit
  * float-to-integer casts, pow's special values, tanh near 0, loops within lavapipe's 65535
- * passes): another value makes every entry a miss.
+ * passes; 15: the kernel's name; the number lives in cache_version.h): another value makes every
+ * entry a miss.
  *
  * Payload: magic, version, flags (1: parameters in a buffer, 2: a redirect), index type,
  * parameter count, binding count, push-constant size, workgroup size, word count, the
- * alignment the code relies on (ALIGN_WORDS words, a byte per parameter: 0, 4 or 8), then
- * the SPIR-V words. A redirect has no words: the variant asked for (the key's alignment) has
+ * alignment the code relies on (ALIGN_WORDS words, a byte per parameter: 0, 4 or 8), the
+ * kernel's name (NAME_WORDS words, NUL-padded: kilninfo --cache lists it), then the SPIR-V
+ * words. A redirect has no words: the variant asked for (the key's alignment) has
  * the code of the variant its alignment names, stored under that one's key. */
-enum { CACHE_PAYLOAD_VERSION = 14, ALIGN_WORDS = ENG_MAX_PARAMS / 4 };
+enum { CACHE_PAYLOAD_VERSION = ENG_CACHE_PAYLOAD_VERSION, ALIGN_WORDS = ENG_MAX_PARAMS / 4 };
 /* The key: 40 bytes, an alignment byte per parameter, a window byte per buffer, S's log2. */
-enum { CACHE_HEADER_WORDS = 9 + ALIGN_WORDS };
+enum { NAME_WORDS = ENG_NAME_MAX / 4, CACHE_HEADER_WORDS = 9 + ALIGN_WORDS + NAME_WORDS };
+_Static_assert(ENG_CACHE_NAME_OFFSET == 4 * (9 + ALIGN_WORDS) &&
+                   ENG_CACHE_NAME_SIZE == 4 * NAME_WORDS,
+               "cache_version.h places the name where the payload has it");
 enum { CACHE_KEY_SIZE = 41 + ENG_MAX_PARAMS + ENG_MAX_BUFFERS };
 enum { FLAG_PARAMS_IN_BUFFER = 1, FLAG_REDIRECT = 2 };
-static const uint32_t payload_magic = 0x4e524b4bu; /* "KKRN" */
+static const uint32_t payload_magic = ENG_CACHE_PAYLOAD_MAGIC;
 
 kiln_status eng_cache_open(kiln_context *ctx, const kiln_context_options *opt,
                            const vkd_device_info *info, vkd_device_options *dopt) {
@@ -188,6 +194,9 @@ static void entry_put(kiln_context *ctx, const eng_kernel *k, const eng_program 
     put_u32(b + 28, p->workgroup_size);
     put_u32(b + 32, (uint32_t)word_count);
     memcpy(b + 36, p->align, ENG_MAX_PARAMS);
+    size_t name_len = strlen(p->name); /* < ENG_NAME_MAX: the padding keeps a NUL */
+    memset(b + ENG_CACHE_NAME_OFFSET, 0, ENG_CACHE_NAME_SIZE);
+    memcpy(b + ENG_CACHE_NAME_OFFSET, p->name, name_len);
     for (size_t i = 0; i < word_count; i++)
         put_u32(b + 4 * (CACHE_HEADER_WORDS + i), words[i]);
     unsigned char key[CACHE_KEY_SIZE];

@@ -1,6 +1,7 @@
 /* The context: allocator, sticky first error, the symbolic and shape contexts, statistics, and
  * the public expression (Variable) API. */
 #include "eng.h"
+#include "eng_testing.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -97,6 +98,8 @@ kiln_status eng_context_create(const kiln_context_options *opt, const eng_extern
     ctx->log = (base_log_route){opt->log, opt->log ? opt->log_user : NULL};
     eng_log_enter(ctx); /* creation's messages go to the context's callback too */
     ctx->free_slot = UINT32_MAX;
+    /* A realize's compiles report progress once they take a second (tests: from the first). */
+    ctx->progress_ns = eng_testing_options()->progress_always ? 0 : 1000000000;
     base_arena_init(&ctx->arena, &alloc, 64 * 1024);
     base_map_init(&ctx->nodes, &alloc);
     base_map_init(&ctx->programs, &alloc);
@@ -116,6 +119,7 @@ kiln_status eng_context_create(const kiln_context_options *opt, const eng_extern
         kiln_context_destroy(ctx); /* gives the thread's route back */
         return st;
     }
+    eng_trace_open(ctx);
     eng_log_leave(ctx);
     *out = ctx;
     return KILN_OK;
@@ -127,6 +131,7 @@ void kiln_context_destroy(kiln_context *ctx) {
     eng_log_enter(ctx);       /* validation messages of the device's destruction, ... */
     eng_registry_remove(ctx); /* its handles name no context from now on */
     eng_lifetime_finish(ctx);
+    eng_trace_close(ctx); /* the file is complete JSON from here */
     eng_runtime_finish(ctx);
     shape_ctx_destroy(ctx->shape);
     sym_ctx_destroy(ctx->sym);

@@ -207,8 +207,11 @@ typedef struct eng_kernel {
 } eng_kernel;
 
 /* A compiled kernel, kept in the context's memory cache by AST hash. */
+enum { ENG_NAME_MAX = 96 }; /* a kernel's name (eng_kernel_name), with its hash suffix */
+
 typedef struct eng_program {
     uint64_t hash;
+    char name[ENG_NAME_MAX]; /* unique among the context's kernels (runtime.c name_program) */
     ir_kernel ir;
     vkd_pipeline *pipeline; /* NULL with the interpreter */
     /* Specialisation: a variant compiled under an assumption about the kernel's Variables is
@@ -293,21 +296,23 @@ struct kiln_context {
     uint64_t next_id;
     uint64_t next_mark;
     bool interpreter;
-    bool force_specialization;     /* test-only: specialise symbolic sizes too (guards) */
-    bool timing;                   /* timestamp queries around each realize's batch */
-    uint32_t parallelism;          /* invocations worth keeping busy (splits big reductions) */
-    uint32_t group_lanes;          /* lanes per output of a group reduction (a power of two) */
-    uint32_t test_group_lanes;     /* eng_testing.group_lanes */
-    bool test_gpu_tuning;          /* eng_testing.gpu_tuning */
-    uint32_t test_tile[5];         /* eng_testing.tile_ew, _rows, _cols, _vector_cols,
-                                    * _block_rows */
-    uint32_t tile_ew;              /* outputs per invocation of an elementwise kernel */
-    uint32_t tile_ew_one;          /* of one that reads a single buffer (lower.c) */
-    uint32_t tile_ew_shared;       /* of one that reads an element for a whole row (lower.c) */
-    bool opaque_multipliers;       /* emit_options.opaque_multipliers: CPU devices */
-    bool paired_vectors;           /* emit_options.paired_vectors: CPU devices with int64 */
-    bool octets;                   /* vector accesses of eight elements where they line up
-                                      (LOAD8/STORE8, lower.c): with paired_vectors */
+    bool force_specialization; /* test-only: specialise symbolic sizes too (guards) */
+    bool timing;               /* timestamp queries around each realize's batch */
+    struct eng_trace *trace;   /* KILN_TRACE's file (trace.c); NULL: not tracing */
+    int64_t progress_ns;       /* compiling longer than this reports progress (eng_testing: 0) */
+    uint32_t parallelism;      /* invocations worth keeping busy (splits big reductions) */
+    uint32_t group_lanes;      /* lanes per output of a group reduction (a power of two) */
+    uint32_t test_group_lanes; /* eng_testing.group_lanes */
+    bool test_gpu_tuning;      /* eng_testing.gpu_tuning */
+    uint32_t test_tile[5];     /* eng_testing.tile_ew, _rows, _cols, _vector_cols,
+                                * _block_rows */
+    uint32_t tile_ew;          /* outputs per invocation of an elementwise kernel */
+    uint32_t tile_ew_one;      /* of one that reads a single buffer (lower.c) */
+    uint32_t tile_ew_shared;   /* of one that reads an element for a whole row (lower.c) */
+    bool opaque_multipliers;   /* emit_options.opaque_multipliers: CPU devices */
+    bool paired_vectors;       /* emit_options.paired_vectors: CPU devices with int64 */
+    bool octets;               /* vector accesses of eight elements where they line up
+                                  (LOAD8/STORE8, lower.c): with paired_vectors */
     uint32_t tile_rows, tile_cols; /* register tile of a reduction with a 2-D output */
     uint32_t tile_vector_cols;     /* columns of a reduction's tile that only reads vectors */
     uint32_t tile_block_rows, tile_block_cols; /* items of a load-sharing tiled kernel in blocks */
@@ -462,6 +467,29 @@ void eng_lifetime_finish(kiln_context *ctx);
  * first). */
 kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, eng_node **needs,
                              uint32_t cap, uint32_t *need_count);
+
+/* The kernel's name, tinygrad style: its kind (R: reductions, W: a write into a view of an
+ * existing storage, C: a copy, no arithmetic; E: elementwise), the ops it runs (reductions as
+ * sum, prod, max, argmax, min; at most six, in the order they first run) and its output dims,
+ * Variables by name: "E_add_mul_exp_64x128", "R_exp_sum_batch_x_10". Kernels that differ may
+ * share a name (runtime.c adds a short hash where two do); snprintf contract. */
+size_t eng_kernel_name(const eng_kernel *k, char *buf, size_t cap);
+
+/* ---- trace.c: KILN_TRACE's timeline (Chrome trace events) ---- */
+
+typedef struct eng_trace eng_trace;
+enum { ENG_TRACE_HOST = 1, ENG_TRACE_DEVICE = 2 }; /* the tracks (trace "tid"s) */
+/* KILN_TRACE names a file (contexts then time each dispatch). */
+bool eng_trace_wanted(void);
+/* Opens the context's trace file when KILN_TRACE is set (a warning and no trace when it cannot
+ * be written); close writes its end. Both no-ops without a trace. */
+void eng_trace_open(kiln_context *ctx);
+void eng_trace_close(kiln_context *ctx);
+/* One span of track from start_ns to end_ns (base_now_ns times); args: JSON object members
+ * ("\"invocations\": 64") or NULL. A no-op unless tracing. */
+void eng_trace_span(kiln_context *ctx, uint32_t track, const char *cat, const char *name,
+                    int64_t start_ns, int64_t end_ns, const char *args);
+void eng_trace_flush(kiln_context *ctx);
 
 /* A readable rendering of the kernel AST (KILN_DEBUG=3); snprintf contract. */
 size_t eng_kernel_dump(const eng_kernel *k, char *buf, size_t cap);

@@ -46,6 +46,9 @@ typedef struct eng_testing {
     /* Vector accesses as vectors of four elements only (on a CPU device with 64-bit integers
      * they move as 64-bit integers, eight at a time where they line up: engine/emit.c). */
     bool unpaired_vectors;
+    /* Report the progress of a realize's compiles after every kernel compiled ("compiling
+     * kernels: i of n"), not only once compiling has taken a second (realize.c). */
+    bool progress_always;
 } eng_testing;
 
 /* Sets the overrides of the contexts created from now on (NULL: none). */

@@ -879,7 +879,9 @@ size_t eng_kernel_dump(const eng_kernel *k, char *buf, size_t cap) {
     text t = {buf, cap, 0};
     if (buf && cap)
         buf[0] = '\0';
-    put(&t, "kernel %016llx: for ", (unsigned long long)k->hash);
+    char name[ENG_NAME_MAX];
+    eng_kernel_name(k, name, sizeof name);
+    put(&t, "kernel %s (%016llx): for ", name, (unsigned long long)k->hash);
     put_sym(&t, k->gidx);
     put(&t, " < ");
     put_sym(&t, k->numel);
@@ -907,5 +909,103 @@ size_t eng_kernel_dump(const eng_kernel *k, char *buf, size_t cap) {
     put(&t, "] = ");
     put_kast(&t, k->value);
     put(&t, "\n");
+    return t.len;
+}
+
+/* ---- names ------------------------------------------------------------------------------------
+ */
+
+enum { NAME_OPS = 6, NAME_VISITS = 4096 };
+
+/* The ops a kernel's name lists: distinct, in the order they first run, at most NAME_OPS; the
+ * walk of a value stops after NAME_VISITS nodes (an AST is a DAG: shared subtrees are walked
+ * again, which must not run away). */
+typedef struct namer {
+    const char *ops[NAME_OPS];
+    uint32_t count, visits;
+    char lower[NAME_OPS][16]; /* lowercase op names */
+} namer;
+
+static void name_op(namer *n, const char *op) {
+    if (n->count == NAME_OPS)
+        return;
+    char *low = n->lower[n->count];
+    snprintf(low, sizeof n->lower[0], "%s", op);
+    for (char *c = low; *c; c++)
+        *c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+    for (uint32_t j = 0; j < n->count; j++) {
+        if (strcmp(n->ops[j], low) == 0)
+            return;
+    }
+    n->ops[n->count++] = low;
+}
+
+/* The value's ops, operands first (the order they run in). */
+static void name_value(namer *n, const kast *a) {
+    if (!a || ++n->visits > NAME_VISITS)
+        return;
+    for (uint32_t i = 0; i < a->nsrc; i++)
+        name_value(n, a->src[i]);
+    if (a->kind == KAST_ALU)
+        name_op(n, ir_op_name(a->op));
+    else if (a->kind == KAST_RAND)
+        name_op(n, "rand");
+    else if (a->kind == KAST_INDEX)
+        name_op(n, "index");
+}
+
+static const char *reduction_name(const eng_reduction *r) {
+    switch (r->op) {
+    case IR_ADD:
+        return "sum";
+    case IR_MUL:
+        return "prod";
+    case IR_MAX:
+        return r->arg ? "argmax" : "max";
+    default:
+        return "min";
+    }
+}
+
+/* A dim of the name: a constant or a Variable as it is ("64", "batch"), an expression without
+ * spaces ("(batch*2)"). */
+static void name_dim(text *t, const sym_node *d, bool *numeric) {
+    char s[48];
+    size_t len = sym_render(d, s, sizeof s), j = 0;
+    if (len >= sizeof s)
+        snprintf(s, sizeof s, "?");
+    *numeric = true;
+    for (size_t i = 0; s[i]; i++) {
+        *numeric = *numeric && ((s[i] >= '0' && s[i] <= '9') || (i == 0 && s[i] == '-'));
+        if (s[i] != ' ')
+            s[j++] = s[i];
+    }
+    s[j] = '\0';
+    put(t, "%s", s);
+}
+
+size_t eng_kernel_name(const eng_kernel *k, char *buf, size_t cap) {
+    text t = {buf, cap, 0};
+    if (buf && cap)
+        buf[0] = '\0';
+    namer n = {.count = 0};
+    for (uint32_t i = 0; i < k->reduction_count; i++) {
+        name_value(&n, k->reductions[i].value);
+        name_op(&n, reduction_name(&k->reductions[i]));
+    }
+    name_value(&n, k->value);
+    char kind = k->reduction_count ? 'R' : k->out_index ? 'W' : n.count ? 'E' : 'C';
+    put(&t, "%c", kind);
+    for (uint32_t i = 0; i < n.count; i++)
+        put(&t, "_%s", n.ops[i]);
+    bool prev_numeric = false;
+    for (uint32_t d = 0; d < k->ndim; d++) {
+        char dim[48];
+        text dt = {dim, sizeof dim, 0};
+        bool numeric;
+        name_dim(&dt, k->dims[d], &numeric);
+        put(&t, "%s%s", d == 0 ? "_" : numeric && prev_numeric ? "x" : "_x_", dim);
+        prev_numeric = numeric;
+    }
     return t.len;
 }

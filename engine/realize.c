@@ -216,6 +216,32 @@ static void take_cause(kiln_context *ctx, char *cause) {
     base_error_clear(&ctx->err);
 }
 
+/* Progress of a realize that compiles for long (a first run's many kernels): once compiling
+ * has taken ctx->progress_ns, "compiling kernels: i of n (name)" after each kernel compiled
+ * (generated, or made from the disk cache), at most once per progress_ns, through the log
+ * whatever KILN_DEBUG says. */
+typedef struct progress {
+    int64_t began, reported;
+    uint64_t compiles; /* kernels compiled before the lookup */
+} progress;
+
+static uint64_t compiles(const kiln_context *ctx) {
+    return ctx->stats.kernels_compiled + ctx->stats.disk_hits;
+}
+
+static void report_progress(kiln_context *ctx, progress *pr, size_t i, size_t total,
+                            const eng_program *p) {
+    if (compiles(ctx) == pr->compiles)
+        return; /* found in the memory cache */
+    pr->compiles = compiles(ctx);
+    int64_t now = base_now_ns();
+    if (now - pr->began < ctx->progress_ns || now - pr->reported < ctx->progress_ns)
+        return;
+    pr->reported = now;
+    base_log_progress("engine", "compiling kernels: %zu of %zu (%s)", i + 1, total,
+                      p ? p->name : "?");
+}
+
 /* Runs the scheduled kernels in order and sets s->ran to the number that ran; on failure the
  * context's message names the call, the cause, and what did and did not run.
  *
@@ -238,6 +264,7 @@ static void take_cause(kiln_context *ctx, char *cause) {
 static kiln_status run_schedule(schedule *s, const char *call) {
     kiln_context *ctx = s->ctx;
     size_t total = s->kernels.len, recorded = 0;
+    progress pr = {.began = base_now_ns(), .reported = INT64_MIN / 2, .compiles = compiles(ctx)};
     s->ran = 0;
     eng_batch *batch;
     kiln_status st = eng_batch_begin(ctx, &batch);
@@ -252,6 +279,8 @@ static kiln_status run_schedule(schedule *s, const char *call) {
     while (st == KILN_OK && recorded < total) {
         eng_program *p;
         st = eng_program_get(ctx, &s->kernels.data[recorded], &p);
+        if (st == KILN_OK)
+            report_progress(ctx, &pr, recorded, total, p);
         if (st == KILN_OK)
             st = eng_batch_run(ctx, batch, p, &s->kernels.data[recorded]);
         recorded += st == KILN_OK;
@@ -309,6 +338,32 @@ static void let_go(schedule *s) {
         eng_node_unref(s->ctx, s->kernels.data[i].output);
 }
 
+/* KILN_DEBUG=1: two lines per realize, this realize's figures (the difference from before)
+ * and then the context's totals, each field named:
+ *   realize: 3 kernels (2 compiled in 1.204 ms, 1 from the memory cache, 0 from disk),
+ *            3 dispatches, device 0.310 ms
+ *   totals: 4 realizes, 9 kernels compiled in 3.1 ms, 4 memory-cache hits, 2 disk hits,
+ *           1 disk miss, 11 dispatches, device 1.020 ms */
+static void log_stats(kiln_context *ctx, size_t kernels, const kiln_stats *b) {
+    const kiln_stats *t = &ctx->stats;
+    base_log(BASE_LOG_INFO, "engine",
+             "realize: %zu kernels (%llu compiled in %.3f ms, %llu from the memory cache, %llu "
+             "from disk), %llu dispatches, device %.3f ms",
+             kernels, (unsigned long long)(t->kernels_compiled - b->kernels_compiled),
+             (double)(t->codegen_ns - b->codegen_ns) / 1e6,
+             (unsigned long long)(t->kernels_cached - b->kernels_cached),
+             (unsigned long long)(t->disk_hits - b->disk_hits),
+             (unsigned long long)(t->dispatches - b->dispatches),
+             (double)(t->device_time_ns - b->device_time_ns) / 1e6);
+    base_log(BASE_LOG_INFO, "engine",
+             "totals: %llu realizes, %llu kernels compiled in %.3f ms, %llu memory-cache hits, "
+             "%llu disk hits, %llu disk misses, %llu dispatches, device %.3f ms",
+             (unsigned long long)t->realizes, (unsigned long long)t->kernels_compiled,
+             (double)t->codegen_ns / 1e6, (unsigned long long)t->kernels_cached,
+             (unsigned long long)t->disk_hits, (unsigned long long)t->disk_misses,
+             (unsigned long long)t->dispatches, (double)t->device_time_ns / 1e6);
+}
+
 /* Realizes nodes for the public call named call: schedule, then run (kernels are built,
  * looked up or compiled, and dispatched as they run). */
 static kiln_status realize_impl(kiln_context *ctx, const char *call, uint32_t count,
@@ -317,19 +372,22 @@ static kiln_status realize_impl(kiln_context *ctx, const char *call, uint32_t co
     if (sticky != KILN_OK)
         return sticky;
     schedule s = {.ctx = ctx};
+    kiln_stats before = ctx->stats; /* this realize's figures are the difference */
+    int64_t start = base_now_ns();
     kiln_status st = KILN_OK;
     for (uint32_t i = 0; st == KILN_OK && i < count; i++)
         st = schedule_node(&s, nodes[i]);
+    eng_trace_span(ctx, ENG_TRACE_HOST, "schedule", "schedule", start, base_now_ns(), NULL);
     if (st != KILN_OK) {
         char cause[BASE_ERROR_MESSAGE_MAX];
         take_cause(ctx, cause);
         base_error_set(&ctx->err, st, "%s: scheduling failed (%.*s): no kernel ran", call,
                        CAUSE_MAX, cause);
     }
-    uint64_t pipelines = ctx->stats.pipelines_created;
     if (st == KILN_OK)
         st = run_schedule(&s, call);
-    if (st == KILN_OK && !ctx->blob_saved && ctx->stats.pipelines_created > pipelines) {
+    if (st == KILN_OK && !ctx->blob_saved &&
+        ctx->stats.pipelines_created > before.pipelines_created) {
         eng_cache_save_pipelines(ctx); /* after the program's first burst of compiles */
         ctx->blob_saved = true;
     }
@@ -338,13 +396,13 @@ static kiln_status realize_impl(kiln_context *ctx, const char *call, uint32_t co
     let_go(&s);
     ctx->stats.realizes++;
     if (base_log_verbosity() >= 1)
-        base_log(BASE_LOG_INFO, "engine",
-                 "realize: %zu kernels; compiled %llu (%.3f ms), cached %llu, dispatches %llu, "
-                 "device %.3f ms",
-                 s.kernels.len, (unsigned long long)ctx->stats.kernels_compiled,
-                 (double)ctx->stats.codegen_ns / 1e6, (unsigned long long)ctx->stats.kernels_cached,
-                 (unsigned long long)ctx->stats.dispatches,
-                 (double)ctx->stats.device_time_ns / 1e6);
+        log_stats(ctx, s.kernels.len, &before);
+    if (ctx->trace) {
+        char args[64];
+        snprintf(args, sizeof args, "\"kernels\": %zu", s.kernels.len);
+        eng_trace_span(ctx, ENG_TRACE_HOST, "realize", call, start, base_now_ns(), args);
+        eng_trace_flush(ctx);
+    }
     BASE_VEC_FREE(&ctx->alloc, &s.kernels);
     BASE_VEC_FREE(&ctx->alloc, &s.stack);
     BASE_VEC_FREE(&ctx->alloc, &s.walk);

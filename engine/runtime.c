@@ -115,7 +115,7 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
         return KILN_OK;
     }
     ctx->force_specialization = testing->force_specialization;
-    ctx->timing = opt->timing || base_log_verbosity() >= 1;
+    ctx->timing = opt->timing || base_log_verbosity() >= 1 || eng_trace_wanted();
     vkd_instance_options io = {
         .validation = opt->validation, .alloc = &ctx->alloc, .app_name = "kiln"};
     base_error err = {0};
@@ -420,9 +420,9 @@ static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_p
     count_codegen(ctx, start);
     if (st != KILN_OK)
         return base_error_set(&ctx->err, st, "SPIR-V emission: %s", base_error_message(&err));
-    char label[80]; /* bench/kiln_spv.sh reads these */
-    snprintf(label, sizeof label, "kernel %016llx, workgroup %u", (unsigned long long)k->hash,
-             p->workgroup_size);
+    char label[ENG_NAME_MAX + 64]; /* bench/kiln_spv.sh reads these */
+    snprintf(label, sizeof label, "kernel %s (%016llx), workgroup %u", p->name,
+             (unsigned long long)k->hash, p->workgroup_size);
     spv_debug_dump(r.words, r.word_count, label);
     /* Under the validation layer, every module also passes SPIRV-Tools' validator (when the
      * build has it): a code-generation bug shows as an error, not as a wrong result. */
@@ -717,8 +717,11 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
         ctx->interpreter ? KILN_ERROR_NOT_FOUND : eng_cache_load(ctx, k, p, &words, &count);
     if (st == KILN_OK) {
         p->same = twin_of(ctx, k, p);
+        int64_t start = base_now_ns();
         if (!p->same)
             st = pipeline_from_words(ctx, p, words, count);
+        eng_trace_span(ctx, ENG_TRACE_HOST, "pipeline", p->name, start, base_now_ns(),
+                       "\"from\": \"disk cache\"");
         base_free(&ctx->alloc, words, count * sizeof *words);
         return st;
     }
@@ -727,6 +730,7 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
     int64_t start = base_now_ns();
     st = lower_variant(ctx, k, p);
     count_codegen(ctx, start);
+    eng_trace_span(ctx, ENG_TRACE_HOST, "codegen", p->name, start, base_now_ns(), NULL);
     if (st != KILN_OK)
         return st;
     p->same = twin_of(ctx, k, p);
@@ -753,7 +757,12 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
     p->index_type = p->ir.index_type;
     p->param_count = p->ir.param_count;
     p->binding_count = p->ir.buffer_count;
-    return ctx->interpreter ? KILN_OK : create_pipeline(ctx, k, p, asked);
+    if (ctx->interpreter)
+        return KILN_OK;
+    start = base_now_ns(); /* SPIR-V emission, the driver's compile, the disk cache's copy */
+    st = create_pipeline(ctx, k, p, asked);
+    eng_trace_span(ctx, ENG_TRACE_HOST, "pipeline", p->name, start, base_now_ns(), NULL);
+    return st;
 }
 
 static void gather_kast(const kast *a, const sym_node **out, uint32_t cap, uint32_t *n) {
@@ -831,6 +840,26 @@ static void keep_expressions(kiln_context *ctx, const eng_kernel *k, eng_program
     }
 }
 
+/* Names p after its kernel (eng_kernel_name); where another kernel of the context has that
+ * name, a short hash follows it ("E_add_64_3f2a"): a name tells kernels apart. Variants of one
+ * kernel share its name. */
+static void name_program(kiln_context *ctx, const eng_kernel *k, eng_program *p) {
+    eng_kernel_name(k, p->name, sizeof p->name - 6);
+    for (const eng_program *q = ctx->program_list; q; q = q->next) {
+        if (q->hash == k->hash) { /* a variant: the name the kernel has */
+            memcpy(p->name, q->name, sizeof p->name);
+            return;
+        }
+    }
+    for (const eng_program *q = ctx->program_list; q; q = q->next) {
+        if (strcmp(q->name, p->name) == 0) {
+            size_t len = strlen(p->name);
+            snprintf(p->name + len, sizeof p->name - len, "_%04x", (unsigned)(k->hash & 0xffff));
+            return;
+        }
+    }
+}
+
 kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program **out) {
     uint32_t windows[ENG_MAX_BUFFERS], log2;
     kiln_status wst = storage_windows(ctx, k, windows, &log2);
@@ -849,6 +878,7 @@ kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program 
     if (!p)
         return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a kernel");
     p->hash = k->hash;
+    name_program(ctx, k, p);
     p->workgroup_size = workgroup_size(ctx);
     memcpy(p->windows, windows, sizeof p->windows);
     p->window_log2 = log2;
@@ -882,9 +912,9 @@ kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program 
  */
 
 typedef struct dispatched {
+    const eng_program *program;
     uint64_t hash;
     uint64_t size;
-    bool reduce;
 } dispatched;
 
 struct eng_batch {
@@ -910,9 +940,9 @@ kiln_status eng_batch_begin(kiln_context *ctx, eng_batch **out) {
         b->batch = ctx->batch;
         /* A timestamp costs a wait for idle on lavapipe: none unless timing was asked for;
          * then the whole batch, and each kernel when KILN_DEBUG=2 prints one line each. */
-        vkd_batch_timing(b->batch, !ctx->timing                ? VKD_TIME_NONE
-                                   : base_log_verbosity() >= 2 ? VKD_TIME_EACH
-                                                               : VKD_TIME_BATCH);
+        vkd_batch_timing(b->batch, !ctx->timing                              ? VKD_TIME_NONE
+                                   : base_log_verbosity() >= 2 || ctx->trace ? VKD_TIME_EACH
+                                                                             : VKD_TIME_BATCH);
     }
     *out = b;
     return KILN_OK;
@@ -1058,7 +1088,7 @@ static kiln_status check_empty_reductions(kiln_context *ctx, const eng_kernel *k
 
 kiln_status eng_batch_run(kiln_context *ctx, eng_batch *b, const eng_program *p,
                           const eng_kernel *k) {
-    uint64_t n;
+    uint64_t n = 0; /* set by global_size (gcc -O3 cannot tell) */
     kiln_status st = check_empty_reductions(ctx, k);
     if (st == KILN_OK)
         st = global_size(ctx, k, &n);
@@ -1067,13 +1097,50 @@ kiln_status eng_batch_run(kiln_context *ctx, eng_batch *b, const eng_program *p,
     n /= p->per_item; /* the items (tiles and rows divide constant sizes exactly) */
     ctx->stats.dispatches++;
     ctx->stats.items += n;
-    if (base_log_verbosity() >= 2) {
-        dispatched d = {k->hash, n, k->reduction_count > 0};
+    if (base_log_verbosity() >= 2 || ctx->trace) {
+        dispatched d = {p, k->hash, n};
         (void)BASE_VEC_PUSH(&ctx->alloc, &b->log, d); /* debug output only: a miss is harmless */
     }
-    if (ctx->interpreter)
-        return run_interpreter(ctx, p, k, n);
-    return run_device(ctx, b, p, k, n);
+    if (!ctx->interpreter)
+        return run_device(ctx, b, p, k, n);
+    int64_t start = ctx->trace ? base_now_ns() : 0;
+    st = run_interpreter(ctx, p, k, n);
+    if (ctx->trace) { /* the interpreter's kernels run on the host */
+        char args[96];
+        snprintf(args, sizeof args, "\"invocations\": %llu, \"hash\": \"%016llx\"",
+                 (unsigned long long)n, (unsigned long long)k->hash);
+        eng_trace_span(ctx, ENG_TRACE_HOST, "kernel", p->name, start, base_now_ns(), args);
+    }
+    return st;
+}
+
+/* KILN_TRACE: the batch's submit and wait on the host, and each kernel on the device. Device
+ * clocks are not the host's: the kernels keep the device's offsets from the batch's first, and
+ * the batch starts when vkQueueSubmit was called (the device cannot start earlier; lavapipe
+ * starts before the call returns), moved earlier where it would end after the wait did. */
+static void trace_batch(kiln_context *ctx, const eng_batch *b, int64_t start, int64_t end) {
+    int64_t submitted = vkd_batch_submit_host_time(b->batch);
+    if (!submitted)
+        return; /* nothing was submitted */
+    eng_trace_span(ctx, ENG_TRACE_HOST, "submit", "submit", start, submitted, NULL);
+    eng_trace_span(ctx, ENG_TRACE_HOST, "wait", "wait", submitted, end, NULL);
+    uint64_t at, ns, last = 0;
+    for (uint32_t i = 0; i < b->log.len; i++) {
+        if (vkd_batch_dispatch_start(b->batch, i, &at) && vkd_batch_dispatch_time(b->batch, i, &ns))
+            last = at + ns > last ? at + ns : last;
+    }
+    int64_t anchor = start + (int64_t)last > end ? end - (int64_t)last : start;
+    for (uint32_t i = 0; i < b->log.len; i++) {
+        if (!vkd_batch_dispatch_start(b->batch, i, &at) ||
+            !vkd_batch_dispatch_time(b->batch, i, &ns))
+            continue;
+        const dispatched *d = &b->log.data[i];
+        char args[96];
+        snprintf(args, sizeof args, "\"invocations\": %llu, \"hash\": \"%016llx\"",
+                 (unsigned long long)d->size, (unsigned long long)d->hash);
+        eng_trace_span(ctx, ENG_TRACE_DEVICE, "kernel", d->program->name, anchor + (int64_t)at,
+                       anchor + (int64_t)(at + ns), args);
+    }
 }
 
 kiln_status eng_batch_finish(kiln_context *ctx, eng_batch *b, bool *ran) {
@@ -1082,7 +1149,10 @@ kiln_status eng_batch_finish(kiln_context *ctx, eng_batch *b, bool *ran) {
     if (b->batch) {
         base_error err = {0};
         uint64_t submits = vkd_device_stats(ctx->dev).submits;
+        int64_t start = base_now_ns();
         st = vkd_batch_submit(b->batch, &err);
+        if (ctx->trace)
+            trace_batch(ctx, b, start, base_now_ns());
         /* A failure after vkQueueSubmit (waiting for the fence, reading the timestamps) comes
          * after the queue took the kernels: they ran (or still run), and must not run again. */
         *ran = st == KILN_OK || vkd_device_stats(ctx->dev).submits > submits;
@@ -1094,12 +1164,12 @@ kiln_status eng_batch_finish(kiln_context *ctx, eng_batch *b, bool *ran) {
                 ctx->stats.device_time_ns += ns;
         }
     }
-    for (uint32_t i = 0; i < b->log.len; i++) { /* KILN_DEBUG=2: one line per kernel */
+    for (uint32_t i = 0; base_log_verbosity() >= 2 && i < b->log.len; i++) { /* one line each */
         uint64_t ns = 0;
         bool timed = b->batch && vkd_batch_dispatch_time(b->batch, i, &ns);
         const dispatched *d = &b->log.data[i];
-        base_log(BASE_LOG_DEBUG, "engine", "kernel %c_%016llx: %llu invocations, %s%.3f ms",
-                 d->reduce ? 'r' : 'E', (unsigned long long)d->hash, (unsigned long long)d->size,
+        base_log(BASE_LOG_DEBUG, "engine", "kernel %s (%016llx): %llu invocations, %s%.3f ms",
+                 d->program->name, (unsigned long long)d->hash, (unsigned long long)d->size,
                  timed ? "" : "untimed ", (double)ns / 1e6);
     }
     for (size_t i = 0; i < b->param_buffers.len; i++)

@@ -193,6 +193,7 @@ static kiln_status list_one(pcache *pc, const scan_file *f, pcache_entry_fn fn, 
             entry.key = data + PCACHE_HEADER_SIZE;
             entry.key_size = h.key_size;
             entry.payload_size = h.payload_size;
+            entry.payload = data + PCACHE_HEADER_SIZE + h.key_size;
             entry.identity = h.identity;
         }
     }

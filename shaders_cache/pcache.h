@@ -210,6 +210,7 @@ typedef struct pcache_entry {
     const void *key;        /* NULL when corrupt */
     size_t key_size;
     uint64_t payload_size;
+    const void *payload;  /* payload_size bytes, valid during the callback (NULL when corrupt) */
     uint64_t file_size;   /* bytes on disk (what the cap counts) */
     int64_t last_use_sec; /* mtime: seconds since the epoch */
     int64_t last_use_nsec;

@@ -18,10 +18,12 @@ struct vkd_batch {
     uint32_t first_pool_sets, first_pool_descriptors; /* what the first pool holds */
     BASE_VEC(VkQueryPool) query_pools;
     uint32_t dispatches;
-    BASE_VEC(uint64_t) times; /* ns per dispatch after submit; UINT64_MAX: not timed */
-    vkd_timing timing;        /* timestamps per dispatch, per batch, or none */
-    bool timed_span;          /* the batch-wide pair was written this recording */
-    uint64_t total_ns;        /* device time of the last submit; UINT64_MAX: not timed */
+    BASE_VEC(uint64_t) times;  /* ns per dispatch after submit; UINT64_MAX: not timed */
+    BASE_VEC(uint64_t) starts; /* when each began, ns after the first began (with times) */
+    int64_t submit_host_ns;    /* base_now_ns() when vkQueueSubmit returned; 0: no submit */
+    vkd_timing timing;         /* timestamps per dispatch, per batch, or none */
+    bool timed_span;           /* the batch-wide pair was written this recording */
+    uint64_t total_ns;         /* device time of the last submit; UINT64_MAX: not timed */
 };
 
 kiln_status vkd_batch_create(vkd_device *dev, vkd_batch **out, base_error *err) {
@@ -70,6 +72,7 @@ void vkd_batch_destroy(vkd_batch *b) {
     BASE_VEC_FREE(&dev->alloc, &b->pools);
     BASE_VEC_FREE(&dev->alloc, &b->query_pools);
     BASE_VEC_FREE(&dev->alloc, &b->times);
+    BASE_VEC_FREE(&dev->alloc, &b->starts);
     base_free(&dev->alloc, b, sizeof *b);
 }
 
@@ -309,8 +312,9 @@ kiln_status vkd_batch_dispatch(vkd_batch *b, const vkd_pipeline *pipe, const vkd
     return KILN_OK;
 }
 
-/* The device time between the two timestamps of a pair. */
-static kiln_status pair_time(vkd_batch *b, uint32_t slot, uint64_t *ns, base_error *err) {
+/* The device time between the two timestamps of a pair, and the first timestamp (ticks). */
+static kiln_status pair_time(vkd_batch *b, uint32_t slot, uint64_t *ns, uint64_t *begin,
+                             base_error *err) {
     vkd_device *dev = b->dev;
     uint32_t bits = dev->info->queue_families[dev->queue_family].timestampValidBits;
     uint64_t mask = bits >= 64 ? UINT64_MAX : (1ull << bits) - 1;
@@ -321,30 +325,38 @@ static kiln_status pair_time(vkd_batch *b, uint32_t slot, uint64_t *ns, base_err
     kiln_status st = vkd_check(r, "vkGetQueryPoolResults", err);
     uint64_t ticks = ((t[1] & mask) - (t[0] & mask)) & mask;
     *ns = (uint64_t)((double)ticks * (double)dev->caps.timestamp_period_ns);
+    *begin = t[0] & mask;
     return st;
 }
 
 /* Reads the timestamps of the finished submission: per dispatch, or the batch's span. */
 static kiln_status read_times(vkd_batch *b, base_error *err) {
     vkd_device *dev = b->dev;
-    b->times.len = 0;
+    b->times.len = b->starts.len = 0;
     b->total_ns = UINT64_MAX;
-    if (BASE_VEC_RESERVE(&dev->alloc, &b->times, b->dispatches) != KILN_OK)
+    if (BASE_VEC_RESERVE(&dev->alloc, &b->times, b->dispatches) != KILN_OK ||
+        BASE_VEC_RESERVE(&dev->alloc, &b->starts, b->dispatches) != KILN_OK)
         return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for timings");
     bool each = dev->caps.timestamps && b->timing == VKD_TIME_EACH;
-    uint64_t total = 0;
+    uint32_t bits = dev->info->queue_families[dev->queue_family].timestampValidBits;
+    uint64_t mask = bits >= 64 ? UINT64_MAX : (1ull << bits) - 1;
+    uint64_t total = 0, first = 0, begin = 0;
     for (uint32_t i = 0; i < b->dispatches; i++) {
-        uint64_t ns = UINT64_MAX;
+        uint64_t ns = UINT64_MAX, start = UINT64_MAX;
         if (each) {
-            kiln_status st = pair_time(b, i, &ns, err);
+            kiln_status st = pair_time(b, i, &ns, &begin, err);
             if (st != KILN_OK)
                 return st;
             total += ns;
+            first = i == 0 ? begin : first;
+            start = (uint64_t)((double)((begin - first) & mask) *
+                               (double)dev->caps.timestamp_period_ns);
         }
         b->times.data[b->times.len++] = ns;
+        b->starts.data[b->starts.len++] = start;
     }
     if (b->timed_span) {
-        kiln_status st = pair_time(b, 0, &total, err);
+        kiln_status st = pair_time(b, 0, &total, &begin, err);
         if (st != KILN_OK)
             return st;
     }
@@ -390,6 +402,7 @@ kiln_status vkd_batch_submit(vkd_batch *b, base_error *err) {
     if (st != KILN_OK)
         return st;
     b->submitted = true;
+    b->submit_host_ns = base_now_ns();
     dev->stats.submits++;
     st = vkd_wait_fence(dev, b->fence, "a batch of dispatches", err);
     if (st == KILN_OK)
@@ -402,6 +415,17 @@ bool vkd_batch_dispatch_time(const vkd_batch *b, uint32_t i, uint64_t *ns) {
         return false;
     *ns = b->times.data[i];
     return true;
+}
+
+bool vkd_batch_dispatch_start(const vkd_batch *b, uint32_t i, uint64_t *ns) {
+    if (i >= b->starts.len || b->starts.data[i] == UINT64_MAX)
+        return false;
+    *ns = b->starts.data[i];
+    return true;
+}
+
+int64_t vkd_batch_submit_host_time(const vkd_batch *b) {
+    return b->submit_host_ns;
 }
 
 kiln_status vkd_batch_reset(vkd_batch *b, base_error *err) {
@@ -427,6 +451,11 @@ kiln_status vkd_batch_reset(vkd_batch *b, base_error *err) {
     b->recording = false;
     b->submitted = false;
     b->dispatches = 0;
+    /* The last submission's times go with it: a batch that records nothing (a realize of what
+     * is already realized) reports no time, not the previous batch's again. */
+    b->times.len = b->starts.len = 0;
+    b->total_ns = UINT64_MAX;
+    b->submit_host_ns = 0;
     return KILN_OK;
 }
 

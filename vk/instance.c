@@ -101,6 +101,7 @@ static kiln_status load_instance_fns(vkd_instance *inst, base_error *err) {
     LOAD(GetPhysicalDeviceProperties2);
     LOAD(GetPhysicalDeviceFeatures2);
     LOAD(GetPhysicalDeviceMemoryProperties);
+    LOAD(GetPhysicalDeviceMemoryProperties2);
     LOAD(GetPhysicalDeviceQueueFamilyProperties);
     LOAD(EnumerateDeviceExtensionProperties);
     LOAD(CreateDevice);
@@ -276,6 +277,12 @@ static kiln_status query_device(vkd_instance *inst, VkPhysicalDevice pd, uint32_
     d->ext_subgroup_size_control =
         !v13 && device_has_extension(exts, n, "VK_EXT_subgroup_size_control");
     d->ext_portability_subset = device_has_extension(exts, n, "VK_KHR_portability_subset");
+    d->has_atomic_int64 = v12 || device_has_extension(exts, n, "VK_KHR_shader_atomic_int64");
+    d->has_atomic_float = device_has_extension(exts, n, "VK_EXT_shader_atomic_float");
+    d->has_dot_product = v13 || device_has_extension(exts, n, "VK_KHR_shader_integer_dot_product");
+    d->has_cooperative_matrix = device_has_extension(exts, n, "VK_NV_cooperative_matrix");
+    d->has_memory_budget = device_has_extension(exts, n, "VK_EXT_memory_budget") &&
+                           inst->fn.GetPhysicalDeviceMemoryProperties2;
     base_free(&inst->alloc, exts, (n ? n : 1) * sizeof *exts);
     if (st != KILN_OK)
         return st;
@@ -298,6 +305,12 @@ static kiln_status query_device(vkd_instance *inst, VkPhysicalDevice pd, uint32_
     chain(&p2, &d->driver, driver);
     chain(&p2, &d->subgroup_size_control, d->has_subgroup_size_control);
     chain(&p2, &d->float_controls, float_controls);
+    d->dot_product_props.sType =
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES;
+    d->cooperative_matrix_props.sType =
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+    chain(&p2, &d->dot_product_props, d->has_dot_product);
+    chain(&p2, &d->cooperative_matrix_props, d->has_cooperative_matrix);
     inst->fn.GetPhysicalDeviceProperties2(pd, &p2);
 
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
@@ -315,6 +328,14 @@ static kiln_status query_device(vkd_instance *inst, VkPhysicalDevice pd, uint32_
     chain(&f2, &d->buffer_device_address, bda);
     chain(&f2, &d->maintenance4, v13 || d->ext_maintenance4);
     chain(&f2, &d->subgroup_size_control_features, d->has_subgroup_size_control);
+    d->atomic_int64.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_INT64_FEATURES;
+    d->atomic_float.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT;
+    d->dot_product.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES;
+    d->cooperative_matrix.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+    chain(&f2, &d->atomic_int64, d->has_atomic_int64);
+    chain(&f2, &d->atomic_float, d->has_atomic_float);
+    chain(&f2, &d->dot_product, d->has_dot_product);
+    chain(&f2, &d->cooperative_matrix, d->has_cooperative_matrix);
     inst->fn.GetPhysicalDeviceFeatures2(pd, &f2);
     d->features = f2.features;
     /* The snapshot keeps no pointers into this stack frame's chains. */
@@ -323,8 +344,20 @@ static kiln_status query_device(vkd_instance *inst, VkPhysicalDevice pd, uint32_
     d->storage16.pNext = d->storage8.pNext = d->float16_int8.pNext = NULL;
     d->buffer_device_address.pNext = d->maintenance4.pNext = NULL;
     d->subgroup_size_control_features.pNext = NULL;
+    d->atomic_int64.pNext = d->atomic_float.pNext = d->dot_product.pNext = NULL;
+    d->dot_product_props.pNext = d->cooperative_matrix.pNext = NULL;
+    d->cooperative_matrix_props.pNext = NULL;
 
     inst->fn.GetPhysicalDeviceMemoryProperties(pd, &d->memory);
+    if (d->has_memory_budget) { /* a snapshot: budgets change as memory is used */
+        VkPhysicalDeviceMemoryBudgetPropertiesEXT budget = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+        VkPhysicalDeviceMemoryProperties2 m2 = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2, .pNext = &budget};
+        inst->fn.GetPhysicalDeviceMemoryProperties2(pd, &m2);
+        memcpy(d->heap_budget, budget.heapBudget, sizeof d->heap_budget);
+        memcpy(d->heap_usage, budget.heapUsage, sizeof d->heap_usage);
+    }
     uint32_t qn = 0;
     inst->fn.GetPhysicalDeviceQueueFamilyProperties(pd, &qn, NULL);
     if (qn > VKD_MAX_QUEUE_FAMILIES)

@@ -89,6 +89,19 @@ typedef struct vkd_device_info {
     bool ext_8bit_storage, ext_float16_int8, ext_maintenance4, ext_subgroup_size_control,
         ext_portability_subset;
 
+    /* Reported by kilninfo; Kiln's code generation does not use them yet. Each is zero where
+     * the device lacks it (has_*: the structure was queried). */
+    VkPhysicalDeviceShaderAtomicInt64Features atomic_int64;      /* core 1.2 or KHR */
+    VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float;   /* EXT_shader_atomic_float */
+    VkPhysicalDeviceShaderIntegerDotProductFeatures dot_product; /* core 1.3 or KHR */
+    VkPhysicalDeviceShaderIntegerDotProductProperties dot_product_props;
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV cooperative_matrix; /* NV_cooperative_matrix */
+    VkPhysicalDeviceCooperativeMatrixPropertiesNV cooperative_matrix_props;
+    bool has_atomic_int64, has_atomic_float, has_dot_product, has_cooperative_matrix;
+    /* VK_EXT_memory_budget: each heap's budget and this process's usage, when queried. */
+    bool has_memory_budget;
+    VkDeviceSize heap_budget[VK_MAX_MEMORY_HEAPS], heap_usage[VK_MAX_MEMORY_HEAPS];
+
     VkPhysicalDeviceMemoryProperties memory;
     uint32_t queue_family_count;
     VkQueueFamilyProperties queue_families[VKD_MAX_QUEUE_FAMILIES];
@@ -236,9 +249,9 @@ typedef struct vkd_stats {
     uint64_t submits;
     uint64_t bytes_uploaded;
     uint64_t bytes_downloaded;
-    uint64_t device_time_ns; /* sum of timed dispatches */
-    uint64_t waits_polled;   /* fence waits that ended while polling */
-    uint64_t waits_blocked;  /* fence waits that blocked in vkWaitForFences */
+    uint64_t device_time_ns;     /* sum of timed dispatches */
+    uint64_t waits_polled;       /* fence waits that ended while polling */
+    uint64_t waits_blocked;      /* fence waits that blocked in vkWaitForFences */
     uint64_t memory_allocations; /* vkAllocateMemory calls for storage buffers (blocks and
                                     buffers of their own; vk/memory.c) */
 } vkd_stats;
@@ -329,6 +342,11 @@ uint32_t vkd_batch_dispatch_count(const vkd_batch *batch);
 kiln_status vkd_batch_submit(vkd_batch *batch, base_error *err);
 /* Device time of dispatch i of the last submit, in nanoseconds; false when not timed. */
 bool vkd_batch_dispatch_time(const vkd_batch *batch, uint32_t i, uint64_t *ns);
+/* When dispatch i of the last submit began on the device, in nanoseconds after dispatch 0
+ * began (timed per dispatch only); false when not timed. */
+bool vkd_batch_dispatch_start(const vkd_batch *batch, uint32_t i, uint64_t *ns);
+/* base_now_ns() when the last submit's vkQueueSubmit returned (its wait began); 0: none. */
+int64_t vkd_batch_submit_host_time(const vkd_batch *batch);
 /* Timing of the batch: a timestamp pair around every dispatch (VKD_TIME_EACH, the default),
  * one pair around the whole batch, or none. Timestamps cost device time on some drivers
  * (lavapipe waits for idle at each). Takes effect from the next recording. */

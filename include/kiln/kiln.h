@@ -141,7 +141,8 @@ typedef struct kiln_context_options {
     const char *cache_dir;
     /* Measure device time with timestamp queries (kiln_stats.device_time_ns). Off by default:
      * a timestamp costs a wait for idle on some drivers (about 0.1 ms per realize on
-     * lavapipe). KILN_DEBUG=1 and above turn it on. */
+     * lavapipe). KILN_DEBUG=1 and above turn it on, and so does KILN_TRACE (a timestamp pair
+     * per dispatch: docs/observability.md). */
     bool timing;
     /* The allocator of every host allocation the context makes (kiln_alloc_fn in kiln_base.h;
      * NULL: malloc/realloc/free); alloc_user is passed to it. */
@@ -189,7 +190,8 @@ typedef struct kiln_stats {
     uint64_t bytes_uploaded;
     uint64_t bytes_downloaded;
     uint64_t storages_freed; /* storages given back (nothing could read them any more) */
-    uint64_t device_time_ns; /* device time of the realizes (with options.timing or KILN_DEBUG) */
+    uint64_t device_time_ns; /* device time of the dispatches, each counted once (with
+                                options.timing, KILN_DEBUG or KILN_TRACE) */
     /* What is alive now (not totals): tensor handles, graph nodes, storages and their bytes
      * (device memory, or host memory with the interpreter), freed buffers kept for reuse, and
      * symbolic expression nodes. A loop that releases what it no longer needs keeps them flat. */

@@ -43,6 +43,40 @@ static void test_engine_context_names_and_stats(void **state) {
     assert_null(none);
 }
 
+/* Device time is counted once per dispatch: reading a realized tensor again runs no kernel and
+ * adds no time (the batch's time of the previous submission was counted again on each read). */
+static void test_engine_context_device_time_counted_once(void **state) {
+    eng_fixture *f = *state;
+    kiln_context_options opt = {
+        .device = f->device ? NULL : "interp", .validation = f->device, .timing = true};
+    kiln_context *ctx = NULL;
+    assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
+    kiln_tensor *x = fx_f32(ctx, 1, (const int64_t[]){4}, (const float[]){1, 2, 3, 4});
+    kiln_tensor *y = kiln_exp(kiln_add(x, x));
+    assert_int_equal(kiln_realize(y), KILN_OK);
+    kiln_stats first = kiln_context_stats(ctx);
+    assert_int_equal(first.dispatches, 1);
+    if (!f->device)
+        assert_int_equal(first.device_time_ns, 0); /* the interpreter has no timestamps */
+    float out[4];
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(kiln_read(y, out, sizeof out), KILN_OK);
+        assert_int_equal(kiln_realize(y), KILN_OK);
+    }
+    kiln_stats s = kiln_context_stats(ctx);
+    assert_int_equal(s.dispatches, 1);
+    assert_int_equal(s.device_time_ns, first.device_time_ns);
+    /* A new kernel adds its own time, once. */
+    kiln_tensor *z = kiln_mul(y, y);
+    assert_int_equal(kiln_realize(z), KILN_OK);
+    kiln_stats t = kiln_context_stats(ctx);
+    assert_int_equal(t.dispatches, 2);
+    assert_true(t.device_time_ns >= s.device_time_ns);
+    assert_int_equal(kiln_read(z, out, sizeof out), KILN_OK);
+    assert_int_equal(kiln_context_stats(ctx).device_time_ns, t.device_time_ns);
+    eng_fixture_context_destroy(ctx);
+}
+
 static void test_engine_context_dtype_helpers(void **state) {
     (void)state;
     assert_int_equal(kiln_dtype_size(KILN_F32), 4);
@@ -113,6 +147,7 @@ static void test_engine_context_expressions(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_context_names_and_stats),
+        ENG_TEST(test_engine_context_device_time_counted_once),
         ENG_TEST(test_engine_context_dtype_helpers),
         ENG_TEST(test_engine_context_expressions),
     };

@@ -1,8 +1,12 @@
 /* kilninfo --cache, --cache-clear: the kernel cache of shaders_cache/, opened without a device
- * identity (management only), so both work on a machine without a Vulkan driver. */
+ * identity (management only), so both work on a machine without a Vulkan driver, and with the
+ * engine's payload version (engine/cache_version.h), so that the entries this build's engine
+ * reads are "ok" and only those of another version "stale". */
 #define _POSIX_C_SOURCE 200809L
 
 #include "cache.h"
+
+#include "cache_version.h"
 
 #include "pcache.h"
 #include "report.h"
@@ -51,6 +55,27 @@ static void time_utc(int64_t sec, char *out, size_t size) {
         snprintf(out, size, "%lld", (long long)sec);
 }
 
+/* The kernel's name stored in an entry the engine reads (engine/cache_version.h), else "". */
+static void entry_name(const pcache_entry *e, char out[ENG_CACHE_NAME_SIZE]) {
+    out[0] = '\0';
+    const unsigned char *p = e->payload;
+    if (!p || e->kind != PCACHE_KIND_ENTRY || e->state != PCACHE_ENTRY_OK ||
+        e->payload_size < ENG_CACHE_NAME_OFFSET + ENG_CACHE_NAME_SIZE)
+        return;
+    uint32_t magic =
+        (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    if (magic != ENG_CACHE_PAYLOAD_MAGIC)
+        return;
+    size_t i = 0;
+    for (; i + 1 < ENG_CACHE_NAME_SIZE; i++) {
+        unsigned char c = p[ENG_CACHE_NAME_OFFSET + i];
+        if (c == '\0')
+            break;
+        out[i] = c > ' ' && c < 0x7f ? (char)c : '?'; /* printable, no spaces */
+    }
+    out[i] = '\0';
+}
+
 typedef struct listing {
     report *r; /* NULL: text table */
     FILE *out;
@@ -59,15 +84,17 @@ typedef struct listing {
 
 static bool print_entry(void *user, const pcache_entry *e) {
     listing *l = user;
-    char key[2 * KEY_SHOWN + 4], when[32], device[24];
+    char key[2 * KEY_SHOWN + 4], when[32], device[24], name[ENG_CACHE_NAME_SIZE];
     key_hex(e, key);
+    entry_name(e, name);
     time_utc(e->last_use_sec, when, sizeof when);
     snprintf(device, sizeof device, "%04x:%04x", e->identity.vendor_id, e->identity.device_id);
     l->count++;
     l->bytes += e->file_size;
     if (!l->r) {
-        fprintf(l->out, "%-51s %10llu  %s  %-8s %-12s %s\n", key, (unsigned long long)e->file_size,
-                when, kind_name(e->kind), state_name(e->state), e->key ? device : "-");
+        fprintf(l->out, "%-51s %10llu  %s  %-8s %-12s %-11s %s\n", key,
+                (unsigned long long)e->file_size, when, kind_name(e->kind), state_name(e->state),
+                e->key ? device : "-", name[0] ? name : "-");
         return true;
     }
     report_object_begin(l->r, NULL);
@@ -80,6 +107,7 @@ static bool print_entry(void *user, const pcache_entry *e) {
     report_str(l->r, "last_use_utc", when);
     report_str(l->r, "kind", kind_name(e->kind));
     report_str(l->r, "state", state_name(e->state));
+    report_str(l->r, "name", name);
     report_u64(l->r, "vendor_id", e->identity.vendor_id);
     report_u64(l->r, "device_id", e->identity.device_id);
     report_u64(l->r, "driver_version", e->identity.driver_version);
@@ -89,7 +117,8 @@ static bool print_entry(void *user, const pcache_entry *e) {
 
 static int open_cache(pcache **pc) {
     base_error err = {0};
-    if (pcache_open(NULL, pc, &err) != KILN_OK) {
+    pcache_options opt = {.payload_version = ENG_CACHE_PAYLOAD_VERSION};
+    if (pcache_open(&opt, pc, &err) != KILN_OK) {
         fprintf(stderr, "kilninfo: %s\n", base_error_message(&err));
         return 1;
     }
@@ -122,9 +151,9 @@ int kilninfo_cache_list(FILE *out, bool json) {
         report_str(&r, "mode", mode_name(pc));
         report_array_begin(&r, "entries");
     } else {
-        fprintf(out, "cache: %s%s%s%s\n%-51s %10s  %-20s  %-8s %-12s %s\n", dir, *dir ? " (" : "",
-                mode_name(pc), *dir ? ")" : "", "key", "bytes", "last use", "kind", "state",
-                "device");
+        fprintf(out, "cache: %s%s%s%s\n%-51s %10s  %-20s  %-8s %-12s %-11s %s\n", dir,
+                *dir ? " (" : "", mode_name(pc), *dir ? ")" : "", "key", "bytes", "last use",
+                "kind", "state", "device", "kernel");
     }
     base_error err = {0};
     kiln_status st = pcache_list(pc, print_entry, &l, &err);

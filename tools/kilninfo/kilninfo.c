@@ -173,15 +173,69 @@ static void report_features(report *r, const vkd_device_info *d) {
     report_object_end(r);
 }
 
+/* Atomics: 32-bit integer atomics on storage buffers are core Vulkan; 64-bit ones need
+ * shaderBufferInt64Atomics; float ones VK_EXT_shader_atomic_float. */
+static void report_atomics(report *r, const vkd_device_info *d) {
+    const VkPhysicalDeviceShaderAtomicFloatFeaturesEXT *f = &d->atomic_float;
+    report_object_begin(r, "atomics");
+    report_bool(r, "int32_buffer", true);
+    report_bool(r, "int64_buffer", d->atomic_int64.shaderBufferInt64Atomics);
+    report_bool(r, "int64_shared", d->atomic_int64.shaderSharedInt64Atomics);
+    report_bool(r, "float_extension", d->has_atomic_float);
+    report_bool(r, "float32_buffer", f->shaderBufferFloat32Atomics);
+    report_bool(r, "float32_buffer_add", f->shaderBufferFloat32AtomicAdd);
+    report_bool(r, "float32_shared_add", f->shaderSharedFloat32AtomicAdd);
+    report_bool(r, "float64_buffer", f->shaderBufferFloat64Atomics);
+    report_bool(r, "float64_buffer_add", f->shaderBufferFloat64AtomicAdd);
+    report_object_end(r);
+}
+
+/* Integer dot product (core 1.3, VK_KHR_shader_integer_dot_product): supported, and which
+ * forms the hardware accelerates. */
+static void report_dot_product(report *r, const vkd_device_info *d) {
+    const VkPhysicalDeviceShaderIntegerDotProductProperties *p = &d->dot_product_props;
+    report_object_begin(r, "integer_dot_product");
+    report_bool(r, "supported", d->dot_product.shaderIntegerDotProduct);
+    report_bool(r, "accelerated_8bit_unsigned", p->integerDotProduct8BitUnsignedAccelerated);
+    report_bool(r, "accelerated_8bit_signed", p->integerDotProduct8BitSignedAccelerated);
+    report_bool(r, "accelerated_4x8bit_packed_unsigned",
+                p->integerDotProduct4x8BitPackedUnsignedAccelerated);
+    report_bool(r, "accelerated_4x8bit_packed_signed",
+                p->integerDotProduct4x8BitPackedSignedAccelerated);
+    report_bool(r, "accelerated_16bit_signed", p->integerDotProduct16BitSignedAccelerated);
+    report_bool(r, "accelerated_32bit_signed", p->integerDotProduct32BitSignedAccelerated);
+    report_bool(r, "accumulating_saturating_8bit_signed_accelerated",
+                p->integerDotProductAccumulatingSaturating8BitSignedAccelerated);
+    report_object_end(r);
+}
+
+/* VK_NV_cooperative_matrix (Debian 12's headers predate VK_KHR_cooperative_matrix). */
+static void report_cooperative_matrix(report *r, const vkd_device_info *d) {
+    report_object_begin(r, "cooperative_matrix");
+    report_bool(r, "extension", d->has_cooperative_matrix);
+    report_bool(r, "supported", d->cooperative_matrix.cooperativeMatrix);
+    report_bool(r, "robust_buffer_access",
+                d->cooperative_matrix.cooperativeMatrixRobustBufferAccess);
+    report_bool(r, "compute_stage",
+                (d->cooperative_matrix_props.cooperativeMatrixSupportedStages &
+                 VK_SHADER_STAGE_COMPUTE_BIT) != 0);
+    report_object_end(r);
+}
+
 static void report_memory(report *r, const vkd_device_info *d) {
     const VkPhysicalDeviceMemoryProperties *m = &d->memory;
     report_object_begin(r, "memory");
+    report_bool(r, "budget_extension", d->has_memory_budget);
     report_array_begin(r, "heaps");
     for (uint32_t i = 0; i < m->memoryHeapCount; i++) {
         report_object_begin(r, NULL);
         report_u64(r, "size", m->memoryHeaps[i].size);
         report_flags(r, "flags", m->memoryHeaps[i].flags, heap_flags,
                      sizeof heap_flags / sizeof heap_flags[0]);
+        if (d->has_memory_budget) { /* VK_EXT_memory_budget */
+            report_u64(r, "budget", d->heap_budget[i]);
+            report_u64(r, "usage", d->heap_usage[i]);
+        }
         report_object_end(r);
     }
     report_array_end(r);
@@ -231,6 +285,9 @@ static void report_device(report *r, const vkd_instance *inst, const vkd_device_
     report_compute(r, d);
     report_subgroup(r, d);
     report_features(r, d);
+    report_atomics(r, d);
+    report_dot_product(r, d);
+    report_cooperative_matrix(r, d);
     report_memory(r, d);
     report_queues(r, d);
     report_extensions(r, inst, d);
