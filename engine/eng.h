@@ -299,6 +299,10 @@ struct kiln_context {
     bool force_specialization; /* test-only: specialise symbolic sizes too (guards) */
     bool timing;               /* timestamp queries around each realize's batch */
     struct eng_trace *trace;   /* KILN_TRACE's file (trace.c); NULL: not tracing */
+    /* While tracing: the graph-building calls since the last realize (eng_temps_begin/end):
+     * the first's start, the last's end, their own time, how many; the current call's start. */
+    int64_t graph_first_ns, graph_last_ns, graph_own_ns, graph_call_ns;
+    uint32_t graph_calls;
     int64_t progress_ns;       /* compiling longer than this reports progress (eng_testing: 0) */
     uint32_t parallelism;      /* invocations worth keeping busy (splits big reductions) */
     uint32_t group_lanes;      /* lanes per output of a group reduction (a power of two) */

@@ -436,8 +436,11 @@ kiln_context *eng_entry_context(const char *call, size_t count, kiln_tensor *con
 }
 
 size_t eng_temps_begin(kiln_context *ctx) {
-    if (ctx->temp_depth++ == 0)
+    if (ctx->temp_depth++ == 0) {
         eng_log_enter(ctx);
+        if (ctx->trace) /* the trace's "graph build" span (realize.c) */
+            ctx->graph_call_ns = base_now_ns();
+    }
     return ctx->temps.len;
 }
 
@@ -457,6 +460,13 @@ kiln_tensor *eng_temps_end(kiln_context *ctx, size_t mark, kiln_tensor *result) 
     if (--ctx->temp_depth == 0) {
         ctx->call = NULL; /* the call is over */
         eng_log_leave(ctx);
+        if (ctx->trace) {
+            int64_t now = base_now_ns();
+            if (ctx->graph_calls++ == 0)
+                ctx->graph_first_ns = ctx->graph_call_ns;
+            ctx->graph_last_ns = now;
+            ctx->graph_own_ns += now - ctx->graph_call_ns;
+        }
     }
     /* The result is an intermediate of the enclosing region, if any (the push cannot fail:
      * the vector held at least one more element a moment ago). */

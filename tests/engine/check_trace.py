@@ -4,7 +4,8 @@
 The file parses as JSON (a complete trace-event array, as kiln_context_destroy leaves it); every
 event has the fields Perfetto and chrome://tracing need; each of the DISPATCHES kernels is
 present once, by name (on the device track when the device has timestamps, on the host track
-with the interpreter, which has no device track); the host phases are there; kernels come in
+with the interpreter, which has no device track); the host phases are there (graph build:
+the program's calls before a realize); kernels come in
 dispatch order with non-decreasing times, and each lies within its realize (host) or after its
 batch's submit began (device)."""
 import json
@@ -26,9 +27,12 @@ for k in kernels:
     assert k["name"][:2] in ("E_", "R_", "C_", "W_"), f"kernel name {k['name']}"
     assert len(k["args"]["hash"]) == 16 and k["args"]["invocations"] > 0
 cats = {e["cat"] for e in spans}
-for phase in ("realize", "schedule", "codegen"):
+for phase in ("graph", "realize", "schedule", "codegen"):
     assert phase in cats, f"no {phase} phase"
 realizes = sorted((e for e in spans if e["cat"] == "realize"), key=lambda e: e["ts"])
+for g in (e for e in spans if e["cat"] == "graph"):  # the program's calls before a realize
+    assert g["name"] == "graph build" and g["args"]["calls"] > 0, f"graph span {g}"
+    assert any(r["ts"] >= g["ts"] + g["dur"] - 1e-3 for r in realizes), f"{g} after every realize"
 starts = [k["ts"] for k in kernels]
 assert starts == sorted(starts), "kernels out of order"
 for a, b in zip(kernels, kernels[1:]):
