@@ -116,7 +116,7 @@ static struct {
     char tmp[64];
     bool have_glslc;
     const char *spv_dir; /* KILN_BENCH_SPV_DIR: references compiled ahead of time */
-    const char *python; /* with numpy; NULL: none */
+    const char *python;  /* with numpy; NULL: none */
     vkd_instance *inst;
     vkd_device *dev;     /* the references' device: own_dev, or a case's Kiln device */
     vkd_device *own_dev; /* the benchmark's own device */

@@ -74,9 +74,8 @@ struct vkd_device {
  * host-visible (*mapped, else NULL). Release with what bind gave (size: the buffer's memory
  * requirement, vkd_buffer.memory_size). finish frees the blocks (every buffer destroyed). */
 typedef struct vkd_block vkd_block;
-kiln_status vkd_memory_bind(vkd_device *dev, VkBuffer buffer, vkd_block **block,
-                            uint64_t *offset, VkDeviceMemory *memory, unsigned char **mapped,
-                            base_error *err);
+kiln_status vkd_memory_bind(vkd_device *dev, VkBuffer buffer, vkd_block **block, uint64_t *offset,
+                            VkDeviceMemory *memory, unsigned char **mapped, base_error *err);
 void vkd_memory_release(vkd_device *dev, vkd_block *block, uint64_t offset, uint64_t size,
                         VkDeviceMemory memory);
 void vkd_memory_finish(vkd_device *dev);
@@ -89,7 +88,7 @@ struct vkd_buffer {
     uint64_t size;       /* what the caller asked for */
     uint64_t alloc_size; /* rounded up to a multiple of 4, at least 4 */
     VkBuffer handle;
-    bool owned; /* false: the application's (interop) */
+    bool owned;            /* false: the application's (interop) */
     VkDeviceMemory memory; /* its own allocation, or VK_NULL_HANDLE in a block */
     vkd_block *block;      /* the block it lies in (vk/memory.c), or NULL */
     uint64_t block_offset, memory_size;

@@ -47,8 +47,8 @@ void eng_fixture_context_destroy(kiln_context *ctx);
 kiln_context *eng_context_new(bool device);
 /* Whether ctx's kernels are tuned as for a GPU (engine/runtime.c eng_runtime_tune: one output
  * per invocation, 64 lanes per group reduction; any device that is not a CPU, or
- * eng_testing.gpu_tuning): tests whose kernel counts or summation order follow the tuning expect the
- * GPU's figures then. */
+ * eng_testing.gpu_tuning): tests whose kernel counts or summation order follow the tuning expect
+ * the GPU's figures then. */
 bool fx_gpu_tuned(const kiln_context *ctx);
 kiln_context *fx_ctx(void **state);
 

@@ -499,13 +499,11 @@ static void print_text(const selftest *t, FILE *out, uint32_t index, const char 
         if (strcmp(r->status, "measured") == 0)
             fprintf(out, "  %s: %s\n", r->name, r->detail);
         else
-            fprintf(out, "  %-14s %s%s%s\n", r->name, r->status, *r->detail ? "  " : "",
-                    r->detail);
+            fprintf(out, "  %-14s %s%s%s\n", r->name, r->status, *r->detail ? "  " : "", r->detail);
     }
     if (layer && (m->errors || m->warnings))
         fprintf(out, "  validation layer: %u errors, %u warnings\n", m->errors, m->warnings);
-    fprintf(out, "selftest: %d passed, %d failed, %d skipped\n", t->passed, t->failed,
-            t->skipped);
+    fprintf(out, "selftest: %d passed, %d failed, %d skipped\n", t->passed, t->failed, t->skipped);
 }
 
 int kilninfo_selftest(vkd_instance *inst, uint32_t index, FILE *out, bool json) {
