@@ -57,6 +57,24 @@ void eng_fixture_context_destroy(kiln_context *ctx) {
     kiln_context_destroy(ctx);
 }
 
+void fx_expect_error(kiln_context *ctx, kiln_status status, const char *begins, ...) {
+    const char *msg = kiln_context_message(ctx);
+    if (kiln_context_status(ctx) != status)
+        fail_msg("status %s, expected %s (%s)", kiln_status_string(kiln_context_status(ctx)),
+                 kiln_status_string(status), msg);
+    size_t n = begins ? strlen(begins) : 0;
+    if (begins && (strncmp(msg, begins, n) != 0 || msg[n] != ':'))
+        fail_msg("the message \"%s\" does not begin with \"%s:\"", msg, begins);
+    va_list ap;
+    va_start(ap, begins);
+    for (const char *want; (want = va_arg(ap, const char *)) != NULL;) {
+        if (!strstr(msg, want))
+            fail_msg("the message \"%s\" does not contain \"%s\"", msg, want);
+    }
+    va_end(ap);
+    kiln_context_clear_error(ctx);
+}
+
 bool fx_gpu_tuned(const kiln_context *ctx) {
     return ctx->parallelism > 2048;
 }
