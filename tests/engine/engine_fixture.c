@@ -57,7 +57,7 @@ void eng_fixture_context_destroy(kiln_context *ctx) {
     kiln_context_destroy(ctx);
 }
 
-void fx_expect_error(kiln_context *ctx, kiln_status status, const char *begins, ...) {
+void fx_expect_message(kiln_context *ctx, kiln_status status, const char *begins, ...) {
     const char *msg = kiln_context_message(ctx);
     if (kiln_context_status(ctx) != status)
         fail_msg("status %s, expected %s (%s)", kiln_status_string(kiln_context_status(ctx)),

@@ -52,7 +52,7 @@ kiln_context *eng_context_new(bool device);
 bool fx_gpu_tuned(const kiln_context *ctx);
 /* Asserts that ctx holds status with a message that begins with "begins:" (NULL: anywhere)
  * and contains each of the NULL-ended strings after it, then clears the error. */
-void fx_expect_error(kiln_context *ctx, kiln_status status, const char *begins, ...);
+void fx_expect_message(kiln_context *ctx, kiln_status status, const char *begins, ...);
 kiln_context *fx_ctx(void **state);
 
 kiln_tensor *fx_f32(kiln_context *ctx, uint32_t ndim, const int64_t *shape, const float *data);
