@@ -32,6 +32,8 @@
  *   KILN_ERROR_INVALID_HANDLE    a tensor handle released (kiln_release, or its scope's end),
  *                                of a destroyed context, or of another context than the call's
  *                                other operands
+ *   KILN_ERROR_MODIFIED          kiln_grad: a value the backward pass needs was written in place
+ *                                after the op that read it (torch's version-counter error)
  *
  * The others report the library's limits and the system: KILN_ERROR_OVERFLOW (an int64 size,
  * stride or offset would overflow), KILN_ERROR_LIMIT_EXCEEDED, KILN_ERROR_UNSUPPORTED,

@@ -478,6 +478,98 @@ kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b);
  * with OH = (H + 2 padding - KH) / stride + 1, built from movement ops and one reduction. */
 kiln_tensor *kiln_conv2d(kiln_tensor *x, kiln_tensor *w, int64_t stride, int64_t padding);
 
+/* ---- neural-network ops ----------------------------------------------------------------- */
+
+/* kiln_conv2d_ex: torch.nn.functional.conv2d. x (N, C, H, W), w (O, C / groups, KH, KW), bias
+ * (O) or NULL -> (N, O, OH, OW), OH = (H + 2 padding[0] - dilation[0] (KH - 1) - 1) / stride[0]
+ * + 1 (OW likewise). options NULL, or zero fields, take torch's defaults (stride 1, padding 0,
+ * dilation 1, groups 1). */
+typedef struct kiln_conv2d_options {
+    int64_t stride[2];
+    int64_t padding[2];
+    int64_t dilation[2];
+    int64_t groups;
+} kiln_conv2d_options;
+kiln_tensor *kiln_conv2d_ex(kiln_tensor *x, kiln_tensor *w, kiln_tensor *bias,
+                            const kiln_conv2d_options *options);
+/* torch's max_pool2d and avg_pool2d (count_include_pad, as torch's default) over (N, C, H, W)
+ * or (C, H, W): square windows of kernel, stride (0: kernel) and zero padding (max_pool2d pads
+ * with -inf). max_pool2d's gradient goes to the first maximum of each window, as torch's. */
+kiln_tensor *kiln_max_pool2d(kiln_tensor *x, int64_t kernel, int64_t stride, int64_t padding);
+kiln_tensor *kiln_avg_pool2d(kiln_tensor *x, int64_t kernel, int64_t stride, int64_t padding);
+/* torch.clamp: min and max bounds (NAN: no bound on that side); the gradient passes where
+ * min <= x <= max. */
+kiln_tensor *kiln_clamp(kiln_tensor *t, double min, double max);
+/* torch.gather(t, dim, index): index (I32 or I64) has t's number of dims; out[i][j] =
+ * t[index[i][j]][j] for dim 0, and so on. An index outside [-size, size) gives 0 (it never
+ * reads outside t). */
+kiln_tensor *kiln_gather(kiln_tensor *t, int32_t dim, kiln_tensor *index);
+/* torch.nn.functional.one_hot: index (integer) -> index's shape + (classes), in dtype. */
+kiln_tensor *kiln_one_hot(kiln_tensor *index, int64_t classes, kiln_dtype dtype);
+/* Losses with torch's mean reduction: cross_entropy of logits (N, C) and integer class labels
+ * (N) (log_softmax based), mse_loss of two tensors that broadcast. */
+kiln_tensor *kiln_cross_entropy(kiln_tensor *logits, kiln_tensor *labels);
+kiln_tensor *kiln_mse_loss(kiln_tensor *a, kiln_tensor *b);
+/* Inverted dropout (torch's training mode): each element is zeroed with probability p and the
+ * others scaled by 1 / (1 - p); the mask comes from the counter-based generator (kiln_rand's)
+ * with seed. The seed is a kernel parameter: a new seed every step compiles nothing new. */
+kiln_tensor *kiln_dropout(kiln_tensor *t, double p, uint64_t seed);
+
+/* ---- automatic differentiation ------------------------------------------------------------ */
+
+/* Reverse mode over the lazy graph (docs/autograd.md). kiln_requires_grad_ marks t (a floating
+ * dtype, else KILN_ERROR_DTYPE_MISMATCH) as a leaf whose gradient kiln_grad can compute, as
+ * torch's requires_grad_: every op reading it, and what is computed from those, records how
+ * to differentiate itself. requires false drops the mark, or a non-leaf's history (torch's
+ * detach_). The mark belongs to the handle. */
+kiln_status kiln_requires_grad_(kiln_tensor *t, bool requires);
+bool kiln_requires_grad(kiln_tensor *t);
+/* A new handle of t's storage and view without history (torch.detach). */
+kiln_tensor *kiln_detach(kiln_tensor *t);
+/* The gradients of loss (one element of a floating dtype) with respect to inputs[0..count):
+ * grads[i] receives a new lazy tensor (of the current scope) of inputs[i]'s shape and dtype.
+ * Nothing is realized: realizing the gradients (or an optimizer's update built on them) runs
+ * the backward pass in the same schedule as anything else. Contributions along several paths
+ * are summed; an input the loss does not depend on gets zeros; nothing is built for tensors
+ * not asked about. KILN_ERROR_MODIFIED when a value the backward pass needs was written in
+ * place (kiln_copy_, kiln_add_, ...) after the op that read it, or when a tensor with history
+ * was overwritten before an op read it: Kiln never returns a gradient of other values than
+ * the ones used. On failure every grads[i] is NULL. */
+kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inputs,
+                      kiln_tensor **grads);
+
+/* ---- optimizers --------------------------------------------------------------------------- */
+
+/* Optimizers update parameters in place (lazy writes, like kiln_copy_): one realize of the
+ * parameters then runs forward, backward and update together. Their state (momentum buffers,
+ * Adam's moments, the step count) is made once, on the device; the step count and the
+ * learning rate are device values, so no step compiles anything the first did not. Formulas
+ * and defaults are torch.optim's. */
+typedef struct kiln_optimizer kiln_optimizer;
+typedef struct kiln_sgd_options {
+    double lr; /* required: > 0 */
+    double momentum, dampening, weight_decay;
+    bool nesterov; /* needs momentum > 0 and dampening 0 */
+} kiln_sgd_options;
+typedef struct kiln_adam_options {
+    double lr, beta1, beta2, eps, weight_decay;
+    bool decoupled_weight_decay; /* AdamW */
+} kiln_adam_options;
+/* torch's defaults: lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight decay 0 (AdamW's 1e-2). */
+kiln_adam_options kiln_adam_defaults(void);
+kiln_adam_options kiln_adamw_defaults(void);
+/* params: floating tensors that are plain views of their storage (they are written); the
+ * optimizer holds handles of its own (the caller may release its handles). */
+kiln_optimizer *kiln_sgd(kiln_context *ctx, uint32_t count, kiln_tensor *const *params,
+                         const kiln_sgd_options *options);
+kiln_optimizer *kiln_adam(kiln_context *ctx, uint32_t count, kiln_tensor *const *params,
+                          const kiln_adam_options *options);
+/* One update from grads[0..count) (the gradients of the params in order, e.g. kiln_grad's). */
+kiln_status kiln_optimizer_step(kiln_optimizer *opt, kiln_tensor *const *grads);
+/* Changes the learning rate from the next step on (a device value: nothing recompiles). */
+kiln_status kiln_optimizer_set_lr(kiln_optimizer *opt, double lr);
+void kiln_optimizer_destroy(kiln_optimizer *opt); /* NULL is a no-op */
+
 /* Scopes: memory for loops. Every tensor handle (and expression) belongs to the innermost scope
  * open when it was made. kiln_scope_end ends the innermost scope: it releases the scope's
  * handles except the keep_count tensors listed (they join the enclosing scope), frees its
