@@ -102,8 +102,45 @@ typedef struct eng_node {
  * node, and every one of them then reads the new value. */
 typedef struct eng_cell {
     eng_node *node;
-    uint32_t refs; /* tensor handles */
+    uint32_t refs;    /* tensor handles, and the autograd records that saved it (autograd.c) */
+    uint64_t version; /* writes so far (torch's version counter: autograd.c checks it) */
 } eng_cell;
+
+/* ---- autograd (autograd.c) ---- */
+
+/* A value an op read, kept for its backward pass: a view of a cell, and the cell's version
+ * when it was read. */
+typedef struct eng_saved {
+    eng_cell *cell; /* held (a reference), NULL: not kept */
+    const shape_tracker *st;
+    uint64_t version;
+} eng_saved;
+
+/* How one recorded op differentiates itself (torch's grad_fn). A tensor handle that needs a
+ * gradient holds one: a leaf's (op ENG_AG_LEAF, kiln_requires_grad_) or the op's that made it.
+ * A record holds its inputs' records and the values its rule reads; it is freed with the last
+ * handle or record holding it. */
+typedef struct eng_fn {
+    uint32_t refs;
+    uint32_t op; /* eng_ag_op (autograd.c) */
+    uint32_t nin;
+    struct eng_fn *in_fn[3]; /* held; NULL: that input needs no gradient */
+    eng_saved in[3];         /* the inputs as read (always kept: shapes, dtypes, versions) */
+    eng_saved out;           /* the output, kept when the rule reads it */
+    uint64_t out_version;    /* the output's cell version when it was made */
+    ir_type in_type[3];
+    /* The op's arguments. */
+    int64_t ints[2 * SHAPE_MAX_DIMS];
+    uint32_t nints;
+    const sym_node *syms[2 * SHAPE_MAX_DIMS]; /* marked while the record lives */
+    uint32_t nsyms;
+    double value, value2;
+    bool flag;
+    bool view; /* its output views its first input's storage (a movement op) */
+    struct eng_fn *next, *prev; /* the context's records */
+    uint64_t mark;              /* scratch for kiln_grad's walk */
+    uint32_t order;
+} eng_fn;
 
 /* A tensor handle's slot. The public kiln_tensor * is not a pointer: it encodes the context's
  * registry index, the slot and the slot's generation (lifetime.c), so a released handle is
@@ -118,6 +155,7 @@ typedef struct eng_tensor {
     kiln_tensor *handle;
     uint32_t gen;
     uint32_t scope;     /* the scope depth it belongs to (0: outside any scope) */
+    eng_fn *fn;         /* autograd: how its value is differentiated (NULL: needs none) */
     uint32_t next_free; /* free slots: the next one */
     bool live;
 } eng_tensor;
@@ -281,6 +319,10 @@ struct kiln_context {
     uint32_t temp_depth;      /* open eng_temps_begin regions */
     BASE_VEC(uint32_t) temps; /* slots made inside them, innermost last */
     uint64_t live_tensors, live_nodes, live_storages, live_bytes;
+    /* Autograd (autograd.c): the live records, and the depth of the ops being recorded or
+     * differentiated (what they call inside is not recorded). */
+    eng_fn *fn_list;
+    uint32_t ag_block;
     /* Expression handles (kiln_int, kiln_bind, ...): one entry per node handed out, pinned by
      * the scope it was made in, or outside any scope (pin 0) until a Variable it binds is
      * bound to another value outside any scope (lifetime.c). */
@@ -407,6 +449,12 @@ eng_node *eng_resolve(kiln_tensor *t);
 /* Makes n the current value of t's storage (a write). */
 void eng_cell_set(kiln_context *ctx, eng_tensor *t, eng_node *n);
 void eng_tensor_release(kiln_context *ctx, eng_tensor *t);
+/* Drops a reference to cell (a handle's or a saved value's); the last frees it. */
+void eng_cell_drop(kiln_context *ctx, eng_cell *cell);
+/* A new handle of cell through a copy of st (made in the current scope and temporaries). */
+kiln_tensor *eng_cell_handle(kiln_context *ctx, eng_cell *cell, const shape_tracker *st);
+/* Marks the expressions st reads (expression collection). */
+void eng_mark_tracker(sym_ctx *sc, const shape_tracker *st);
 void eng_node_ref(eng_node *n);
 /* Drops a reference; frees n and then whatever only n held, iteratively. */
 void eng_node_unref(kiln_context *ctx, eng_node *n);
@@ -436,6 +484,66 @@ kiln_context *eng_entry_context(const char *call, size_t count, kiln_tensor *con
     size_t eng_mark_ = eng_temps_begin(eng_ctx_);                                                  \
     return eng_temps_end(eng_ctx_, eng_mark_, result)
 kiln_tensor *eng_temps_end(kiln_context *ctx, size_t mark, kiln_tensor *result);
+/* The same keeping count results (NULL entries allowed). */
+void eng_temps_end_many(kiln_context *ctx, size_t mark, uint32_t count, kiln_tensor *const *keep);
+
+/* autograd.c. The ops that differentiate themselves (what their records' rules are). */
+typedef enum eng_ag_op {
+    ENG_AG_NONE, /* no gradient flows through (comparisons, argmax): nothing is recorded */
+    ENG_AG_LEAF, /* kiln_requires_grad_ */
+    ENG_AG_IDENTITY,
+    ENG_AG_ADD, ENG_AG_SUB, ENG_AG_MUL, ENG_AG_DIV, ENG_AG_POW, ENG_AG_MAXIMUM, ENG_AG_MINIMUM,
+    ENG_AG_WHERE, ENG_AG_NEG, ENG_AG_ABS, ENG_AG_EXP, ENG_AG_LOG, ENG_AG_SQRT, ENG_AG_RSQRT,
+    ENG_AG_SIN, ENG_AG_COS, ENG_AG_TANH, ENG_AG_SIGMOID, ENG_AG_RELU, ENG_AG_CAST,
+    ENG_AG_ADD_SCALAR, ENG_AG_MUL_SCALAR,
+    ENG_AG_SUM, ENG_AG_PROD, ENG_AG_MAX, ENG_AG_MIN, ENG_AG_MEAN, ENG_AG_VAR, ENG_AG_STD,
+    ENG_AG_SOFTMAX, ENG_AG_LOG_SOFTMAX, ENG_AG_MATMUL,
+    ENG_AG_RESHAPE, /* reshape, squeeze, unsqueeze: the gradient takes the input's shape */
+    ENG_AG_PERMUTE, ENG_AG_EXPAND, ENG_AG_PAD, ENG_AG_SHRINK, ENG_AG_FLIP, ENG_AG_SLICE,
+    ENG_AG_SELECT, ENG_AG_DIAGONAL, ENG_AG_UNFOLD, ENG_AG_AS_STRIDED,
+    /* Forms of the above the record normalizes: transpose (a permute), narrow (a shrink). */
+    ENG_AG_TRANSPOSE, ENG_AG_NARROW,
+} eng_ag_op;
+
+/* The arguments of an op that records how to differentiate itself. */
+typedef struct eng_ag_args {
+    uint32_t op;
+    const int64_t *ints, *ints2; /* nints of each */
+    uint32_t nints;
+    const int32_t *dims; /* ndims of them (axes, permutation) */
+    uint32_t ndims;
+    const kiln_expr *const *exprs, *const *exprs2; /* nexprs of each (symbolic bounds) */
+    uint32_t nexprs;
+    double value, value2;
+    bool flag;
+} eng_ag_args;
+/* Whether the op about to run with these operands records: none is being recorded around it,
+ * and an operand needs a gradient (then nested ops are blocked until eng_ag_end). */
+bool eng_ag_begin(kiln_context *ctx, size_t count, kiln_tensor *const *ins);
+/* Records the op that made result (NULL: failed) from ins; returns result. */
+kiln_tensor *eng_ag_end(kiln_context *ctx, kiln_tensor *result, const eng_ag_args *args,
+                        size_t count, kiln_tensor *const *ins);
+void eng_fn_ref(eng_fn *f);
+void eng_fn_unref(kiln_context *ctx, eng_fn *f);
+/* A write changed cell's values. */
+void eng_ag_written(eng_cell *cell);
+/* Marks the expressions the records hold (expression collection). */
+void eng_ag_mark(kiln_context *ctx);
+void eng_ag_finish(kiln_context *ctx);
+/* The body of a public op that differentiates itself (args: ENG_AG(.op = ..., ...)): as
+ * ENG_ENTRY, and the op is recorded when an operand needs a gradient. */
+#define ENG_AG(...) ((eng_ag_args){__VA_ARGS__})
+#define ENG_OP(call, args, result, ...)                                                            \
+    kiln_tensor *const eng_ins_[] = {__VA_ARGS__};                                                 \
+    size_t eng_n_ = sizeof eng_ins_ / sizeof eng_ins_[0];                                          \
+    kiln_context *eng_ctx_ = eng_entry_context(call, eng_n_, eng_ins_);                            \
+    if (!eng_ctx_)                                                                                 \
+        return NULL;                                                                               \
+    bool eng_rec_ = eng_ag_begin(eng_ctx_, eng_n_, eng_ins_);                                      \
+    size_t eng_mark_ = eng_temps_begin(eng_ctx_);                                                  \
+    kiln_tensor *eng_r_ = eng_temps_end(eng_ctx_, eng_mark_, result);                              \
+    const eng_ag_args eng_args_ = args;                                                            \
+    return eng_rec_ ? eng_ag_end(eng_ctx_, eng_r_, &eng_args_, eng_n_, eng_ins_) : eng_r_
 /* kiln_expand_sym and kiln_reshape_sym of nodes the program holds (ndim <= SHAPE_MAX_DIMS,
  * no size negative): what the engine's own ops call (movement.c). */
 kiln_tensor *eng_expand(kiln_tensor *t, uint32_t ndim, const sym_node *const *dims);
@@ -592,5 +700,8 @@ bool eng_value_fits(kiln_context *ctx, const char *op, ir_type type, double valu
 /* ops.c: an elementwise node over already broadcast, already typed sources. */
 kiln_tensor *eng_elementwise(kiln_context *ctx, ir_op op, ir_type type, uint32_t nsrc,
                              kiln_tensor *const *srcs);
+/* An identity node over t (t read lazily through its view, with a plain view of its own: what
+ * unfold needs of a padded tensor); differentiable (autograd.c). */
+kiln_tensor *eng_identity(kiln_tensor *t);
 
 #endif

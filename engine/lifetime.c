@@ -336,6 +336,7 @@ static kiln_tensor *handle_new(kiln_context *ctx, eng_cell *cell, const shape_tr
     t->cell = cell;
     t->st = st;
     t->scope = ctx->scope_depth;
+    t->fn = NULL;
     t->live = true;
     t->handle = encode(ctx->registry_index, index, t->gen);
     cell->refs++;
@@ -388,8 +389,29 @@ void eng_cell_set(kiln_context *ctx, eng_tensor *t, eng_node *n) {
     eng_node_unref(ctx, old);
 }
 
+void eng_cell_drop(kiln_context *ctx, eng_cell *cell) {
+    if (--cell->refs == 0) {
+        eng_node *n = cell->node;
+        n->cells--;
+        base_free(&ctx->alloc, cell, sizeof *cell);
+        eng_node_unref(ctx, n);
+    }
+}
+
+kiln_tensor *eng_cell_handle(kiln_context *ctx, eng_cell *cell, const shape_tracker *st) {
+    const shape_tracker *own = eng_tracker_keep(ctx, st);
+    if (!own)
+        return NULL;
+    kiln_tensor *h = handle_new(ctx, cell, own);
+    if (!h)
+        eng_tracker_free(ctx, own);
+    return h;
+}
+
 void eng_tensor_release(kiln_context *ctx, eng_tensor *t) {
     eng_cell *cell = t->cell;
+    eng_fn *fn = t->fn;
+    t->fn = NULL;
     eng_tracker_free(ctx, t->st);
     t->st = NULL;
     t->cell = NULL;
@@ -399,12 +421,9 @@ void eng_tensor_release(kiln_context *ctx, eng_tensor *t) {
     t->next_free = ctx->free_slot;
     ctx->free_slot = index;
     ctx->live_tensors--;
-    if (--cell->refs == 0) {
-        eng_node *n = cell->node;
-        n->cells--;
-        base_free(&ctx->alloc, cell, sizeof *cell);
-        eng_node_unref(ctx, n);
-    }
+    eng_cell_drop(ctx, cell);
+    if (fn)
+        eng_fn_unref(ctx, fn);
 }
 
 kiln_status kiln_release(kiln_tensor *t) {
@@ -474,9 +493,36 @@ kiln_tensor *eng_temps_end(kiln_context *ctx, size_t mark, kiln_tensor *result) 
         (void)BASE_VEC_PUSH(&ctx->alloc, &ctx->temps, (uint32_t)(uintptr_t)result);
     /* A call whose result is one of its operands as it was (a cast to the same dtype, say)
      * still returns a handle of its own: releasing one never releases the other. */
-    if (r && !made_here)
+    if (r && !made_here) {
         result = eng_view_new(ctx, result, eng_tracker_keep(ctx, r->st));
+        if (result && r->fn) { /* the same value: the same history */
+            eng_t(result)->fn = r->fn;
+            eng_fn_ref(r->fn);
+        }
+    }
     return result;
+}
+
+void eng_temps_end_many(kiln_context *ctx, size_t mark, uint32_t count, kiln_tensor *const *keep) {
+    size_t out = mark;
+    for (size_t i = mark; i < ctx->temps.len; i++) {
+        uint32_t index = ctx->temps.data[i];
+        eng_tensor *t = slot_at(ctx, index);
+        if (!t->live)
+            continue;
+        bool kept = false;
+        for (uint32_t k = 0; k < count && !kept; k++)
+            kept = keep[k] && eng_t(keep[k]) == t;
+        if (kept)
+            ctx->temps.data[out++] = index; /* joins the enclosing region, if any */
+        else
+            eng_tensor_release(ctx, t);
+    }
+    ctx->temps.len = ctx->temp_depth > 1 ? out : mark;
+    if (--ctx->temp_depth == 0) {
+        ctx->call = NULL;
+        eng_log_leave(ctx);
+    }
 }
 
 /* ---- expressions ------------------------------------------------------------------------------
@@ -652,7 +698,7 @@ bool eng_unpin_bindings(kiln_context *ctx, const sym_node *var, int64_t value) {
     return true;
 }
 
-static void mark_tracker(sym_ctx *sc, const shape_tracker *st) {
+void eng_mark_tracker(sym_ctx *sc, const shape_tracker *st) {
     if (!st)
         return;
     for (uint32_t i = 0; i < st->nviews; i++) {
@@ -690,16 +736,17 @@ void eng_collect_expressions(kiln_context *ctx, bool force) {
             sym_mark(sc, n->shape[d]);
         sym_mark(sc, n->value_expr);
         for (uint32_t i = 0; i < n->nsrc; i++)
-            mark_tracker(sc, n->src[i].st);
-        mark_tracker(sc, n->dst_view);
+            eng_mark_tracker(sc, n->src[i].st);
+        eng_mark_tracker(sc, n->dst_view);
     }
     for (uint32_t c = 0; c < ctx->slot_chunk_count; c++) {
         for (uint32_t i = 0; i < ENG_SLOT_CHUNK; i++) {
             const eng_tensor *t = &ctx->slot_chunks[c][i];
             if (t->live)
-                mark_tracker(sc, t->st);
+                eng_mark_tracker(sc, t->st);
         }
     }
+    eng_ag_mark(ctx);
     for (const eng_program *p = ctx->program_list; p; p = p->next) {
         if (p->has_guard)
             sym_mark(sc, p->guard.expr);
@@ -725,6 +772,7 @@ void eng_lifetime_finish(kiln_context *ctx) {
         if (t->live)
             eng_tensor_release(ctx, t);
     }
+    eng_ag_finish(ctx);
     /* Every node and storage is free now; anything left (a bug, or a failed creation) goes
      * without its references. */
     while (ctx->node_list) {

@@ -851,8 +851,7 @@ static kiln_tensor *conv2d_impl(kiln_tensor *x, kiln_tensor *w, int64_t stride, 
     if (padding) {
         /* shape/ cannot unfold a padded dim: the padded input becomes an identity node (read
          * lazily, like a non-view reshape) whose own unmasked view unfold can take. */
-        p = kiln_pad(x, pad);
-        p = p ? eng_elementwise(ctx, IR_CAST, type_of(p), 1, &p) : NULL;
+        p = eng_identity(kiln_pad(x, pad));
     }
     /* (N, C, OH, OW, KH, KW) windows, then (N, 1, C, OH, OW, KH, KW). */
     kiln_tensor *win = kiln_unfold(kiln_unfold(p, 2, kh, stride), 3, kw, stride);
@@ -860,167 +859,179 @@ static kiln_tensor *conv2d_impl(kiln_tensor *x, kiln_tensor *w, int64_t stride, 
     /* w as (1, O, C, 1, 1, KH, KW). */
     kiln_tensor *wk = kiln_unsqueeze(kiln_unsqueeze(kiln_unsqueeze(w, 0), 3), 3);
     int32_t axes[3] = {2, 5, 6};
-    return reduce("kiln_conv2d", IR_ADD, kiln_mul(win, wk), 3, axes, false, false);
+    kiln_tensor *prod = kiln_mul(win, wk);
+    /* Floats through kiln_sum (recorded for autograd); integers accumulate in i32 as before. */
+    if (prod && ir_type_is_float(type_of(prod)))
+        return kiln_sum(prod, 3, axes, false);
+    return reduce("kiln_conv2d", IR_ADD, prod, 3, axes, false, false);
+}
+
+static kiln_tensor *identity_impl(kiln_tensor *t) {
+    return t ? eng_elementwise(ENG_CTX(t), IR_CAST, type_of(t), 1, &t) : NULL;
+}
+
+kiln_tensor *eng_identity(kiln_tensor *t) {
+    ENG_OP("kiln_identity", ENG_AG(.op = ENG_AG_IDENTITY), identity_impl(t), t);
 }
 
 /* ---- the public entry points: checked handles, intermediates released ---------------- */
 
 kiln_tensor *kiln_cast(kiln_tensor *t, kiln_dtype dtype) {
-    ENG_ENTRY("kiln_cast", cast_impl(t, dtype), t);
+    ENG_OP("kiln_cast", ENG_AG(.op = ENG_AG_CAST), cast_impl(t, dtype), t);
 }
 
 kiln_tensor *kiln_add(kiln_tensor *a, kiln_tensor *b) {
-    ENG_ENTRY("kiln_add", add_impl(a, b), a, b);
+    ENG_OP("kiln_add", ENG_AG(.op = ENG_AG_ADD), add_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_sub(kiln_tensor *a, kiln_tensor *b) {
-    ENG_ENTRY("kiln_sub", sub_impl(a, b), a, b);
+    ENG_OP("kiln_sub", ENG_AG(.op = ENG_AG_SUB), sub_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_mul(kiln_tensor *a, kiln_tensor *b) {
-    ENG_ENTRY("kiln_mul", mul_impl(a, b), a, b);
+    ENG_OP("kiln_mul", ENG_AG(.op = ENG_AG_MUL), mul_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_div(kiln_tensor *a, kiln_tensor *b) {
-    ENG_ENTRY("kiln_div", div_impl(a, b), a, b);
+    ENG_OP("kiln_div", ENG_AG(.op = ENG_AG_DIV), div_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_pow(kiln_tensor *a, kiln_tensor *b) {
-    ENG_ENTRY("kiln_pow", pow_impl(a, b), a, b);
+    ENG_OP("kiln_pow", ENG_AG(.op = ENG_AG_POW), pow_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_maximum(kiln_tensor *a, kiln_tensor *b) {
-    ENG_ENTRY("kiln_maximum", maximum_impl(a, b), a, b);
+    ENG_OP("kiln_maximum", ENG_AG(.op = ENG_AG_MAXIMUM), maximum_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_minimum(kiln_tensor *a, kiln_tensor *b) {
-    ENG_ENTRY("kiln_minimum", minimum_impl(a, b), a, b);
+    ENG_OP("kiln_minimum", ENG_AG(.op = ENG_AG_MINIMUM), minimum_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_lt(kiln_tensor *a, kiln_tensor *b) {
-    ENG_ENTRY("kiln_lt", lt_impl(a, b), a, b);
+    ENG_OP("kiln_lt", ENG_AG(.op = ENG_AG_NONE), lt_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_le(kiln_tensor *a, kiln_tensor *b) {
-    ENG_ENTRY("kiln_le", le_impl(a, b), a, b);
+    ENG_OP("kiln_le", ENG_AG(.op = ENG_AG_NONE), le_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_gt(kiln_tensor *a, kiln_tensor *b) {
-    ENG_ENTRY("kiln_gt", gt_impl(a, b), a, b);
+    ENG_OP("kiln_gt", ENG_AG(.op = ENG_AG_NONE), gt_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_ge(kiln_tensor *a, kiln_tensor *b) {
-    ENG_ENTRY("kiln_ge", ge_impl(a, b), a, b);
+    ENG_OP("kiln_ge", ENG_AG(.op = ENG_AG_NONE), ge_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_eq(kiln_tensor *a, kiln_tensor *b) {
-    ENG_ENTRY("kiln_eq", eq_impl(a, b), a, b);
+    ENG_OP("kiln_eq", ENG_AG(.op = ENG_AG_NONE), eq_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_ne(kiln_tensor *a, kiln_tensor *b) {
-    ENG_ENTRY("kiln_ne", ne_impl(a, b), a, b);
+    ENG_OP("kiln_ne", ENG_AG(.op = ENG_AG_NONE), ne_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_where(kiln_tensor *cond, kiln_tensor *a, kiln_tensor *b) {
-    ENG_ENTRY("kiln_where", where_impl(cond, a, b), cond, a, b);
+    ENG_OP("kiln_where", ENG_AG(.op = ENG_AG_WHERE), where_impl(cond, a, b), cond, a, b);
 }
 
 kiln_tensor *kiln_neg(kiln_tensor *t) {
-    ENG_ENTRY("kiln_neg", neg_impl(t), t);
+    ENG_OP("kiln_neg", ENG_AG(.op = ENG_AG_NEG), neg_impl(t), t);
 }
 
 kiln_tensor *kiln_abs(kiln_tensor *t) {
-    ENG_ENTRY("kiln_abs", abs_impl(t), t);
+    ENG_OP("kiln_abs", ENG_AG(.op = ENG_AG_ABS), abs_impl(t), t);
 }
 
 kiln_tensor *kiln_exp(kiln_tensor *t) {
-    ENG_ENTRY("kiln_exp", exp_impl(t), t);
+    ENG_OP("kiln_exp", ENG_AG(.op = ENG_AG_EXP), exp_impl(t), t);
 }
 
 kiln_tensor *kiln_log(kiln_tensor *t) {
-    ENG_ENTRY("kiln_log", log_impl(t), t);
+    ENG_OP("kiln_log", ENG_AG(.op = ENG_AG_LOG), log_impl(t), t);
 }
 
 kiln_tensor *kiln_sqrt(kiln_tensor *t) {
-    ENG_ENTRY("kiln_sqrt", sqrt_impl(t), t);
+    ENG_OP("kiln_sqrt", ENG_AG(.op = ENG_AG_SQRT), sqrt_impl(t), t);
 }
 
 kiln_tensor *kiln_rsqrt(kiln_tensor *t) {
-    ENG_ENTRY("kiln_rsqrt", rsqrt_impl(t), t);
+    ENG_OP("kiln_rsqrt", ENG_AG(.op = ENG_AG_RSQRT), rsqrt_impl(t), t);
 }
 
 kiln_tensor *kiln_sin(kiln_tensor *t) {
-    ENG_ENTRY("kiln_sin", sin_impl(t), t);
+    ENG_OP("kiln_sin", ENG_AG(.op = ENG_AG_SIN), sin_impl(t), t);
 }
 
 kiln_tensor *kiln_cos(kiln_tensor *t) {
-    ENG_ENTRY("kiln_cos", cos_impl(t), t);
+    ENG_OP("kiln_cos", ENG_AG(.op = ENG_AG_COS), cos_impl(t), t);
 }
 
 kiln_tensor *kiln_tanh(kiln_tensor *t) {
-    ENG_ENTRY("kiln_tanh", tanh_impl(t), t);
+    ENG_OP("kiln_tanh", ENG_AG(.op = ENG_AG_TANH), tanh_impl(t), t);
 }
 
 kiln_tensor *kiln_add_scalar(kiln_tensor *t, double value) {
-    ENG_ENTRY("kiln_add_scalar", add_scalar_impl(t, value), t);
+    ENG_OP("kiln_add_scalar", ENG_AG(.op = ENG_AG_ADD_SCALAR), add_scalar_impl(t, value), t);
 }
 
 kiln_tensor *kiln_mul_scalar(kiln_tensor *t, double value) {
-    ENG_ENTRY("kiln_mul_scalar", mul_scalar_impl(t, value), t);
+    ENG_OP("kiln_mul_scalar", ENG_AG(.op = ENG_AG_MUL_SCALAR, .value = value), mul_scalar_impl(t, value), t);
 }
 
 kiln_tensor *kiln_relu(kiln_tensor *t) {
-    ENG_ENTRY("kiln_relu", relu_impl(t), t);
+    ENG_OP("kiln_relu", ENG_AG(.op = ENG_AG_RELU), relu_impl(t), t);
 }
 
 kiln_tensor *kiln_sigmoid(kiln_tensor *t) {
-    ENG_ENTRY("kiln_sigmoid", sigmoid_impl(t), t);
+    ENG_OP("kiln_sigmoid", ENG_AG(.op = ENG_AG_SIGMOID), sigmoid_impl(t), t);
 }
 
 kiln_tensor *kiln_sum(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
-    ENG_ENTRY("kiln_sum", sum_impl(t, naxes, axes, keepdim), t);
+    ENG_OP("kiln_sum", ENG_AG(.op = ENG_AG_SUM, .dims = axes, .ndims = axes ? naxes : 0), sum_impl(t, naxes, axes, keepdim), t);
 }
 
 kiln_tensor *kiln_prod(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
-    ENG_ENTRY("kiln_prod", prod_impl(t, naxes, axes, keepdim), t);
+    ENG_OP("kiln_prod", ENG_AG(.op = ENG_AG_PROD, .dims = axes, .ndims = axes ? naxes : 0), prod_impl(t, naxes, axes, keepdim), t);
 }
 
 kiln_tensor *kiln_max(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
-    ENG_ENTRY("kiln_max", max_impl(t, naxes, axes, keepdim), t);
+    ENG_OP("kiln_max", ENG_AG(.op = ENG_AG_MAX, .dims = axes, .ndims = axes ? naxes : 0), max_impl(t, naxes, axes, keepdim), t);
 }
 
 kiln_tensor *kiln_min(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
-    ENG_ENTRY("kiln_min", min_impl(t, naxes, axes, keepdim), t);
+    ENG_OP("kiln_min", ENG_AG(.op = ENG_AG_MIN, .dims = axes, .ndims = axes ? naxes : 0), min_impl(t, naxes, axes, keepdim), t);
 }
 
 kiln_tensor *kiln_mean(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
-    ENG_ENTRY("kiln_mean", mean_impl(t, naxes, axes, keepdim), t);
+    ENG_OP("kiln_mean", ENG_AG(.op = ENG_AG_MEAN, .dims = axes, .ndims = axes ? naxes : 0), mean_impl(t, naxes, axes, keepdim), t);
 }
 
 kiln_tensor *kiln_var(kiln_tensor *t, uint32_t naxes, const int32_t *axes, double correction,
                       bool keepdim) {
-    ENG_ENTRY("kiln_var", var_impl(t, naxes, axes, correction, keepdim), t);
+    ENG_OP("kiln_var", ENG_AG(.op = ENG_AG_VAR, .dims = axes, .ndims = axes ? naxes : 0, .value = correction), var_impl(t, naxes, axes, correction, keepdim), t);
 }
 
 kiln_tensor *kiln_std(kiln_tensor *t, uint32_t naxes, const int32_t *axes, double correction,
                       bool keepdim) {
-    ENG_ENTRY("kiln_std", std_impl(t, naxes, axes, correction, keepdim), t);
+    ENG_OP("kiln_std", ENG_AG(.op = ENG_AG_STD, .dims = axes, .ndims = axes ? naxes : 0, .value = correction), std_impl(t, naxes, axes, correction, keepdim), t);
 }
 
 kiln_tensor *kiln_softmax(kiln_tensor *t, int32_t dim) {
-    ENG_ENTRY("kiln_softmax", softmax_impl(t, dim), t);
+    ENG_OP("kiln_softmax", ENG_AG(.op = ENG_AG_SOFTMAX, .ints = (int64_t[]){dim}, .nints = 1), softmax_impl(t, dim), t);
 }
 
 kiln_tensor *kiln_log_softmax(kiln_tensor *t, int32_t dim) {
-    ENG_ENTRY("kiln_log_softmax", log_softmax_impl(t, dim), t);
+    ENG_OP("kiln_log_softmax", ENG_AG(.op = ENG_AG_LOG_SOFTMAX, .ints = (int64_t[]){dim}, .nints = 1), log_softmax_impl(t, dim), t);
 }
 
 kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b) {
-    ENG_ENTRY("kiln_matmul", matmul_impl(a, b), a, b);
+    ENG_OP("kiln_matmul", ENG_AG(.op = ENG_AG_MATMUL), matmul_impl(a, b), a, b);
 }
 
 kiln_tensor *kiln_argmax(kiln_tensor *t, int32_t dim, bool keepdim) {
-    ENG_ENTRY("kiln_argmax", argmax_impl(t, dim, keepdim), t);
+    ENG_OP("kiln_argmax", ENG_AG(.op = ENG_AG_NONE), argmax_impl(t, dim, keepdim), t);
 }
 
 kiln_tensor *kiln_conv2d(kiln_tensor *x, kiln_tensor *w, int64_t stride, int64_t padding) {

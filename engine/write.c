@@ -69,6 +69,7 @@ static kiln_status write_node(kiln_context *ctx, eng_tensor *dst, kiln_tensor *v
     }
     /* Every later use of this storage reads the write's result. */
     eng_cell_set(ctx, dst, eng_node_adopt(ctx, w));
+    eng_ag_written(dst->cell);
     return KILN_OK;
 }
 

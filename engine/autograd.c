@@ -1,0 +1,1125 @@
+/* Reverse-mode automatic differentiation over the lazy graph (docs/autograd.md).
+ *
+ * Recording: a public op whose operand needs a gradient (ENG_OP, eng.h) leaves a record on its
+ * result's handle (eng_fn: torch's grad_fn): the op, its arguments, its inputs' records, and
+ * the values its rule reads (a view of a cell, and the cell's version then). Ops built from
+ * other public ops (ENG_ENTRY composites) record nothing themselves: the ops they call do.
+ *
+ * kiln_grad walks the records reachable from the loss once (no recursion), keeps those on a
+ * path to an input asked about, and builds each gradient with public ops, lazily: nothing is
+ * realized, so the backward pass is scheduled with whatever the program realizes next (the
+ * optimizer's update). Versions (torch's version counter): a rule that reads a value written
+ * after its use, or an edge along which the value read was not the one its record made, is
+ * KILN_ERROR_MODIFIED, never a wrong gradient. */
+#include "eng.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const shape_view *view_of(kiln_tensor *t) {
+    return shape_tracker_last(ENG_ST(t));
+}
+
+/* ---- records --------------------------------------------------------------------------------- */
+
+void eng_fn_ref(eng_fn *f) {
+    f->refs++;
+}
+
+static void saved_drop(kiln_context *ctx, eng_saved *s) {
+    if (s->cell)
+        eng_cell_drop(ctx, s->cell);
+    eng_tracker_free(ctx, s->st);
+    s->cell = NULL;
+    s->st = NULL;
+}
+
+/* Frees f and whatever only it held, iteratively (a chain of records as long as a training
+ * run's graph never recurses). */
+void eng_fn_unref(kiln_context *ctx, eng_fn *f) {
+    eng_fn *work = NULL;
+    if (--f->refs == 0) {
+        f->mark = 0;
+        f->next = NULL;
+        work = f;
+    }
+    while (work) {
+        eng_fn *g = work;
+        work = (eng_fn *)(uintptr_t)g->mark; /* the work list is threaded through mark */
+        for (uint32_t i = 0; i < g->nin; i++) {
+            eng_fn *in = g->in_fn[i];
+            if (in && --in->refs == 0) {
+                in->mark = (uint64_t)(uintptr_t)work;
+                work = in;
+            }
+        }
+        /* Unlink it (its list links are intact until now). */
+        if (g->prev)
+            g->prev->next = g->next;
+        else
+            ctx->fn_list = g->next;
+        if (g->next)
+            g->next->prev = g->prev;
+        for (uint32_t i = 0; i < g->nin; i++)
+            saved_drop(ctx, &g->in[i]);
+        saved_drop(ctx, &g->out);
+        base_free(&ctx->alloc, g, sizeof *g);
+    }
+}
+
+static eng_fn *fn_new(kiln_context *ctx, uint32_t op) {
+    eng_fn *f = base_calloc(&ctx->alloc, 1, sizeof *f);
+    if (!f)
+        return eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for an autograd record");
+    f->refs = 1;
+    f->op = op;
+    f->next = ctx->fn_list;
+    if (ctx->fn_list)
+        ctx->fn_list->prev = f;
+    ctx->fn_list = f;
+    return f;
+}
+
+static bool save(kiln_context *ctx, eng_saved *s, kiln_tensor *t) {
+    eng_tensor *e = eng_t(t);
+    s->st = eng_tracker_keep(ctx, e->st);
+    if (!s->st)
+        return false;
+    s->cell = e->cell;
+    s->cell->refs++;
+    s->version = e->cell->version;
+    return true;
+}
+
+void eng_ag_written(eng_cell *cell) {
+    cell->version++;
+}
+
+void eng_ag_mark(kiln_context *ctx) {
+    for (const eng_fn *f = ctx->fn_list; f; f = f->next) {
+        for (uint32_t i = 0; i < f->nin; i++)
+            eng_mark_tracker(ctx->sym, f->in[i].st);
+        eng_mark_tracker(ctx->sym, f->out.st);
+        for (uint32_t i = 0; i < f->nsyms; i++)
+            sym_mark(ctx->sym, f->syms[i]);
+    }
+}
+
+void eng_ag_finish(kiln_context *ctx) {
+    /* Handles are released first (they hold every record), so nothing is left but a record
+     * another failed to free: drop them without their references. */
+    while (ctx->fn_list) {
+        eng_fn *f = ctx->fn_list;
+        ctx->fn_list = f->next;
+        for (uint32_t i = 0; i < f->nin; i++)
+            eng_tracker_free(ctx, f->in[i].st);
+        eng_tracker_free(ctx, f->out.st);
+        base_free(&ctx->alloc, f, sizeof *f);
+    }
+}
+
+bool eng_ag_begin(kiln_context *ctx, size_t count, kiln_tensor *const *ins) {
+    if (ctx->ag_block > 0)
+        return false;
+    for (size_t i = 0; i < count; i++) {
+        if (ins[i] && eng_t(ins[i])->fn) {
+            ctx->ag_block++;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Whether op's rule reads the op's output. */
+static bool reads_output(uint32_t op) {
+    switch (op) {
+    case ENG_AG_EXP:
+    case ENG_AG_SQRT:
+    case ENG_AG_RSQRT:
+    case ENG_AG_TANH:
+    case ENG_AG_SIGMOID:
+    case ENG_AG_RELU:
+    case ENG_AG_SOFTMAX:
+    case ENG_AG_LOG_SOFTMAX:
+    case ENG_AG_MAX:
+    case ENG_AG_MIN:
+    case ENG_AG_STD:
+    case ENG_AG_PROD:
+    case ENG_AG_POW:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static const shape_view *in_view(const eng_fn *f, uint32_t i) {
+    return shape_tracker_last(f->in[i].st);
+}
+
+static const sym_node *cnst(kiln_context *ctx, int64_t v) {
+    return sym_const(ctx->sym, v);
+}
+
+static uint32_t norm_dim(int64_t d, uint32_t ndim) {
+    return (uint32_t)(d < 0 ? d + ndim : d);
+}
+
+/* Python's slice bounds on a dim of constant size n: the first index and the count. */
+static void py_slice(int64_t n, bool has_start, int64_t start, bool has_stop, int64_t stop,
+                     int64_t step, int64_t *first, int64_t *count) {
+    int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? n : n - 1;
+    int64_t a = !has_start   ? (step > 0 ? lower : upper)
+                : start < 0 ? (start + n < lower ? lower : start + n)
+                            : (start > upper ? upper : start);
+    int64_t b = !has_stop   ? (step > 0 ? upper : lower)
+                : stop < 0 ? (stop + n < lower ? lower : stop + n)
+                           : (stop > upper ? upper : stop);
+    if (step > 0)
+        *count = b > a ? (b - a + step - 1) / step : 0;
+    else
+        *count = a > b ? (a - b - step - 1) / -step : 0;
+    *first = a;
+}
+
+/* The op's arguments as its rule reads them (see the cases of rule()). */
+static bool record_args(kiln_context *ctx, eng_fn *f, const eng_ag_args *a, const shape_view *v) {
+    uint32_t nd = v ? v->ndim : 0;
+    f->value = a->value;
+    f->value2 = a->value2;
+    f->flag = a->flag;
+    for (uint32_t i = 0; i < a->nints && i < 2 * SHAPE_MAX_DIMS; i++)
+        f->ints[f->nints++] = a->ints[i];
+    for (uint32_t i = 0; i < a->nints && a->ints2 && f->nints < 2 * SHAPE_MAX_DIMS; i++)
+        f->ints[f->nints++] = a->ints2[i];
+    for (uint32_t i = 0; i < a->ndims && f->nints < 2 * SHAPE_MAX_DIMS; i++)
+        f->ints[f->nints++] = a->dims[i];
+    for (uint32_t k = 0; k < 2; k++) {
+        const kiln_expr *const *e = k ? a->exprs2 : a->exprs;
+        for (uint32_t i = 0; e && i < a->nexprs && f->nsyms < 2 * SHAPE_MAX_DIMS; i++) {
+            f->syms[f->nsyms] = eng_expr_arg(ctx, e[i], "autograd");
+            if (!f->syms[f->nsyms++])
+                return false;
+        }
+    }
+    switch (a->op) {
+    case ENG_AG_TRANSPOSE: { /* ints: dim0, dim1 */
+        uint32_t d0 = norm_dim(f->ints[0], nd), d1 = norm_dim(f->ints[1], nd);
+        for (uint32_t d = 0; d < nd; d++)
+            f->ints[d] = d == d0 ? d1 : d == d1 ? d0 : d;
+        f->nints = nd;
+        f->op = ENG_AG_PERMUTE;
+        break;
+    }
+    case ENG_AG_PAD: /* ints (or syms): before, after per dim */
+        if (f->nsyms == 0) {
+            for (uint32_t i = 0; i < 2 * nd; i++)
+                f->syms[i] = cnst(ctx, f->ints[i]);
+            f->nsyms = 2 * nd;
+        }
+        break;
+    case ENG_AG_SHRINK: /* ints (or syms): begin per dim, then end per dim */
+        if (f->nsyms == 0) {
+            for (uint32_t i = 0; i < 2 * nd; i++)
+                f->syms[i] = cnst(ctx, f->ints[i]);
+            f->nsyms = 2 * nd;
+        }
+        break;
+    case ENG_AG_NARROW: { /* ints: dim[, start, length]; or syms: start, length */
+        uint32_t dim = norm_dim(f->ints[0], nd);
+        const sym_node *start = f->nsyms ? f->syms[0] : cnst(ctx, f->ints[1]);
+        const sym_node *length = f->nsyms ? f->syms[1] : cnst(ctx, f->ints[2]);
+        int64_t s;
+        if (sym_is_const(start, &s) && s < 0)
+            start = sym_add(ctx->sym, v->shape[dim], start);
+        for (uint32_t d = 0; d < nd; d++) {
+            f->syms[d] = d == dim ? start : cnst(ctx, 0);
+            f->syms[nd + d] = d == dim ? sym_add(ctx->sym, start, length) : v->shape[d];
+        }
+        f->nsyms = 2 * nd;
+        f->op = ENG_AG_SHRINK;
+        break;
+    }
+    case ENG_AG_SLICE: { /* ints: dim, start, stop, step -> dim, step; syms: first */
+        uint32_t dim = norm_dim(f->ints[0], nd);
+        int64_t start = f->ints[1], stop = f->ints[2], step = f->ints[3], n, first, count;
+        bool has_start = start != INT64_MIN && start != INT64_MAX;
+        bool has_stop = stop != INT64_MIN && stop != INT64_MAX;
+        f->ints[0] = dim;
+        f->ints[1] = step;
+        f->nints = 2;
+        f->nsyms = 0;
+        if (sym_is_const(v->shape[dim], &n)) {
+            py_slice(n, has_start, start, has_stop, stop, step, &first, &count);
+            if (step < 0 && count > 0)
+                first += (count - 1) * step; /* the lowest element taken */
+            f->syms[f->nsyms++] = cnst(ctx, first);
+        } else if (step > 0 && (!has_start || start == 0)) {
+            f->syms[f->nsyms++] = cnst(ctx, 0);
+        }
+        break;
+    }
+    case ENG_AG_SELECT: { /* ints: dim, index -> dim; syms: the index */
+        uint32_t dim = norm_dim(f->ints[0], nd);
+        int64_t index = f->ints[1];
+        f->ints[0] = dim;
+        f->nints = 1;
+        f->syms[0] =
+            index < 0 ? sym_add_c(ctx->sym, v->shape[dim], index) : cnst(ctx, index);
+        f->nsyms = 1;
+        break;
+    }
+    case ENG_AG_FLIP:
+        f->ints[0] = norm_dim(f->ints[0], nd);
+        break;
+    case ENG_AG_UNFOLD:
+        f->ints[0] = norm_dim(f->ints[0], nd);
+        break;
+    case ENG_AG_DIAGONAL:
+        f->ints[1] = norm_dim(f->ints[1], nd);
+        f->ints[2] = norm_dim(f->ints[2], nd);
+        break;
+    default:
+        break;
+    }
+    for (uint32_t i = 0; i < f->nsyms; i++)
+        if (!f->syms[i])
+            return eng_fail_from_shape(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY) != NULL;
+    return true;
+}
+
+kiln_tensor *eng_ag_end(kiln_context *ctx, kiln_tensor *result, const eng_ag_args *args,
+                        size_t count, kiln_tensor *const *ins) {
+    ctx->ag_block--;
+    if (!result || args->op == ENG_AG_NONE)
+        return result;
+    eng_tensor *r = eng_t(result);
+    if (!ir_type_is_float(r->cell->node->type))
+        return result; /* an integer or bool result carries no gradient */
+    eng_fn *f = fn_new(ctx, args->op);
+    if (!f) {
+        eng_tensor_release(ctx, r);
+        return NULL;
+    }
+    bool ok = true;
+    f->nin = (uint32_t)count;
+    for (uint32_t i = 0; i < count && ok; i++) {
+        eng_tensor *in = eng_t(ins[i]);
+        f->in_type[i] = in->cell->node->type;
+        f->in_fn[i] = in->fn;
+        if (in->fn)
+            eng_fn_ref(in->fn);
+        ok = save(ctx, &f->in[i], ins[i]);
+    }
+    f->out_version = r->cell->version;
+    f->view = count >= 1 && r->cell == eng_t(ins[0])->cell;
+    if (ok && reads_output(args->op))
+        ok = save(ctx, &f->out, result);
+    if (ok)
+        ok = record_args(ctx, f, args, in_view(f, 0));
+    if (!ok) {
+        eng_fn_unref(ctx, f);
+        eng_tensor_release(ctx, r);
+        return NULL;
+    }
+    if (r->fn)
+        eng_fn_unref(ctx, r->fn);
+    r->fn = f;
+    return result;
+}
+
+/* ---- marking leaves ---------------------------------------------------------------------------- */
+
+kiln_status kiln_requires_grad_(kiln_tensor *t, bool requires) {
+    kiln_context *ctx = NULL;
+    kiln_status st;
+    eng_tensor *e = eng_arg_status(t, &ctx, "kiln_requires_grad_", &st);
+    if (!e)
+        return st;
+    if (!requires) {
+        if (e->fn)
+            eng_fn_unref(ctx, e->fn);
+        e->fn = NULL;
+        return KILN_OK;
+    }
+    ir_type type = e->cell->node->type;
+    if (!ir_type_is_float(type))
+        return base_error_set(&ctx->err, KILN_ERROR_DTYPE_MISMATCH,
+                              "kiln_requires_grad_: the tensor is %s: only floating tensors "
+                              "have gradients",
+                              kiln_dtype_name(eng_dtype(type)));
+    if (e->fn && e->fn->op == ENG_AG_LEAF)
+        return KILN_OK;
+    eng_fn *f = fn_new(ctx, ENG_AG_LEAF);
+    if (!f)
+        return ctx->err.status;
+    f->out_version = e->cell->version;
+    if (e->fn)
+        eng_fn_unref(ctx, e->fn);
+    e->fn = f;
+    return KILN_OK;
+}
+
+bool kiln_requires_grad(kiln_tensor *t) {
+    kiln_context *ctx = NULL;
+    kiln_status st;
+    eng_tensor *e = t ? eng_arg_status(t, &ctx, "kiln_requires_grad", &st) : NULL;
+    return e && e->fn;
+}
+
+kiln_tensor *kiln_detach(kiln_tensor *t) {
+    kiln_context *ctx = NULL;
+    eng_tensor *e = eng_arg(t, &ctx, "kiln_detach");
+    if (!e)
+        return NULL;
+    eng_log_enter(ctx);
+    kiln_tensor *h = eng_view_new(ctx, t, eng_tracker_keep(ctx, e->st));
+    eng_log_leave(ctx);
+    return h;
+}
+
+/* ---- building gradients ------------------------------------------------------------------------ */
+
+/* One kiln_grad call's state. */
+typedef struct grad_run {
+    kiln_context *ctx;
+    const eng_fn *fn; /* the record whose rule runs (for messages) */
+    bool failed;
+} grad_run;
+
+static const char *op_name(uint32_t op) {
+    static const char *const names[] = {
+        "none",     "leaf",      "identity",   "add",     "sub",         "mul",     "div",
+        "pow",      "maximum",   "minimum",    "where",   "neg",         "abs",     "exp",
+        "log",      "sqrt",      "rsqrt",      "sin",     "cos",         "tanh",    "sigmoid",
+        "relu",     "cast",      "add_scalar", "mul_scalar", "sum",      "prod",    "max",
+        "min",      "mean",      "var",        "std",     "softmax",     "log_softmax",
+        "matmul",   "reshape",   "permute",    "expand",  "pad",         "shrink",  "flip",
+        "slice",    "select",    "diagonal",   "unfold",  "as_strided"};
+    return op < sizeof names / sizeof names[0] ? names[op] : "?";
+}
+
+/* A handle of saved value s, or NULL with KILN_ERROR_MODIFIED when it was written since. */
+static kiln_tensor *saved(grad_run *g, const eng_saved *s, const char *what) {
+    if (g->failed)
+        return NULL;
+    if (s->cell->version != s->version) {
+        g->failed = true;
+        return eng_fail(g->ctx, KILN_ERROR_MODIFIED,
+                        "kiln_grad: the %s of a %s op was written in place after the op read it "
+                        "(version %llu, now %llu): its gradient needs the value it read",
+                        what, op_name(g->fn->op), (unsigned long long)s->version,
+                        (unsigned long long)s->cell->version);
+    }
+    return eng_cell_handle(g->ctx, s->cell, s->st);
+}
+
+static kiln_tensor *in_value(grad_run *g, uint32_t i) {
+    static const char *const what[] = {"first input", "second input", "third input"};
+    return saved(g, &g->fn->in[i], what[i]);
+}
+
+static kiln_tensor *out_value(grad_run *g) {
+    return saved(g, &g->fn->out, "output");
+}
+
+static kiln_tensor *scalar(kiln_context *ctx, ir_type type, double v) {
+    return kiln_scalar(ctx, eng_dtype(type), v);
+}
+
+static kiln_tensor *zeros_of(kiln_context *ctx, ir_type type, uint32_t ndim,
+                             const sym_node *const *shape) {
+    return eng_full(ctx, type, ndim, shape, 0.0, NULL);
+}
+
+static ir_type type_of(kiln_tensor *t) {
+    return ENG_BASE(t)->type;
+}
+
+/* g summed down to the shape a broadcast made it from (leading dims, and dims of size 1). */
+static kiln_tensor *sum_to(kiln_tensor *g, uint32_t ndim, const sym_node *const *shape) {
+    if (!g)
+        return NULL;
+    const shape_view *v = view_of(g);
+    uint32_t lead = v->ndim - ndim;
+    int32_t axes[SHAPE_MAX_DIMS];
+    uint32_t n = 0;
+    for (uint32_t d = 0; d < lead; d++)
+        axes[n++] = (int32_t)d;
+    if (n)
+        g = kiln_sum(g, n, axes, false);
+    n = 0;
+    for (uint32_t d = 0; d < ndim && g; d++) {
+        int64_t one;
+        if (sym_is_const(shape[d], &one) && one == 1 && view_of(g)->shape[d] != shape[d])
+            axes[n++] = (int32_t)d;
+    }
+    if (n && g)
+        g = kiln_sum(g, n, axes, true);
+    return g;
+}
+
+static kiln_tensor *sum_to_in(const eng_fn *f, uint32_t i, kiln_tensor *g) {
+    const shape_view *v = in_view(f, i);
+    return sum_to(g, v->ndim, v->shape);
+}
+
+static kiln_tensor *expand_to(kiln_tensor *g, uint32_t ndim, const sym_node *const *shape) {
+    return g ? eng_expand(g, ndim, shape) : NULL;
+}
+
+/* The reduced axes of a reduction record (ints: the axes given; none: every dim). */
+static uint32_t reduced_mask(const eng_fn *f) {
+    uint32_t ndim = in_view(f, 0)->ndim, mask = 0;
+    if (f->nints == 0)
+        return ndim ? (1u << ndim) - 1 : 0;
+    for (uint32_t i = 0; i < f->nints; i++) {
+        int64_t a = f->ints[i] < 0 ? f->ints[i] + ndim : f->ints[i];
+        mask |= 1u << a;
+    }
+    return mask;
+}
+
+/* g (the reduction's output) with the reduced dims back as size 1, then broadcast to the
+ * input's shape. */
+static kiln_tensor *unreduce(const eng_fn *f, kiln_tensor *g, bool expand) {
+    const shape_view *v = in_view(f, 0);
+    uint32_t mask = reduced_mask(f);
+    const sym_node *kd[SHAPE_MAX_DIMS];
+    for (uint32_t d = 0; d < v->ndim; d++)
+        kd[d] = mask & (1u << d) ? cnst(ENG_CTX(g), 1) : v->shape[d];
+    g = g ? eng_reshape(g, v->ndim, kd) : NULL;
+    return expand ? expand_to(g, v->ndim, v->shape) : g;
+}
+
+/* The number of elements each output of a reduction combines, as a tensor of type. */
+static kiln_tensor *reduced_count(kiln_context *ctx, const eng_fn *f, ir_type type) {
+    const shape_view *v = in_view(f, 0);
+    uint32_t mask = reduced_mask(f);
+    const sym_node *n = cnst(ctx, 1);
+    for (uint32_t d = 0; d < v->ndim && n; d++)
+        if (mask & (1u << d))
+            n = sym_mul(ctx->sym, n, v->shape[d]);
+    int64_t c;
+    if (!n)
+        return eng_fail_from_shape(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY);
+    if (sym_is_const(n, &c))
+        return scalar(ctx, type, (double)c);
+    kiln_tensor *t = kiln_scalar_expr(ctx, KILN_I32, eng_expr_handle(ctx, n));
+    return kiln_cast(t, eng_dtype(type));
+}
+
+static kiln_tensor *ones_like_mask(kiln_tensor *m, ir_type type) {
+    return m ? kiln_cast(m, eng_dtype(type)) : NULL;
+}
+
+/* Scatters g (sizes: count along dim) into a tensor of size n along dim whose element
+ * first + k * step is g's k-th (step >= 1); the other elements are 0. */
+static kiln_tensor *scatter_strided(kiln_context *ctx, kiln_tensor *g, uint32_t dim,
+                                    const sym_node *first, int64_t step, const sym_node *n) {
+    if (!g)
+        return NULL;
+    const shape_view *v = view_of(g);
+    uint32_t ndim = v->ndim;
+    const sym_node *count = v->shape[dim];
+    int64_t c;
+    if (sym_is_const(count, &c) && c == 0) {
+        const sym_node *shape[SHAPE_MAX_DIMS];
+        memcpy(shape, v->shape, ndim * sizeof *shape);
+        shape[dim] = n;
+        return zeros_of(ctx, type_of(g), ndim, shape);
+    }
+    const sym_node *len = count; /* elements g covers: (count - 1) * step + 1 */
+    if (step > 1) {
+        /* (.., count, ..) -> (.., count, step) with zeros after each element -> flat, then
+         * the trailing step - 1 zeros dropped. */
+        const sym_node *pads[2 * SHAPE_MAX_DIMS];
+        g = kiln_unsqueeze(g, (int32_t)dim + 1);
+        if (!g)
+            return NULL;
+        for (uint32_t d = 0; d <= ndim; d++) {
+            pads[2 * d] = cnst(ctx, 0);
+            pads[2 * d + 1] = cnst(ctx, d == dim + 1 ? step - 1 : 0);
+        }
+        const kiln_expr *pe[2 * SHAPE_MAX_DIMS];
+        for (uint32_t i = 0; i < 2 * (ndim + 1); i++)
+            pe[i] = eng_expr_handle(ctx, pads[i]);
+        g = kiln_pad_sym(g, pe);
+        const sym_node *shape[SHAPE_MAX_DIMS];
+        const shape_view *w = g ? view_of(g) : NULL;
+        if (!w)
+            return NULL;
+        for (uint32_t d = 0, o = 0; d <= ndim; d++) {
+            if (d == dim + 1)
+                continue;
+            shape[o++] = d == dim ? sym_mul_c(ctx->sym, count, step) : w->shape[d];
+        }
+        g = eng_reshape(g, ndim, shape);
+        len = sym_add_c(ctx->sym, sym_mul_c(ctx->sym, sym_add_c(ctx->sym, count, -1), step), 1);
+        g = kiln_narrow_sym(g, (int32_t)dim, eng_expr_handle(ctx, cnst(ctx, 0)),
+                            eng_expr_handle(ctx, len));
+    }
+    if (!g || !len)
+        return NULL;
+    const kiln_expr *pe[2 * SHAPE_MAX_DIMS];
+    for (uint32_t d = 0; d < ndim; d++) {
+        const sym_node *before = d == dim ? first : cnst(ctx, 0);
+        const sym_node *after =
+            d == dim ? sym_sub(ctx->sym, sym_sub(ctx->sym, n, first), len) : cnst(ctx, 0);
+        pe[2 * d] = eng_expr_handle(ctx, before);
+        pe[2 * d + 1] = eng_expr_handle(ctx, after);
+    }
+    return kiln_pad_sym(g, pe);
+}
+
+static kiln_tensor *unsupported(grad_run *g, const char *why) {
+    g->failed = true;
+    return eng_fail(g->ctx, KILN_ERROR_UNSUPPORTED, "kiln_grad: the gradient of a %s op %s",
+                    op_name(g->fn->op), why);
+}
+
+/* torch's as_strided backward on constant shapes: every element of the input gets the sum of
+ * the gradients of the output elements on its storage element (divided by how many input
+ * elements share it). A compare-and-sum over (input elements) x (output elements). */
+static kiln_tensor *as_strided_grad(grad_run *r, kiln_tensor *g) {
+    kiln_context *ctx = r->ctx;
+    const eng_fn *f = r->fn;
+    kiln_tensor *x = eng_cell_handle(ctx, f->in[0].cell, f->in[0].st);
+    const shape_view *xv = in_view(f, 0);
+    uint32_t ndim = (uint32_t)f->value; /* the output's dims */
+    int64_t xs[SHAPE_MAX_DIMS], xoff = 0, nx = 1, ny = 1;
+    if (!x || kiln_tensor_strides(x, xs) != KILN_OK || kiln_tensor_offset(x, &xoff) != KILN_OK)
+        return unsupported(r, "needs an input of constant shape that is one strided view");
+    int64_t xshape[SHAPE_MAX_DIMS];
+    for (uint32_t d = 0; d < xv->ndim; d++) {
+        if (!sym_is_const(xv->shape[d], &xshape[d]))
+            return unsupported(r, "needs an input of constant shape");
+        nx *= xshape[d];
+    }
+    for (uint32_t d = 0; d < ndim; d++)
+        ny *= f->ints[d];
+    /* Storage indices (i32) of the elements of a geometry, as a flat tensor. */
+    kiln_tensor *idx[2] = {NULL, NULL};
+    for (int which = 0; which < 2; which++) {
+        uint32_t n = which ? ndim : xv->ndim;
+        const int64_t *shape = which ? f->ints : xshape;
+        const int64_t *strides = which ? f->ints + ndim : xs;
+        int64_t off = which ? (int64_t)f->value2 : xoff;
+        kiln_tensor *acc = scalar(ctx, IR_I32, (double)off);
+        for (uint32_t d = 0; d < n && acc; d++) {
+            kiln_tensor *a = kiln_arange(ctx, KILN_I32, 0, (double)shape[d], 1);
+            a = kiln_mul_scalar(a, (double)strides[d]);
+            int64_t rs[SHAPE_MAX_DIMS];
+            for (uint32_t e = 0; e < n; e++)
+                rs[e] = e == d ? shape[d] : 1;
+            acc = kiln_add(acc, kiln_reshape(a, n, rs));
+        }
+        if (acc && n) {
+            int64_t full[SHAPE_MAX_DIMS];
+            memcpy(full, shape, n * sizeof *full);
+            acc = kiln_expand(acc, n, full);
+        }
+        idx[which] = kiln_reshape(acc, 1, (int64_t[]){which ? ny : nx});
+    }
+    kiln_tensor *ix = kiln_reshape(idx[0], 2, (int64_t[]){nx, 1});
+    kiln_tensor *iy = kiln_reshape(idx[1], 2, (int64_t[]){1, ny});
+    kiln_tensor *gy = kiln_reshape(g, 2, (int64_t[]){1, ny});
+    kiln_tensor *hit = kiln_eq(ix, iy);
+    kiln_tensor *gx = kiln_sum(kiln_where(hit, gy, scalar(ctx, type_of(g), 0)), 1,
+                               (int32_t[]){1}, false);
+    /* Input elements that share a storage element split it. */
+    kiln_tensor *ix2 = kiln_reshape(idx[0], 2, (int64_t[]){1, nx});
+    kiln_tensor *share = kiln_sum(ones_like_mask(kiln_eq(ix, ix2), type_of(g)), 1,
+                                  (int32_t[]){1}, false);
+    gx = kiln_div(gx, share);
+    return kiln_reshape(gx, xv->ndim, xshape);
+}
+
+/* The gradient of f's input i from g, the gradient of f's output. */
+static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
+    kiln_context *ctx = r->ctx;
+    const eng_fn *f = r->fn;
+    ir_type gt = type_of(g);
+    const shape_view *iv = in_view(f, i);
+    switch ((eng_ag_op)f->op) {
+    case ENG_AG_NONE:
+    case ENG_AG_LEAF:
+    case ENG_AG_TRANSPOSE: /* recorded as permutes and shrinks */
+    case ENG_AG_NARROW:
+        return NULL;
+    case ENG_AG_IDENTITY:
+    case ENG_AG_CAST:
+    case ENG_AG_ADD_SCALAR:
+        return g;
+    case ENG_AG_RESHAPE:
+        return eng_reshape(g, iv->ndim, iv->shape);
+    case ENG_AG_ADD:
+        return sum_to_in(f, i, g);
+    case ENG_AG_SUB:
+        return sum_to_in(f, i, i == 0 ? g : kiln_neg(g));
+    case ENG_AG_MUL:
+        return sum_to_in(f, i, kiln_mul(g, in_value(r, 1 - i)));
+    case ENG_AG_DIV: {
+        kiln_tensor *b = in_value(r, 1);
+        if (i == 0)
+            return sum_to_in(f, 0, kiln_div(g, b));
+        kiln_tensor *a = in_value(r, 0);
+        return sum_to_in(f, 1, kiln_neg(kiln_div(kiln_mul(g, a), kiln_mul(b, b))));
+    }
+    case ENG_AG_POW: {
+        kiln_tensor *a = in_value(r, 0), *b = in_value(r, 1);
+        kiln_tensor *zero = scalar(ctx, gt, 0);
+        if (i == 0) {
+            /* g b a^(b - 1), 0 where b == 0 (torch's) */
+            kiln_tensor *d = kiln_mul(b, kiln_pow(a, kiln_add_scalar(b, -1.0)));
+            return sum_to_in(f, 0, kiln_where(kiln_eq(b, zero), zero, kiln_mul(g, d)));
+        }
+        /* g a^b log a, 0 where a == 0 and b >= 0 (torch's) */
+        kiln_tensor *y = out_value(r);
+        kiln_tensor *mask =
+            kiln_where(kiln_ge(b, zero), kiln_eq(a, zero), kiln_scalar(ctx, KILN_BOOL, 0));
+        return sum_to_in(f, 1, kiln_where(mask, zero, kiln_mul(g, kiln_mul(y, kiln_log(a)))));
+    }
+    case ENG_AG_MAXIMUM:
+    case ENG_AG_MINIMUM: {
+        kiln_tensor *a = in_value(r, 0), *b = in_value(r, 1);
+        kiln_tensor *zero = scalar(ctx, gt, 0);
+        /* Ties split the gradient in halves (torch's); the loser gets 0. */
+        bool max = f->op == ENG_AG_MAXIMUM;
+        kiln_tensor *lose = (i == 0) == max ? kiln_lt(a, b) : kiln_gt(a, b);
+        kiln_tensor *d = kiln_where(kiln_eq(a, b), kiln_mul_scalar(g, 0.5),
+                                    kiln_where(lose, zero, g));
+        return sum_to_in(f, i, d);
+    }
+    case ENG_AG_WHERE: {
+        if (i == 0)
+            return NULL;
+        kiln_tensor *c = in_value(r, 0), *zero = scalar(ctx, gt, 0);
+        return sum_to_in(f, i, i == 1 ? kiln_where(c, g, zero) : kiln_where(c, zero, g));
+    }
+    case ENG_AG_NEG:
+        return kiln_neg(g);
+    case ENG_AG_ABS: {
+        kiln_tensor *x = in_value(r, 0), *zero = scalar(ctx, gt, 0);
+        kiln_tensor *sign = kiln_sub(kiln_cast(kiln_gt(x, zero), eng_dtype(gt)),
+                                     kiln_cast(kiln_lt(x, zero), eng_dtype(gt)));
+        return kiln_mul(g, sign);
+    }
+    case ENG_AG_EXP:
+        return kiln_mul(g, out_value(r));
+    case ENG_AG_LOG:
+        return kiln_div(g, in_value(r, 0));
+    case ENG_AG_SQRT:
+        return kiln_div(g, kiln_mul_scalar(out_value(r), 2.0));
+    case ENG_AG_RSQRT: {
+        kiln_tensor *y = out_value(r);
+        return kiln_mul(kiln_mul_scalar(g, -0.5), kiln_mul(y, kiln_mul(y, y)));
+    }
+    case ENG_AG_SIN:
+        return kiln_mul(g, kiln_cos(in_value(r, 0)));
+    case ENG_AG_COS:
+        return kiln_neg(kiln_mul(g, kiln_sin(in_value(r, 0))));
+    case ENG_AG_TANH: {
+        kiln_tensor *y = out_value(r);
+        return kiln_mul(g, kiln_sub(scalar(ctx, gt, 1), kiln_mul(y, y)));
+    }
+    case ENG_AG_SIGMOID: {
+        kiln_tensor *y = out_value(r);
+        return kiln_mul(g, kiln_mul(y, kiln_sub(scalar(ctx, gt, 1), y)));
+    }
+    case ENG_AG_RELU: {
+        kiln_tensor *zero = scalar(ctx, gt, 0);
+        return kiln_where(kiln_gt(out_value(r), zero), g, zero);
+    }
+    case ENG_AG_MUL_SCALAR:
+        return kiln_mul_scalar(g, f->value);
+    case ENG_AG_SUM:
+        return unreduce(f, g, true);
+    case ENG_AG_MEAN:
+        return kiln_div(unreduce(f, g, true), reduced_count(ctx, f, gt));
+    case ENG_AG_PROD: {
+        /* Exact with zeros: an element's gradient is the product of the others. */
+        kiln_tensor *x = in_value(r, 0), *zero = scalar(ctx, gt, 0), *one = scalar(ctx, gt, 1);
+        kiln_tensor *is0 = kiln_eq(x, zero);
+        uint32_t mask = reduced_mask(f), n = 0;
+        int32_t axes[SHAPE_MAX_DIMS];
+        for (uint32_t d = 0; d < iv->ndim; d++)
+            if (mask & (1u << d))
+                axes[n++] = (int32_t)d;
+        kiln_tensor *nonzero = kiln_prod(kiln_where(is0, one, x), n, axes, true);
+        kiln_tensor *zeros = kiln_sum(kiln_cast(is0, eng_dtype(gt)), n, axes, true);
+        kiln_tensor *ge = unreduce(f, g, false);
+        kiln_tensor *at0 = kiln_where(kiln_eq(zeros, one), nonzero, zero);
+        kiln_tensor *else0 = kiln_where(kiln_eq(zeros, zero), kiln_div(nonzero, x), zero);
+        return kiln_mul(expand_to(ge, iv->ndim, iv->shape), kiln_where(is0, at0, else0));
+    }
+    case ENG_AG_MAX:
+    case ENG_AG_MIN: {
+        /* torch's amax/amin: the gradient is shared evenly by the elements equal to the
+         * result. */
+        kiln_tensor *x = in_value(r, 0), *y = unreduce(f, out_value(r), true);
+        kiln_tensor *hit = kiln_eq(x, y);
+        uint32_t mask = reduced_mask(f), n = 0;
+        int32_t axes[SHAPE_MAX_DIMS];
+        for (uint32_t d = 0; d < iv->ndim; d++)
+            if (mask & (1u << d))
+                axes[n++] = (int32_t)d;
+        kiln_tensor *count = kiln_sum(kiln_cast(hit, eng_dtype(gt)), n, axes, true);
+        kiln_tensor *share = kiln_div(unreduce(f, g, false), count);
+        return kiln_where(hit, expand_to(share, iv->ndim, iv->shape), scalar(ctx, gt, 0));
+    }
+    case ENG_AG_VAR:
+    case ENG_AG_STD: {
+        kiln_tensor *x = in_value(r, 0);
+        uint32_t mask = reduced_mask(f), n = 0;
+        int32_t axes[SHAPE_MAX_DIMS];
+        for (uint32_t d = 0; d < iv->ndim; d++)
+            if (mask & (1u << d))
+                axes[n++] = (int32_t)d;
+        kiln_tensor *centered = kiln_sub(x, kiln_mean(x, n, axes, true));
+        kiln_tensor *dof = kiln_add_scalar(reduced_count(ctx, f, gt), -f->value);
+        kiln_tensor *ge = unreduce(f, g, true);
+        if (f->op == ENG_AG_VAR)
+            return kiln_div(kiln_mul(ge, kiln_mul_scalar(centered, 2.0)), dof);
+        kiln_tensor *y = unreduce(f, out_value(r), true);
+        return kiln_div(kiln_mul(ge, centered), kiln_mul(dof, y));
+    }
+    case ENG_AG_SOFTMAX: {
+        int32_t dim = (int32_t)f->ints[0];
+        kiln_tensor *y = out_value(r);
+        kiln_tensor *dot = kiln_sum(kiln_mul(g, y), 1, &dim, true);
+        return kiln_mul(y, kiln_sub(g, dot));
+    }
+    case ENG_AG_LOG_SOFTMAX: {
+        int32_t dim = (int32_t)f->ints[0];
+        kiln_tensor *y = out_value(r);
+        return kiln_sub(g, kiln_mul(kiln_exp(y), kiln_sum(g, 1, &dim, true)));
+    }
+    case ENG_AG_MATMUL: {
+        /* 1-d operands as torch.matmul treats them: a (K) as (1, K), b (K) as (K, 1). */
+        kiln_tensor *a = in_value(r, 0), *b = in_value(r, 1);
+        if (!a || !b)
+            return NULL;
+        uint32_t an = view_of(a)->ndim, bn = view_of(b)->ndim;
+        kiln_tensor *a2 = an == 1 ? kiln_unsqueeze(a, 0) : a;
+        kiln_tensor *b2 = bn == 1 ? kiln_unsqueeze(b, 1) : b;
+        kiln_tensor *g2 = g;
+        if (an == 1 && bn == 1)
+            g2 = kiln_reshape(g, 2, (int64_t[]){1, 1});
+        else if (an == 1)
+            g2 = kiln_unsqueeze(g, -2);
+        else if (bn == 1)
+            g2 = kiln_unsqueeze(g, -1);
+        kiln_tensor *d;
+        if (i == 0)
+            d = kiln_matmul(g2, kiln_transpose(b2, -1, -2));
+        else
+            d = kiln_matmul(kiln_transpose(a2, -1, -2), g2);
+        kiln_tensor *op2 = i == 0 ? a2 : b2;
+        if (!d || !op2)
+            return NULL;
+        d = sum_to(d, view_of(op2)->ndim, view_of(op2)->shape);
+        return d ? eng_reshape(d, iv->ndim, iv->shape) : NULL;
+    }
+    case ENG_AG_PERMUTE: {
+        int32_t inv[SHAPE_MAX_DIMS];
+        for (uint32_t d = 0; d < iv->ndim; d++) {
+            int64_t p = f->ints[d] < 0 ? f->ints[d] + iv->ndim : f->ints[d];
+            inv[p] = (int32_t)d;
+        }
+        return kiln_permute(g, inv);
+    }
+    case ENG_AG_EXPAND:
+        return sum_to_in(f, 0, g);
+    case ENG_AG_PAD: {
+        /* syms: before, after per dim */
+        const kiln_expr *b[SHAPE_MAX_DIMS], *e[SHAPE_MAX_DIMS];
+        for (uint32_t d = 0; d < iv->ndim; d++) {
+            b[d] = eng_expr_handle(ctx, f->syms[2 * d]);
+            e[d] = eng_expr_handle(ctx, sym_add(ctx->sym, f->syms[2 * d], iv->shape[d]));
+        }
+        return kiln_shrink_sym(g, b, e);
+    }
+    case ENG_AG_SHRINK: {
+        /* syms: begin per dim, then end per dim */
+        const kiln_expr *p[2 * SHAPE_MAX_DIMS];
+        for (uint32_t d = 0; d < iv->ndim; d++) {
+            p[2 * d] = eng_expr_handle(ctx, f->syms[d]);
+            p[2 * d + 1] =
+                eng_expr_handle(ctx, sym_sub(ctx->sym, iv->shape[d], f->syms[iv->ndim + d]));
+        }
+        return kiln_pad_sym(g, p);
+    }
+    case ENG_AG_FLIP:
+        return kiln_flip(g, (int32_t)f->ints[0]);
+    case ENG_AG_SLICE: {
+        /* ints: dim, step; syms: the first element taken (negative steps: the last). */
+        uint32_t dim = (uint32_t)f->ints[0];
+        int64_t step = f->ints[1];
+        if (f->nsyms == 0)
+            return unsupported(r, "over a dim of symbolic size needs a start of 0 and a "
+                                  "positive step");
+        const sym_node *first = f->syms[0];
+        if (step < 0) {
+            g = kiln_flip(g, (int32_t)dim);
+            step = -step;
+        }
+        return scatter_strided(ctx, g, dim, first, step, iv->shape[dim]);
+    }
+    case ENG_AG_SELECT: {
+        /* ints: dim; syms: the index (normalized) */
+        uint32_t dim = (uint32_t)f->ints[0];
+        return scatter_strided(ctx, kiln_unsqueeze(g, (int32_t)dim), dim, f->syms[0], 1,
+                               iv->shape[dim]);
+    }
+    case ENG_AG_UNFOLD: {
+        /* ints: dim, size, step: window w's element k is element w * step + k. */
+        uint32_t dim = (uint32_t)f->ints[0];
+        int64_t size = f->ints[1], step = f->ints[2];
+        kiln_tensor *sum = NULL;
+        if (size == 0)
+            return zeros_of(ctx, gt, iv->ndim, iv->shape);
+        for (int64_t k = 0; k < size; k++) {
+            kiln_tensor *gk = kiln_select(g, -1, k);
+            kiln_tensor *s = scatter_strided(ctx, gk, dim, cnst(ctx, k), step, iv->shape[dim]);
+            sum = sum ? kiln_add(sum, s) : s;
+        }
+        return sum;
+    }
+    case ENG_AG_DIAGONAL: {
+        /* ints: offset, dim1, dim2 (normalized). The output is the input without dim1 and
+         * dim2, then the diagonal (L elements) last. */
+        int64_t off = f->ints[0];
+        uint32_t d1 = (uint32_t)f->ints[1], d2 = (uint32_t)f->ints[2], nd = iv->ndim;
+        const sym_node *n1 = iv->shape[d1], *n2 = iv->shape[d2];
+        const shape_view *gv = view_of(g);
+        const sym_node *len = gv->shape[gv->ndim - 1];
+        int64_t lc;
+        if (sym_is_const(len, &lc) && lc == 0)
+            return zeros_of(ctx, gt, nd, iv->shape);
+        /* (.., L) -> (.., L, n2 + 1) zero-padded -> (.., L (n2 + 1)): element i at
+         * i (n2 + 1), the flat index of (i, i) in an (n1, n2) matrix. */
+        kiln_tensor *u = kiln_unsqueeze(g, -1);
+        const sym_node *stride = sym_add_c(ctx->sym, n2, 1);
+        const sym_node *first = off >= 0 ? cnst(ctx, off) : sym_mul_c(ctx->sym, n2, -off);
+        const sym_node *flat = sym_mul(ctx->sym, n1, n2);
+        int64_t st;
+        kiln_tensor *m;
+        if (sym_is_const(stride, &st)) {
+            m = scatter_strided(ctx, kiln_squeeze(u, -1), gv->ndim - 1, first, st, flat);
+        } else {
+            return unsupported(r, "needs constant sizes");
+        }
+        const sym_node *shape[SHAPE_MAX_DIMS];
+        for (uint32_t d = 0; d + 1 < gv->ndim; d++)
+            shape[d] = gv->shape[d];
+        shape[gv->ndim - 1] = n1;
+        shape[gv->ndim] = n2;
+        m = m ? eng_reshape(m, nd, shape) : NULL;
+        /* Back to the input's dim order: the kept dims in order, dim1 and dim2 in place. */
+        int32_t perm[SHAPE_MAX_DIMS];
+        for (uint32_t d = 0, k = 0; d < nd; d++) {
+            if (d == d1)
+                perm[d] = (int32_t)nd - 2;
+            else if (d == d2)
+                perm[d] = (int32_t)nd - 1;
+            else
+                perm[d] = (int32_t)k++;
+        }
+        return kiln_permute(m, perm);
+    }
+    case ENG_AG_AS_STRIDED:
+        return as_strided_grad(r, g);
+    }
+    return NULL;
+}
+
+/* Whether the value read along an edge (its version, observed) is the one the record made:
+ * views pass the question to the record of the storage they view. */
+static bool edge_current(const eng_fn *f, uint64_t observed) {
+    while (f && f->view && f->op != ENG_AG_LEAF)
+        f = f->in_fn[0];
+    return !f || f->op == ENG_AG_LEAF || f->out_version == observed;
+}
+
+static bool numel_one(const shape_view *v) {
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        int64_t n;
+        if (!sym_is_const(v->shape[d], &n) || n != 1)
+            return false;
+    }
+    return true;
+}
+
+kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inputs,
+                      kiln_tensor **grads) {
+    kiln_context *ctx = NULL;
+    kiln_status st;
+    if (grads)
+        for (uint32_t i = 0; i < count; i++)
+            grads[i] = NULL;
+    eng_tensor *l = eng_arg_status(loss, &ctx, "kiln_grad", &st);
+    if (!l)
+        return st;
+    if (count > 0 && (!inputs || !grads))
+        return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
+                              "kiln_grad: inputs or grads is NULL with count %u", count);
+    for (uint32_t i = 0; i < count; i++) {
+        if (!eng_arg_status(inputs[i], &ctx, "kiln_grad", &st)) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", kiln_context_message(ctx));
+            return base_error_set(&ctx->err, st, "%s (inputs[%u])", why, i);
+        }
+    }
+    st = eng_call_begin(ctx);
+    if (st != KILN_OK)
+        return st;
+    ir_type lt = l->cell->node->type;
+    if (!ir_type_is_float(lt))
+        return base_error_set(&ctx->err, KILN_ERROR_DTYPE_MISMATCH,
+                              "kiln_grad: the loss is %s: it must be a floating tensor",
+                              kiln_dtype_name(eng_dtype(lt)));
+    if (!numel_one(shape_tracker_last(l->st))) {
+        char s[128];
+        const shape_view *v = shape_tracker_last(l->st);
+        return base_error_set(&ctx->err, KILN_ERROR_SHAPE_MISMATCH,
+                              "kiln_grad: the loss has shape %s: it must have one element",
+                              eng_shape_render(v->ndim, v->shape, s, sizeof s));
+    }
+    /* The records reachable from the loss, inputs before the records that read them (an
+     * iterative depth-first walk). */
+    BASE_VEC(eng_fn *) order = {0};
+    BASE_VEC(eng_fn *) stack = {0};
+    BASE_VEC(uint8_t) need = {0};
+    BASE_VEC(kiln_tensor *) acc = {0};
+    uint64_t stamp = ++ctx->next_mark;
+    bool oom = false;
+    if (l->fn) {
+        l->fn->mark = stamp;
+        l->fn->order = 0; /* children visited so far */
+        oom |= BASE_VEC_PUSH(&ctx->alloc, &stack, l->fn) != KILN_OK;
+    }
+    while (stack.len && !oom) {
+        eng_fn *f = stack.data[stack.len - 1];
+        if (f->order < f->nin) {
+            eng_fn *c = f->in_fn[f->order++];
+            if (c && c->mark != stamp) {
+                c->mark = stamp;
+                c->order = 0;
+                oom |= BASE_VEC_PUSH(&ctx->alloc, &stack, c) != KILN_OK;
+            }
+            continue;
+        }
+        stack.len--;
+        oom |= BASE_VEC_PUSH(&ctx->alloc, &order, f) != KILN_OK;
+    }
+    for (size_t k = 0; k < order.len && !oom; k++)
+        order.data[k]->order = (uint32_t)k;
+    for (size_t k = 0; k < order.len && !oom; k++) {
+        oom |= BASE_VEC_PUSH(&ctx->alloc, &need, 0) != KILN_OK;
+        oom |= BASE_VEC_PUSH(&ctx->alloc, &acc, NULL) != KILN_OK;
+    }
+    BASE_VEC_FREE(&ctx->alloc, &stack);
+    if (oom) {
+        BASE_VEC_FREE(&ctx->alloc, &order);
+        BASE_VEC_FREE(&ctx->alloc, &need);
+        BASE_VEC_FREE(&ctx->alloc, &acc);
+        return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY,
+                              "kiln_grad: no memory for the walk");
+    }
+    /* Records on a path to an input asked about. */
+    for (uint32_t i = 0; i < count; i++) {
+        eng_fn *f = eng_t(inputs[i])->fn;
+        if (f && f->mark == stamp)
+            need.data[f->order] = 1;
+    }
+    for (size_t k = 0; k < order.len; k++) {
+        eng_fn *f = order.data[k];
+        for (uint32_t j = 0; j < f->nin; j++)
+            if (f->in_fn[j] && need.data[f->in_fn[j]->order])
+                need.data[k] = 1;
+    }
+    eng_log_enter(ctx);
+    ctx->call = "kiln_grad";
+    size_t mark = eng_temps_begin(ctx);
+    ctx->ag_block++;
+    grad_run run = {.ctx = ctx};
+    if (order.len) {
+        const shape_view *v = shape_tracker_last(l->st);
+        acc.data[order.len - 1] = eng_full(ctx, lt, v->ndim, v->shape, 1.0, NULL);
+        run.failed = !acc.data[order.len - 1];
+    }
+    for (size_t k = order.len; k-- > 0 && !run.failed;) {
+        eng_fn *f = order.data[k];
+        kiln_tensor *g = acc.data[k];
+        if (!g || !need.data[k] || f->op == ENG_AG_LEAF)
+            continue;
+        run.fn = f;
+        for (uint32_t j = 0; j < f->nin && !run.failed; j++) {
+            eng_fn *in = f->in_fn[j];
+            if (!in || !need.data[in->order])
+                continue;
+            if (!edge_current(in, f->in[j].version)) {
+                run.failed = true;
+                eng_fail(ctx, KILN_ERROR_MODIFIED,
+                         "kiln_grad: input %u of a %s op was overwritten in place before the "
+                         "op read it: the value read is not the one whose history is "
+                         "recorded (Kiln does not differentiate through writes)",
+                         j, op_name(f->op));
+                break;
+            }
+            kiln_tensor *d = rule(&run, j, g);
+            if (d && type_of(d) != f->in_type[j])
+                d = kiln_cast(d, eng_dtype(f->in_type[j]));
+            if (!d) {
+                run.failed = true;
+                break;
+            }
+            kiln_tensor **slot = &acc.data[in->order];
+            *slot = *slot ? kiln_add(*slot, d) : d;
+            run.failed = !*slot;
+        }
+    }
+    kiln_tensor *out[64];
+    kiln_tensor **result = count <= 64 ? out : base_calloc(&ctx->alloc, count, sizeof *result);
+    if (!result) {
+        run.failed = true;
+        eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "kiln_grad: no memory");
+    }
+    for (uint32_t i = 0; i < count && !run.failed; i++) {
+        eng_tensor *e = eng_t(inputs[i]);
+        kiln_tensor *g = e->fn && e->fn->mark == stamp ? acc.data[e->fn->order] : NULL;
+        ir_type type = e->cell->node->type;
+        const shape_view *v = shape_tracker_last(e->st);
+        if (!g)
+            g = zeros_of(ctx, type, v->ndim, v->shape);
+        else if (type_of(g) != type)
+            g = kiln_cast(g, eng_dtype(type));
+        /* A handle of its own per input (two inputs may share a record). */
+        g = g ? eng_view_new(ctx, g, eng_tracker_keep(ctx, ENG_ST(g))) : NULL;
+        result[i] = g;
+        run.failed = !g;
+    }
+    ctx->ag_block--;
+    if (run.failed) {
+        st = ctx->err.status ? ctx->err.status : KILN_ERROR_OUT_OF_HOST_MEMORY;
+        char msg[BASE_ERROR_MESSAGE_MAX];
+        snprintf(msg, sizeof msg, "%s", base_error_message(&ctx->err));
+        eng_temps_end_many(ctx, mark, 0, NULL);
+        ctx->sticky = false;
+        base_error_set(&ctx->err, st, "%s%s", strncmp(msg, "kiln_grad", 9) ? "kiln_grad: " : "",
+                       msg);
+    } else {
+        eng_temps_end_many(ctx, mark, count, result);
+        for (uint32_t i = 0; i < count; i++)
+            grads[i] = result[i];
+        st = KILN_OK;
+    }
+    if (result && result != out)
+        base_free(&ctx->alloc, result, count * sizeof *result);
+    BASE_VEC_FREE(&ctx->alloc, &order);
+    BASE_VEC_FREE(&ctx->alloc, &need);
+    BASE_VEC_FREE(&ctx->alloc, &acc);
+    eng_log_leave(ctx);
+    return st;
+}
