@@ -968,7 +968,7 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
         if (!eng_arg_status(inputs[i], &ctx, "kiln_grad", &st)) {
             char why[256];
             snprintf(why, sizeof why, "%s", kiln_context_message(ctx));
-            return base_error_set(&ctx->err, st, "%s (inputs[%u])", why, i);
+            return base_error_reset(&ctx->err, st, "%s (inputs[%u])", why, i);
         }
     }
     st = eng_call_begin(ctx);
@@ -1107,8 +1107,8 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
         snprintf(msg, sizeof msg, "%s", base_error_message(&ctx->err));
         eng_temps_end_many(ctx, mark, 0, NULL);
         ctx->sticky = false;
-        base_error_set(&ctx->err, st, "%s%s", strncmp(msg, "kiln_grad", 9) ? "kiln_grad: " : "",
-                       msg);
+        base_error_reset(&ctx->err, st, "%s%s", strncmp(msg, "kiln_grad", 9) ? "kiln_grad: " : "",
+                         msg);
     } else {
         eng_temps_end_many(ctx, mark, count, result);
         for (uint32_t i = 0; i < count; i++)

@@ -84,6 +84,7 @@ typedef struct eng_node {
     uint32_t reduce_mask;          /* ENG_REDUCE */
     bool arg;                      /* ENG_REDUCE with IR_MAX: index (i32) of the first maximum */
     bool unique;                   /* a creation (zeros, arange, ...): never hash-consed */
+    bool boundary;                 /* kiln_contiguous: realized by a kernel of its own */
     bool interned;                 /* in the context's hash-consing table */
     bool written;                  /* a write targets it: its value is no longer the current
                                       value of any storage, so it is out of the table */
@@ -94,6 +95,7 @@ typedef struct eng_node {
     uint32_t cells;                /* of those, cells whose current value it is */
     uint64_t id;                   /* creation order, never reused */
     uint64_t mark;                 /* scratch for graph walks (a stamp per walk) */
+    uint64_t mark2;                /* scratch for a walk inside another (realize.c) */
     uint64_t hash;
     struct eng_node *next, *prev; /* the context's live nodes */
 } eng_node;

@@ -288,7 +288,7 @@ static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx) 
         bool outer_at_output = b->at_output;
         b->at_output = same_element;
         b->depth++;
-        if (n->kind == ENG_WRITE) /* a write runs as its own kernel, then is read */
+        if (n->kind == ENG_WRITE || n->boundary) /* runs as its own kernel, then is read */
             need(b, n);
         else if (b->depth > MAX_INLINE_DEPTH) /* a chain this long is cut: n runs first */
             need(b, n);

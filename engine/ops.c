@@ -866,6 +866,31 @@ static kiln_tensor *conv2d_impl(kiln_tensor *x, kiln_tensor *w, int64_t stride, 
     return reduce("kiln_conv2d", IR_ADD, prod, 3, axes, false, false);
 }
 
+/* A node of its own (never hash-consed) copying t, that kernels reading it load rather than
+ * recompute. */
+static kiln_tensor *contiguous_impl(kiln_tensor *t) {
+    if (!t)
+        return NULL;
+    kiln_context *ctx = ENG_CTX(t);
+    const shape_view *v = view_of(t);
+    eng_node *n = eng_node_new(ctx, ENG_EW, IR_CAST, type_of(t), v->ndim, v->shape);
+    if (!n)
+        return NULL;
+    n->nsrc = 1;
+    n->src[0] = (eng_src){eng_resolve(t), eng_tracker_keep(ctx, ENG_ST(t)), 0};
+    if (!n->src[0].st) {
+        eng_node_discard(ctx, n);
+        return NULL;
+    }
+    n->boundary = true;
+    n = eng_node_adopt(ctx, n);
+    return eng_tensor_new(ctx, n, eng_tracker_contiguous(ctx, n->ndim, n->shape));
+}
+
+kiln_tensor *kiln_contiguous(kiln_tensor *t) {
+    ENG_OP("kiln_contiguous", ENG_AG(.op = ENG_AG_IDENTITY), contiguous_impl(t), t);
+}
+
 static kiln_tensor *identity_impl(kiln_tensor *t) {
     return t ? eng_elementwise(ENG_CTX(t), IR_CAST, type_of(t), 1, &t) : NULL;
 }

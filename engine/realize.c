@@ -122,9 +122,47 @@ static kiln_status step_start(schedule *s, frame *f) {
     return mark_dependencies(s, node->src[1].node, f->stamp);
 }
 
+/* A node of w's value (marked with stamp) that reads target's old value, directly or through
+ * other such nodes, and that an unrealized node outside w's value reads too: that reader would
+ * compute it after w overwrote target (two writes of values computed from one old value), so
+ * it is realized before w. NULL: none; *st: a failure. */
+static eng_node *shared_old_reader(schedule *s, eng_node *w, eng_node *target, uint64_t stamp,
+                                   kiln_status *st) {
+    kiln_context *ctx = s->ctx;
+    uint64_t seen = ++ctx->next_mark;
+    s->walk.len = 0;
+    *st = KILN_OK;
+    for (eng_reader *r = target->readers; r; r = r->next) {
+        if (r->node != w && !r->node->storage && r->node->mark == stamp &&
+            BASE_VEC_PUSH(&ctx->alloc, &s->walk, r->node) != KILN_OK) {
+            *st = no_memory(ctx);
+            return NULL;
+        }
+    }
+    while (s->walk.len > 0) {
+        eng_node *m = s->walk.data[--s->walk.len];
+        if (m->mark2 == seen)
+            continue;
+        m->mark2 = seen;
+        for (eng_reader *r = m->readers; r; r = r->next) {
+            eng_node *u = r->node;
+            if (u == w || u->storage)
+                continue;
+            if (u->mark != stamp)
+                return m;
+            if (BASE_VEC_PUSH(&ctx->alloc, &s->walk, u) != KILN_OK) {
+                *st = no_memory(ctx);
+                return NULL;
+            }
+        }
+    }
+    return NULL;
+}
+
 /* Program order: readers of the storage write w overwrites that were built before w, and that
  * w's own value does not consume (the nodes marked with the frame's stamp), must read the old
- * values: they are realized first, one frame each, in the order of the target's reader list. */
+ * values: they are realized first, one frame each, in the order of the target's reader list.
+ * So are the nodes of w's own value that read the old values and are read outside it too. */
 static kiln_status step_readers(schedule *s, frame *f) {
     eng_node *w = f->node;
     eng_node *target = w->src[0].node;
@@ -135,6 +173,12 @@ static kiln_status step_readers(schedule *s, frame *f) {
         f->reader = r;
         return push_frame(s, reader); /* f is stale from here */
     }
+    kiln_status st;
+    eng_node *shared = shared_old_reader(s, w, target, f->stamp, &st);
+    if (st != KILN_OK)
+        return st;
+    if (shared)
+        return push_frame(s, shared); /* f is stale; this step runs again after it */
     f->step = STEP_BUILD;
     return KILN_OK;
 }

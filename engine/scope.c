@@ -31,7 +31,7 @@ kiln_status kiln_scope_end(kiln_context *ctx, uint32_t keep_count, kiln_tensor *
         if (keep[i] && !eng_arg_status(keep[i], &owner, "kiln_scope_end", &st)) {
             char why[256];
             snprintf(why, sizeof why, "%s", kiln_context_message(ctx));
-            return base_error_set(&ctx->err, st, "%s (keep[%u])", why, i);
+            return base_error_reset(&ctx->err, st, "%s (keep[%u])", why, i);
         }
     }
     eng_log_enter(ctx);

@@ -474,6 +474,11 @@ kiln_tensor *kiln_argmax(kiln_tensor *t, int32_t dim, bool keepdim);
  * dtype (i32 @ i32 is i32, wrapping; bool, i8 and u8 give i32). Inner dims that differ (or a
  * 0-d operand) are KILN_ERROR_SHAPE_MISMATCH, naming both shapes. */
 kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b);
+/* A lazy kernel boundary (tinygrad's .contiguous()): a new tensor with t's values in a
+ * row-major storage of its own, computed by a kernel of its own when something that reads it is
+ * realized; its readers load it rather than recompute t's expression (an expensive value read
+ * many times, a view read inside a reduction). Nothing runs now. */
+kiln_tensor *kiln_contiguous(kiln_tensor *t);
 /* A 2-d convolution (no bias, one group): x (N, C, H, W), w (O, C, KH, KW) -> (N, O, OH, OW)
  * with OH = (H + 2 padding - KH) / stride + 1, built from movement ops and one reduction. */
 kiln_tensor *kiln_conv2d(kiln_tensor *x, kiln_tensor *w, int64_t stride, int64_t padding);
