@@ -5,10 +5,11 @@
  * On the default Vulkan device (validation on), the example's step at its batch (64) on a
  * narrower model (4 and 8 channels, Adam lr 1e-2: lavapipe runs the full model's step in
  * seconds, too slow for a test), TRAIN_STEPS steps: the loss (the mean of the last five
- * steps) falls below half the first step's; no step after the first compiles a kernel, the
+ * steps) falls below half the first step's; no step after the second compiles a kernel, the
  * epoch's last, partial batch (60,000 mod 64 = 32 images) included, and every live count
  * (tensors, nodes, storages and their bytes, expressions) is the same after every step from the
- * second on; the test pass compiles only in its first batch. On the interpreter and on the
+ * second on (the second step may compile: Adam's first step reads its zero moments as
+ * constants); the test pass compiles only in its first batch. On the interpreter and on the
  * device: two steps of a smaller model (2 and 4 channels, batch 4) from the same parameters and
  * data give the same losses and parameters. */
 #include "../../examples/fashion_net.h"
@@ -76,10 +77,11 @@ static live live_now(kiln_context *ctx) {
                   s.live_storage_bytes, s.live_expressions, s.kernels_compiled};
 }
 
-static void expect_same(live want, live got, const char *when) {
+/* Fails unless got's counts are want's (the kernels compiled too, with compiled). */
+static void expect_same(live want, live got, const char *when, bool compiled) {
     if (want.tensors != got.tensors || want.nodes != got.nodes || want.storages != got.storages ||
         want.storage_bytes != got.storage_bytes || want.expressions != got.expressions ||
-        want.compiled != got.compiled)
+        (compiled && want.compiled != got.compiled))
         fail_msg("%s: tensors %llu nodes %llu storages %llu (%llu bytes) expressions %llu "
                  "compiled %llu; after step 2: %llu %llu %llu (%llu) %llu %llu",
                  when, (unsigned long long)got.tensors, (unsigned long long)got.nodes,
@@ -118,21 +120,22 @@ static void test_examples_train_fashion_loss_halves_with_flat_compiles_and_memor
         else if (s == 1)
             second = live_now(ctx);
         else
-            expect_same(second, live_now(ctx), "a later step");
+            expect_same(second, live_now(ctx), "a later step", true);
     }
     assert_true(compiled_first > 0);
-    assert_int_equal(second.compiled, compiled_first);
     expect_ok(
         ctx,
         fnet_train_step(&net, &train_set, order + BATCH * TRAIN_STEPS, PARTIAL, &loss[TRAIN_STEPS]),
         "the partial step");
-    expect_same(second, live_now(ctx), "the partial batch");
+    expect_same(second, live_now(ctx), "the partial batch", true);
     /* the first loss is about ln(10) (uniform predictions); the last five average below half */
     double last = 0;
     for (int s = TRAIN_STEPS - 5; s < TRAIN_STEPS; s++)
         last += loss[s] / 5.0;
-    printf("loss: first %.4f, last five %.4f, partial batch %.4f; %llu kernels\n", loss[0], last,
-           loss[TRAIN_STEPS], (unsigned long long)compiled_first);
+    printf("loss: first %.4f, last five %.4f, partial batch %.4f; kernels compiled: %llu in the "
+           "first step, %llu in the second\n",
+           loss[0], last, loss[TRAIN_STEPS], (unsigned long long)compiled_first,
+           (unsigned long long)(second.compiled - compiled_first));
     assert_true(loss[0] > 1.9 && loss[0] < 2.8);
     if (!(last < loss[0] / 2))
         fail_msg("the loss went from %.4f to %.4f over %d steps", loss[0], last, TRAIN_STEPS);
@@ -172,7 +175,7 @@ static void two_small_steps(bool device, float *losses, float *params) {
         if (s == 0)
             first = live_now(ctx);
     }
-    expect_same(first, live_now(ctx), "the second step");
+    expect_same(first, live_now(ctx), "the second step", false);
     float *p = params;
     for (int i = 0; i < FNET_PARAMS; i++) {
         int64_t n;
