@@ -41,7 +41,6 @@ void eng_fn_unref(kiln_context *ctx, eng_fn *f) {
     eng_fn *work = NULL;
     if (--f->refs == 0) {
         f->mark = 0;
-        f->next = NULL;
         work = f;
     }
     while (work) {

@@ -321,6 +321,26 @@ static void test_engine_realize_write_once_when_waiting_fails(void **state) {
     assert_int_equal(failing.failures, 1);
 }
 
+/* Two writes whose values are computed from one old value: realizing the second write (of
+ * the storage both values read) must not leave the first reading the overwritten storage (an
+ * optimizer's momentum buffer and its parameter, updated from one gradient). */
+static void test_engine_realize_two_writes_from_one_old_value(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *p = fx_f32(ctx, 1, (int64_t[]){3}, (float[]){1, 2, 3});
+    kiln_tensor *a = kiln_zeros(ctx, KILN_F32, 1, (int64_t[]){3});
+    assert_int_equal(kiln_realize(a), KILN_OK);
+    kiln_tensor *y = kiln_mul_scalar(p, 2.0), *y1 = kiln_add_scalar(y, 1.0);
+    assert_int_equal(kiln_copy_(a, y1), KILN_OK);
+    assert_int_equal(kiln_copy_(p, y), KILN_OK);
+    assert_int_equal(kiln_realize(p), KILN_OK); /* only p: a's write stays lazy */
+    fx_check_f32(p, (float[]){2, 4, 6}, 3, 0, 0);
+    fx_check_f32(a, (float[]){3, 5, 7}, 3, 0, 0); /* from the old p, as program order says */
+    kiln_release(p);
+    kiln_release(a);
+    kiln_release(y);
+    kiln_release(y1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_realize_graph_1000_kernels_deep),
@@ -332,6 +352,7 @@ int main(void) {
         ENG_TEST(test_engine_realize_write_once_under_allocation_failures),
         ENG_TEST(test_engine_realize_write_once_when_a_later_kernel_is_refused),
         ENG_TEST(test_engine_realize_write_once_when_waiting_fails),
+        ENG_TEST(test_engine_realize_two_writes_from_one_old_value),
     };
     return ENG_RUN_BOTH(tests);
 }
