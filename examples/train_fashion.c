@@ -184,13 +184,19 @@ static void progress_step(progress *p, int64_t done, float loss) {
 
 /* ---- training -------------------------------------------------------------------------------- */
 
+/* Kernels new to this process: generated, or loaded from the disk cache. */
+static uint64_t kernels_loaded(kiln_context *ctx) {
+    kiln_stats s = kiln_context_stats(ctx);
+    return s.kernels_compiled + s.disk_hits;
+}
+
 /* The test set's accuracy, in batches of eval_batch; *compiled_first gets the kernels the first
- * batch compiled, *compiled_rest those of the others. */
+ * batch compiled (or loaded from the disk cache), *compiled_rest those of the others. */
 static kiln_status test_accuracy(fnet *net, const idx_dataset *test, const progress *p,
                                  int64_t *correct, uint64_t *compiled_first,
                                  uint64_t *compiled_rest) {
     int64_t batch = net->options.eval_batch, batches = (test->count + batch - 1) / batch;
-    uint64_t before = kiln_context_stats(net->ctx).kernels_compiled, after_first = before;
+    uint64_t before = kernels_loaded(net->ctx), after_first = before;
     *correct = 0;
     for (int64_t i = 0; i < batches; i++) {
         int64_t first = i * batch, n = test->count - first < batch ? test->count - first : batch;
@@ -200,25 +206,28 @@ static kiln_status test_accuracy(fnet *net, const idx_dataset *test, const progr
             return st;
         *correct += right;
         if (i == 0)
-            after_first = kiln_context_stats(net->ctx).kernels_compiled;
+            after_first = kernels_loaded(net->ctx);
         if (p->tty && !p->quiet)
             fprintf(stderr, "\rtesting %lld/%lld\033[K", (long long)(i + 1), (long long)batches);
     }
     if (p->tty && !p->quiet)
         fprintf(stderr, "\r\033[K");
     *compiled_first = after_first - before;
-    *compiled_rest = kiln_context_stats(net->ctx).kernels_compiled - after_first;
+    *compiled_rest = kernels_loaded(net->ctx) - after_first;
     return KILN_OK;
 }
 
-static void print_stats(kiln_context *ctx, double seconds, uint64_t compiled_first_step,
-                        uint64_t compiled_later_steps) {
+/* steps[0..4): the kernels compiled (or loaded) in the first training step, the second, the
+ * later ones, and (of those) in the epochs' last, partial batches. */
+static void print_stats(kiln_context *ctx, double seconds, const uint64_t *steps) {
     kiln_stats s = kiln_context_stats(ctx);
-    printf("kiln on %s: %llu kernels compiled (%llu in the first training step, %llu in the "
-           "later ones), %llu found in the disk cache\n",
+    printf("kiln on %s: %llu kernels compiled, %llu loaded from the disk cache; of these, %llu "
+           "in the first training step, %llu in the second, %llu in the later ones (%llu in "
+           "partial batches)\n",
            kiln_context_device_name(ctx), (unsigned long long)s.kernels_compiled,
-           (unsigned long long)compiled_first_step, (unsigned long long)compiled_later_steps,
-           (unsigned long long)s.disk_hits);
+           (unsigned long long)s.disk_hits, (unsigned long long)steps[0],
+           (unsigned long long)steps[1], (unsigned long long)steps[2],
+           (unsigned long long)steps[3]);
     printf("  %llu realizes, %llu dispatches, device time %.1f s of %.1f s, code generation "
            "%.2f s, %.1f MB uploaded\n",
            (unsigned long long)s.realizes, (unsigned long long)s.dispatches,
@@ -260,7 +269,8 @@ static int train(kiln_context *ctx, const options *o, const idx_dataset *train_s
     fflush(stdout);
     progress p = {.tty = isatty(STDERR_FILENO), .quiet = o->quiet, .epochs = o->epochs};
     double start = now_s();
-    uint64_t compiled_first_step = 0, compiled_later = 0;
+    uint64_t compiled_steps[4] = {0}; /* the first step, the second, the later ones, partial */
+    int64_t step_count = 0;
     for (long epoch = 1; epoch <= o->epochs && st == KILN_OK; epoch++) {
         fnet_shuffle(order, train_set->count, &rng);
         p.epoch = epoch;
@@ -269,11 +279,14 @@ static int train(kiln_context *ctx, const options *o, const idx_dataset *train_s
         double loss_sum = 0;
         for (int64_t s = 0; s < steps && st == KILN_OK; s++) {
             int64_t n = train_set->count - s * batch < batch ? train_set->count - s * batch : batch;
-            uint64_t before = kiln_context_stats(ctx).kernels_compiled;
+            uint64_t before = kernels_loaded(ctx);
             float loss = 0;
             st = fnet_train_step(&net, train_set, order + s * batch, n, &loss);
-            uint64_t compiled = kiln_context_stats(ctx).kernels_compiled - before;
-            *(epoch == 1 && s == 0 ? &compiled_first_step : &compiled_later) += compiled;
+            uint64_t loaded = kernels_loaded(ctx) - before;
+            compiled_steps[step_count < 2 ? step_count : 2] += loaded;
+            if (n < batch)
+                compiled_steps[3] += loaded;
+            step_count++;
             loss_sum += loss;
             if (st == KILN_OK)
                 progress_step(&p, s + 1, loss);
@@ -286,8 +299,8 @@ static int train(kiln_context *ctx, const options *o, const idx_dataset *train_s
         if (st != KILN_OK)
             break;
         printf("epoch %ld/%ld: test accuracy %.2f%% (%lld of %lld), mean training loss %.4f, "
-               "%lld steps in %.1f s (%.2f steps/s); the test pass compiled %llu kernels in its "
-               "first batch, %llu after\n",
+               "%lld steps in %.1f s (%.2f steps/s); the test pass compiled or loaded %llu "
+               "kernels in its first batch, %llu after\n",
                epoch, o->epochs, 100.0 * (double)correct / (double)test_set->count,
                (long long)correct, (long long)test_set->count, loss_sum / (double)steps,
                (long long)steps, train_s, (double)steps / train_s, (unsigned long long)test_first,
@@ -297,7 +310,7 @@ static int train(kiln_context *ctx, const options *o, const idx_dataset *train_s
     if (st != KILN_OK)
         fprintf(stderr, "\ntrain_fashion: %s\n", kiln_context_message(ctx));
     else
-        print_stats(ctx, now_s() - start, compiled_first_step, compiled_later);
+        print_stats(ctx, now_s() - start, compiled_steps);
     free(order);
     fnet_finish(&net);
     return st == KILN_OK ? 0 : 1;
