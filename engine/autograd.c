@@ -960,6 +960,11 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
     eng_tensor *l = eng_arg_status(loss, &ctx, "kiln_grad", &st);
     if (!l)
         return st;
+    /* A pending sticky error is reported; an earlier call's own error is cleared, so that the
+     * messages below are this call's. */
+    st = eng_call_begin(ctx);
+    if (st != KILN_OK)
+        return st;
     if (count > 0 && (!inputs || !grads))
         return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
                               "kiln_grad: inputs or grads is NULL with count %u", count);
@@ -970,9 +975,6 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
             return base_error_reset(&ctx->err, st, "%s (inputs[%u])", why, i);
         }
     }
-    st = eng_call_begin(ctx);
-    if (st != KILN_OK)
-        return st;
     ir_type lt = l->cell->node->type;
     if (!ir_type_is_float(lt))
         return base_error_set(&ctx->err, KILN_ERROR_DTYPE_MISMATCH,
