@@ -248,7 +248,10 @@ static bool record_args(kiln_context *ctx, eng_fn *f, const eng_ag_args *a, cons
         f->ints[1] = step;
         f->nints = 2;
         f->nsyms = 0;
-        if (sym_is_const(v->shape[dim], &n)) {
+        /* The forward counted the elements with the size's value (a bound Variable's too). */
+        base_error err;
+        base_error_clear(&err);
+        if (sym_is_const(v->shape[dim], &n) || sym_eval(v->shape[dim], NULL, &n, &err) == KILN_OK) {
             py_slice(n, has_start, start, has_stop, stop, step, &first, &count);
             if (step < 0 && count > 0)
                 first += (count - 1) * step; /* the lowest element taken */
@@ -560,15 +563,16 @@ static kiln_tensor *scatter_strided(kiln_context *ctx, kiln_tensor *g, uint32_t 
     }
     if (!g || !len)
         return NULL;
-    const kiln_expr *pe[2 * SHAPE_MAX_DIMS];
+    /* The amount after may be provably non-negative only at the bound values (a forward slice
+     * of a dim of bound symbolic size counted its elements with them): eng_pad, not
+     * kiln_pad_sym, which would refuse it. */
+    const sym_node *pads[2 * SHAPE_MAX_DIMS];
     for (uint32_t d = 0; d < ndim; d++) {
-        const sym_node *before = d == dim ? first : cnst(ctx, 0);
-        const sym_node *after =
+        pads[2 * d] = d == dim ? first : cnst(ctx, 0);
+        pads[2 * d + 1] =
             d == dim ? sym_sub(ctx->sym, sym_sub(ctx->sym, n, first), len) : cnst(ctx, 0);
-        pe[2 * d] = eng_expr_handle(ctx, before);
-        pe[2 * d + 1] = eng_expr_handle(ctx, after);
     }
-    return kiln_pad_sym(g, pe);
+    return eng_pad(g, pads);
 }
 
 static kiln_tensor *unsupported(grad_run *g, const char *why) {
