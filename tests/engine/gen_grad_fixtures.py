@@ -127,8 +127,11 @@ def forward(op, xs, p, d):
         if op == "MEAN":
             return a.mean(dim=axes, keepdim=keep) if axes else a.mean()
         if op == "PROD":
-            assert len(axes) <= 1
-            return a.prod(dim=axes[0], keepdim=keep) if axes else a.prod()
+            if not axes:
+                return a.prod()
+            for ax in sorted((x % a.dim() for x in axes), reverse=True):
+                a = a.prod(dim=ax, keepdim=keep)
+            return a
         if op == "MAX":
             return torch.amax(a, dim=axes, keepdim=keep)
         if op == "MIN":
@@ -240,6 +243,9 @@ case("prod_axis", "PROD", [inp([3, 4], "pos")], p=[1, 1, 0])
 case("prod_zeros", "PROD", [inp([4, 3], values=[0, 2, 3, 0, 0, 1.5, 1, 2, -1, 0.5, 0, 2])],
      p=[1, 1, 1])
 case("prod_zeros_all", "PROD", [inp([5], values=[2, 0, 3, -1, 0.5])], p=[0, 0])
+case("prod_axes_zeros", "PROD", [inp([2, 2, 3], values=[1, 2, 0, 3, -1, 2, 0.5, 0, 0, 2, 1, 4])],
+     p=[2, 0, -1, 0])
+case("max_axes_ties_keepdim", "MAX", [inp([2, 3, 2], "int")], p=[2, 0, 2, 1])
 case("max_all_ties", "MAX", [inp([3, 4], "int")], p=[0, 0])
 case("max_axis_ties", "MAX", [inp([3, 4], "int")], p=[1, 1, 0])
 case("min_axis_ties_keepdim", "MIN", [inp([3, 4], "int")], p=[1, 0, 1])
@@ -266,6 +272,7 @@ case("matmul_1d_batched", "MATMUL", [inp([3]), inp([2, 3, 2])])
 case("matmul_batched_1d", "MATMUL", [inp([2, 2, 3]), inp([3])])
 case("conv2d", "CONV2D", [inp([1, 2, 4, 4]), inp([3, 2, 2, 2])], p=[1, 0])
 case("conv2d_stride_pad", "CONV2D", [inp([2, 1, 5, 5]), inp([2, 1, 3, 3])], p=[2, 1])
+case("conv2d_stride_uncovered", "CONV2D", [inp([1, 2, 6, 5]), inp([2, 2, 3, 2])], p=[2, 1])
 # ---- movement ----
 case("reshape", "RESHAPE", [inp([2, 6])], p=[3, 3, 2, 2])
 case("reshape_of_transpose", "RESHAPE", [inp([3, 4], view=("t",))], p=[2, 2, 6])
@@ -280,6 +287,7 @@ case("slice_step3_omitted", "SLICE", [inp([2, 8])], p=[1, I64_MIN, I64_MAX, 3])
 case("slice_neg_step", "SLICE", [inp([7, 2])], p=[0, 5, 0, -2])
 case("slice_neg_step_all", "SLICE", [inp([2, 6])], p=[-1, I64_MAX, I64_MIN, -1])
 case("slice_neg_bounds", "SLICE", [inp([8])], p=[0, -2, -8, -3])
+case("slice_empty", "SLICE", [inp([2, 5])], p=[1, 3, 1, 1])
 case("slice_sym_step2", "SLICE_SYM", [inp([2, 9])], p=[1, 1, 8, 2])
 case("unsqueeze", "UNSQUEEZE", [inp([2, 3])], p=[-1])
 case("squeeze", "SQUEEZE", [inp([2, 1, 3])], p=[1])
@@ -300,6 +308,7 @@ case("as_strided_offset", "AS_STRIDED", [inp([3, 4])], p=[2, 2, 2, 1, 4, 2])
 case("as_strided_zero_stride", "AS_STRIDED", [inp([6])], p=[2, 2, 3, 0, 1, 2])
 case("as_strided_of_expand", "AS_STRIDED", [inp([3], view=("expand", [2, 3]))],
      p=[2, 2, 2, 1, 1, 0])
+case("as_strided_of_transpose", "AS_STRIDED", [inp([3, 4], view=("t",))], p=[2, 3, 2, 2, 1, 1])
 # ---- inputs that are views ----
 case("mul_flipped_input", "MUL", [inp([3, 4], view=("flip", 0)), inp([3, 4])])
 case("mul_expanded_input", "MUL", [inp([1, 4], view=("expand", [3, 4])), inp([3, 4])])

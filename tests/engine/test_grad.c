@@ -455,6 +455,108 @@ static void test_grad_symbolic_batch(void **state) {
     assert_true(compiled_first > 0);
 }
 
+/* Symbolic sizes through kiln_slice_sym (a narrow and a strided slice of a dim of symbolic
+ * size), kiln_slice with a negative step over that dim, kiln_expand_sym (summed back over n rows)
+ * and a mean over n * 3 elements. */
+static void test_grad_symbolic_slice_expand(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    float xall[16 * 3];
+    for (int i = 0; i < 16 * 3; i++)
+        xall[i] = (float)(i % 7) / 4;
+    const kiln_expr *n = kiln_variable(ctx, "rows", 2, 16);
+    const int64_t values[2] = {6, 9};
+    for (int step = 0; step < 2; step++) {
+        int64_t rows = values[step];
+        kiln_scope_begin(ctx);
+        const kiln_expr *b = kiln_bind(ctx, n, rows);
+        const kiln_expr *shape[2] = {b, kiln_int(ctx, 3)};
+        kiln_tensor *src = fx_f32(ctx, 2, (const int64_t[]){16, 3}, xall);
+        kiln_tensor *x = kiln_empty_sym(ctx, KILN_F32, 2, shape);
+        assert_int_equal(kiln_copy_(x, kiln_narrow_sym(src, 0, kiln_int(ctx, 0), b)), KILN_OK);
+        assert_int_equal(kiln_requires_grad_(x, true), KILN_OK);
+        kiln_tensor *bias = leaf(ctx, 2, (const int64_t[]){1, 3}, (const float[]){1, 2, 3});
+        /* rows 1, 3, 5, ... of x: slice_sym(x, 0, 1, n, 2) */
+        kiln_tensor *odd = kiln_slice_sym(x, 0, kiln_int(ctx, 1), b, 2);
+        /* rows n - 1, n - 3, ...: kiln_slice of the symbolic dim with a negative step */
+        kiln_tensor *back = kiln_slice(x, 0, INT64_MAX, INT64_MIN, -2);
+        kiln_tensor *loss =
+            kiln_add(kiln_sum(kiln_mul_scalar(odd, 2), 0, NULL, false),
+                     kiln_mean(kiln_add(x, kiln_expand_sym(bias, 2, shape)), 0, NULL, false));
+        loss = kiln_add(loss, kiln_sum(back, 0, NULL, false));
+        kiln_tensor *g[2];
+        assert_int_equal(kiln_grad(loss, 2, (kiln_tensor *[]){x, bias}, g), KILN_OK);
+        /* (A strided slice of a dim of symbolic size counts its elements with the bound value,
+         * so each value has kernels of its own: no compile count is checked here.) */
+        assert_int_equal(kiln_realize_many(ctx, 2, g), KILN_OK);
+        float got[16 * 3];
+        fx_read(g[0], KILN_F32, got, (size_t)rows * 3);
+        for (int64_t i = 0; i < rows; i++)
+            for (int j = 0; j < 3; j++)
+                assert_float_equal(got[i * 3 + j],
+                                   (float)((i % 2 ? 2.0 : 0.0) + ((rows - 1 - i) % 2 ? 0.0 : 1.0) +
+                                           1.0 / (3.0 * (double)rows)),
+                                   1e-5);
+        fx_check_f32(g[1], (const float[]){1.0f / 3, 1.0f / 3, 1.0f / 3}, 3, 1e-6, 1e-5);
+        assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    }
+}
+
+/* Inputs other than plain f32 leaves: an f16 leaf (its gradient is f16), an intermediate
+ * tensor, a view of a leaf, the same input twice; and kiln_grad twice on one graph. */
+static void test_grad_inputs(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_scope_begin(ctx);
+    const float xv[4] = {1, 2, -0.5f, 0.25f}, yv[4] = {0.5f, -1, 3, 2};
+    const int64_t s[1] = {4};
+    kiln_tensor *x16 = kiln_cast(fx_f32(ctx, 1, s, xv), KILN_F16);
+    assert_int_equal(kiln_requires_grad_(x16, true), KILN_OK);
+    kiln_tensor *y = leaf(ctx, 1, s, yv);
+    /* loss = sum(3 x^2 (in f32)) + sum(x * y) (f16 * f32 is f32) */
+    kiln_tensor *x32 = kiln_cast(x16, KILN_F32);
+    kiln_tensor *loss = kiln_add(kiln_sum(kiln_mul_scalar(kiln_mul(x32, x32), 3), 0, NULL, false),
+                                 kiln_sum(kiln_mul(x16, y), 0, NULL, false));
+    assert_int_equal(kiln_tensor_dtype(loss), KILN_F32);
+    kiln_tensor *g[2];
+    assert_int_equal(kiln_grad(loss, 2, (kiln_tensor *[]){x16, y}, g), KILN_OK);
+    assert_int_equal(kiln_tensor_dtype(g[0]), KILN_F16);
+    assert_int_equal(kiln_tensor_dtype(g[1]), KILN_F32);
+    float want[4];
+    for (int i = 0; i < 4; i++)
+        want[i] = 6 * xv[i] + yv[i];
+    fx_check_f32(kiln_cast(g[0], KILN_F32), want, 4, 1e-3, 1e-3);
+    fx_check_f32(g[1], xv, 4, 0, 0);
+
+    /* An intermediate: y2 = exp(x), loss = sum(y2 * y2): d/dy2 = 2 y2, d/dx = 2 y2^2. The same
+     * input twice gets two handles of equal values; a view of x that the loss does not read
+     * gets zeros; asked again, the same graph gives the same gradients. */
+    kiln_tensor *x = leaf(ctx, 1, s, xv);
+    kiln_tensor *y2 = kiln_exp(x);
+    kiln_tensor *unused = kiln_flip(x, 0);
+    loss = kiln_sum(kiln_mul(y2, y2), 0, NULL, false);
+    kiln_tensor *h[4];
+    for (int round = 0; round < 2; round++) {
+        assert_int_equal(kiln_grad(loss, 4, (kiln_tensor *[]){y2, x, x, unused}, h), KILN_OK);
+        assert_true(h[1] != h[2]);
+        float wy[4], wx[4];
+        for (int i = 0; i < 4; i++) {
+            double e = exp((double)xv[i]);
+            wy[i] = (float)(2 * e);
+            wx[i] = (float)(2 * e * e);
+        }
+        fx_check_f32(h[0], wy, 4, 1e-5, 1e-5);
+        fx_check_f32(h[1], wx, 4, 1e-5, 1e-5);
+        fx_check_f32(h[2], wx, 4, 1e-5, 1e-5);
+        fx_check_f32(h[3], (const float[]){0, 0, 0, 0}, 4, 0, 0);
+    }
+    /* A view of a leaf on the path: the gradient with respect to the view. */
+    kiln_tensor *v = kiln_flip(x, 0);
+    loss = kiln_sum(kiln_mul(v, fx_f32(ctx, 1, s, yv)), 0, NULL, false);
+    assert_int_equal(kiln_grad(loss, 2, (kiln_tensor *[]){v, x}, h), KILN_OK);
+    fx_check_f32(h[0], yv, 4, 0, 0);
+    fx_check_f32(h[1], (const float[]){yv[3], yv[2], yv[1], yv[0]}, 4, 0, 0);
+    assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+}
+
 /* ---- (e) laziness --------------------------------------------------------------------------- */
 
 static void test_grad_is_lazy(void **state) {
@@ -657,6 +759,8 @@ int main(void) {
         ENG_TEST(test_grad_written_after_use),
         ENG_TEST(test_grad_overwritten_before_use),
         ENG_TEST(test_grad_symbolic_batch),
+        ENG_TEST(test_grad_symbolic_slice_expand),
+        ENG_TEST(test_grad_inputs),
         ENG_TEST(test_grad_is_lazy),
         ENG_TEST(test_grad_errors),
         ENG_TEST(test_grad_training_loop_memory),
