@@ -568,6 +568,45 @@ static void test_grad_inputs(void **state) {
     assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
 }
 
+/* A chain of 5000 records: kiln_grad's walk and the records' release recurse on nothing;
+ * everything is freed with the handles. And records keep the expressions they use through a
+ * rebinding outside any scope (which frees the expressions nothing uses). */
+static void test_grad_deep_chain_and_rebind(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_stats s0 = kiln_context_stats(ctx);
+    kiln_scope_begin(ctx);
+    kiln_tensor *x = leaf(ctx, 1, (const int64_t[]){2}, (const float[]){1, 2});
+    kiln_tensor *y = x;
+    for (int i = 0; i < 5000; i++)
+        y = kiln_add_scalar(y, 1e-3);
+    kiln_tensor *g;
+    assert_int_equal(kiln_grad(kiln_sum(y, 0, NULL, false), 1, &x, &g), KILN_OK);
+    assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    kiln_stats s1 = kiln_context_stats(ctx);
+    assert_int_equal(s1.live_tensors, s0.live_tensors);
+    assert_int_equal(s1.live_nodes, s0.live_nodes);
+
+    float xv[18];
+    for (int i = 0; i < 18; i++)
+        xv[i] = (float)i;
+    const kiln_expr *n = kiln_variable(ctx, "rebound", 1, 6);
+    x = leaf(ctx, 2, (const int64_t[]){6, 3}, xv);
+    const kiln_expr *b = kiln_bind(ctx, n, 4); /* outside any scope */
+    kiln_tensor *part =
+        kiln_narrow_sym(x, 0, kiln_int(ctx, 1), kiln_expr_add(ctx, b, kiln_int(ctx, -2)));
+    kiln_tensor *loss = kiln_sum(kiln_mul(part, part), 0, NULL, false);
+    assert_non_null(kiln_bind(ctx, n, 5)); /* supersedes n = 4 */
+    assert_int_equal(kiln_grad(loss, 1, &x, &g), KILN_OK);
+    float want[18] = {0};
+    for (int i = 3; i < 9; i++) /* rows 1 and 2: 2 x */
+        want[i] = 2 * xv[i];
+    fx_check_f32(g, want, 18, 0, 0);
+    kiln_release(g);
+    kiln_release(loss);
+    kiln_release(part);
+    kiln_release(x);
+}
+
 /* ---- (e) laziness --------------------------------------------------------------------------- */
 
 static void test_grad_is_lazy(void **state) {
@@ -772,6 +811,7 @@ int main(void) {
         ENG_TEST(test_grad_symbolic_batch),
         ENG_TEST(test_grad_symbolic_slice_expand),
         ENG_TEST(test_grad_inputs),
+        ENG_TEST(test_grad_deep_chain_and_rebind),
         ENG_TEST(test_grad_is_lazy),
         ENG_TEST(test_grad_errors),
         ENG_TEST(test_grad_training_loop_memory),
