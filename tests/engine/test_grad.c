@@ -396,6 +396,19 @@ static void test_grad_overwritten_before_use(void **state) {
     assert_int_equal(st, KILN_ERROR_MODIFIED);
     assert_null(g);
     kiln_context_clear_error(ctx);
+    /* An equal computation (one node until written) written in place is another tensor: y3's
+     * history is intact, and its gradient is of the values it holds. */
+    kiln_tensor *w = leaf(ctx, 1, (const int64_t[]){3}, (const float[]){4, 5, 6});
+    kiln_tensor *y3 = kiln_mul(x, w), *y4 = kiln_mul(x, w);
+    assert_int_equal(kiln_fill_(y4, 0), KILN_OK);
+    kiln_tensor *gs[2];
+    assert_int_equal(
+        kiln_grad(kiln_sum(kiln_mul(y3, y3), 0, NULL, false), 2, (kiln_tensor *[]){x, w}, gs),
+        KILN_OK);
+    /* d/dx sum((x w)^2) = 2 x w^2, d/dw = 2 x^2 w */
+    fx_check_f32(gs[0], (const float[]){32, 100, 216}, 3, 0, 1e-6);
+    fx_check_f32(gs[1], (const float[]){8, 40, 108}, 3, 0, 1e-6);
+    fx_check_f32(y4, (const float[]){0, 0, 0}, 3, 0, 0);
     assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
 }
 
