@@ -799,13 +799,13 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
         return kiln_sub(g, kiln_mul(kiln_exp(y), kiln_sum(g, 1, &dim, true)));
     }
     case ENG_AG_MATMUL: {
-        /* 1-d operands as torch.matmul treats them: a (K) as (1, K), b (K) as (K, 1). */
-        kiln_tensor *a = in_value(r, 0), *b = in_value(r, 1);
-        if (!a || !b)
+        /* 1-d operands as torch.matmul treats them: a (K) as (1, K), b (K) as (K, 1). Only the
+         * other operand's value is read (a write to this one does not matter). */
+        const shape_view *av = in_view(f, 0), *bv = in_view(f, 1);
+        uint32_t an = av->ndim, bn = bv->ndim;
+        kiln_tensor *other = in_value(r, 1 - i);
+        if (!other)
             return NULL;
-        uint32_t an = view_of(a)->ndim, bn = view_of(b)->ndim;
-        kiln_tensor *a2 = an == 1 ? kiln_unsqueeze(a, 0) : a;
-        kiln_tensor *b2 = bn == 1 ? kiln_unsqueeze(b, 1) : b;
         kiln_tensor *g2 = g;
         if (an == 1 && bn == 1)
             g2 = kiln_reshape(g, 2, (int64_t[]){1, 1});
@@ -814,14 +814,30 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
         else if (bn == 1)
             g2 = kiln_unsqueeze(g, -1);
         kiln_tensor *d;
-        if (i == 0)
+        const sym_node *shape2[SHAPE_MAX_DIMS]; /* the operand as a matrix (or batch of them) */
+        uint32_t n2;
+        if (i == 0) {
+            kiln_tensor *b2 = bn == 1 ? kiln_unsqueeze(other, 1) : other;
             d = kiln_matmul(g2, kiln_transpose(b2, -1, -2));
-        else
+            n2 = an == 1 ? 2 : an;
+            if (an == 1) {
+                shape2[0] = cnst(ctx, 1);
+                shape2[1] = av->shape[0];
+            } else {
+                memcpy(shape2, av->shape, an * sizeof *shape2);
+            }
+        } else {
+            kiln_tensor *a2 = an == 1 ? kiln_unsqueeze(other, 0) : other;
             d = kiln_matmul(kiln_transpose(a2, -1, -2), g2);
-        kiln_tensor *op2 = i == 0 ? a2 : b2;
-        if (!d || !op2)
-            return NULL;
-        d = sum_to(d, view_of(op2)->ndim, view_of(op2)->shape);
+            n2 = bn == 1 ? 2 : bn;
+            if (bn == 1) {
+                shape2[0] = bv->shape[0];
+                shape2[1] = cnst(ctx, 1);
+            } else {
+                memcpy(shape2, bv->shape, bn * sizeof *shape2);
+            }
+        }
+        d = sum_to(d, n2, shape2);
         return d ? eng_reshape(d, iv->ndim, iv->shape) : NULL;
     }
     case ENG_AG_PERMUTE: {
