@@ -344,6 +344,24 @@ static void test_grad_written_after_use(void **state) {
         expect_modified(ctx, kiln_grad(loss, 2, (kiln_tensor *[]){x, w}, g), g, 2);
         assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
     }
+    /* Only the values a rule reads count: after a write to x, the gradient of x @ w (or x * w)
+     * with respect to x reads w alone and is fine; with respect to w it needs the old x. */
+    for (int op = 0; op < 2; op++) {
+        kiln_scope_begin(ctx);
+        kiln_tensor *x = leaf(ctx, 2, (const int64_t[]){2, 2}, xv);
+        kiln_tensor *w = leaf(ctx, 2, (const int64_t[]){2, 2}, wv);
+        kiln_tensor *y = op ? kiln_mul(x, w) : kiln_matmul(x, w);
+        kiln_tensor *loss = kiln_sum(y, 0, NULL, false);
+        assert_int_equal(kiln_add_(x, kiln_scalar(ctx, KILN_F32, 1)), KILN_OK);
+        kiln_tensor *g = NULL;
+        assert_int_equal(kiln_grad(loss, 1, &x, &g), KILN_OK);
+        /* matmul: d/dx[i][k] = sum_j w[k][j]; mul: w */
+        const float want_mm[4] = {wv[0] + wv[1], wv[2] + wv[3], wv[0] + wv[1], wv[2] + wv[3]};
+        fx_check_f32(g, op ? wv : want_mm, 4, 0, 0);
+        g = (kiln_tensor *)1;
+        expect_modified(ctx, kiln_grad(loss, 1, &w, &g), &g, 1);
+        assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    }
     /* An update after kiln_grad: the gradient is of the values used (the lazy graph reads the
      * old x), realized after the update. */
     kiln_tensor *x = leaf(ctx, 1, s, xv), *w = leaf(ctx, 1, s, wv);
