@@ -695,8 +695,8 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
         return sum_to_in(f, i, d);
     }
     case ENG_AG_WHERE: {
-        if (i == 0)
-            return NULL;
+        if (i == 0) /* a floating condition (nonzero is true): no gradient flows through it */
+            return zeros_of(ctx, f->in_type[0], iv->ndim, iv->shape);
         kiln_tensor *c = in_value(r, 0), *zero = scalar(ctx, gt, 0);
         return sum_to_in(f, i, i == 1 ? kiln_where(c, g, zero) : kiln_where(c, zero, g));
     }
@@ -1094,6 +1094,9 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
                 d = kiln_cast(d, eng_dtype(f->in_type[j]));
             if (!d) {
                 run.failed = true;
+                if (ctx->err.status == KILN_OK) /* a rule that gave nothing, saying nothing */
+                    eng_fail(ctx, KILN_ERROR_UNSUPPORTED,
+                             "kiln_grad: no gradient for input %u of a %s op", j, op_name(f->op));
                 break;
             }
             kiln_tensor **slot = &acc.data[in->order];
