@@ -590,6 +590,13 @@ static void test_grad_inputs(void **state) {
         fx_check_f32(h[2], wx, 4, 1e-5, 1e-5);
         fx_check_f32(h[3], (const float[]){0, 0, 0, 0}, 4, 0, 0);
     }
+    /* A floating condition of kiln_where (nonzero is true) that needs a gradient itself: none
+     * flows through the condition, only through the branch taken. */
+    kiln_tensor *c = leaf(ctx, 1, (const int64_t[]){3}, (const float[]){-1, 2, 0});
+    loss = kiln_sum(kiln_where(c, kiln_mul_scalar(c, 2), kiln_scalar(ctx, KILN_F32, 3)), 0, NULL,
+                    false);
+    assert_int_equal(kiln_grad(loss, 1, &c, h), KILN_OK);
+    fx_check_f32(h[0], (const float[]){2, 2, 0}, 3, 0, 0);
     /* A view of a leaf on the path: the gradient with respect to the view. */
     kiln_tensor *v = kiln_flip(x, 0);
     loss = kiln_sum(kiln_mul(v, fx_f32(ctx, 1, s, yv)), 0, NULL, false);
