@@ -3,7 +3,7 @@
 
 Run by hand (torch is needed only here, never by the library or CI):
 
-    /usr/bin/python3 tests/engine/gen_grad_fixtures.py
+    /usr/bin/python3 tests/engine/gen_grad_fixtures.py   (then clang-formats the header)
 
 Each case: up to three leaf inputs (small deterministic values, exact in f32), a view of each
 (none, flip, expand, as_strided, transpose: made in Kiln with the same movement op), one op of
@@ -13,6 +13,9 @@ float64 from the f32 values and rounded to f32. The C side (test_grad.c) rebuild
 from the table with one switch over GOP_*.
 """
 import os
+import shutil
+import subprocess
+
 import torch
 
 torch.set_default_dtype(torch.float64)
@@ -419,6 +422,8 @@ typedef struct gc_case {
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "grad_fixtures.h")
     with open(path, "w") as f:
         f.write("\n".join(out))
+    if shutil.which("clang-format"):  # as the repository's other generated headers
+        subprocess.run(["clang-format", "-i", path], check=True)
     print("wrote %s: %d cases" % (path, len(CASES)))
 
 
