@@ -31,6 +31,7 @@ OPS = [
     "RESHAPE", "PERMUTE", "TRANSPOSE", "EXPAND", "PAD", "SHRINK", "FLIP", "SLICE", "SLICE_SYM",
     "UNSQUEEZE", "SQUEEZE", "NARROW", "SELECT", "DIAGONAL", "UNFOLD", "AS_STRIDED",
     "CHAIN_MLP", "CHAIN_PATHS", "CHAIN_UNUSED", "CHAIN_VIEWS",
+    "CHAIN_CONVLIKE", "CHAIN_NORM", "CHAIN_ATTN", "CHAIN_MAXPOOL", "CHAIN_VIEWMIX", "CHAIN_DIAG",
 ]
 
 _seed = [0]
@@ -197,6 +198,23 @@ def forward(op, xs, p, d):
         return a * 3
     if op == "CHAIN_VIEWS":  # x * flip(x, 0) + transpose(x) + sum(x, 1, keepdim)
         return a * a.flip(0) + a.transpose(0, 1) + a.sum(1, keepdim=True)
+    c = xs[2] if len(xs) > 2 else None
+    if op == "CHAIN_CONVLIKE":  # softmax(unfold(a, 1, 3, 2) @ b, -1)
+        return torch.softmax(a.unfold(1, 3, 2) @ b, -1)
+    if op == "CHAIN_NORM":  # layer norm of a's rows, gain b, bias c
+        m = a.mean(-1, keepdim=True)
+        v = a.var(-1, unbiased=False, keepdim=True)
+        return (a - m) / torch.sqrt(v + 1e-5) * b + c
+    if op == "CHAIN_ATTN":  # softmax(a @ b^T / 2, -1) @ c
+        return torch.softmax((a @ b.t()) * 0.5, -1) @ c
+    if op == "CHAIN_MAXPOOL":  # amax over 3x3 windows, stride 2, of a zero-padded (C, H, W)
+        p = torch.nn.functional.pad(a, (1, 1, 1, 1))
+        return torch.amax(p.unfold(1, 3, 2).unfold(2, 3, 2), dim=(-1, -2))
+    if op == "CHAIN_VIEWMIX":  # sum(expand(flip(a, 1)[1:4:2]^T), 0) * a[0:1]^T
+        v = a.flip(1)[1:4:2].t().unsqueeze(0).expand(3, 5, 2).sum(0)
+        return v * a.narrow(0, 0, 1).t()
+    if op == "CHAIN_DIAG":  # diagonal(a @ a^T) * prod(a[:, 1])
+        return torch.diagonal(a @ a.t(), 0, 0, 1) * a.select(1, 1).prod()
     raise ValueError(op)
 
 
@@ -330,6 +348,12 @@ case("chain_mlp", "CHAIN_MLP", [inp([2, 3]), inp([3, 4]), inp([4])])
 case("chain_paths", "CHAIN_PATHS", [inp([2, 3])])
 case("chain_unused", "CHAIN_UNUSED", [inp([2, 3]), inp([4])])
 case("chain_views", "CHAIN_VIEWS", [inp([3, 3])])
+case("chain_convlike", "CHAIN_CONVLIKE", [inp([2, 7]), inp([3, 2])])
+case("chain_norm", "CHAIN_NORM", [inp([3, 4], "wide"), inp([4]), inp([4])])
+case("chain_attn", "CHAIN_ATTN", [inp([3, 4]), inp([5, 4]), inp([5, 2])])
+case("chain_maxpool_ties", "CHAIN_MAXPOOL", [inp([2, 4, 4], "int")])
+case("chain_viewmix", "CHAIN_VIEWMIX", [inp([4, 5])])
+case("chain_diag", "CHAIN_DIAG", [inp([3, 3])])
 
 
 def fmt(v):

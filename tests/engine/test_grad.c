@@ -172,6 +172,32 @@ static kiln_tensor *build_op(kiln_context *ctx, const gc_case *c, kiln_tensor *c
         return kiln_add(kiln_mul(a, a), kiln_mul(kiln_sin(a), kiln_exp(a)));
     case GOP_CHAIN_UNUSED:
         return kiln_mul_scalar(a, 3);
+    case GOP_CHAIN_CONVLIKE:
+        return kiln_softmax(kiln_matmul(kiln_unfold(a, 1, 3, 2), b), -1);
+    case GOP_CHAIN_NORM: {
+        const int32_t last[1] = {-1};
+        kiln_tensor *centered = kiln_sub(a, kiln_mean(a, 1, last, true));
+        kiln_tensor *sd = kiln_sqrt(kiln_add_scalar(kiln_var(a, 1, last, 0, true), 1e-5));
+        return kiln_add(kiln_mul(kiln_div(centered, sd), b), x[2]);
+    }
+    case GOP_CHAIN_ATTN:
+        return kiln_matmul(
+            kiln_softmax(kiln_mul_scalar(kiln_matmul(a, kiln_transpose(b, 0, 1)), 0.5), -1), x[2]);
+    case GOP_CHAIN_MAXPOOL: {
+        /* (kiln_unfold refuses a padded dim: a computation of the padded tensor, as conv2d's) */
+        kiln_tensor *pad = kiln_add_scalar(kiln_pad(a, (const int64_t[]){0, 0, 1, 1, 1, 1}), 0);
+        kiln_tensor *win = kiln_unfold(kiln_unfold(pad, 1, 3, 2), 2, 3, 2);
+        return kiln_max(win, 2, (const int32_t[]){-1, -2}, false);
+    }
+    case GOP_CHAIN_VIEWMIX: {
+        kiln_tensor *v = kiln_transpose(kiln_slice(kiln_flip(a, 1), 0, 1, 4, 2), 0, 1);
+        v = kiln_expand(kiln_unsqueeze(v, 0), 3, (const int64_t[]){3, 5, 2});
+        v = kiln_sum(v, 1, (const int32_t[]){0}, false);
+        return kiln_mul(v, kiln_transpose(kiln_narrow(a, 0, 0, 1), 0, 1));
+    }
+    case GOP_CHAIN_DIAG:
+        return kiln_mul(kiln_diagonal(kiln_matmul(a, kiln_transpose(a, 0, 1)), 0, 0, 1),
+                        kiln_prod(kiln_select(a, 1, 1), 0, NULL, false));
     case GOP_CHAIN_VIEWS:
         return kiln_add(kiln_add(kiln_mul(a, kiln_flip(a, 0)), kiln_transpose(a, 0, 1)),
                         kiln_sum(a, 1, (const int32_t[]){1}, true));
