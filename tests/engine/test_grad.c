@@ -653,6 +653,29 @@ static void test_grad_deep_chain_and_rebind(void **state) {
     float xv[18];
     for (int i = 0; i < 18; i++)
         xv[i] = (float)i;
+    /* A loss kept out of the scope that bound its sizes: its records' expressions live on. */
+    {
+        kiln_tensor *x0 = leaf(ctx, 2, (const int64_t[]){6, 3}, xv);
+        kiln_scope_begin(ctx);
+        const kiln_expr *m = kiln_bind(ctx, kiln_variable(ctx, "scoped", 1, 6), 3);
+        kiln_tensor *part = kiln_narrow_sym(x0, 0, kiln_int(ctx, 0), m);
+        kiln_tensor *kept =
+            kiln_sum(kiln_mul_scalar(kiln_pad_sym(part, (const kiln_expr *[]){kiln_int(ctx, 0), m,
+                                                                              kiln_int(ctx, 1),
+                                                                              kiln_int(ctx, 0)}),
+                                     2),
+                     0, NULL, false);
+        assert_int_equal(kiln_scope_end(ctx, 1, &kept), KILN_OK);
+        kiln_tensor *g0;
+        assert_int_equal(kiln_grad(kept, 1, &x0, &g0), KILN_OK);
+        float want0[18] = {0};
+        for (int i = 0; i < 9; i++) /* rows 0..2 */
+            want0[i] = 2;
+        fx_check_f32(g0, want0, 18, 0, 0);
+        kiln_release(g0);
+        kiln_release(kept);
+        kiln_release(x0);
+    }
     const kiln_expr *n = kiln_variable(ctx, "rebound", 1, 6);
     x = leaf(ctx, 2, (const int64_t[]){6, 3}, xv);
     const kiln_expr *b = kiln_bind(ctx, n, 4); /* outside any scope */
