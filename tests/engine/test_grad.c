@@ -694,6 +694,76 @@ static void test_grad_deep_chain_and_rebind(void **state) {
     kiln_release(x);
 }
 
+/* Sizes where the device's kernels tile, vectorize and reduce in several workgroups: the
+ * gradients of sum(r * (a^T @ b)) (a read transposed) against loops in double, and of a
+ * row softmax of 300 elements. */
+static void test_grad_larger_sizes(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    enum { K = 70, M = 37, P = 45, L = 300 };
+    static float av[K * M], bv[K * P], rv[M * P], sv[4 * L], qv[4 * L];
+    for (int i = 0; i < K * M; i++)
+        av[i] = (float)((i * 7919) % 201 - 100) / 128;
+    for (int i = 0; i < K * P; i++)
+        bv[i] = (float)((i * 104729) % 199 - 99) / 128;
+    for (int i = 0; i < M * P; i++)
+        rv[i] = (float)((i * 31) % 97 - 48) / 64;
+    for (int i = 0; i < 4 * L; i++) {
+        sv[i] = (float)((i * 13) % 61 - 30) / 16;
+        qv[i] = (float)((i * 17) % 53 - 26) / 32;
+    }
+    kiln_scope_begin(ctx);
+    kiln_tensor *a = leaf(ctx, 2, (const int64_t[]){K, M}, av);
+    kiln_tensor *b = leaf(ctx, 2, (const int64_t[]){K, P}, bv);
+    kiln_tensor *r = fx_f32(ctx, 2, (const int64_t[]){M, P}, rv);
+    kiln_tensor *s = leaf(ctx, 2, (const int64_t[]){4, L}, sv);
+    kiln_tensor *q = fx_f32(ctx, 2, (const int64_t[]){4, L}, qv);
+    kiln_tensor *mm =
+        kiln_sum(kiln_mul(kiln_matmul(kiln_transpose(a, 0, 1), b), r), 0, NULL, false);
+    kiln_tensor *sm = kiln_sum(kiln_mul(kiln_softmax(s, 1), q), 0, NULL, false);
+    kiln_tensor *g[3];
+    assert_int_equal(kiln_grad(kiln_add(mm, sm), 3, (kiln_tensor *[]){a, b, s}, g), KILN_OK);
+    assert_int_equal(kiln_realize_many(ctx, 3, g), KILN_OK);
+    static float ga[K * M], gb[K * P], gs[4 * L];
+    fx_read(g[0], KILN_F32, ga, K * M);
+    fx_read(g[1], KILN_F32, gb, K * P);
+    fx_read(g[2], KILN_F32, gs, 4 * L);
+    /* d/da[k][m] = sum_p b[k][p] r[m][p]; d/db[k][p] = sum_m a[k][m] r[m][p] */
+    for (int k = 0; k < K; k++) {
+        for (int m = 0; m < M; m++) {
+            double w = 0;
+            for (int p = 0; p < P; p++)
+                w += (double)bv[k * P + p] * rv[m * P + p];
+            if (fabs(ga[k * M + m] - w) > 1e-4 + 1e-4 * fabs(w))
+                fail_msg("d/da[%d][%d]: got %.9g, want %.9g", k, m, ga[k * M + m], w);
+        }
+        for (int p = 0; p < P; p++) {
+            double w = 0;
+            for (int m = 0; m < M; m++)
+                w += (double)av[k * M + m] * rv[m * P + p];
+            if (fabs(gb[k * P + p] - w) > 1e-4 + 1e-4 * fabs(w))
+                fail_msg("d/db[%d][%d]: got %.9g, want %.9g", k, p, gb[k * P + p], w);
+        }
+    }
+    /* softmax y: d/ds = y (q - sum(q y)) per row */
+    for (int row = 0; row < 4; row++) {
+        double mx = -1e30, z = 0, dot = 0, y[L];
+        for (int j = 0; j < L; j++)
+            mx = fmax(mx, sv[row * L + j]);
+        for (int j = 0; j < L; j++)
+            z += exp(sv[row * L + j] - mx);
+        for (int j = 0; j < L; j++) {
+            y[j] = exp(sv[row * L + j] - mx) / z;
+            dot += y[j] * qv[row * L + j];
+        }
+        for (int j = 0; j < L; j++) {
+            double w = y[j] * (qv[row * L + j] - dot);
+            if (fabs(gs[row * L + j] - w) > 1e-6 + 1e-4 * fabs(w))
+                fail_msg("d/ds[%d][%d]: got %.9g, want %.9g", row, j, gs[row * L + j], w);
+        }
+    }
+    assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+}
+
 /* ---- (e) laziness --------------------------------------------------------------------------- */
 
 static void test_grad_is_lazy(void **state) {
@@ -900,6 +970,7 @@ int main(void) {
         ENG_TEST(test_grad_symbolic_slice_expand),
         ENG_TEST(test_grad_inputs),
         ENG_TEST(test_grad_deep_chain_and_rebind),
+        ENG_TEST(test_grad_larger_sizes),
         ENG_TEST(test_grad_is_lazy),
         ENG_TEST(test_grad_errors),
         ENG_TEST(test_grad_training_loop_memory),
