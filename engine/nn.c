@@ -467,8 +467,9 @@ static kiln_tensor *one_hot_impl(kiln_tensor *index, int64_t classes, kiln_dtype
  */
 
 /* -mean over N of log_softmax(logits)[i, labels[i]]: each row's log-probability picked by a
- * mask of labels against an arange over C (a label outside [0, C) picks nothing: 0). The mean
- * divides by N in the kernel, so a symbolic N compiles once. */
+ * mask of labels against an arange over C (a label outside [0, C) picks nothing: 0), all of
+ * them summed in one reduction and divided by N, a value computed in the kernel (a symbolic N
+ * compiles once). */
 static kiln_tensor *cross_entropy_impl(kiln_tensor *logits, kiln_tensor *labels) {
     if (!logits || !labels)
         return NULL;
@@ -487,8 +488,8 @@ static kiln_tensor *cross_entropy_impl(kiln_tensor *logits, kiln_tensor *labels)
     kiln_tensor *classes = kiln_arange_sym(ctx, wt, kiln_tensor_size_expr(logits, 1));
     kiln_tensor *mask = kiln_eq(kiln_unsqueeze(kiln_cast(labels, wt), 1), classes);
     kiln_tensor *picked = kiln_where(mask, logp, kiln_scalar(ctx, dtype_of(logits), 0));
-    kiln_tensor *per_row = kiln_sum(picked, 1, (const int32_t[]){1}, false);
-    return kiln_neg(kiln_mean(per_row, 0, NULL, false));
+    kiln_tensor *count = kiln_scalar_expr(ctx, dtype_of(logits), kiln_tensor_size_expr(logits, 0));
+    return kiln_neg(kiln_div(kiln_sum(picked, 0, NULL, false), count));
 }
 
 static kiln_tensor *mse_loss_impl(kiln_tensor *a, kiln_tensor *b) {
