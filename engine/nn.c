@@ -265,6 +265,10 @@ static bool pool_check(kiln_tensor *x, const char *call, int64_t kernel, int64_t
                         "%s: kernel %lld, stride %lld, padding %lld (needs kernel >= 1, stride >= "
                         "0 (0: kernel), 0 <= padding <= kernel / 2)",
                         call, (long long)kernel, (long long)*stride, (long long)padding) != NULL;
+    int64_t area;
+    if (!base_mul_i64(kernel, kernel, &area))
+        return eng_fail(ctx, KILN_ERROR_OVERFLOW, "%s: kernel %lld: kernel^2 overflows int64", call,
+                        (long long)kernel) != NULL;
     if (*stride == 0)
         *stride = kernel;
     for (uint32_t d = ndim_of(x) - 2; d < ndim_of(x); d++) {

@@ -309,6 +309,8 @@ static void test_engine_nn_pool_errors(void **state) {
     assert_null(kiln_max_pool2d(x, 5, 1, 0)); /* a 5x5 window over 4x4 */
     fx_expect_message(ctx, KILN_ERROR_SHAPE_MISMATCH, "kiln_max_pool2d", "(1, 1, 4, 4)", "kernel 5",
                       NULL);
+    assert_null(kiln_max_pool2d(x, INT64_C(1) << 40, 0, INT64_C(1) << 39));
+    fx_expect_message(ctx, KILN_ERROR_OVERFLOW, "kiln_max_pool2d", "kernel^2", NULL);
     assert_null(kiln_avg_pool2d(kiln_cast(x, KILN_I32), 2, 0, 0));
     fx_expect_message(ctx, KILN_ERROR_DTYPE_MISMATCH, "kiln_avg_pool2d", "i32", NULL);
 }
