@@ -74,8 +74,7 @@ static bool broadcastable(kiln_tensor *a, kiln_tensor *b) {
     return true;
 }
 
-/* ---- convolution ----------------------------------------------------------------------------
- */
+/* ---- convolution ---- */
 
 typedef struct conv_params {
     int64_t stride[2], padding[2], dilation[2], groups;
@@ -97,7 +96,7 @@ static bool conv_options(kiln_context *ctx, const kiln_conv2d_options *o, conv_p
                                 "kiln_conv2d_ex: %s[%d] is %lld (needs >= 0; 0 takes torch's "
                                 "default)",
                                 names[f], i, (long long)in[f][i]) != NULL;
-            out[f][i] = in[f][i] == 0 && f != 1 ? 1 : in[f][i];
+            out[f][i] = in[f][i] == 0 && f != 1 ? 1 : in[f][i]; /* padding's default is 0 */
         }
     }
     if (d.groups < 0)
@@ -243,8 +242,7 @@ static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *
     return out;
 }
 
-/* ---- pooling --------------------------------------------------------------------------------
- */
+/* ---- pooling ---- */
 
 /* The checks of both pools: (N, C, H, W) or (C, H, W) floats, kernel >= 1, stride >= 0 (0 is
  * kernel), 0 <= padding <= kernel / 2 (torch's limit), windows that fit the padded input. */
@@ -326,8 +324,7 @@ static kiln_tensor *avg_pool2d_impl(kiln_tensor *x, int64_t kernel, int64_t stri
     return kiln_mean(win, 2, (const int32_t[]){-2, -1}, false);
 }
 
-/* ---- clamp ----------------------------------------------------------------------------------
- */
+/* ---- clamp ---- */
 
 /* The dtype the bounds and the result take (torch's promotion of a tensor with a Python
  * number): a float tensor keeps its dtype; an integer one too when every bound is integral
@@ -379,8 +376,7 @@ static kiln_tensor *clamp_impl(kiln_tensor *t, double min, double max) {
     return x;
 }
 
-/* ---- gather and one_hot ---------------------------------------------------------------------
- */
+/* ---- gather and one_hot ---- */
 
 /* The dtype class indices are compared in: i64 where the values need it, else i32 (no 64-bit
  * arithmetic on the device). */
@@ -467,8 +463,7 @@ static kiln_tensor *one_hot_impl(kiln_tensor *index, int64_t classes, kiln_dtype
     return kiln_cast(hot, dtype);
 }
 
-/* ---- losses ---------------------------------------------------------------------------------
- */
+/* ---- losses ---- */
 
 /* -mean over N of log_softmax(logits)[i, labels[i]]: each row's log-probability picked by a
  * mask of labels against an arange over C (a label outside [0, C) picks nothing: 0), all of
