@@ -44,8 +44,7 @@ static void test_engine_nn_conv2d_ex_every_option(void **state) {
 }
 
 /* torch's defaults (options NULL, no bias) on a channels-last x read through a permute and a
- * flipped w; with stride and padding it is kiln_conv2d's result exactly (kiln_conv2d of floats
- * is this path). */
+ * flipped w; with stride and padding it is kiln_conv2d's result exactly (the same sum). */
 static void test_engine_nn_conv2d_ex_defaults_strided_inputs(void **state) {
     kiln_context *ctx = fx_ctx(state);
     kiln_tensor *nhwc = fx_f32(ctx, 4, (const int64_t[]){2, 5, 5, 3}, conv_b_x_nhwc);
