@@ -248,7 +248,10 @@ static bool record_args(kiln_context *ctx, eng_fn *f, const eng_ag_args *a, cons
         f->ints[1] = step;
         f->nints = 2;
         f->nsyms = 0;
-        if (sym_is_const(v->shape[dim], &n)) {
+        /* The forward counted the elements with the size's value (a bound Variable's too). */
+        base_error err;
+        base_error_clear(&err);
+        if (sym_is_const(v->shape[dim], &n) || sym_eval(v->shape[dim], NULL, &n, &err) == KILN_OK) {
             py_slice(n, has_start, start, has_stop, stop, step, &first, &count);
             if (step < 0 && count > 0)
                 first += (count - 1) * step; /* the lowest element taken */
@@ -560,15 +563,16 @@ static kiln_tensor *scatter_strided(kiln_context *ctx, kiln_tensor *g, uint32_t 
     }
     if (!g || !len)
         return NULL;
-    const kiln_expr *pe[2 * SHAPE_MAX_DIMS];
+    /* The amount after may be provably non-negative only at the bound values (a forward slice
+     * of a dim of bound symbolic size counted its elements with them): eng_pad, not
+     * kiln_pad_sym, which would refuse it. */
+    const sym_node *pads[2 * SHAPE_MAX_DIMS];
     for (uint32_t d = 0; d < ndim; d++) {
-        const sym_node *before = d == dim ? first : cnst(ctx, 0);
-        const sym_node *after =
+        pads[2 * d] = d == dim ? first : cnst(ctx, 0);
+        pads[2 * d + 1] =
             d == dim ? sym_sub(ctx->sym, sym_sub(ctx->sym, n, first), len) : cnst(ctx, 0);
-        pe[2 * d] = eng_expr_handle(ctx, before);
-        pe[2 * d + 1] = eng_expr_handle(ctx, after);
     }
-    return kiln_pad_sym(g, pe);
+    return eng_pad(g, pads);
 }
 
 static kiln_tensor *unsupported(grad_run *g, const char *why) {
@@ -691,8 +695,8 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
         return sum_to_in(f, i, d);
     }
     case ENG_AG_WHERE: {
-        if (i == 0)
-            return NULL;
+        if (i == 0) /* a floating condition (nonzero is true): no gradient flows through it */
+            return zeros_of(ctx, f->in_type[0], iv->ndim, iv->shape);
         kiln_tensor *c = in_value(r, 0), *zero = scalar(ctx, gt, 0);
         return sum_to_in(f, i, i == 1 ? kiln_where(c, g, zero) : kiln_where(c, zero, g));
     }
@@ -795,13 +799,13 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
         return kiln_sub(g, kiln_mul(kiln_exp(y), kiln_sum(g, 1, &dim, true)));
     }
     case ENG_AG_MATMUL: {
-        /* 1-d operands as torch.matmul treats them: a (K) as (1, K), b (K) as (K, 1). */
-        kiln_tensor *a = in_value(r, 0), *b = in_value(r, 1);
-        if (!a || !b)
+        /* 1-d operands as torch.matmul treats them: a (K) as (1, K), b (K) as (K, 1). Only the
+         * other operand's value is read (a write to this one does not matter). */
+        const shape_view *av = in_view(f, 0), *bv = in_view(f, 1);
+        uint32_t an = av->ndim, bn = bv->ndim;
+        kiln_tensor *other = in_value(r, 1 - i);
+        if (!other)
             return NULL;
-        uint32_t an = view_of(a)->ndim, bn = view_of(b)->ndim;
-        kiln_tensor *a2 = an == 1 ? kiln_unsqueeze(a, 0) : a;
-        kiln_tensor *b2 = bn == 1 ? kiln_unsqueeze(b, 1) : b;
         kiln_tensor *g2 = g;
         if (an == 1 && bn == 1)
             g2 = kiln_reshape(g, 2, (int64_t[]){1, 1});
@@ -810,14 +814,30 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
         else if (bn == 1)
             g2 = kiln_unsqueeze(g, -1);
         kiln_tensor *d;
-        if (i == 0)
+        const sym_node *shape2[SHAPE_MAX_DIMS]; /* the operand as a matrix (or batch of them) */
+        uint32_t n2;
+        if (i == 0) {
+            kiln_tensor *b2 = bn == 1 ? kiln_unsqueeze(other, 1) : other;
             d = kiln_matmul(g2, kiln_transpose(b2, -1, -2));
-        else
+            n2 = an == 1 ? 2 : an;
+            if (an == 1) {
+                shape2[0] = cnst(ctx, 1);
+                shape2[1] = av->shape[0];
+            } else {
+                memcpy(shape2, av->shape, an * sizeof *shape2);
+            }
+        } else {
+            kiln_tensor *a2 = an == 1 ? kiln_unsqueeze(other, 0) : other;
             d = kiln_matmul(kiln_transpose(a2, -1, -2), g2);
-        kiln_tensor *op2 = i == 0 ? a2 : b2;
-        if (!d || !op2)
-            return NULL;
-        d = sum_to(d, view_of(op2)->ndim, view_of(op2)->shape);
+            n2 = bn == 1 ? 2 : bn;
+            if (bn == 1) {
+                shape2[0] = bv->shape[0];
+                shape2[1] = cnst(ctx, 1);
+            } else {
+                memcpy(shape2, bv->shape, bn * sizeof *shape2);
+            }
+        }
+        d = sum_to(d, n2, shape2);
         return d ? eng_reshape(d, iv->ndim, iv->shape) : NULL;
     }
     case ENG_AG_PERMUTE: {
@@ -960,6 +980,11 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
     eng_tensor *l = eng_arg_status(loss, &ctx, "kiln_grad", &st);
     if (!l)
         return st;
+    /* A pending sticky error is reported; an earlier call's own error is cleared, so that the
+     * messages below are this call's. */
+    st = eng_call_begin(ctx);
+    if (st != KILN_OK)
+        return st;
     if (count > 0 && (!inputs || !grads))
         return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
                               "kiln_grad: inputs or grads is NULL with count %u", count);
@@ -970,9 +995,6 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
             return base_error_reset(&ctx->err, st, "%s (inputs[%u])", why, i);
         }
     }
-    st = eng_call_begin(ctx);
-    if (st != KILN_OK)
-        return st;
     ir_type lt = l->cell->node->type;
     if (!ir_type_is_float(lt))
         return base_error_set(&ctx->err, KILN_ERROR_DTYPE_MISMATCH,
@@ -1072,6 +1094,9 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
                 d = kiln_cast(d, eng_dtype(f->in_type[j]));
             if (!d) {
                 run.failed = true;
+                if (ctx->err.status == KILN_OK) /* a rule that gave nothing, saying nothing */
+                    eng_fail(ctx, KILN_ERROR_UNSUPPORTED,
+                             "kiln_grad: no gradient for input %u of a %s op", j, op_name(f->op));
                 break;
             }
             kiln_tensor **slot = &acc.data[in->order];

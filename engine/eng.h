@@ -550,6 +550,10 @@ void eng_ag_finish(kiln_context *ctx);
  * no size negative): what the engine's own ops call (movement.c). */
 kiln_tensor *eng_expand(kiln_tensor *t, uint32_t ndim, const sym_node *const *dims);
 kiln_tensor *eng_reshape(kiln_tensor *t, uint32_t ndim, const sym_node *const *dims);
+/* kiln_pad_sym of nodes the program holds (before, after per dim), refused only when an amount
+ * is provably negative (bound Variables count with their values): autograd's scatters, whose
+ * amounts are sizes of the forward's views. */
+kiln_tensor *eng_pad(kiln_tensor *t, const sym_node *const *pad);
 /* e (may be NULL) was handed to the program: its handle, pinned until the current scope ends
  * (outside any scope: until a Variable it binds is bound again outside any scope; Variables
  * and expressions without bindings: the context's life). NULL (out of memory) for NULL e. */

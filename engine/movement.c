@@ -445,6 +445,35 @@ kiln_tensor *kiln_expand_sym(kiln_tensor *t, uint32_t ndim, const kiln_expr *con
     ENG_OP("kiln_expand_sym", ENG_AG(.op = ENG_AG_EXPAND), expand_sym_impl(t, ndim, shape), t);
 }
 
+/* Padding by amounts the program holds (pad: before, after per dim), checked as shape/ checks
+ * them (refused only when provably negative; bound Variables count with their values), not as
+ * kiln_pad_sym checks a caller's (every value of the Variables' ranges). */
+static kiln_tensor *pad_nodes_impl(kiln_tensor *t, const sym_node *const *pad) {
+    if (!t)
+        return NULL;
+    const shape_view *v = view_of(t);
+    const sym_node *before[SHAPE_MAX_DIMS], *after[SHAPE_MAX_DIMS];
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        before[d] = pad[2 * d];
+        after[d] = pad[2 * d + 1];
+        if (!before[d] || !after[d]) /* a node that could not be made */
+            return eng_fail_from_shape(ENG_CTX(t), KILN_ERROR_OUT_OF_HOST_MEMORY);
+    }
+    VIEW_OP(t, shape_view_pad(ENG_CTX(t)->shape, v, before, after, &out_));
+}
+
+kiln_tensor *eng_pad(kiln_tensor *t, const sym_node *const *pad) {
+    const kiln_expr *pe[2 * SHAPE_MAX_DIMS];
+    uint32_t n = 0;
+    if (eng_t(t)) { /* as a kiln_pad_sym record (the handles are pinned by the record) */
+        n = 2 * view_of(t)->ndim;
+        for (uint32_t i = 0; i < n; i++)
+            pe[i] = eng_expr_handle(ENG_CTX(t), pad[i]);
+    }
+    ENG_OP("kiln_pad_sym", ENG_AG(.op = ENG_AG_PAD, .exprs = pe, .nexprs = n),
+           pad_nodes_impl(t, pad), t);
+}
+
 kiln_tensor *eng_expand(kiln_tensor *t, uint32_t ndim, const sym_node *const *dims) {
     ENG_OP("kiln_expand_sym", ENG_AG(.op = ENG_AG_EXPAND), expand_nodes_impl(t, ndim, dims), t);
 }

@@ -1,8 +1,9 @@
 /* Kiln's smoke test: a small convolutional network's forward pass, batch 8 (see cnn_net.h):
- * channels-last input read through a permuted view, two convolutions with relu, 2x2 max
- * pooling over as_strided windows, a linear layer and softmax. It runs on the default device
- * and on the reference interpreter; both must agree with each other and with NumPy's output
- * for the same inputs (cnn_data.h), within 1e-4 relative (plus 1e-6 absolute). */
+ * channels-last input read through a permuted view, two biased convolutions (kiln_conv2d_ex)
+ * with relu, 2x2 max pooling over as_strided windows, a linear layer and softmax. It runs on
+ * the default device and on the reference interpreter; both must agree with each other and
+ * with NumPy's output for the same inputs (cnn_data.h), within 1e-4 relative (plus 1e-6
+ * absolute). */
 #include "cnn_net.h"
 
 #include <math.h>

@@ -2,8 +2,8 @@
  * public API (also run by tests/engine/test_cnn.c against NumPy's output). Batch CNN_N = 8:
  *
  *     x    (N, H, W, C) channels-last data, read as (N, C, H, W) through kiln_permute (a view)
- *     h1   relu(conv2d(x, w1, stride 1, padding 1))                 (N, C1, H, W)
- *     h2   relu(conv2d(h1, w2, stride 1, padding 1)), realized       (N, C2, H, W)
+ *     h1   relu(conv2d(x, w1, b1, stride 1, padding 1))             (N, C1, H, W)
+ *     h2   relu(conv2d(h1, w2, b2, stride 1, padding 1)), realized   (N, C2, H, W)
  *     p    2x2 max pooling: kiln_as_strided windows of h2's storage  (N, C2, H/2, W/2, 2, 2)
  *          reduced by kiln_max over the two window dims
  *     out  softmax(p.reshape(N, -1) @ w3 + b3, dim 1)                (N, CLASSES)
@@ -25,13 +25,17 @@ static kiln_status cnn_forward(kiln_context *ctx, float *out) {
     kiln_tensor *x = kiln_permute(nhwc, (int32_t[]){0, 3, 1, 2}); /* (N, C, H, W), strided */
     kiln_tensor *w1 =
         kiln_from_data(ctx, KILN_F32, 4, (int64_t[]){CNN_C1, CNN_C, CNN_K, CNN_K}, cnn_w1);
+    kiln_tensor *b1 = kiln_from_data(ctx, KILN_F32, 1, (int64_t[]){CNN_C1}, cnn_b1);
     kiln_tensor *w2 =
         kiln_from_data(ctx, KILN_F32, 4, (int64_t[]){CNN_C2, CNN_C1, CNN_K, CNN_K}, cnn_w2);
+    kiln_tensor *b2 = kiln_from_data(ctx, KILN_F32, 1, (int64_t[]){CNN_C2}, cnn_b2);
     kiln_tensor *w3 =
         kiln_from_data(ctx, KILN_F32, 2, (int64_t[]){CNN_FEATURES, CNN_CLASSES}, cnn_w3);
     kiln_tensor *b3 = kiln_from_data(ctx, KILN_F32, 1, (int64_t[]){CNN_CLASSES}, cnn_b3);
-    kiln_tensor *h1 = kiln_relu(kiln_conv2d(x, w1, 1, 1));
-    kiln_tensor *h2 = kiln_relu(kiln_conv2d(h1, w2, 1, 1));
+    /* torch.nn.Conv2d(padding=1): stride, dilation and groups keep their defaults (0 fields) */
+    const kiln_conv2d_options same = {.padding = {1, 1}};
+    kiln_tensor *h1 = kiln_relu(kiln_conv2d_ex(x, w1, b1, &same));
+    kiln_tensor *h2 = kiln_relu(kiln_conv2d_ex(h1, w2, b2, &same));
     /* Pooling windows address h2's storage directly: realize it (row-major), then view it as
      * (N, C2, H/2, W/2, 2, 2) with the window dims stepping one row and one column. */
     kiln_status st = kiln_realize(h2);

@@ -1,0 +1,389 @@
+/* engine/nn.c: the neural-network ops against torch's outputs (fixtures/nn.h, from
+ * fixtures/gen_nn.py), on the Vulkan device and on the interpreter: conv2d_ex (every option,
+ * torch's defaults, depthwise, a symbolic batch), max and average pooling, clamp, gather,
+ * one_hot, cross_entropy (a symbolic batch too) and mse_loss, with strided inputs (permuted,
+ * transposed and flipped views), then every error path (status and message). Tolerance:
+ * |got - want| <= 1e-5 + 1e-4 |want| (Kiln computes in f32, torch in f64 from the same f32
+ * inputs). */
+
+#include "engine_fixture.h"
+#include "fixtures/nn.h"
+
+#include <kiln/kiln.h>
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+#define ATOL 1e-5
+#define RTOL 1e-4
+
+static kiln_tensor *i64_tensor(kiln_context *ctx, uint32_t ndim, const int64_t *shape,
+                               const int64_t *data) {
+    return kiln_from_data(ctx, KILN_I64, ndim, shape, data);
+}
+
+static const kiln_conv2d_options conv_a_options = {
+    .stride = {2, 1}, .padding = {1, 2}, .dilation = {2, 1}, .groups = 2};
+
+/* Every option at once: groups 2, bias, stride (2, 1), padding (1, 2), dilation (2, 1). */
+static void test_engine_nn_conv2d_ex_every_option(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *x = fx_f32(ctx, 4, (const int64_t[]){2, 4, 7, 6}, conv_a_x);
+    kiln_tensor *w = fx_f32(ctx, 4, (const int64_t[]){6, 2, 3, 2}, conv_a_w);
+    kiln_tensor *b = fx_f32(ctx, 1, (const int64_t[]){6}, conv_a_b);
+    kiln_tensor *y = kiln_conv2d_ex(x, w, b, &conv_a_options);
+    fx_assert_shape(y, 4, (const int64_t[]){2, 6, 3, 9});
+    fx_check_f32(y, conv_a_out, N(conv_a_out), ATOL, RTOL);
+}
+
+/* torch's defaults (options NULL, no bias) on a channels-last x read through a permute and a
+ * flipped w; with stride and padding it is kiln_conv2d's result exactly (the same sum). */
+static void test_engine_nn_conv2d_ex_defaults_strided_inputs(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *nhwc = fx_f32(ctx, 4, (const int64_t[]){2, 5, 5, 3}, conv_b_x_nhwc);
+    kiln_tensor *x = kiln_permute(nhwc, (const int32_t[]){0, 3, 1, 2});
+    kiln_tensor *w = kiln_flip(fx_f32(ctx, 4, (const int64_t[]){4, 3, 3, 3}, conv_b_w_flipped), 3);
+    kiln_tensor *y = kiln_conv2d_ex(x, w, NULL, NULL);
+    fx_assert_shape(y, 4, (const int64_t[]){2, 4, 3, 3});
+    fx_check_f32(y, conv_b_out, N(conv_b_out), ATOL, RTOL);
+    /* zero fields take the defaults: only stride and padding set */
+    kiln_conv2d_options o = {.stride = {2, 2}, .padding = {1, 1}};
+    y = kiln_conv2d_ex(x, w, NULL, &o);
+    fx_check_f32(y, conv_b_s2p1, N(conv_b_s2p1), ATOL, RTOL);
+    float got[N(conv_b_s2p1)], old[N(conv_b_s2p1)];
+    fx_read(y, KILN_F32, got, N(got));
+    fx_read(kiln_conv2d(x, w, 2, 1), KILN_F32, old, N(old));
+    assert_memory_equal(got, old, sizeof got);
+}
+
+/* Depthwise: groups = C = 3, bias, padding 2, dilation 2 (a 5x5 extent of a 3x3 kernel). */
+static void test_engine_nn_conv2d_ex_depthwise(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *x = fx_f32(ctx, 4, (const int64_t[]){1, 3, 6, 6}, conv_c_x);
+    kiln_tensor *w = fx_f32(ctx, 4, (const int64_t[]){3, 1, 3, 3}, conv_c_w);
+    kiln_tensor *b = fx_f32(ctx, 1, (const int64_t[]){3}, conv_c_b);
+    kiln_conv2d_options o = {.padding = {2, 2}, .dilation = {2, 2}, .groups = 3};
+    kiln_tensor *y = kiln_conv2d_ex(x, w, b, &o);
+    fx_assert_shape(y, 4, (const int64_t[]){1, 3, 6, 6});
+    fx_check_f32(y, conv_c_out, N(conv_c_out), ATOL, RTOL);
+}
+
+/* A batch of Variable size: the first n samples of conv_a's input, n bound to 2 then 1. The
+ * second binding compiles nothing new. */
+static void test_engine_nn_conv2d_ex_symbolic_batch(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *flat = fx_f32(ctx, 1, (const int64_t[]){N(conv_a_x)}, conv_a_x);
+    kiln_tensor *w = fx_f32(ctx, 4, (const int64_t[]){6, 2, 3, 2}, conv_a_w);
+    kiln_tensor *b = fx_f32(ctx, 1, (const int64_t[]){6}, conv_a_b);
+    const kiln_expr *batch = kiln_variable(ctx, "batch", 1, 2);
+    uint64_t compiled = 0;
+    for (int64_t n = 2; n >= 1; n--) {
+        kiln_scope_begin(ctx);
+        const kiln_expr *bn = kiln_bind(ctx, batch, n);
+        const kiln_expr *sample = kiln_int(ctx, 4 * 7 * 6);
+        kiln_tensor *part =
+            kiln_narrow_sym(flat, 0, kiln_int(ctx, 0), kiln_expr_mul(ctx, bn, sample));
+        const kiln_expr *shape[4] = {bn, kiln_int(ctx, 4), kiln_int(ctx, 7), kiln_int(ctx, 6)};
+        kiln_tensor *y = kiln_conv2d_ex(kiln_reshape_sym(part, 4, shape), w, b, &conv_a_options);
+        fx_assert_shape(y, 4, (const int64_t[]){n, 6, 3, 9});
+        fx_check_f32(y, conv_a_out, (size_t)n * 6 * 3 * 9, ATOL, RTOL);
+        if (n == 1)
+            assert_int_equal(kiln_context_stats(ctx).kernels_compiled, compiled);
+        compiled = kiln_context_stats(ctx).kernels_compiled;
+        assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    }
+}
+
+/* A channels-last input read through a permute, padded, convolved and biased: one kernel (the
+ * input is neither made contiguous nor padded in memory first, the bias is added in the
+ * reduction's kernel). */
+static void test_engine_nn_conv2d_ex_is_one_kernel(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *nhwc = fx_f32(ctx, 4, (const int64_t[]){2, 5, 5, 3}, conv_b_x_nhwc);
+    kiln_tensor *w = kiln_flip(fx_f32(ctx, 4, (const int64_t[]){4, 3, 3, 3}, conv_b_w_flipped), 3);
+    kiln_tensor *b = kiln_ones(ctx, KILN_F32, 1, (const int64_t[]){4});
+    assert_int_equal(kiln_realize(b), KILN_OK);
+    kiln_conv2d_options o = {.stride = {2, 2}, .padding = {1, 1}};
+    kiln_tensor *y = kiln_conv2d_ex(kiln_permute(nhwc, (const int32_t[]){0, 3, 1, 2}), w, b, &o);
+    kiln_stats before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize(y), KILN_OK);
+    assert_int_equal(kiln_context_stats(ctx).dispatches - before.dispatches, 1);
+    fx_check_f32(kiln_add_scalar(y, -1), conv_b_s2p1, N(conv_b_s2p1), ATOL, RTOL);
+}
+
+static void test_engine_nn_max_pool2d(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *x = fx_f32(ctx, 4, (const int64_t[]){2, 3, 7, 6}, pool_x);
+    kiln_tensor *y = kiln_max_pool2d(x, 3, 2, 1);
+    fx_assert_shape(y, 4, (const int64_t[]){2, 3, 4, 3});
+    fx_check_f32(y, maxpool_k3s2p1, N(maxpool_k3s2p1), 0, 0);
+    y = kiln_max_pool2d(kiln_flip(x, 3), 2, 1, 1);
+    fx_assert_shape(y, 4, (const int64_t[]){2, 3, 8, 7});
+    fx_check_f32(y, maxpool_flip_k2s1p1, N(maxpool_flip_k2s1p1), 0, 0);
+    /* (C, H, W) through a transpose; stride 0 is the kernel */
+    kiln_tensor *t = fx_f32(ctx, 3, (const int64_t[]){3, 4, 5}, pool_t);
+    y = kiln_max_pool2d(kiln_transpose(t, 1, 2), 2, 0, 0);
+    fx_assert_shape(y, 3, (const int64_t[]){3, 2, 2});
+    fx_check_f32(y, maxpool3d_k2, N(maxpool3d_k2), 0, 0);
+    /* a NaN is the maximum of its window; -inf is a value like any other */
+    kiln_tensor *n = fx_f32(ctx, 4, (const int64_t[]){1, 1, 4, 4}, pool_nan);
+    fx_check_f32(kiln_max_pool2d(n, 2, 2, 0), maxpool_nan, N(maxpool_nan), 0, 0);
+}
+
+static void test_engine_nn_avg_pool2d(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *x = fx_f32(ctx, 4, (const int64_t[]){2, 3, 7, 6}, pool_x);
+    kiln_tensor *y = kiln_avg_pool2d(x, 3, 2, 1);
+    fx_assert_shape(y, 4, (const int64_t[]){2, 3, 4, 3});
+    fx_check_f32(y, avgpool_k3s2p1, N(avgpool_k3s2p1), ATOL, RTOL);
+    kiln_tensor *t = fx_f32(ctx, 3, (const int64_t[]){3, 4, 5}, pool_t);
+    y = kiln_avg_pool2d(kiln_transpose(t, 1, 2), 2, 0, 1);
+    fx_assert_shape(y, 3, (const int64_t[]){3, 3, 3});
+    fx_check_f32(y, avgpool3d_k2p1, N(avgpool3d_k2p1), ATOL, RTOL);
+}
+
+static void test_engine_nn_clamp(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *x = kiln_transpose(fx_f32(ctx, 2, (const int64_t[]){3, 5}, clamp_x), 0, 1);
+    fx_check_f32(kiln_clamp(x, -0.5, 0.75), clamp_both, N(clamp_both), 0, 0);
+    fx_check_f32(kiln_clamp(x, 0.2, NAN), clamp_min, N(clamp_min), 0, 0);
+    fx_check_f32(kiln_clamp(x, NAN, -0.1), clamp_max, N(clamp_max), 0, 0);
+    fx_check_f32(kiln_clamp(x, 1, -1), clamp_crossed, N(clamp_crossed), 0, 0);
+    /* integers keep their dtype with integral bounds; a fractional bound gives f32 */
+    kiln_tensor *i = fx_i32(ctx, 1, (const int64_t[]){12}, clamp_i);
+    kiln_tensor *c = kiln_clamp(i, -2, 3);
+    assert_int_equal(kiln_tensor_dtype(c), KILN_I32);
+    fx_check_i32(c, clamp_i_out, N(clamp_i_out));
+    c = kiln_clamp(i, 0.5, NAN);
+    assert_int_equal(kiln_tensor_dtype(c), KILN_F32);
+    fx_check_f32(c, clamp_i_half, N(clamp_i_half), 0, 0);
+}
+
+/* Negative indices count from the end, indices out of range give 0; index may be smaller than
+ * t along the other dims (t is narrowed) and longer along dim. */
+static void test_engine_nn_gather(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *t = fx_f32(ctx, 2, (const int64_t[]){4, 5}, gather_t);
+    kiln_tensor *i0 = i64_tensor(ctx, 2, (const int64_t[]){2, 5}, gather_i0);
+    kiln_tensor *g = kiln_gather(t, 0, i0);
+    fx_assert_shape(g, 2, (const int64_t[]){2, 5});
+    fx_check_f32(g, gather_d0, N(gather_d0), 0, 0);
+    kiln_tensor *i1 = fx_i32(ctx, 2, (const int64_t[]){3, 3}, gather_i1);
+    fx_check_f32(kiln_gather(t, -1, i1), gather_d1, N(gather_d1), 0, 0);
+    fx_check_f32(kiln_gather(kiln_transpose(t, 0, 1), 1, i1), gather_t_d1, N(gather_t_d1), 0, 0);
+    kiln_tensor *u = fx_f32(ctx, 3, (const int64_t[]){2, 3, 4}, gather_u);
+    kiln_tensor *i2 = i64_tensor(ctx, 3, (const int64_t[]){2, 5, 4}, gather_i2);
+    g = kiln_gather(u, 1, i2);
+    fx_assert_shape(g, 3, (const int64_t[]){2, 5, 4});
+    fx_check_f32(g, gather_u_d1, N(gather_u_d1), 0, 0);
+    /* an integer tensor keeps its dtype */
+    kiln_tensor *iv = fx_i32(ctx, 2, (const int64_t[]){3, 4}, gather_iv);
+    kiln_tensor *ii = fx_i32(ctx, 2, (const int64_t[]){3, 2}, gather_ii);
+    g = kiln_gather(iv, 1, ii);
+    assert_int_equal(kiln_tensor_dtype(g), KILN_I32);
+    fx_check_i32(g, gather_iv_out, N(gather_iv_out));
+}
+
+static void test_engine_nn_one_hot(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *idx = i64_tensor(ctx, 2, (const int64_t[]){2, 3}, onehot_i);
+    kiln_tensor *h = kiln_one_hot(idx, 5, KILN_F32);
+    fx_assert_shape(h, 3, (const int64_t[]){2, 3, 5});
+    fx_check_f32(h, onehot_out, N(onehot_out), 0, 0);
+    /* i32 indices, i32 output */
+    int32_t narrow[6], want[N(onehot_out)];
+    for (size_t i = 0; i < 6; i++)
+        narrow[i] = (int32_t)onehot_i[i];
+    for (size_t i = 0; i < N(onehot_out); i++)
+        want[i] = (int32_t)onehot_out[i];
+    h = kiln_one_hot(fx_i32(ctx, 2, (const int64_t[]){2, 3}, narrow), 5, KILN_I32);
+    assert_int_equal(kiln_tensor_dtype(h), KILN_I32);
+    fx_check_i32(h, want, N(want));
+}
+
+static void test_engine_nn_cross_entropy(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *logits = fx_f32(ctx, 2, (const int64_t[]){6, 5}, ce_logits);
+    kiln_tensor *labels = i64_tensor(ctx, 1, (const int64_t[]){6}, ce_labels);
+    kiln_tensor *loss = kiln_cross_entropy(logits, labels);
+    fx_assert_shape(loss, 0, NULL);
+    fx_check_f32(loss, ce_out, 1, ATOL, RTOL);
+    /* i32 labels; both inputs flipped (strided) */
+    fx_check_f32(kiln_cross_entropy(logits, kiln_cast(labels, KILN_I32)), ce_out, 1, ATOL, RTOL);
+    fx_check_f32(kiln_cross_entropy(kiln_flip(logits, 0), kiln_flip(labels, 0)), ce_out_t, 1, ATOL,
+                 RTOL);
+}
+
+/* A batch of Variable size (6, then 3: the mean divides by the bound value in the kernel),
+ * compiled once. */
+static void test_engine_nn_cross_entropy_symbolic_batch(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *logits = fx_f32(ctx, 2, (const int64_t[]){6, 5}, ce_logits);
+    kiln_tensor *labels = i64_tensor(ctx, 1, (const int64_t[]){6}, ce_labels);
+    const kiln_expr *batch = kiln_variable(ctx, "rows", 1, 6);
+    const float *want[2] = {ce_out, ce_out3};
+    uint64_t compiled = 0;
+    for (int step = 0; step < 2; step++) {
+        kiln_scope_begin(ctx);
+        const kiln_expr *n = kiln_bind(ctx, batch, step ? 3 : 6);
+        kiln_tensor *l = kiln_narrow_sym(logits, 0, kiln_int(ctx, 0), n);
+        kiln_tensor *y = kiln_narrow_sym(labels, 0, kiln_int(ctx, 0), n);
+        fx_check_f32(kiln_cross_entropy(l, y), want[step], 1, ATOL, RTOL);
+        if (step)
+            assert_int_equal(kiln_context_stats(ctx).kernels_compiled, compiled);
+        compiled = kiln_context_stats(ctx).kernels_compiled;
+        assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    }
+}
+
+static void test_engine_nn_mse_loss(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *a = fx_f32(ctx, 3, (const int64_t[]){3, 1, 4}, mse_a);
+    kiln_tensor *b = kiln_flip(fx_f32(ctx, 2, (const int64_t[]){5, 4}, mse_b), 1);
+    kiln_tensor *loss = kiln_mse_loss(a, b);
+    fx_assert_shape(loss, 0, NULL);
+    fx_check_f32(loss, mse_out, 1, ATOL, RTOL);
+}
+
+/* ---- errors: the status and a message that begins with the call ---- */
+
+static void test_engine_nn_conv2d_ex_errors(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *x = kiln_zeros(ctx, KILN_F32, 4, (const int64_t[]){1, 2, 4, 4});
+    kiln_tensor *w = kiln_zeros(ctx, KILN_F32, 4, (const int64_t[]){1, 3, 2, 2});
+    assert_null(kiln_conv2d_ex(x, w, NULL, NULL));
+    fx_expect_message(ctx, KILN_ERROR_SHAPE_MISMATCH, "kiln_conv2d_ex", "(1, 2, 4, 4)",
+                      "(1, 3, 2, 2)", NULL);
+    assert_null(kiln_conv2d_ex(kiln_squeeze(x, 0), w, NULL, NULL));
+    fx_expect_message(ctx, KILN_ERROR_SHAPE_MISMATCH, "kiln_conv2d_ex", "4 dims", NULL);
+    /* groups: 4 channels in 3 groups; 3 outputs in 2 groups */
+    kiln_tensor *x4 = kiln_zeros(ctx, KILN_F32, 4, (const int64_t[]){1, 4, 4, 4});
+    kiln_tensor *w6 = kiln_zeros(ctx, KILN_F32, 4, (const int64_t[]){6, 2, 2, 2});
+    kiln_tensor *w3 = kiln_zeros(ctx, KILN_F32, 4, (const int64_t[]){3, 2, 2, 2});
+    assert_null(kiln_conv2d_ex(x4, w6, NULL, &(kiln_conv2d_options){.groups = 3}));
+    fx_expect_message(ctx, KILN_ERROR_SHAPE_MISMATCH, "kiln_conv2d_ex", "(1, 4, 4, 4)",
+                      "(6, 2, 2, 2)", "groups 3", NULL);
+    assert_null(kiln_conv2d_ex(x4, w3, NULL, &(kiln_conv2d_options){.groups = 2}));
+    fx_expect_message(ctx, KILN_ERROR_SHAPE_MISMATCH, "kiln_conv2d_ex", "(3, 2, 2, 2)", NULL);
+    /* negative options */
+    kiln_tensor *w1 = kiln_zeros(ctx, KILN_F32, 4, (const int64_t[]){1, 2, 2, 2});
+    assert_null(kiln_conv2d_ex(x, w1, NULL, &(kiln_conv2d_options){.padding = {-1, 0}}));
+    fx_expect_message(ctx, KILN_ERROR_OUT_OF_RANGE, "kiln_conv2d_ex", "padding[0]", "-1", NULL);
+    assert_null(kiln_conv2d_ex(x, w1, NULL, &(kiln_conv2d_options){.stride = {1, -2}}));
+    fx_expect_message(ctx, KILN_ERROR_OUT_OF_RANGE, "kiln_conv2d_ex", "stride[1]", NULL);
+    assert_null(kiln_conv2d_ex(x, w1, NULL, &(kiln_conv2d_options){.dilation = {-1, 1}}));
+    fx_expect_message(ctx, KILN_ERROR_OUT_OF_RANGE, "kiln_conv2d_ex", "dilation[0]", NULL);
+    assert_null(kiln_conv2d_ex(x, w1, NULL, &(kiln_conv2d_options){.groups = -1}));
+    fx_expect_message(ctx, KILN_ERROR_OUT_OF_RANGE, "kiln_conv2d_ex", "groups", NULL);
+    /* the dilated kernel spans 4 (2 - 1) + 1 = 5 rows of the 4x4 input */
+    assert_null(kiln_conv2d_ex(x, w1, NULL, &(kiln_conv2d_options){.dilation = {4, 1}}));
+    fx_expect_message(ctx, KILN_ERROR_SHAPE_MISMATCH, "kiln_conv2d_ex", "smaller", NULL);
+    /* bias of the wrong length; integer operands */
+    kiln_tensor *b2 = kiln_zeros(ctx, KILN_F32, 1, (const int64_t[]){2});
+    assert_null(kiln_conv2d_ex(x, w1, b2, NULL));
+    fx_expect_message(ctx, KILN_ERROR_SHAPE_MISMATCH, "kiln_conv2d_ex", "bias", "(2)", NULL);
+    assert_null(kiln_conv2d_ex(kiln_cast(x, KILN_I32), w1, NULL, NULL));
+    fx_expect_message(ctx, KILN_ERROR_DTYPE_MISMATCH, "kiln_conv2d_ex", "i32", NULL);
+}
+
+static void test_engine_nn_pool_errors(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *x = kiln_zeros(ctx, KILN_F32, 4, (const int64_t[]){1, 1, 4, 4});
+    assert_null(kiln_max_pool2d(kiln_zeros(ctx, KILN_F32, 2, (const int64_t[]){4, 4}), 2, 0, 0));
+    fx_expect_message(ctx, KILN_ERROR_SHAPE_MISMATCH, "kiln_max_pool2d", "(4, 4)", NULL);
+    assert_null(kiln_max_pool2d(x, 0, 0, 0));
+    fx_expect_message(ctx, KILN_ERROR_OUT_OF_RANGE, "kiln_max_pool2d", "kernel 0", NULL);
+    assert_null(kiln_max_pool2d(x, 2, -1, 0));
+    fx_expect_message(ctx, KILN_ERROR_OUT_OF_RANGE, "kiln_max_pool2d", "stride -1", NULL);
+    assert_null(kiln_avg_pool2d(x, 3, 1, 2)); /* padding > kernel / 2 */
+    fx_expect_message(ctx, KILN_ERROR_OUT_OF_RANGE, "kiln_avg_pool2d", "padding 2", NULL);
+    assert_null(kiln_avg_pool2d(x, 2, 1, -1));
+    fx_expect_message(ctx, KILN_ERROR_OUT_OF_RANGE, "kiln_avg_pool2d", "padding -1", NULL);
+    assert_null(kiln_max_pool2d(x, 5, 1, 0)); /* a 5x5 window over 4x4 */
+    fx_expect_message(ctx, KILN_ERROR_SHAPE_MISMATCH, "kiln_max_pool2d", "(1, 1, 4, 4)", "kernel 5",
+                      NULL);
+    assert_null(kiln_max_pool2d(x, INT64_C(1) << 40, 0, INT64_C(1) << 39));
+    fx_expect_message(ctx, KILN_ERROR_OVERFLOW, "kiln_max_pool2d", "kernel^2", NULL);
+    assert_null(kiln_avg_pool2d(kiln_cast(x, KILN_I32), 2, 0, 0));
+    fx_expect_message(ctx, KILN_ERROR_DTYPE_MISMATCH, "kiln_avg_pool2d", "i32", NULL);
+}
+
+static void test_engine_nn_clamp_gather_one_hot_errors(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *t = kiln_zeros(ctx, KILN_F32, 2, (const int64_t[]){3, 4});
+    assert_null(kiln_clamp(kiln_cast(t, KILN_BOOL), 0, 1));
+    fx_expect_message(ctx, KILN_ERROR_DTYPE_MISMATCH, "kiln_clamp", "bool", NULL);
+    assert_null(kiln_clamp(t, NAN, NAN));
+    fx_expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_clamp", "NaN", NULL);
+    assert_null(kiln_clamp(kiln_cast(t, KILN_U8), -5, 3));
+    fx_expect_message(ctx, KILN_ERROR_OUT_OF_RANGE, "kiln_clamp", "-5", "u8", NULL);
+    /* gather */
+    kiln_tensor *idx = kiln_zeros(ctx, KILN_I64, 2, (const int64_t[]){2, 4});
+    assert_null(kiln_gather(t, 0, kiln_cast(idx, KILN_F32)));
+    fx_expect_message(ctx, KILN_ERROR_DTYPE_MISMATCH, "kiln_gather", "f32", NULL);
+    assert_null(kiln_gather(t, 0, kiln_zeros(ctx, KILN_I64, 1, (const int64_t[]){2})));
+    fx_expect_message(ctx, KILN_ERROR_SHAPE_MISMATCH, "kiln_gather", "(3, 4)", "(2)", NULL);
+    assert_null(kiln_gather(t, 2, idx));
+    fx_expect_message(ctx, KILN_ERROR_OUT_OF_RANGE, "kiln_gather", "dim 2", NULL);
+    assert_null(kiln_gather(t, 1, kiln_zeros(ctx, KILN_I32, 2, (const int64_t[]){4, 1})));
+    fx_expect_message(ctx, KILN_ERROR_SHAPE_MISMATCH, "kiln_gather", "(3, 4)", "(4, 1)", NULL);
+    /* one_hot */
+    assert_null(kiln_one_hot(t, 3, KILN_F32));
+    fx_expect_message(ctx, KILN_ERROR_DTYPE_MISMATCH, "kiln_one_hot", "f32", NULL);
+    assert_null(kiln_one_hot(idx, 0, KILN_F32));
+    fx_expect_message(ctx, KILN_ERROR_OUT_OF_RANGE, "kiln_one_hot", "classes is 0", NULL);
+    assert_null(kiln_one_hot(idx, 3, (kiln_dtype)99));
+    fx_expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_one_hot", "99", NULL);
+    /* a NULL operand passes an earlier error through, recording none */
+    assert_null(kiln_clamp(NULL, 0, 1));
+    assert_null(kiln_gather(t, 0, NULL));
+    assert_int_equal(kiln_context_status(ctx), KILN_OK);
+}
+
+static void test_engine_nn_loss_errors(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *logits = kiln_zeros(ctx, KILN_F32, 2, (const int64_t[]){4, 3});
+    kiln_tensor *labels = kiln_zeros(ctx, KILN_I64, 1, (const int64_t[]){4});
+    assert_null(kiln_cross_entropy(kiln_squeeze(kiln_narrow(logits, 1, 0, 1), 1), labels));
+    fx_expect_message(ctx, KILN_ERROR_SHAPE_MISMATCH, "kiln_cross_entropy", "(4)", NULL);
+    assert_null(kiln_cross_entropy(logits, kiln_narrow(labels, 0, 0, 3)));
+    fx_expect_message(ctx, KILN_ERROR_SHAPE_MISMATCH, "kiln_cross_entropy", "(4, 3)", "(3)", NULL);
+    assert_null(kiln_cross_entropy(logits, kiln_cast(labels, KILN_F32)));
+    fx_expect_message(ctx, KILN_ERROR_DTYPE_MISMATCH, "kiln_cross_entropy", "f32", NULL);
+    assert_null(kiln_cross_entropy(kiln_cast(logits, KILN_I32), labels));
+    fx_expect_message(ctx, KILN_ERROR_DTYPE_MISMATCH, "kiln_cross_entropy", "i32", NULL);
+    assert_null(kiln_mse_loss(logits, kiln_zeros(ctx, KILN_F32, 1, (const int64_t[]){4})));
+    fx_expect_message(ctx, KILN_ERROR_SHAPE_MISMATCH, "kiln_mse_loss", "(4, 3)", "(4)", NULL);
+    assert_null(kiln_mse_loss(labels, labels));
+    fx_expect_message(ctx, KILN_ERROR_DTYPE_MISMATCH, "kiln_mse_loss", "i64", NULL);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        ENG_TEST(test_engine_nn_conv2d_ex_every_option),
+        ENG_TEST(test_engine_nn_conv2d_ex_defaults_strided_inputs),
+        ENG_TEST(test_engine_nn_conv2d_ex_depthwise),
+        ENG_TEST(test_engine_nn_conv2d_ex_symbolic_batch),
+        ENG_TEST(test_engine_nn_conv2d_ex_is_one_kernel),
+        ENG_TEST(test_engine_nn_max_pool2d),
+        ENG_TEST(test_engine_nn_avg_pool2d),
+        ENG_TEST(test_engine_nn_clamp),
+        ENG_TEST(test_engine_nn_gather),
+        ENG_TEST(test_engine_nn_one_hot),
+        ENG_TEST(test_engine_nn_cross_entropy),
+        ENG_TEST(test_engine_nn_cross_entropy_symbolic_batch),
+        ENG_TEST(test_engine_nn_mse_loss),
+        ENG_TEST(test_engine_nn_conv2d_ex_errors),
+        ENG_TEST(test_engine_nn_pool_errors),
+        ENG_TEST(test_engine_nn_clamp_gather_one_hot_errors),
+        ENG_TEST(test_engine_nn_loss_errors),
+    };
+    return ENG_RUN_BOTH(tests);
+}
