@@ -806,13 +806,13 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
         kiln_tensor *other = in_value(r, 1 - i);
         if (!other)
             return NULL;
-        kiln_tensor *g2 = g;
+        kiln_tensor *g2 = g; /* materialised (kiln_grad) */
         if (an == 1 && bn == 1)
-            g2 = kiln_reshape(g, 2, (int64_t[]){1, 1});
+            g2 = kiln_reshape(g2, 2, (int64_t[]){1, 1});
         else if (an == 1)
-            g2 = kiln_unsqueeze(g, -2);
+            g2 = kiln_unsqueeze(g2, -2);
         else if (bn == 1)
-            g2 = kiln_unsqueeze(g, -1);
+            g2 = kiln_unsqueeze(g2, -1);
         kiln_tensor *d;
         const sym_node *shape2[SHAPE_MAX_DIMS]; /* the operand as a matrix (or batch of them) */
         uint32_t n2;
@@ -1076,6 +1076,12 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
         if (!g || !need.data[k] || f->op == ENG_AG_LEAF)
             continue;
         run.fn = f;
+        /* A product's gradient is read by the two products of its rule, each element many
+         * times: materialised once rather than recomputed inside their loops. */
+        if (f->op == ENG_AG_MATMUL) {
+            g = kiln_contiguous(g);
+            run.failed = !g;
+        }
         for (uint32_t j = 0; j < f->nin && !run.failed; j++) {
             eng_fn *in = f->in_fn[j];
             if (!in || !need.data[in->order])

@@ -190,10 +190,29 @@ static kiln_tensor *windows(kiln_tensor *p, const int64_t *extent, const int64_t
     return win;
 }
 
-/* conv2d as a broadcast multiply and one sum: the windows as (N, G, 1, C/G, OH, OW, KH, KW)
- * and w as (1, G, O/G, C/G, 1, 1, KH, KW), summed over C/G, KH, KW (the order kiln_conv2d sums
- * in), then (N, G, O/G, OH, OW) read as (N, O, OH, OW). Groups split channels with an unfold
- * of size and step C/G (a view), so no reshape of the input is needed. */
+/* t reshaped to sizes that are products of t's own size expressions: dims[i] lists the dims of
+ * t (ndims[i] of them) whose product is size i of the result. */
+static kiln_tensor *reshape_groups(kiln_tensor *t, uint32_t n, const uint32_t *ndims,
+                                   const uint32_t (*dims)[4]) {
+    if (!t)
+        return NULL;
+    kiln_context *ctx = ENG_CTX(t);
+    const kiln_expr *shape[SHAPE_MAX_DIMS];
+    for (uint32_t i = 0; i < n; i++) {
+        const kiln_expr *e = kiln_int(ctx, 1);
+        for (uint32_t k = 0; k < ndims[i]; k++)
+            e = kiln_expr_mul(ctx, e, kiln_tensor_size_expr(t, dims[i][k]));
+        shape[i] = e;
+    }
+    return kiln_reshape_sym(t, n, shape);
+}
+
+/* conv2d as im2col and a matrix product (docs/autograd.md): the windows (N, C, OH, OW, KH, KW)
+ * are laid out as rows of a (N OH OW, C KH KW) matrix materialised once (kiln_contiguous: a
+ * kernel of its own, so the product's register-tiled loop reads plain loads), multiplied by w
+ * as a (C KH KW, O) matrix. The backward pass is then matrix products too (the weight gradient
+ * a long reduction over N OH OW, the input gradient a product followed by folding the windows
+ * back). Groups: a batch of G products over (G, N OH OW, C/G KH KW). */
 static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *bias,
                                    const kiln_conv2d_options *options) {
     if (!x || !w)
@@ -214,28 +233,41 @@ static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *
         return NULL;
     kiln_tensor *win = windows(pad_spatial(x, p.padding[0], p.padding[1]), p.extent, p.stride,
                                p.dilation); /* (N, C, OH, OW, KH, KW) */
-    kiln_tensor *wk = w;
-    if (p.groups > 1) {
+    kiln_tensor *out;
+    if (p.groups == 1) {
+        /* rows (N, OH, OW), columns (C, KH, KW) */
+        kiln_tensor *cols =
+            kiln_contiguous(kiln_permute(win, (const int32_t[]){0, 2, 3, 1, 4, 5}));
+        cols = reshape_groups(cols, 2, (const uint32_t[]){3, 3},
+                              (const uint32_t[][4]){{0, 1, 2}, {3, 4, 5}});
+        kiln_tensor *wm = reshape_groups(w, 2, (const uint32_t[]){1, 3},
+                                         (const uint32_t[][4]){{0}, {1, 2, 3}});
+        out = kiln_matmul(cols, kiln_transpose(wm, 0, 1)); /* (N OH OW, O) */
+        const kiln_expr *dims[4] = {kiln_tensor_size_expr(win, 0),
+                                    kiln_tensor_size_expr(win, 2),
+                                    kiln_tensor_size_expr(win, 3), kiln_tensor_size_expr(w, 0)};
+        out = kiln_permute(kiln_reshape_sym(out, 4, dims), (const int32_t[]){0, 3, 1, 2});
+    } else {
         int64_t c, o;
         const_size(x, 1, &c);
         const_size(w, 0, &o);
-        win = kiln_unfold(win, 1, c / p.groups, c / p.groups); /* (N, G, OH, OW, KH, KW, C/G) */
-        win = kiln_permute(win, (const int32_t[]){0, 1, 6, 2, 3, 4, 5});
-        wk = kiln_unfold(w, 0, o / p.groups, o / p.groups); /* (G, C/G, KH, KW, O/G) */
-        wk = kiln_permute(wk, (const int32_t[]){0, 4, 1, 2, 3});
-    } else {
-        win = kiln_unsqueeze(win, 1);
-        wk = kiln_unsqueeze(w, 0);
-    }
-    win = kiln_unsqueeze(win, 2);
-    wk = kiln_unsqueeze(kiln_unsqueeze(kiln_unsqueeze(wk, 0), 4), 4);
-    kiln_tensor *out = kiln_sum(kiln_mul(win, wk), 3, (const int32_t[]){3, 6, 7}, false);
-    if (p.groups == 1) {
-        out = kiln_squeeze(out, 1);
-    } else if (out) {
-        const kiln_expr *dims[3] = {kiln_tensor_size_expr(w, 0), kiln_tensor_size_expr(out, 3),
-                                    kiln_tensor_size_expr(out, 4)};
-        out = reshape_tail(out, 1, 3, dims);
+        /* (N, G, OH, OW, KH, KW, C/G) -> (G, N, OH, OW, C/G, KH, KW) */
+        win = kiln_unfold(win, 1, c / p.groups, c / p.groups);
+        kiln_tensor *cols =
+            kiln_contiguous(kiln_permute(win, (const int32_t[]){1, 0, 2, 3, 6, 4, 5}));
+        cols = reshape_groups(cols, 3, (const uint32_t[]){1, 3, 3},
+                              (const uint32_t[][4]){{0}, {1, 2, 3}, {4, 5, 6}});
+        /* w (G, C/G, KH, KW, O/G) -> (G, C/G KH KW, O/G) */
+        kiln_tensor *wk = kiln_unfold(w, 0, o / p.groups, o / p.groups);
+        wk = reshape_groups(kiln_contiguous(wk), 3, (const uint32_t[]){1, 3, 1},
+                            (const uint32_t[][4]){{0}, {1, 2, 3}, {4}});
+        out = kiln_matmul(cols, wk); /* (G, N OH OW, O/G) */
+        const kiln_expr *dims[5] = {kiln_int(ctx, p.groups), kiln_tensor_size_expr(win, 0),
+                                    kiln_tensor_size_expr(win, 2), kiln_tensor_size_expr(win, 3),
+                                    kiln_int(ctx, o / p.groups)};
+        out = kiln_permute(kiln_reshape_sym(out, 5, dims), (const int32_t[]){1, 0, 4, 2, 3});
+        const kiln_expr *nchw[4] = {dims[1], kiln_tensor_size_expr(w, 0), dims[2], dims[3]};
+        out = kiln_reshape_sym(out, 4, nchw);
     }
     if (bias)
         out = kiln_add(out, kiln_unsqueeze(kiln_unsqueeze(bias, -1), -1));

@@ -846,6 +846,10 @@ static kiln_tensor *conv2d_impl(kiln_tensor *x, kiln_tensor *w, int64_t stride, 
     if (!sym_is_const(view_of(w)->shape[2], &kh) || !sym_is_const(view_of(w)->shape[3], &kw))
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
                         "kiln_conv2d: kernel sizes must be constant");
+    if (ir_type_is_float(type_of(x)) && ir_type_is_float(type_of(w))) /* im2col (nn.c) */
+        return kiln_conv2d_ex(x, w, NULL,
+                              &(kiln_conv2d_options){.stride = {stride, stride},
+                                                     .padding = {padding, padding}});
     int64_t pad[8] = {0, 0, 0, 0, padding, padding, padding, padding};
     kiln_tensor *p = x;
     if (padding) {

@@ -122,6 +122,35 @@ static kiln_status step_start(schedule *s, frame *f) {
     return mark_dependencies(s, node->src[1].node, f->stamp);
 }
 
+/* Whether every node reading n is scheduled already (they run before the write: n's value is
+ * then needed by nothing that runs later, unless a tensor holds it). */
+static bool readers_scheduled(const eng_node *n) {
+    for (const eng_reader *r = n->readers; r; r = r->next)
+        if (!r->node->storage)
+            return false;
+    return true;
+}
+
+/* What to realize so that reader (of the storage write w overwrites) reads the old values:
+ * reader itself; or, when it is an elementwise node no tensor holds and only one node reads (a
+ * matrix product's broadcast product, read by its sum), that reader, which computes it inside
+ * its own kernel (realizing the product alone would materialise every term); or nothing (NULL)
+ * when no tensor holds it and everything reading it is scheduled before the write already. */
+static eng_node *consumer_of(eng_node *reader, const eng_node *w, uint64_t stamp) {
+    eng_node *n = reader;
+    for (;;) {
+        if (n->cells == 0 && !n->boundary && readers_scheduled(n))
+            return NULL;
+        if (n->kind != ENG_EW || n->cells != 0 || n->boundary || !n->readers ||
+            n->readers->next)
+            return n;
+        eng_node *u = n->readers->node;
+        if (u == w || u->storage || u->kind == ENG_WRITE || u->mark == stamp)
+            return n;
+        n = u;
+    }
+}
+
 /* A node of w's value (marked with stamp) that reads target's old value, directly or through
  * other such nodes, and that an unrealized node outside w's value reads too: that reader would
  * compute it after w overwrote target (two writes of values computed from one old value), so
@@ -170,8 +199,11 @@ static kiln_status step_readers(schedule *s, frame *f) {
         eng_node *reader = r->node;
         if (reader == w || reader->storage || reader->mark == f->stamp)
             continue;
+        eng_node *run = consumer_of(reader, w, f->stamp);
+        if (!run)
+            continue;
         f->reader = r;
-        return push_frame(s, reader); /* f is stale from here */
+        return push_frame(s, run); /* f is stale from here */
     }
     kiln_status st;
     eng_node *shared = shared_old_reader(s, w, target, f->stamp, &st);

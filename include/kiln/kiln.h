@@ -520,6 +520,54 @@ kiln_tensor *kiln_mse_loss(kiln_tensor *a, kiln_tensor *b);
  * with seed. The seed is a kernel parameter: a new seed every step compiles nothing new. */
 kiln_tensor *kiln_dropout(kiln_tensor *t, double p, uint64_t seed);
 
+/* ---- transformer ops ---------------------------------------------------------------------- */
+
+/* torch.index_select: the rows (along dim) of t that index (a 1-d I32 or I64 tensor) names, in
+ * index's order (an embedding lookup). An index outside [0, size) never touches memory outside
+ * t: its row reads as zeros and the realize that ran the kernel reports
+ * KILN_ERROR_OUT_OF_BOUNDS naming the call (a flag the kernel sets, as torch's device asserts). */
+kiln_tensor *kiln_index_select(kiln_tensor *t, int32_t dim, kiln_tensor *index);
+/* torch.cat and torch.stack of count tensors (one dtype after promotion; sizes equal but along
+ * dim for cat). The kernel reads every input where it is: nothing is copied first. */
+kiln_tensor *kiln_cat(uint32_t count, kiln_tensor *const *tensors, int32_t dim);
+kiln_tensor *kiln_stack(uint32_t count, kiln_tensor *const *tensors, int32_t dim);
+/* torch's layer_norm and rms_norm over the last ndims dims (biased variance), then weight and
+ * bias (each may be NULL) of those dims' shape. */
+kiln_tensor *kiln_layer_norm(kiln_tensor *x, uint32_t ndims, kiln_tensor *weight,
+                             kiln_tensor *bias, double eps);
+kiln_tensor *kiln_rms_norm(kiln_tensor *x, uint32_t ndims, kiln_tensor *weight, double eps);
+/* erf; torch's gelu (exact, or its tanh approximation) and silu. */
+kiln_tensor *kiln_erf(kiln_tensor *t);
+kiln_tensor *kiln_gelu(kiln_tensor *t, bool tanh_approximation);
+kiln_tensor *kiln_silu(kiln_tensor *t);
+/* torch.triu/tril over the last two dims (elements below/above the diagonal-th diagonal zeroed). */
+kiln_tensor *kiln_triu(kiln_tensor *t, int64_t diagonal);
+kiln_tensor *kiln_tril(kiln_tensor *t, int64_t diagonal);
+/* An additive causal attention mask of shape (rows, cols) in dtype: element (i, j) is 0 where j
+ * <= i + cols - rows (a query sees the keys up to its own position, the first cols - rows keys
+ * being a cache of earlier positions), else -inf. Sizes may be symbolic. */
+kiln_tensor *kiln_causal_mask(kiln_context *ctx, kiln_dtype dtype, const kiln_expr *rows,
+                              const kiln_expr *cols);
+/* torch.cumsum along dim (integers accumulate in i64, as torch). */
+kiln_tensor *kiln_cumsum(kiln_tensor *t, int32_t dim);
+/* torch.topk along dim: the k largest (or smallest) values, sorted, and their indices (I64);
+ * ties: the lower index first. */
+kiln_status kiln_topk(kiln_tensor *t, int64_t k, int32_t dim, bool largest, kiln_tensor **values,
+                      kiln_tensor **indices);
+/* One sample per row of probs (..., V) (non-negative weights, not necessarily normalized) from
+ * the counter-based generator with seed (a kernel parameter): (...) I64 indices. */
+kiln_tensor *kiln_multinomial(kiln_tensor *probs, uint64_t seed);
+/* where with a scalar: kiln_where_scalar(cond, a, b) is where(cond, a, b) with b a number;
+ * kiln_masked_fill(t, mask, value) is where(mask, value, t) (torch.masked_fill). */
+kiln_tensor *kiln_where_scalar(kiln_tensor *cond, kiln_tensor *a, double b);
+kiln_tensor *kiln_masked_fill(kiln_tensor *t, kiln_tensor *mask, double value);
+/* torch.view: a reshape that never copies (KILN_ERROR_NOT_VIEWABLE when the strides do not
+ * allow it, as torch's view refuses), and whether t is contiguous (row-major, dense, offset
+ * free of gaps: torch.is_contiguous). */
+kiln_tensor *kiln_view(kiln_tensor *t, uint32_t ndim, const int64_t *shape);
+kiln_tensor *kiln_view_sym(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape);
+bool kiln_is_contiguous(kiln_tensor *t);
+
 /* ---- automatic differentiation ------------------------------------------------------------ */
 
 /* Reverse mode over the lazy graph (docs/autograd.md). kiln_requires_grad_ marks t (a floating
