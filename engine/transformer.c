@@ -496,9 +496,9 @@ static kiln_tensor *reversed_key(kiln_tensor *t) {
 }
 
 /* One round: the first untaken index of the largest untaken key (NaN is the largest, its
- * first occurrence taken first), as (.., 1, ..) I64, and the value of t there. */
+ * first occurrence taken first), as (.., 1, ..) I64. */
 static kiln_tensor *topk_round(kiln_tensor *t, kiln_tensor *key, kiln_tensor *taken,
-                               kiln_tensor *positions, uint32_t d, kiln_tensor **value) {
+                               kiln_tensor *positions, uint32_t d) {
     kiln_context *ctx = ENG_CTX(t);
     const int32_t axis = (int32_t)d;
     kiln_dtype kd = dtype_of(key);
@@ -509,13 +509,8 @@ static kiln_tensor *topk_round(kiln_tensor *t, kiln_tensor *key, kiln_tensor *ta
     if (is_float(kd)) /* NaN == NaN is false: a NaN maximum matches the NaNs */
         hit = kiln_add(hit, kiln_mul(kiln_ne(open, open), kiln_ne(m, m)));
     hit = kiln_mul(hit, kiln_eq(taken, kiln_scalar(ctx, KILN_BOOL, 0)));
-    const kiln_expr *n = kiln_tensor_size_expr(t, d);
-    kiln_tensor *none = kiln_scalar_expr(ctx, KILN_I64, n);
-    kiln_tensor *index = kiln_min(kiln_where(hit, positions, none), 1, &axis, true);
-    kiln_tensor *at = kiln_eq(positions, index);
-    kiln_tensor *tl = kiln_scalar(ctx, dtype_of(t), lowest_of(dtype_of(t)));
-    *value = kiln_max(kiln_where(at, t, tl), 1, &axis, true);
-    return index;
+    kiln_tensor *none = kiln_scalar_expr(ctx, KILN_I64, kiln_tensor_size_expr(t, d));
+    return kiln_min(kiln_where(hit, positions, none), 1, &axis, true);
 }
 
 static kiln_status topk_check(kiln_context *ctx, kiln_tensor *t, int64_t k, int32_t dim,
@@ -542,8 +537,8 @@ static kiln_status topk_check(kiln_context *ctx, kiln_tensor *t, int64_t k, int3
     return KILN_OK;
 }
 
-/* k rounds of an argmax with the chosen elements masked out; values and indices of the rounds
- * concatenated along dim. */
+/* k rounds of an argmax with the chosen elements masked out; the rounds' indices concatenated
+ * along dim, and the values gathered from them. */
 static void topk_build(kiln_tensor *t, int64_t k, uint32_t d, bool largest, kiln_tensor **values,
                        kiln_tensor **indices) {
     kiln_context *ctx = ENG_CTX(t);
@@ -562,21 +557,21 @@ static void topk_build(kiln_tensor *t, int64_t k, uint32_t d, bool largest, kiln
     kiln_tensor *key = largest ? t : reversed_key(t);
     kiln_tensor *positions = arange_along(t, d, KILN_I64);
     kiln_tensor *taken = kiln_lt(positions, kiln_scalar(ctx, KILN_I64, 0)); /* all false */
-    kiln_tensor **parts = base_calloc(&ctx->alloc, 2 * (size_t)k, sizeof *parts);
+    kiln_tensor **parts = base_calloc(&ctx->alloc, (size_t)k, sizeof *parts);
     if (!parts) {
         eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "kiln_topk: out of host memory");
         return;
     }
     for (int64_t r = 0; r < k; r++) {
-        /* each round's results materialised: the lowering refuses an elementwise kernel
-         * that fuses five or more such reductions (an engine bug, reported) */
-        parts[k + r] = kiln_contiguous(topk_round(t, key, taken, positions, d, &parts[r]));
-        parts[r] = kiln_contiguous(parts[r]);
-        taken = kiln_add(taken, kiln_eq(positions, parts[k + r]));
+        /* each round's index materialised (a kernel of its own): the rounds' reductions are
+         * not fused into the concatenation, which the lowering refuses beyond four of them
+         * (an engine bug, reported) */
+        parts[r] = kiln_contiguous(topk_round(t, key, taken, positions, d));
+        taken = kiln_add(taken, kiln_eq(positions, parts[r]));
     }
-    *values = cat_impl("kiln_topk", (uint32_t)k, parts, (int32_t)d);
-    *indices = cat_impl("kiln_topk", (uint32_t)k, parts + k, (int32_t)d);
-    base_free(&ctx->alloc, parts, 2 * (size_t)k * sizeof *parts);
+    *indices = cat_impl("kiln_topk", (uint32_t)k, parts, (int32_t)d);
+    *values = kiln_gather(t, (int32_t)d, *indices); /* exact: one element picked per output */
+    base_free(&ctx->alloc, parts, (size_t)k * sizeof *parts);
 }
 
 /* ---- multinomial ---- */
