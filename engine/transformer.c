@@ -513,6 +513,41 @@ static kiln_tensor *topk_round(kiln_tensor *t, kiln_tensor *key, kiln_tensor *ta
     return kiln_min(kiln_where(hit, positions, none), 1, &axis, true);
 }
 
+/* x > y in the order of keys where NaN is the largest (NaNs equal among themselves). */
+static kiln_tensor *key_gt(kiln_tensor *x, kiln_tensor *y) {
+    kiln_tensor *gt = kiln_gt(x, y);
+    if (!is_float(dtype_of(x)))
+        return gt;
+    kiln_tensor *xnan = kiln_ne(x, x), *ynum = kiln_eq(y, y);
+    return kiln_add(gt, kiln_mul(xnan, ynum));
+}
+
+static kiln_tensor *key_eq(kiln_tensor *x, kiln_tensor *y) {
+    kiln_tensor *eq = kiln_eq(x, y);
+    if (!is_float(dtype_of(x)))
+        return eq;
+    return kiln_add(eq, kiln_mul(kiln_ne(x, x), kiln_ne(y, y)));
+}
+
+/* For rows of at most TOPK_RANK_MAX: each element's rank (how many come before it: larger
+ * keys, or equal ones at lower indices) in one n^2 reduction, then the index of rank r for
+ * r < k in a second (n k) one: two kernels whatever k. key: (..., n) with the dim last. */
+static kiln_tensor *topk_by_rank(kiln_tensor *key, int64_t k) {
+    kiln_context *ctx = ENG_CTX(key);
+    const kiln_expr *n = kiln_tensor_size_expr(key, ndim_of(key) - 1);
+    kiln_tensor *pos = kiln_arange_sym(ctx, KILN_I64, n);
+    kiln_tensor *kj = kiln_unsqueeze(key, -1), *ki = kiln_unsqueeze(key, -2); /* (.., j, i) */
+    kiln_tensor *lower = kiln_lt(pos, kiln_unsqueeze(pos, -1));               /* i < j */
+    kiln_tensor *before = kiln_add(key_gt(ki, kj), kiln_mul(key_eq(ki, kj), lower));
+    kiln_tensor *rank = kiln_sum(before, 1, (const int32_t[]){-1}, false); /* (..., n) i64 */
+    kiln_tensor *r = kiln_unsqueeze(kiln_arange(ctx, KILN_I64, 0, (double)k, 1), -1);
+    kiln_tensor *sel = kiln_eq(kiln_unsqueeze(rank, -2), r); /* (..., k, n) */
+    kiln_tensor *picked = kiln_where(sel, pos, kiln_scalar(ctx, KILN_I64, 0));
+    return kiln_sum(picked, 1, (const int32_t[]){-1}, false); /* (..., k) */
+}
+
+enum { TOPK_RANK_MAX = 1024 };
+
 static kiln_status topk_check(kiln_context *ctx, kiln_tensor *t, int64_t k, int32_t dim,
                               uint32_t *d) {
     const char *call = "kiln_topk";
@@ -537,8 +572,9 @@ static kiln_status topk_check(kiln_context *ctx, kiln_tensor *t, int64_t k, int3
     return KILN_OK;
 }
 
-/* k rounds of an argmax with the chosen elements masked out; the rounds' indices concatenated
- * along dim, and the values gathered from them. */
+/* Rows of up to TOPK_RANK_MAX by rank; longer ones by k rounds of an argmax with the chosen
+ * elements masked out, the rounds' indices concatenated along dim. The values are gathered
+ * from the indices. */
 static void topk_build(kiln_tensor *t, int64_t k, uint32_t d, bool largest, kiln_tensor **values,
                        kiln_tensor **indices) {
     kiln_context *ctx = ENG_CTX(t);
@@ -555,6 +591,13 @@ static void topk_build(kiln_tensor *t, int64_t k, uint32_t d, bool largest, kiln
         return;
     }
     kiln_tensor *key = largest ? t : reversed_key(t);
+    if (sym_vmax(view_of(t)->shape[d]) <= TOPK_RANK_MAX) {
+        int32_t last = (int32_t)ndim_of(t) - 1;
+        kiln_tensor *idx = topk_by_rank(kiln_transpose(key, (int32_t)d, last), k);
+        *indices = kiln_transpose(idx, (int32_t)d, last);
+        *values = kiln_gather(t, (int32_t)d, *indices);
+        return;
+    }
     kiln_tensor *positions = arange_along(t, d, KILN_I64);
     kiln_tensor *taken = kiln_lt(positions, kiln_scalar(ctx, KILN_I64, 0)); /* all false */
     kiln_tensor **parts = base_calloc(&ctx->alloc, (size_t)k, sizeof *parts);

@@ -407,6 +407,42 @@ static void test_engine_transformer_topk(void **state) {
     fx_assert_shape(i, 2, (const int64_t[]){4, 0});
 }
 
+/* The C reference of topk on one row: k selections, ties the lower index first. */
+static void topk_reference(const float *x, int n, int k, bool largest, float *v, int64_t *idx) {
+    bool taken[1100] = {false};
+    for (int r = 0; r < k; r++) {
+        int best = -1;
+        for (int j = 0; j < n; j++) {
+            if (!taken[j] && (best < 0 || (largest ? x[j] > x[best] : x[j] < x[best])))
+                best = j;
+        }
+        taken[best] = true;
+        v[r] = x[best];
+        idx[r] = best;
+    }
+}
+
+/* A row longer than the rank method's limit (1024): k rounds of a masked argmax. */
+static void test_engine_transformer_topk_long_row(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    enum { LEN = 1100 };
+    static float x[LEN];
+    for (int j = 0; j < LEN; j++)
+        x[j] = (float)(j * 37 % LEN) / 7.0f; /* a permutation: distinct values */
+    x[5] = x[700] = 1000.0f;                 /* ties */
+    x[9] = x[3] = -INFINITY;
+    kiln_tensor *t = fx_f32(ctx, 1, (const int64_t[]){LEN}, x);
+    for (int largest = 0; largest < 2; largest++) {
+        float wv[3];
+        int64_t wi[3];
+        topk_reference(x, LEN, 3, largest, wv, wi);
+        kiln_tensor *v, *i;
+        assert_int_equal(kiln_topk(t, 3, 0, largest, &v, &i), KILN_OK);
+        fx_check_f32(v, wv, 3, 0, 0);
+        fx_check_i64(i, wi, 3);
+    }
+}
+
 /* ---- multinomial ---- */
 
 /* 4000 rows of weights (1, 0, 3, 4), read through an expand: frequencies within 0.03 of
@@ -654,6 +690,7 @@ int main(void) {
         ENG_TEST(test_engine_transformer_cumsum),
         ENG_TEST(test_engine_transformer_cumsum_symbolic),
         ENG_TEST(test_engine_transformer_topk),
+        ENG_TEST(test_engine_transformer_topk_long_row),
         ENG_TEST(test_engine_transformer_multinomial),
         ENG_TEST(test_engine_transformer_where_masked_fill),
         ENG_TEST(test_engine_transformer_view),
