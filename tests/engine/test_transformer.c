@@ -322,6 +322,19 @@ static void test_engine_transformer_cumsum(void **state) {
     kiln_tensor *g;
     assert_int_equal(kiln_grad(kiln_sum(kiln_mul(y, w), 0, NULL, false), 1, &st, &g), KILN_OK);
     fx_check_f32(kiln_transpose(g, 0, 1), cs_t_gx, N(cs_t_gx), ATOL, RTOL);
+    /* the scan's gradient: x's gradient is the reversed cumulative sum of the output's */
+    kiln_tensor *row = leaf(ctx, 2, (const int64_t[]){1, 100}, cs_long);
+    kiln_tensor *ys = kiln_cumsum(row, 1);
+    kiln_tensor *rw = fx_f32(ctx, 2, (const int64_t[]){1, 100}, cs_long + 100);
+    kiln_tensor *gs;
+    assert_int_equal(kiln_grad(kiln_sum(kiln_mul(ys, rw), 0, NULL, false), 1, &row, &gs), KILN_OK);
+    float rev[100];
+    double tail = 0;
+    for (int k = 99; k >= 0; k--) {
+        tail += cs_long[100 + k];
+        rev[k] = (float)tail;
+    }
+    fx_check_f32(gs, rev, 100, 1e-4, RTOL);
     /* integers accumulate in i64, also along the scan (70 > the triangle's limit) */
     int32_t big[70];
     int64_t want[70], acc = 0;
