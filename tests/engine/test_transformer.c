@@ -165,6 +165,11 @@ static void test_engine_transformer_layer_norm(void **state) {
     check_grads(ctx, y, ln_r, 3, (kiln_tensor *[]){x, w, b},
                 (const float *const[]){ln_gx, ln_gw, ln_gb},
                 (const size_t[]){N(ln_gx), N(ln_gw), N(ln_gb)});
+    /* f16 (computed in f32, rounded to f16): within f16's precision of torch's f32 result */
+    kiln_tensor *yh = kiln_layer_norm(kiln_cast(x, KILN_F16), 1, kiln_cast(w, KILN_F16),
+                                      kiln_cast(b, KILN_F16), 1e-5);
+    assert_int_equal(kiln_tensor_dtype(yh), KILN_F16);
+    fx_check_f32(kiln_cast(yh, KILN_F32), ln_out, N(ln_out), 2e-2, 1e-2);
     /* two dims of a transposed view, no weight or bias */
     kiln_tensor *x2 =
         kiln_transpose(fx_f32(ctx, 3, (const int64_t[]){2, 5, 3}, ln2_x_stored), 1, 2);
@@ -229,6 +234,9 @@ static void test_engine_transformer_gelu_silu(void **state) {
     fx_check_f32(g, gelu_out, N(gelu_out), 1e-6, 1e-6);
     fx_check_f32(gt, gelut_out, N(gelut_out), 1e-6, 1e-5);
     fx_check_f32(si, silu_out, N(silu_out), ATOL, RTOL);
+    kiln_tensor *gh = kiln_gelu(kiln_cast(x, KILN_F16), false);
+    assert_int_equal(kiln_tensor_dtype(gh), KILN_F16);
+    fx_check_f32(kiln_cast(gh, KILN_F32), gelu_out, N(gelu_out), 2e-2, 1e-2);
     const size_t n[1] = {N(act_x)};
     check_grads(ctx, g, act_r, 1, &x, (const float *const[]){gelu_gx}, n);
     check_grads(ctx, gt, act_r, 1, &x, (const float *const[]){gelut_gx}, n);
