@@ -121,8 +121,8 @@ static kiln_tensor *cat_impl(const char *call, uint32_t count, kiln_tensor *cons
             return NULL;
     }
     kiln_context *ctx = ENG_CTX(ts[0]);
-    uint32_t d;
-    ir_type type;
+    uint32_t d = 0;
+    ir_type type = IR_F32;
     if (!cat_check(ctx, call, count, ts, dim, &d, &type))
         return NULL;
     kiln_dtype dt = eng_dtype(type);
@@ -158,7 +158,7 @@ static kiln_tensor *stack_impl(uint32_t count, kiln_tensor *const *ts, int32_t d
     }
     kiln_context *ctx = ENG_CTX(ts[0]);
     const char *call = "kiln_stack";
-    uint32_t d;
+    uint32_t d = 0;
     if (!dim_index(ctx, call, dim, ndim_of(ts[0]) + 1, &d))
         return NULL;
     for (uint32_t i = 1; i < count; i++) {
@@ -447,12 +447,12 @@ static kiln_tensor *cumsum_impl(kiln_tensor *t, int32_t dim) {
         return NULL;
     kiln_context *ctx = ENG_CTX(t);
     if (ndim_of(t) == 0) { /* dim 0 or -1 of a 0-d tensor: the tensor itself (as torch) */
-        uint32_t d;
+        uint32_t d = 0;
         if (!dim_index(ctx, "kiln_cumsum", dim, 1, &d))
             return NULL;
         return kiln_squeeze(cumsum_impl(kiln_unsqueeze(t, 0), 0), 0);
     }
-    uint32_t d;
+    uint32_t d = 0;
     if (!dim_index(ctx, "kiln_cumsum", dim, ndim_of(t), &d))
         return NULL;
     kiln_dtype dt = is_float(dtype_of(t)) ? dtype_of(t) : KILN_I64;
@@ -824,7 +824,7 @@ kiln_status kiln_topk(kiln_tensor *t, int64_t k, int32_t dim, bool largest, kiln
     if (!values || !indices)
         return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
                               "kiln_topk: values or indices is NULL");
-    uint32_t d;
+    uint32_t d = 0;
     st = topk_check(ctx, t, k, dim, &d);
     if (st != KILN_OK)
         return st;
