@@ -16,8 +16,10 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 root=$(pwd)
 
+# libcjson-dev: the safetensors reader's JSON parser (io/), a dependency of the installed
+# library (docs/packaging.md).
 build_packages=(cmake ninja-build gcc g++ libc6-dev pkg-config libvulkan-dev libvulkan1
-                libvulkan-volk-dev spirv-headers spirv-tools mesa-vulkan-drivers)
+                libvulkan-volk-dev spirv-headers spirv-tools mesa-vulkan-drivers libcjson-dev)
 # clang and libclang-rt-14-dev: the libFuzzer build (docs/fuzzing.md); the runtime is only a
 # recommendation of clang, which --no-install-recommends leaves out. python3-jsonschema:
 # kilninfo's JSON against its schema (tests/kilninfo/check_schema.py).
