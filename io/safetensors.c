@@ -278,15 +278,16 @@ static kiln_status read_header(const io_open *o, kiln_safetensors *f, const cJSO
         count++;
     }
     kiln_context *ctx = o->ctx;
+    /* The sizes first: free_file frees what was allocated by them. */
+    f->count = count;
+    f->meta_count = meta_count;
+    f->strings_size = strings ? strings : 1;
     f->entries = base_calloc(&ctx->alloc, count ? count : 1, sizeof *f->entries);
     f->by_name = base_calloc(&ctx->alloc, count ? count : 1, sizeof *f->by_name);
     f->meta = base_calloc(&ctx->alloc, meta_count ? meta_count : 1, sizeof *f->meta);
     f->strings = base_malloc(&ctx->alloc, strings ? strings : 1);
     if (!f->entries || !f->by_name || !f->meta || !f->strings)
         return open_fail(o, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for the header");
-    f->strings_size = strings ? strings : 1;
-    f->count = count;
-    f->meta_count = meta_count;
     size_t at = 0;
     uint32_t i = 0;
     for (const cJSON *item = root->child; item; item = item->next) {

@@ -494,6 +494,7 @@ static void test_io_safetensors_fails_every_allocation(void **state) {
     assert_int_equal(s.live_storages, 0);
     eng_fixture_context_destroy(ctx);
     assert_int_equal(ta.live_blocks, 0);
+    assert_int_equal(ta.size_mismatches, 0);
 }
 
 int main(void) {
