@@ -80,6 +80,7 @@ add_library(Kiln::kiln_shared ALIAS kiln_shared)
 # Installation: headers, both libraries, the CMake package and kiln.pc.
 set(KILN_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Kiln)
 install(FILES ${KILN_PUBLIC_INCLUDE}/kiln/kiln.h ${KILN_PUBLIC_INCLUDE}/kiln/kiln_vulkan.h
+              ${KILN_PUBLIC_INCLUDE}/kiln/kiln_safetensors.h
               ${KILN_PUBLIC_INCLUDE}/kiln/kiln_base.h ${KILN_PUBLIC_INCLUDE}/kiln/status.def
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln)
 install(TARGETS kiln_static kiln_shared EXPORT KilnTargets
