@@ -489,17 +489,31 @@ static io_entry *find(const kiln_safetensors *f, const char *name) {
     return hit ? *hit : NULL;
 }
 
+/* A failed query's message: it replaces an earlier failure's, but never a sticky error. */
+static kiln_status query_fail(kiln_context *ctx, kiln_status status, const char *fmt, ...)
+    BASE_PRINTF(3, 4);
+static kiln_status query_fail(kiln_context *ctx, kiln_status status, const char *fmt, ...) {
+    if (ctx->sticky)
+        return status;
+    va_list ap;
+    va_start(ap, fmt);
+    base_error_clear(&ctx->err);
+    base_error_setv(&ctx->err, status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
 kiln_status kiln_safetensors_info(const kiln_safetensors *f, const char *name, const char **dtype,
                                   uint32_t *ndim, int64_t *shape) {
     if (!f)
         return KILN_ERROR_INVALID_ARGUMENT;
     if (!name)
-        return base_error_reset(&f->ctx->err, KILN_ERROR_INVALID_ARGUMENT,
-                                "kiln_safetensors_info: name is NULL");
+        return query_fail(f->ctx, KILN_ERROR_INVALID_ARGUMENT,
+                          "kiln_safetensors_info: name is NULL");
     const io_entry *e = find(f, name);
     if (!e)
-        return base_error_reset(&f->ctx->err, KILN_ERROR_NOT_FOUND,
-                                "kiln_safetensors_info: no tensor '%.100s' in the file", name);
+        return query_fail(f->ctx, KILN_ERROR_NOT_FOUND,
+                          "kiln_safetensors_info: no tensor '%.100s' in the file", name);
     if (dtype)
         *dtype = io_dtypes[e->dtype].name;
     if (ndim)
