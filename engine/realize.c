@@ -389,6 +389,36 @@ static kiln_status run_schedule(schedule *s, const char *call) {
         recorded + 1, total, CAUSE_MAX / 2, cause, finishing, sent, CAUSE_MAX / 2, fin_cause, ran);
 }
 
+/* After the batch ran: a gather that read an index outside its dim set the bounds flag (words
+ * 1, the index, the size; any one of the offending reads). It is cleared for the next realize,
+ * and the realize fails as torch's device-side assert does, though every kernel ran and keeps
+ * its result (the rows read out of range are zeros). */
+static kiln_status check_bounds(schedule *s, const char *call) {
+    kiln_context *ctx = s->ctx;
+    bool gathered = false;
+    for (size_t i = 0; i < s->kernels.len && !gathered; i++) {
+        const eng_kernel *k = &s->kernels.data[i];
+        for (uint32_t b = 1; b < k->buffer_count; b++)
+            gathered = gathered || (ctx->bounds_flag && k->buffers[b] == ctx->bounds_flag);
+    }
+    if (!gathered)
+        return KILN_OK;
+    int32_t words[ENG_BOUNDS_WORDS];
+    kiln_status st = eng_storage_read(ctx, ctx->bounds_flag, words, sizeof words);
+    if (st != KILN_OK || words[0] == 0)
+        return st;
+    const int32_t zero[ENG_BOUNDS_WORDS] = {0};
+    st = eng_storage_write(ctx, ctx->bounds_flag, zero, sizeof zero);
+    if (st != KILN_OK)
+        return st;
+    char ran[160];
+    describe_ran(ran, sizeof ran, s->ran, s->kernels.len);
+    return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_BOUNDS,
+                          "%s: kiln_index_select: index %d is out of bounds for a dim of size "
+                          "%d (indices must be in [0, size)); its rows read as zeros: %s",
+                          call, words[1], words[2], ran);
+}
+
 /* After a failed realize: the kernels that ran keep their results (a write that ran is never
  * applied again); the nodes of the others stay unrealized and give back the storage this
  * realize made for them (a write's storage is its target's, not its own). No kernel that ran
@@ -474,6 +504,8 @@ static kiln_status realize_impl(kiln_context *ctx, const char *call, uint32_t co
     }
     if (st == KILN_OK)
         st = run_schedule(&s, call);
+    if (st == KILN_OK)
+        st = check_bounds(&s, call); /* every kernel ran: all keep their results */
     if (st == KILN_OK && !ctx->blob_saved &&
         ctx->stats.pipelines_created > before.pipelines_created) {
         eng_cache_save_pipelines(ctx); /* after the program's first burst of compiles */
