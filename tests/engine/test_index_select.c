@@ -13,6 +13,7 @@
 
 #include <kiln/kiln.h>
 
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -104,6 +105,28 @@ static void test_engine_index_select_lazy_index(void **state) {
     fx_check_f32(y, emb_table + 5, 4 * 5, 0, 0);
 }
 
+/* A gather inside reductions: column sums of the looked-up rows (the gather in the reduction's
+ * loop) and a softmax along them (row mode: its max and sum read the gather along each row). */
+static void test_engine_index_select_in_reductions(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *tok = fx_i32(ctx, 1, (const int64_t[]){9}, emb_tokens);
+    kiln_tensor *y = kiln_index_select(table(ctx), 0, tok);
+    float sums[5] = {0}, soft[N(emb_out)];
+    for (int i = 0; i < 9; i++) {
+        float max = emb_out[i * 5], total = 0;
+        for (int j = 0; j < 5; j++) {
+            sums[j] += emb_out[i * 5 + j];
+            max = emb_out[i * 5 + j] > max ? emb_out[i * 5 + j] : max;
+        }
+        for (int j = 0; j < 5; j++)
+            total += (soft[i * 5 + j] = expf(emb_out[i * 5 + j] - max));
+        for (int j = 0; j < 5; j++)
+            soft[i * 5 + j] /= total;
+    }
+    fx_check_f32(kiln_sum(y, 1, (const int32_t[]){0}, false), sums, 5, ATOL, RTOL);
+    fx_check_f32(kiln_softmax(y, -1), soft, N(soft), ATOL, 1e-4);
+}
+
 /* The first n tokens, n a Variable bound to 9 then 4: the second binding compiles nothing. */
 static void test_engine_index_select_symbolic_count(void **state) {
     kiln_context *ctx = fx_ctx(state);
@@ -169,6 +192,28 @@ static void test_engine_index_select_out_of_range(void **state) {
     fx_check_f32(kiln_index_select(t, 0, tok), emb_out, N(emb_out), 0, 0);
 }
 
+/* A device without shaderInt64 gathers with an i32 index: the range check and the load's
+ * index stay 32-bit (nothing in the kernel needs Int64). */
+static void test_engine_index_select_i32_without_shader_int64(void **state) {
+    eng_fixture *fx = *state;
+    eng_testing_set(&(eng_testing){.no_int64 = true});
+    kiln_context *ctx = eng_context_new(fx->device);
+    eng_testing_set(NULL);
+    assert_non_null(ctx);
+    kiln_tensor *tok = fx_i32(ctx, 1, (const int64_t[]){9}, emb_tokens);
+    kiln_tensor *pos = fx_f32(ctx, 2, (const int64_t[]){9, 5}, emb_up);
+    kiln_tensor *y = kiln_add(kiln_index_select(table(ctx), 0, tok), pos);
+    float want[N(emb_out)];
+    for (size_t i = 0; i < N(want); i++)
+        want[i] = emb_out[i] + emb_up[i];
+    fx_check_f32(y, want, N(want), ATOL, RTOL);
+    const int32_t bad[2] = {0, 9};
+    y = kiln_index_select(table(ctx), 0, fx_i32(ctx, 1, (const int64_t[]){2}, bad));
+    assert_int_equal(kiln_realize(y), KILN_ERROR_OUT_OF_BOUNDS);
+    fx_expect_message(ctx, KILN_ERROR_OUT_OF_BOUNDS, "kiln_realize", "index 9", "size 7", NULL);
+    eng_fixture_context_destroy(ctx);
+}
+
 /* Bad arguments are refused when the graph is built. */
 static void test_engine_index_select_errors(void **state) {
     kiln_context *ctx = fx_ctx(state);
@@ -221,9 +266,11 @@ int main(void) {
         ENG_TEST(test_engine_index_select_dim1_i64_transposed),
         ENG_TEST(test_engine_index_select_last_dim_of_flipped_view),
         ENG_TEST(test_engine_index_select_lazy_index),
+        ENG_TEST(test_engine_index_select_in_reductions),
         ENG_TEST(test_engine_index_select_symbolic_count),
         ENG_TEST(test_engine_index_select_fuses_with_add),
         ENG_TEST(test_engine_index_select_out_of_range),
+        ENG_TEST(test_engine_index_select_i32_without_shader_int64),
         ENG_TEST(test_engine_index_select_errors),
         ENG_TEST(test_engine_index_select_grad_embedding),
     };
