@@ -552,6 +552,9 @@ static ir_value lower_gather(lowering *l, const kast *a) {
     ir_value bad = ir_alu(ir, IR_AND, IR_BOOL, lower_cond(l, guard),
                           ir_alu(ir, IR_NOT, IR_BOOL, in, IR_NONE, IR_NONE), IR_NONE);
     lower_flag(l, a, bad, x, size, wide);
+    int64_t none;
+    if (sym_is_const(bound, &none) && none == 0) /* an empty dim: its storage may be empty */
+        return zero(ir, a->type);
     ir_value g = ir_alu(ir, IR_WHERE, wide, in, x, ir_const_i(ir, wide, 0));
     g = wide == it ? g : ir_cast(ir, it, g);
     base_map outer = l->memo;

@@ -187,6 +187,11 @@ static void test_engine_index_select_out_of_range(void **state) {
     assert_int_equal(kiln_read(z, got, sizeof got), KILN_ERROR_OUT_OF_BOUNDS);
     fx_expect_message(ctx, KILN_ERROR_OUT_OF_BOUNDS, "kiln_read", "kiln_index_select",
                       "index 2147483647", NULL);
+    /* an empty table: every index is out of range, and nothing is loaded */
+    kiln_tensor *empty = kiln_zeros(ctx, KILN_F32, 2, (const int64_t[]){0, 5});
+    z = kiln_index_select(empty, 0, i64_tensor(ctx, 2, huge));
+    assert_int_equal(kiln_read(z, got, sizeof got), KILN_ERROR_OUT_OF_BOUNDS);
+    fx_expect_message(ctx, KILN_ERROR_OUT_OF_BOUNDS, "kiln_read", "size 0", NULL);
     /* the flag was cleared: a good gather realizes */
     kiln_tensor *tok = fx_i32(ctx, 1, (const int64_t[]){9}, emb_tokens);
     fx_check_f32(kiln_index_select(t, 0, tok), emb_out, N(emb_out), 0, 0);
