@@ -148,6 +148,35 @@ static void test_engine_index_select_symbolic_count(void **state) {
     }
 }
 
+/* A table of v rows (the first v of 7, v a Variable): the range check is against the view's
+ * size, not the storage's: index 5 is out of range for v = 4 (though the storage has row 5)
+ * and in range for v = 6, with the same kernel. */
+static void test_engine_index_select_symbolic_table(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *t = table(ctx);
+    const int32_t rows[2] = {3, 5};
+    kiln_tensor *idx = fx_i32(ctx, 1, (const int64_t[]){2}, rows);
+    const kiln_expr *v = kiln_variable(ctx, "vocab", 1, 7);
+    float want[2 * 5];
+    memcpy(want, emb_table + 15, 5 * sizeof(float));
+    memcpy(want + 5, emb_table + 25, 5 * sizeof(float));
+    kiln_scope_begin(ctx);
+    kiln_tensor *y =
+        kiln_index_select(kiln_narrow_sym(t, 0, kiln_int(ctx, 0), kiln_bind(ctx, v, 4)), 0, idx);
+    assert_int_equal(kiln_realize(y), KILN_ERROR_OUT_OF_BOUNDS);
+    fx_expect_message(ctx, KILN_ERROR_OUT_OF_BOUNDS, "kiln_realize", "index 5", "size 4", NULL);
+    memset(want + 5, 0, 5 * sizeof(float));
+    fx_check_f32(y, want, N(want), 0, 0);
+    assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    uint64_t compiled = kiln_context_stats(ctx).kernels_compiled;
+    kiln_scope_begin(ctx);
+    y = kiln_index_select(kiln_narrow_sym(t, 0, kiln_int(ctx, 0), kiln_bind(ctx, v, 6)), 0, idx);
+    memcpy(want + 5, emb_table + 25, 5 * sizeof(float));
+    fx_check_f32(y, want, N(want), 0, 0);
+    assert_int_equal(kiln_context_stats(ctx).kernels_compiled, compiled);
+    assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+}
+
 /* Token embedding + position embedding: one kernel (the gather is a load of the add's). */
 static void test_engine_index_select_fuses_with_add(void **state) {
     kiln_context *ctx = fx_ctx(state);
@@ -273,6 +302,7 @@ int main(void) {
         ENG_TEST(test_engine_index_select_lazy_index),
         ENG_TEST(test_engine_index_select_in_reductions),
         ENG_TEST(test_engine_index_select_symbolic_count),
+        ENG_TEST(test_engine_index_select_symbolic_table),
         ENG_TEST(test_engine_index_select_fuses_with_add),
         ENG_TEST(test_engine_index_select_out_of_range),
         ENG_TEST(test_engine_index_select_i32_without_shader_int64),
