@@ -106,6 +106,7 @@ static uint64_t node_hash(const eng_node *n) {
     h = base_hash_u64(h, bits);
     h = base_hash_u64(h, n->value_expr ? sym_node_hash(n->value_expr) : 0);
     h = base_hash_u64(h, n->seed);
+    h = base_hash_u64(h, n->dim);
     return base_hash_u64(h, ((uint64_t)n->reduce_mask << 1) | n->arg);
 }
 
@@ -115,7 +116,7 @@ bool eng_node_same(const void *stored, const void *key, void *user) {
     if (a->kind != b->kind || a->op != b->op || a->type != b->type || a->ndim != b->ndim ||
         a->nsrc != b->nsrc || memcmp(&a->value, &b->value, sizeof a->value) != 0 ||
         a->value_expr != b->value_expr || a->seed != b->seed || a->reduce_mask != b->reduce_mask ||
-        a->arg != b->arg)
+        a->arg != b->arg || a->dim != b->dim)
         return false;
     for (uint32_t d = 0; d < a->ndim; d++) {
         if (a->shape[d] != b->shape[d])

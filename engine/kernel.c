@@ -41,6 +41,7 @@ typedef struct kbuild {
     eng_node *last_top;    /* the last such node (its loads may fill the buffer table) */
     bool row_ok;           /* an elementwise kernel of constant sizes: row mode is possible */
     uint32_t depth;        /* unrealized nodes inlined around the current one */
+    uint32_t gathers;      /* gathers in the kernel (each names its Variable) */
     const sym_node *out_idx[SHAPE_MAX_DIMS]; /* the output element's indices */
     /* Values lifted out of the code (finish_tree): each expression replaced, and by what. */
     struct lifted {
@@ -314,8 +315,62 @@ static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx) 
     return masked(b, valid, value);
 }
 
+/* A gather (ENG_GATHER n at idx): the index read at idx[dim] (any expression, fused), and a
+ * load of src[0]'s storage through its view at idx with idx[dim] a Variable of [0, size) that
+ * lowering binds to the index read (lower.c lower_gather). src[0] is read from its storage:
+ * unrealized, it is realized first (the load's element is not a symbolic expression of the
+ * output's index, so src[0] cannot be inlined). */
+static kast *gather_value(kbuild *b, eng_node *n, const sym_node *const *idx) {
+    eng_node *t = n->src[0].node;
+    if (b->gathers == ENG_MAX_GATHERS) { /* (never the kernel's own output: its first) */
+        need(b, n);
+        return NULL;
+    }
+    bool outer_at_output = b->at_output;
+    b->at_output = false;
+    kast *at = src_value(b, &n->src[1], idx + n->dim);
+    b->at_output = outer_at_output;
+    if (!t->storage) {
+        need(b, t);
+        return NULL;
+    }
+    eng_storage *flag = eng_bounds_flag(b->ctx);
+    if (!flag) {
+        build_fail(b, b->ctx->err.status, "the bounds flag");
+        return NULL;
+    }
+    const sym_node *size = shape_tracker_last(n->src[0].st)->shape[n->dim];
+    int64_t max = sym_vmax(size) - 1;
+    char name[48];
+    snprintf(name, sizeof name, "gather%u:%lld", b->gathers++, (long long)(max < 0 ? 0 : max));
+    const sym_node *var = sym_var(b->sym, name, 0, max < 0 ? 0 : max);
+    const sym_node *own[SHAPE_MAX_DIMS], *index, *valid;
+    for (uint32_t d = 0; d < n->ndim; d++)
+        own[d] = d == n->dim ? var : idx[d];
+    kiln_status st = shape_tracker_index(b->ctx->shape, n->src[0].st, own, &index, &valid);
+    if (st != KILN_OK) {
+        build_fail(b, st, shape_ctx_message(b->ctx->shape));
+        return NULL;
+    }
+    kast *a = at ? kast_new(b, KAST_GATHER, IR_CONST, t->storage->type) : NULL;
+    if (!a)
+        return NULL;
+    a->nsrc = 1;
+    a->src[0] = at;
+    a->buffer = buffer_slot(b, t->storage);
+    a->flag = buffer_slot(b, flag);
+    a->index = index;
+    a->valid = is_true(valid) ? b->valid : sym_and(b->sym, b->valid, valid);
+    a->var = var;
+    a->bound = size;
+    a->guard = b->valid;
+    return a;
+}
+
 static kast *node_value(kbuild *b, eng_node *n, const sym_node *const *idx) {
     switch (n->kind) {
+    case ENG_GATHER:
+        return gather_value(b, n, idx);
     case ENG_CONST:
         if (n->value_expr) {
             kast *a = kast_new(b, KAST_INDEX, IR_CONST, n->type);
@@ -650,6 +705,8 @@ static uint64_t finish_tree(kbuild *b, kast *a) {
 
     unbind(b, &a->index);
     unbind(b, &a->valid);
+    unbind(b, &a->bound);
+    unbind(b, &a->guard);
     lift_values(b, a);
     uint64_t h = base_hash_u64((uint64_t)a->kind, ((uint64_t)a->op << 8) | a->type);
     h = base_hash_u64(h, a->buffer);
@@ -660,6 +717,10 @@ static uint64_t finish_tree(kbuild *b, kast *a) {
     h = base_hash_u64(h, bits);
     h = base_hash_u64(h, a->seed);
     h = base_hash_u64(h, a->reduction);
+    h = base_hash_u64(h, sym_hash_or_zero(a->var));
+    h = base_hash_u64(h, sym_hash_or_zero(a->bound));
+    h = base_hash_u64(h, sym_hash_or_zero(a->guard));
+    h = base_hash_u64(h, a->flag);
     for (uint32_t i = 0; i < a->nsrc; i++)
         h = base_hash_u64(h, finish_tree(b, a->src[i]));
     a->hash = h;
@@ -707,6 +768,8 @@ static bool reads_written_elsewhere(const kast *a, const sym_node *out_index) {
     if (!a)
         return false;
     if (a->kind == KAST_LOAD && a->buffer == 0 && a->index != out_index)
+        return true;
+    if (a->kind == KAST_GATHER && a->buffer == 0) /* which element: known when it runs */
         return true;
     for (uint32_t i = 0; i < a->nsrc; i++) {
         if (reads_written_elsewhere(a->src[i], out_index))
@@ -867,6 +930,17 @@ static void put_kast(text *t, const kast *a) {
     case KAST_REDUCE:
         put(t, "reduction%u", a->reduction);
         return;
+    case KAST_GATHER:
+        put(t, "gather(b%u[", a->buffer);
+        put_sym(t, a->index);
+        put(t, "] with ");
+        put_sym(t, a->var);
+        put(t, " = ");
+        put_kast(t, a->src[0]);
+        put(t, " < ");
+        put_sym(t, a->bound);
+        put(t, ", flag b%u)", a->flag);
+        return;
     case KAST_ALU:
         put(t, "%s.%s(", ir_op_name(a->op), ir_type_name(a->type));
         for (uint32_t i = 0; i < a->nsrc; i++) {
@@ -956,6 +1030,8 @@ static void name_value(namer *n, const kast *a) {
         name_op(n, "rand");
     else if (a->kind == KAST_INDEX)
         name_op(n, "index");
+    else if (a->kind == KAST_GATHER)
+        name_op(n, "gather");
 }
 
 static const char *reduction_name(const eng_reduction *r) {

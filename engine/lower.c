@@ -502,9 +502,77 @@ static ir_value lower_load(lowering *l, const kast *a) {
     return memo_put(l, key, lower_load_uncached(l, a, index, valid));
 }
 
+/* A condition (a validity mask, or a constant) as a bool value. */
+static ir_value lower_cond(lowering *l, const sym_node *s) {
+    int64_t c;
+    if (sym_is_const(s, &c))
+        return ir_const_i(l->ir, IR_BOOL, c != 0);
+    ir_value v = lower_sym(l, s);
+    return sym_is_bool(s) ? v : ir_cast(l->ir, IR_BOOL, v);
+}
+
+/* Where guard holds and the index x (in type wide) is outside [0, size): the flag's words
+ * become 1, x (clamped to i32) and size. A plain store: every writer writes a 1. */
+static void lower_flag(lowering *l, const kast *a, ir_value bad, ir_value x, ir_value size,
+                       ir_type wide) {
+    ir_kernel *ir = l->ir;
+    ir_type it = ir->index_type;
+    if (wide == IR_I64) {
+        x = ir_alu(ir, IR_MIN, wide, x, ir_const_i(ir, wide, INT32_MAX), IR_NONE);
+        x = ir_alu(ir, IR_MAX, wide, x, ir_const_i(ir, wide, INT32_MIN), IR_NONE);
+        size = ir_alu(ir, IR_MIN, wide, size, ir_const_i(ir, wide, INT32_MAX), IR_NONE);
+    }
+    ir_if(ir, bad);
+    ir_store(ir, a->flag, ir_const_i(ir, it, 0), ir_const_i(ir, IR_I32, 1));
+    ir_store(ir, a->flag, ir_const_i(ir, it, 1), wide == IR_I32 ? x : ir_cast(ir, IR_I32, x));
+    ir_store(ir, a->flag, ir_const_i(ir, it, 2), wide == IR_I32 ? size : ir_cast(ir, IR_I32, size));
+    ir_endif(ir);
+}
+
+/* A gather (kernel.c gather_value): the index read, checked against the size in the wider of
+ * its type and the index type (an i32 index on an i32 kernel needs no 64-bit arithmetic), then
+ * the load with the gather's Variable bound to it (0 where out of range: the load is masked
+ * and reads nothing outside the storage). The load's index is lowered in a memo of its own,
+ * since the Variable's value is this gather's alone. */
+static ir_value lower_gather(lowering *l, const kast *a) {
+    ir_kernel *ir = l->ir;
+    ir_type it = ir->index_type, vt = a->src[0]->type;
+    ir_type wide = vt == IR_I64 || it == IR_I64 ? IR_I64 : IR_I32;
+    ir_value v = lower_value(l, a->src[0]);
+    const sym_node *bound = for_output(l, a->bound), *guard = for_output(l, a->guard);
+    const sym_node *index = for_output(l, a->index), *valid = for_output(l, a->valid);
+    if (v == IR_NONE || !bound || !guard || !index || !valid)
+        return IR_NONE;
+    ir_value x = vt == wide ? v : ir_cast(ir, wide, v);
+    ir_value size = lower_sym(l, bound);
+    size = it == wide ? size : ir_cast(ir, wide, size);
+    ir_value in =
+        ir_alu(ir, IR_AND, IR_BOOL, ir_alu(ir, IR_LE, IR_BOOL, ir_const_i(ir, wide, 0), x, IR_NONE),
+               ir_alu(ir, IR_LT, IR_BOOL, x, size, IR_NONE), IR_NONE);
+    ir_value bad = ir_alu(ir, IR_AND, IR_BOOL, lower_cond(l, guard),
+                          ir_alu(ir, IR_NOT, IR_BOOL, in, IR_NONE, IR_NONE), IR_NONE);
+    lower_flag(l, a, bad, x, size, wide);
+    int64_t none;
+    if (sym_is_const(bound, &none) && none == 0) /* an empty dim: its storage may be empty */
+        return zero(ir, a->type);
+    ir_value g = ir_alu(ir, IR_WHERE, wide, in, x, ir_const_i(ir, wide, 0));
+    g = wide == it ? g : ir_cast(ir, it, g);
+    base_map outer = l->memo;
+    base_map_init(&l->memo, &l->ctx->alloc);
+    memo_put(l, (memo_key){a->var, NULL, 0}, g);
+    ir_value ok = ir_alu(ir, IR_AND, IR_BOOL, in, lower_cond(l, valid), IR_NONE);
+    ir_value at = ir_alu(ir, IR_WHERE, it, ok, lower_sym(l, index), zero(ir, it));
+    base_map_finish(&l->memo);
+    l->memo = outer;
+    ir_value loaded = ir_load(ir, a->buffer, at);
+    return ir_alu(ir, IR_WHERE, a->type, ok, loaded, zero(ir, a->type));
+}
+
 static ir_value lower_value_uncached(lowering *l, const kast *a) {
     ir_kernel *ir = l->ir;
     switch (a->kind) {
+    case KAST_GATHER:
+        return lower_gather(l, a);
     case KAST_LOAD:
         return lower_load(l, a);
     case KAST_CONST:
@@ -876,7 +944,7 @@ static bool fits_i32(const sym_node *s) {
 static bool tree_fits_i32(const kast *a) {
     if (!a)
         return true;
-    if (!fits_i32(a->index) || !fits_i32(a->valid))
+    if (!fits_i32(a->index) || !fits_i32(a->valid) || !fits_i32(a->bound))
         return false;
     for (uint32_t i = 0; i < a->nsrc; i++) {
         if (!tree_fits_i32(a->src[i]))

@@ -1041,6 +1041,48 @@ kiln_tensor *kiln_mean(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool
     ENG_OP("kiln_mean", ENG_AG(.op = ENG_AG_MEAN, .dims = axes, .ndims = axes ? naxes : 0), mean_impl(t, naxes, axes, keepdim), t);
 }
 
+/* torch.index_select: a gather node (ENG_GATHER) of t read through its view and index (1-d;
+ * a 0-d index as one of size 1), whose dim takes index's size. Nothing is checked here: the
+ * index's values are known when the kernel runs, which masks and flags one out of range. */
+static kiln_tensor *index_select_impl(kiln_tensor *t, int32_t dim, kiln_tensor *index) {
+    if (!t || !index)
+        return NULL;
+    kiln_context *ctx = ENG_CTX(t);
+    ir_type it = type_of(index);
+    if (it != IR_I32 && it != IR_I64)
+        return eng_fail(ctx, KILN_ERROR_DTYPE_MISMATCH,
+                        "kiln_index_select: index is %s: it must be i32 or i64", ir_type_name(it));
+    if (view_of(index)->ndim == 0)
+        index = kiln_unsqueeze(index, 0);
+    if (!index)
+        return NULL;
+    const shape_view *iv = view_of(index), *v = view_of(t);
+    if (iv->ndim != 1)
+        return eng_fail(ctx, KILN_ERROR_SHAPE_MISMATCH,
+                        "kiln_index_select: index has %u dims: it must have one", iv->ndim);
+    int32_t nd = (int32_t)v->ndim;
+    if (nd == 0 || dim < -nd || dim >= nd)
+        return eng_fail(ctx, KILN_ERROR_OUT_OF_RANGE,
+                        "kiln_index_select: dim %d is out of range for %d dims", dim, nd);
+    uint32_t d = (uint32_t)(dim < 0 ? dim + nd : dim);
+    const sym_node *shape[SHAPE_MAX_DIMS];
+    for (uint32_t i = 0; i < v->ndim; i++)
+        shape[i] = i == d ? iv->shape[0] : v->shape[i];
+    eng_node *n = eng_node_new(ctx, ENG_GATHER, IR_CONST, type_of(t), v->ndim, shape);
+    if (!n)
+        return NULL;
+    n->dim = d;
+    n->nsrc = 2;
+    n->src[0] = (eng_src){eng_resolve(t), eng_tracker_keep(ctx, ENG_ST(t)), 0};
+    n->src[1] = (eng_src){eng_resolve(index), eng_tracker_keep(ctx, ENG_ST(index)), 0};
+    if (!n->src[0].st || !n->src[1].st) {
+        eng_node_discard(ctx, n);
+        return NULL;
+    }
+    n = eng_node_intern(ctx, n);
+    return n ? eng_tensor_new(ctx, n, eng_tracker_contiguous(ctx, n->ndim, n->shape)) : NULL;
+}
+
 kiln_tensor *kiln_var(kiln_tensor *t, uint32_t naxes, const int32_t *axes, double correction,
                       bool keepdim) {
     ENG_OP("kiln_var", ENG_AG(.op = ENG_AG_VAR, .dims = axes, .ndims = axes ? naxes : 0, .value = correction), var_impl(t, naxes, axes, correction, keepdim), t);
@@ -1069,4 +1111,10 @@ kiln_tensor *kiln_argmax(kiln_tensor *t, int32_t dim, bool keepdim) {
 
 kiln_tensor *kiln_conv2d(kiln_tensor *x, kiln_tensor *w, int64_t stride, int64_t padding) {
     ENG_ENTRY("kiln_conv2d", conv2d_impl(x, w, stride, padding), x, w);
+}
+
+kiln_tensor *kiln_index_select(kiln_tensor *t, int32_t dim, kiln_tensor *index) {
+    ENG_OP("kiln_index_select",
+           ENG_AG(.op = ENG_AG_INDEX_SELECT, .ints = (int64_t[]){dim}, .nints = 1),
+           index_select_impl(t, dim, index), t, index);
 }
