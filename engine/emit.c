@@ -583,11 +583,18 @@ static void store(emitter *e, const ir_inst *i) {
         v);
 }
 
+/* A u32 value as i64: OpUConvert to u64 (in a Shader its result type must be unsigned), then
+ * the same bits as i64. */
+static spv_id u32_to_i64(spv_builder *b, spv_id v) {
+    spv_id u64 = spv_convert(b, SpvOpUConvert, spv_type_int(b, 64, false), v);
+    return spv_convert(b, SpvOpBitcast, spv_type_int(b, 64, true), u64);
+}
+
 /* The integer constant value (of type t, I32 or I64) times NumWorkgroups.z: the same value, which
  * the driver's compiler cannot fold (opaque_multipliers). */
 static spv_id hidden(emitter *e, ir_type t, spv_id value) {
     spv_builder *b = e->b;
-    spv_id z = t == IR_I64 ? spv_convert(b, SpvOpUConvert, spv_type_int(b, 64, true), e->groups_z)
+    spv_id z = t == IR_I64 ? u32_to_i64(b, e->groups_z)
                            : spv_convert(b, SpvOpBitcast, spv_type_int(b, 32, true), e->groups_z);
     return spv_binop(b, SpvOpIMul, value, z);
 }
@@ -899,10 +906,7 @@ static void compute_global_id(emitter *e) {
         e->lane = spv_load(b, spv_builtin(b, SpvBuiltInLocalInvocationIndex));
     spv_id linear;
     if (e->k->index_type == IR_I64) {
-        spv_id i64 = spv_type_int(b, 64, true);
-        spv_id x64 = spv_convert(b, SpvOpUConvert, i64, x);
-        spv_id y64 = spv_convert(b, SpvOpUConvert, i64, y);
-        spv_id w64 = spv_convert(b, SpvOpUConvert, i64, width);
+        spv_id x64 = u32_to_i64(b, x), y64 = u32_to_i64(b, y), w64 = u32_to_i64(b, width);
         linear = spv_binop(b, SpvOpIAdd, x64, spv_binop(b, SpvOpIMul, y64, w64));
     } else {
         linear = spv_binop(b, SpvOpIAdd, x, spv_binop(b, SpvOpIMul, y, width));
@@ -932,7 +936,7 @@ static void emit_inst(emitter *e, uint32_t at, uint32_t *open, uint32_t *depth) 
         break;
     case IR_LANE:
         e->ids[at] = e->k->index_type == IR_I64
-                         ? spv_convert(b, SpvOpUConvert, spv_type_int(b, 64, true), e->lane)
+                         ? u32_to_i64(b, e->lane)
                          : spv_convert(b, SpvOpBitcast, spv_type_int(b, 32, true), e->lane);
         break;
     case IR_GROUP:
