@@ -33,6 +33,7 @@ typedef struct emitter {
     bool *opaque_mul; /* IR MUL -> its constant operand is replaced by the stand-in (NULL: none) */
     bool *div;        /* IR value -> it may differ between invocations (divergent) */
     bool *loop;       /* IR value -> it is, or flows into, an instruction inside a RANGE */
+    spv_id mul_pair;  /* struct {u32, u32}, OpUMulExtended's result (MULHI; 0: not made yet) */
 } emitter;
 
 /* ---- types ------------------------------------------------------------------------------- */
@@ -448,6 +449,17 @@ static spv_id bool_alu(spv_builder *b, ir_op op, spv_id x, spv_id y) {
     }
 }
 
+/* MULHI: member 1 (the high half) of OpUMulExtended's {low, high} (32-bit operations only: no
+ * Int64 capability needed). */
+static spv_id mul_high(emitter *e, spv_id x, spv_id y) {
+    spv_builder *b = e->b;
+    if (!e->mul_pair) {
+        spv_id u32 = spv_type_int(b, 32, false);
+        e->mul_pair = spv_type_struct(b, 2, (const spv_id[]){u32, u32}, NULL, false);
+    }
+    return spv_composite_extract(b, spv_mul_extended(b, SpvOpUMulExtended, e->mul_pair, x, y), 1);
+}
+
 static spv_id alu(emitter *e, const ir_inst *i) {
     spv_builder *b = e->b;
     const ir_inst *insts = e->k->insts.data;
@@ -462,6 +474,8 @@ static spv_id alu(emitter *e, const ir_inst *i) {
         return convert(b, i->type, st, x);
     if (i->op == IR_WHERE)
         return spv_select(b, x, y, e->ids[i->src[2]]);
+    if (i->op == IR_MULHI)
+        return mul_high(e, x, y);
     if (i->op >= IR_LT && i->op <= IR_NE)
         return compare(b, i->op, st, x, y);
     if (i->type == IR_BOOL)
