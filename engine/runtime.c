@@ -767,8 +767,8 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
 
 static void gather_kast(const kast *a, const sym_node **out, uint32_t cap, uint32_t *n) {
     for (; a; a = a->nsrc ? a->src[0] : NULL) {
-        const sym_node *e[2] = {a->index, a->valid};
-        for (int i = 0; i < 2; i++) {
+        const sym_node *e[4] = {a->index, a->valid, a->key[0], a->key[1]};
+        for (int i = 0; i < 4; i++) {
             if (e[i] && *n < cap)
                 out[(*n)++] = e[i];
         }

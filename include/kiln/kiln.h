@@ -304,7 +304,14 @@ kiln_tensor *kiln_arange_sym(kiln_context *ctx, kiln_dtype dtype, const kiln_exp
  * values of its Variables). */
 kiln_tensor *kiln_scalar_expr(kiln_context *ctx, kiln_dtype dtype, const kiln_expr *value);
 /* Uniform [0, 1) and standard normal floats from a seed: the same seed gives the same numbers
- * on every device and in the interpreter. */
+ * on every device and in the interpreter, bit for bit (randn: up to the device's log and cos).
+ * The generator is Philox4x32-10 (Salmon et al., SC 2011; cuRAND's, JAX's), counter-based:
+ * element i (row-major flat index) is word 0 of the block at counter (i mod 2^32, i / 2^32, 0,
+ * 0) under the key (seed mod 2^32, seed / 2^32), as (word >> 8) * 2^-24 (24 random bits, a
+ * multiple of 2^-24 below 1); randn is Box-Muller, sqrt(-2 ln(1 - u1)) cos(2 pi u2), of words
+ * 0 and 1 (u1 is kiln_rand's number). A 16-bit dtype rounds the f32 value. The seed is a kernel
+ * parameter, pushed like a bound Variable: a new seed every step compiles nothing new. Devices
+ * need no 64-bit integers for it (32-bit multiplies, high and low halves). */
 kiln_tensor *kiln_rand(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape,
                        uint64_t seed);
 kiln_tensor *kiln_randn(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape,
