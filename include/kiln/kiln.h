@@ -524,7 +524,12 @@ kiln_tensor *kiln_cross_entropy(kiln_tensor *logits, kiln_tensor *labels);
 kiln_tensor *kiln_mse_loss(kiln_tensor *a, kiln_tensor *b);
 /* Inverted dropout (torch's training mode): each element is zeroed with probability p and the
  * others scaled by 1 / (1 - p); the mask comes from the counter-based generator (kiln_rand's)
- * with seed. The seed is a kernel parameter: a new seed every step compiles nothing new. */
+ * with seed. The seed is a kernel parameter: a new seed every step compiles nothing new.
+ * Exactly where(u >= p, t / (1 - p), 0) with u = kiln_rand(f32, t's shape, seed) and p and
+ * 1 - p rounded to f32 and to t's dtype; built of those public ops, so autograd's gradient is
+ * the mask / (1 - p). t keeps its (float) dtype; p must be in [0, 1) (else
+ * KILN_ERROR_OUT_OF_RANGE naming it); p = 0 gives t's values in a handle of its own; an
+ * integer or bool t is KILN_ERROR_DTYPE_MISMATCH. */
 kiln_tensor *kiln_dropout(kiln_tensor *t, double p, uint64_t seed);
 
 /* ---- automatic differentiation ------------------------------------------------------------ */
