@@ -3,7 +3,8 @@
  * vectors, then kiln_rand element for element against it (bit-exact: integer rounds and one
  * exact conversion); the seed as a kernel parameter (a new seed compiles nothing; the same seed
  * gives the same numbers, its high 32 bits count); randn's statistics; kiln_dropout (the
- * zeroed fraction near p, the others scaled exactly, the mask kiln_rand's, its errors).
+ * zeroed fraction near p, the others scaled exactly, the mask kiln_rand's, its gradient the
+ * mask over 1 - p through autograd, its errors).
  * Tolerances: rand exact; randn against the reference Box-Muller 2e-3 absolute (the device's
  * cos and log); sample statistics as commented. */
 #include "engine_fixture.h"
@@ -251,6 +252,35 @@ static void test_engine_dropout_zeroes_p_and_scales_the_rest(void **state) {
     free(got);
 }
 
+/* Autograd records dropout's public ops: d sum(dropout(x) * w) / dx = mask * w / (1 - p), the
+ * mask kiln_rand's; p = 0 passes the gradient through (the handle keeps x's history). */
+static void test_engine_dropout_gradient_is_the_mask_over_1_minus_p(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    enum { N = 500 };
+    const int64_t shape[] = {N};
+    float xs[N], ws[N], got[N];
+    for (int i = 0; i < N; i++) {
+        xs[i] = (float)i * 0.01f - 2.0f;
+        ws[i] = (float)(i % 7) + 0.5f;
+    }
+    kiln_tensor *x = fx_f32(ctx, 1, shape, xs), *w = fx_f32(ctx, 1, shape, ws);
+    assert_int_equal(kiln_requires_grad_(x, true), KILN_OK);
+    const double ps[] = {0.25, 0};
+    for (int k = 0; k < 2; k++) {
+        kiln_tensor *loss = kiln_sum(kiln_mul(kiln_dropout(x, ps[k], 77), w), 0, NULL, false);
+        kiln_tensor *g = NULL;
+        assert_int_equal(kiln_grad(loss, 1, &x, &g), KILN_OK);
+        fx_read(g, KILN_F32, got, N);
+        float scale = (float)(1 - ps[k]);
+        for (int i = 0; i < N; i++) {
+            bool keep = ref_uniform(77, (uint64_t)i, 0) >= (float)ps[k];
+            float want = keep ? ws[i] / scale : 0.0f;
+            if (fabsf(got[i] - want) > 1e-6f * fabsf(want))
+                fail_msg("p %g element %d: gradient %.9g, want %.9g", ps[k], i, got[i], want);
+        }
+    }
+}
+
 static void test_engine_dropout_rejects_bad_p_and_integers(void **state) {
     kiln_context *ctx = fx_ctx(state);
     kiln_tensor *t = kiln_ones(ctx, KILN_F32, 1, (const int64_t[]){4});
@@ -274,6 +304,7 @@ int main(void) {
         ENG_TEST(test_engine_rand_seed_is_a_kernel_parameter),
         ENG_TEST(test_engine_rand_two_seeds_in_one_kernel),
         ENG_TEST(test_engine_dropout_zeroes_p_and_scales_the_rest),
+        ENG_TEST(test_engine_dropout_gradient_is_the_mask_over_1_minus_p),
         ENG_TEST(test_engine_dropout_rejects_bad_p_and_integers),
     };
     return ENG_RUN_BOTH(tests);
