@@ -30,7 +30,8 @@ typedef enum eng_kind {
     ENG_BUFFER, /* storage (from host data, empty, or a realized result) */
     ENG_CONST,  /* every element = value */
     ENG_INDEX,  /* element = its row-major flat index (arange) */
-    ENG_RAND,   /* element = uniform [0, 1) from (seed, flat index) */
+    ENG_RAND,   /* element = uniform [0, 1): word rand_word of Philox4x32-10 (key seed, counter
+                   the flat index), lower.c */
     ENG_EW,     /* elementwise ir op over the sources */
     ENG_REDUCE, /* combine (ADD, MUL, MAX, MIN) over the axes in reduce_mask (kept as size 1) */
     ENG_WRITE,  /* src[0]'s storage with the elements of dst_view replaced by src[1] (in place) */
@@ -87,6 +88,7 @@ typedef struct eng_node {
     double value;                  /* ENG_CONST */
     const sym_node *value_expr;    /* ENG_CONST: a symbolic value instead (NULL: value) */
     uint64_t seed;                 /* ENG_RAND */
+    uint32_t rand_word;            /* ENG_RAND: which of the block's four words (0..3) */
     uint32_t reduce_mask;          /* ENG_REDUCE */
     uint32_t dim;                  /* ENG_GATHER: the dim indexed */
     bool arg;                      /* ENG_REDUCE with IR_MAX: index (i32) of the first maximum */
@@ -190,7 +192,7 @@ typedef enum kast_kind {
     KAST_LOAD,   /* buffer[index] where valid, else 0 */
     KAST_CONST,  /* value */
     KAST_INDEX,  /* the value of an index expression (index), cast to type */
-    KAST_RAND,   /* uniform [0, 1) from seed and the index expression */
+    KAST_RAND,   /* uniform [0, 1): word `word` of Philox4x32-10, key seed, counter index */
     KAST_ALU,    /* op over src */
     KAST_REDUCE, /* the kernel's reduction result (only outside the reduction's body) */
     KAST_GATHER, /* buffer[index] where valid, else 0, index mentioning var, whose value is
@@ -208,6 +210,10 @@ typedef struct kast {
     const sym_node *index, *valid;
     double value;
     uint64_t seed;
+    uint32_t word; /* KAST_RAND: the word of the Philox block */
+    /* KAST_RAND: the seed's low and high 32 bits as parameters (kernel.c lift_seed: Variables
+     * of the kernel pushed like bound values), or NULL: the seed is code. */
+    const sym_node *key[2];
     uint32_t reduction; /* KAST_REDUCE: which of the kernel's reductions */
     const sym_node *var, *bound, *guard; /* KAST_GATHER */
     uint32_t flag;                       /* KAST_GATHER: the flag buffer's slot */

@@ -49,6 +49,12 @@ typedef struct kbuild {
         int64_t lo, hi; /* an offset's range (a bound's comes from its comparison) */
     } lifted[ENG_MAX_PARAMS];
     uint32_t lifted_count;
+    /* Seeds made parameters (lift_seed): each seed's Variables (low, high 32 bits). */
+    struct lifted_seed {
+        uint64_t seed;
+        const sym_node *key[2];
+    } seeds[ENG_MAX_PARAMS / 2];
+    uint32_t seed_count;
     kiln_status status;
 } kbuild;
 
@@ -385,6 +391,7 @@ static kast *node_value(kbuild *b, eng_node *n, const sym_node *const *idx) {
         if (a) {
             a->index = ravel(b, n->ndim, n->shape, idx);
             a->seed = n->seed;
+            a->word = n->rand_word;
         }
         return a;
     }
@@ -681,8 +688,46 @@ static const sym_node *lift_bounds(kbuild *b, const sym_node *s) {
     }
 }
 
+/* A rand's seed as two parameters, its low and high 32 bits ("rand.seed<n>.lo" and ".hi",
+ * Variables over [0, 2^32), pushed like bound values; in an i32 kernel as the same bits), so
+ * that the AST and its hash are the same for every seed: a training loop that takes a new seed
+ * every step compiles nothing new. The rands of one seed in a kernel share them. Past
+ * MAX_LIFTED parameters the seed stays code (a kernel of its own per seed, still right). */
+static void lift_seed(kbuild *b, kast *a) {
+    eng_kernel *k = b->k;
+    for (uint32_t i = 0; i < b->seed_count; i++) {
+        if (b->seeds[i].seed == a->seed) {
+            memcpy(a->key, b->seeds[i].key, sizeof a->key);
+            return;
+        }
+    }
+    if (k->param_count + 2 > MAX_LIFTED || b->seed_count == BASE_COUNTOF(b->seeds))
+        return;
+    const sym_node *key[2];
+    for (int half = 0; half < 2; half++) {
+        char name[40];
+        snprintf(name, sizeof name, "rand.seed%u.%s", b->seed_count, half ? "hi" : "lo");
+        key[half] = sym_var(b->sym, name, 0, UINT32_MAX);
+        for (uint32_t p = 0; key[half] && p < k->param_count; p++) {
+            if (k->params[p] == key[half]) /* an application's Variable of that name */
+                return;
+        }
+        if (!key[half])
+            return;
+    }
+    for (int half = 0; half < 2; half++) {
+        k->params[k->param_count] = key[half];
+        k->param_values[k->param_count++] = (int64_t)(uint32_t)(a->seed >> (32 * half));
+    }
+    b->seeds[b->seed_count].seed = a->seed;
+    memcpy(b->seeds[b->seed_count++].key, key, sizeof key);
+    memcpy(a->key, key, sizeof key);
+}
+
 /* The values of a's expressions lifted out of the code. */
 static void lift_values(kbuild *b, kast *a) {
+    if (a->kind == KAST_RAND)
+        lift_seed(b, a);
     if (a->kind == KAST_LOAD) {
         a->valid = lift_bounds(b, a->valid);
         const eng_storage *s = b->k->buffers[a->buffer];
@@ -715,7 +760,8 @@ static uint64_t finish_tree(kbuild *b, kast *a) {
     uint64_t bits;
     memcpy(&bits, &a->value, sizeof bits);
     h = base_hash_u64(h, bits);
-    h = base_hash_u64(h, a->seed);
+    h = base_hash_u64(h, a->key[0] ? sym_node_hash(a->key[0]) : a->seed); /* (lift_seed) */
+    h = base_hash_u64(h, a->word);
     h = base_hash_u64(h, a->reduction);
     h = base_hash_u64(h, sym_hash_or_zero(a->var));
     h = base_hash_u64(h, sym_hash_or_zero(a->bound));
@@ -923,7 +969,12 @@ static void put_kast(text *t, const kast *a) {
         put(t, ")");
         return;
     case KAST_RAND:
-        put(t, "rand(%llu, ", (unsigned long long)a->seed);
+        put(t, "rand%u(", a->word); /* the seed: its parameter (low half), or the value */
+        if (a->key[0])
+            put_sym(t, a->key[0]);
+        else
+            put(t, "%llu", (unsigned long long)a->seed);
+        put(t, ", ");
         put_sym(t, a->index);
         put(t, ")");
         return;

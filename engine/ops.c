@@ -330,6 +330,34 @@ static kiln_tensor *sigmoid_impl(kiln_tensor *t) {
     return kiln_div(one, kiln_add(one, kiln_exp(kiln_neg(x))));
 }
 
+/* Inverted dropout: where(u >= p, t / (1 - p), 0), u kiln_rand's numbers of t's shape and seed
+ * (the seed a kernel parameter, kernel.c lift_seed), so that the gradient (autograd records
+ * these public ops) is the mask / (1 - p). p = 0 is t itself (a handle of its own). */
+static kiln_tensor *dropout_impl(kiln_tensor *t, double p, uint64_t seed) {
+    if (!t)
+        return NULL;
+    kiln_context *ctx = ENG_CTX(t);
+    if (!ir_type_is_float(type_of(t)))
+        return eng_fail(ctx, KILN_ERROR_DTYPE_MISMATCH, "kiln_dropout: t is %s, not a float",
+                        ir_type_name(type_of(t)));
+    if (!(p >= 0 && p < 1))
+        return eng_fail(ctx, KILN_ERROR_OUT_OF_RANGE,
+                        "kiln_dropout: p = %.17g, outside [0, 1) (the probability of zeroing an "
+                        "element)",
+                        p);
+    if (p == 0)
+        return t;
+    const shape_view *v = view_of(t);
+    const kiln_expr *shape[SHAPE_MAX_DIMS];
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        if (!(shape[d] = eng_expr_handle(ctx, v->shape[d])))
+            return NULL;
+    }
+    kiln_tensor *u = kiln_rand_sym(ctx, KILN_F32, v->ndim, shape, seed);
+    kiln_tensor *keep = kiln_ge(u, eng_full(ctx, IR_F32, 0, NULL, (float)p, NULL));
+    return kiln_where(keep, kiln_div(t, scalar_like(t, 1 - p)), scalar_like(t, 0));
+}
+
 /* ---- reductions
  * ---------------------------------------------------------------------------------- */
 
@@ -1019,6 +1047,10 @@ kiln_tensor *kiln_relu(kiln_tensor *t) {
 
 kiln_tensor *kiln_sigmoid(kiln_tensor *t) {
     ENG_OP("kiln_sigmoid", ENG_AG(.op = ENG_AG_SIGMOID), sigmoid_impl(t), t);
+}
+
+kiln_tensor *kiln_dropout(kiln_tensor *t, double p, uint64_t seed) {
+    ENG_ENTRY("kiln_dropout", dropout_impl(t, p, seed), t);
 }
 
 kiln_tensor *kiln_sum(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {

@@ -796,8 +796,9 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
 
 static void gather_kast(const kast *a, const sym_node **out, uint32_t cap, uint32_t *n) {
     for (; a; a = a->nsrc ? a->src[0] : NULL) {
-        const sym_node *e[5] = {a->index, a->valid, a->var, a->bound, a->guard};
-        for (int i = 0; i < 5; i++) {
+        const sym_node *e[7] = {a->index, a->valid,  a->var,   a->bound,
+                                a->guard, a->key[0], a->key[1]};
+        for (int i = 0; i < 7; i++) {
             if (e[i] && *n < cap)
                 out[(*n)++] = e[i];
         }
