@@ -350,7 +350,7 @@ kiln_status kiln_requires_grad_(kiln_tensor *t, bool requires) {
                               "kiln_requires_grad_: the tensor is %s: only floating tensors "
                               "have gradients",
                               kiln_dtype_name(eng_dtype(type)));
-    if (e->fn && e->fn->op == ENG_AG_LEAF)
+    if (e->fn) /* a leaf already, or a history of its own (torch's: a no-op) */
         return KILN_OK;
     eng_fn *f = fn_new(ctx, ENG_AG_LEAF);
     if (!f)
@@ -1038,6 +1038,10 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
                               "kiln_grad: the loss has shape %s: it must have one element",
                               eng_shape_render(v->ndim, v->shape, s, sizeof s));
     }
+    if (l->fn && !edge_current(l->fn, l->cell->version))
+        return base_error_set(&ctx->err, KILN_ERROR_MODIFIED,
+                              "kiln_grad: the loss was written in place after it was computed: "
+                              "its value is not the one whose history is recorded");
     /* The records reachable from the loss, inputs before the records that read them (an
      * iterative depth-first walk). */
     BASE_VEC(eng_fn *) order = {0};

@@ -736,6 +736,8 @@ kiln_tensor *kiln_empty_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
                         "kiln_empty: %s",
                         numel ? base_error_message(&err) : "the element count overflows");
     eng_storage *s = eng_storage_new(ctx, eng_ir_type(dtype), (uint64_t)n);
+    if (s && sym_vmax(numel) > n) /* kernels assume the largest size (eng_storage.bound) */
+        s->bound = (uint64_t)sym_vmax(numel);
     return contiguous_tensor(ctx, buffer_node(ctx, s, eng_ir_type(dtype), ndim, dims));
 }
 

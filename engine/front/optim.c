@@ -52,7 +52,7 @@ void kiln_optimizer_destroy(kiln_optimizer *opt) {
         for (uint32_t i = 0; i < opt->count; i++)
             if (lists[l][i])
                 kiln_release(lists[l][i]);
-        base_free(&ctx->alloc, lists[l], opt->count * sizeof *lists[l]);
+        base_free(&ctx->alloc, lists[l], (opt->count ? opt->count : 1) * sizeof *lists[l]);
     }
     kiln_release(opt->step);
     kiln_release(opt->lr);

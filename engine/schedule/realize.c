@@ -148,7 +148,9 @@ static eng_node *consumer_of(eng_node *reader, const eng_node *w, uint64_t stamp
             n->readers->next)
             return n;
         eng_node *u = n->readers->node;
-        if (u == w || u->storage || u->kind == ENG_WRITE || u->mark == stamp)
+        /* u built after w may read w (it would wait for w while w waits for it): ids are
+         * creation order, and nothing made before w depends on it. */
+        if (u == w || u->storage || u->kind == ENG_WRITE || u->mark == stamp || u->id > w->id)
             return n;
         n = u;
     }

@@ -637,7 +637,10 @@ kiln_optimizer *kiln_sgd(kiln_context *ctx, uint32_t count, kiln_tensor *const *
                          const kiln_sgd_options *options);
 kiln_optimizer *kiln_adam(kiln_context *ctx, uint32_t count, kiln_tensor *const *params,
                           const kiln_adam_options *options);
-/* One update from grads[0..count) (the gradients of the params in order, e.g. kiln_grad's). */
+/* One update from grads[0..count) (the gradients of the params in order, e.g. kiln_grad's).
+ * Every gradient is checked (handle, shape) before anything is written: a refused step
+ * changes nothing. Running out of host memory part-way may leave the first parameters'
+ * updates recorded and the others not (the status says so). */
 kiln_status kiln_optimizer_step(kiln_optimizer *opt, kiln_tensor *const *grads);
 /* Changes the learning rate from the next step on (a device value: nothing recompiles). */
 kiln_status kiln_optimizer_set_lr(kiln_optimizer *opt, double lr);

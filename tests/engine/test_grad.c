@@ -959,6 +959,26 @@ static void test_grad_training_loop_memory(void **state) {
     kiln_release(x);
 }
 
+/* A loss written in place after it was computed is refused (its value is not the one whose
+ * history is recorded); kiln_requires_grad_ of a tensor with a history keeps that history
+ * (torch's requires_grad_ of a non-leaf). */
+static void test_grad_loss_written_and_nonleaf_mark(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *x = fx_f32(ctx, 1, (int64_t[]){3}, (float[]){1, 2, 3});
+    kiln_tensor *w = fx_f32(ctx, 1, (int64_t[]){3}, (float[]){4, 5, 6});
+    assert_int_equal(kiln_requires_grad_(w, true), KILN_OK);
+    kiln_tensor *loss = kiln_sum(kiln_mul(x, w), 0, NULL, false);
+    assert_int_equal(kiln_mul_(loss, kiln_scalar(ctx, KILN_F32, 2)), KILN_OK);
+    kiln_tensor *g = NULL;
+    assert_int_equal(kiln_grad(loss, 1, &w, &g), KILN_ERROR_MODIFIED);
+    assert_null(g);
+    fx_expect_message(ctx, KILN_ERROR_MODIFIED, "kiln_grad", "loss", NULL);
+    kiln_tensor *h = kiln_mul(x, w);
+    assert_int_equal(kiln_requires_grad_(h, true), KILN_OK);
+    assert_int_equal(kiln_grad(kiln_sum(h, 0, NULL, false), 1, &w, &g), KILN_OK);
+    fx_check_f32(g, (float[]){1, 2, 3}, 3, 0, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_grad_torch_cases),
@@ -973,6 +993,7 @@ int main(void) {
         ENG_TEST(test_grad_is_lazy),
         ENG_TEST(test_grad_errors),
         ENG_TEST(test_grad_training_loop_memory),
+        ENG_TEST(test_grad_loss_written_and_nonleaf_mark),
     };
     /* KILN_TEST_FILTER: a cmocka name pattern (test_grad_torch_cases, test_grad_*_use, ...). */
     if (getenv("KILN_TEST_FILTER"))

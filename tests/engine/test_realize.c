@@ -341,6 +341,21 @@ static void test_engine_realize_two_writes_from_one_old_value(void **state) {
     kiln_release(y1);
 }
 
+/* A reader of a write's target whose only consumer was built after the write (and reads it):
+ * the reader runs before the write, the consumer after it (b = 2a, a += 1, c = b + a). */
+static void test_engine_realize_reader_consumed_after_the_write(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *a = fx_f32(ctx, 1, (int64_t[]){3}, (float[]){1, 2, 3});
+    kiln_tensor *b = kiln_mul_scalar(a, 2.0), *one = kiln_scalar(ctx, KILN_F32, 1);
+    assert_int_equal(kiln_add_(a, one), KILN_OK);
+    kiln_tensor *c = kiln_add(b, a);
+    kiln_release(b);
+    fx_check_f32(c, (float[]){4, 7, 10}, 3, 0, 0);
+    kiln_release(a);
+    kiln_release(c);
+    kiln_release(one);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_realize_graph_1000_kernels_deep),
@@ -353,6 +368,7 @@ int main(void) {
         ENG_TEST(test_engine_realize_write_once_when_a_later_kernel_is_refused),
         ENG_TEST(test_engine_realize_write_once_when_waiting_fails),
         ENG_TEST(test_engine_realize_two_writes_from_one_old_value),
+        ENG_TEST(test_engine_realize_reader_consumed_after_the_write),
     };
     return ENG_RUN_BOTH(tests);
 }
