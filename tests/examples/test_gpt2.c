@@ -7,7 +7,8 @@
  * first compiles a kernel, and every live count (tensors, storages, bytes, expressions) is the
  * same after each step from the second on; prompts of 10 and 20 ids (the prompt and the first
  * greedy ids: their last logits are rows 3 and 13 of the reference) compile nothing the first
- * prompt did not. On the interpreter, the same checks over 4 decode steps. Loading: a missing
+ * prompt did not, nor does a chunk of 3 ids after the prompt (row 3 again). On the interpreter,
+ * the same checks over 4 decode steps and one longer prompt. Loading: a missing
  * file, every truncated prefix of the header, a truncated data section, and a file without a
  * needed tensor are refused with a status and a message. */
 #include "../../examples/gpt2_model.h"
@@ -136,6 +137,13 @@ static void test_examples_gpt2_prompts_of_any_length_compile_once(void **state) 
         check_row(logits, rows[i]);
         assert_int_equal(kiln_context_stats(ctx).kernels_compiled, compiled);
     }
+    /* A chunk of 3 ids after the prompt (queries at positions 7..9 over keys 0..9: the mask's
+     * diagonal shifted by the cache) continues the same sequence: row 3 again. */
+    gpt2_reset(&m);
+    expect_ok(ctx, gpt2_step(&m, seq, GPT2_TINY_PROMPT, logits), "prefill of 7");
+    expect_ok(ctx, gpt2_step(&m, seq + GPT2_TINY_PROMPT, 3, logits), "chunk of 3");
+    check_row(logits, 3);
+    assert_int_equal(kiln_context_stats(ctx).kernels_compiled, compiled);
     gpt2_finish(&m);
 }
 
