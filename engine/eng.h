@@ -703,6 +703,8 @@ kiln_tensor *eng_constant(kiln_context *ctx, ir_type type, uint32_t ndim,
                           const sym_node *const *dims, double value, const sym_node *value_expr,
                           bool unique);
 bool eng_value_fits(kiln_context *ctx, const char *op, ir_type type, double value);
+/* ops.c: PyTorch's promotion of two dtypes (torch.result_type, kiln.h's elementwise rule). */
+ir_type eng_promote(ir_type a, ir_type b);
 /* ops.c: an elementwise node over already broadcast, already typed sources. */
 kiln_tensor *eng_elementwise(kiln_context *ctx, ir_op op, ir_type type, uint32_t nsrc,
                              kiln_tensor *const *srcs);

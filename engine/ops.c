@@ -135,6 +135,10 @@ static ir_type promote(ir_type a, ir_type b) {
     return type_rank(a) > type_rank(b) ? a : b;
 }
 
+ir_type eng_promote(ir_type a, ir_type b) {
+    return promote(a, b);
+}
+
 static kiln_tensor *cast_to(kiln_tensor *t, ir_type type) {
     if (!t || type_of(t) == type)
         return t;

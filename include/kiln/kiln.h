@@ -528,15 +528,19 @@ kiln_tensor *kiln_dropout(kiln_tensor *t, double p, uint64_t seed);
  * KILN_ERROR_OUT_OF_BOUNDS naming the call (a flag the kernel sets, as torch's device asserts). */
 kiln_tensor *kiln_index_select(kiln_tensor *t, int32_t dim, kiln_tensor *index);
 /* torch.cat and torch.stack of count tensors (one dtype after promotion; sizes equal but along
- * dim for cat). The kernel reads every input where it is: nothing is copied first. */
+ * dim for cat). The kernel reads every input where it is: nothing is copied first (each input
+ * is padded to the full size and the padded inputs are added, so a float -0 comes back +0).
+ * count 0 or tensors NULL: NULL with nothing recorded (no context to record it in). */
 kiln_tensor *kiln_cat(uint32_t count, kiln_tensor *const *tensors, int32_t dim);
 kiln_tensor *kiln_stack(uint32_t count, kiln_tensor *const *tensors, int32_t dim);
 /* torch's layer_norm and rms_norm over the last ndims dims (biased variance), then weight and
- * bias (each may be NULL) of those dims' shape. */
+ * bias (each may be NULL) of those dims' shape and x's dtype. x floating (f16 computes in
+ * f32), 1 <= ndims <= x's dims, eps finite and >= 0 (else KILN_ERROR_OUT_OF_RANGE). */
 kiln_tensor *kiln_layer_norm(kiln_tensor *x, uint32_t ndims, kiln_tensor *weight,
                              kiln_tensor *bias, double eps);
 kiln_tensor *kiln_rms_norm(kiln_tensor *x, uint32_t ndims, kiln_tensor *weight, double eps);
-/* erf; torch's gelu (exact, or its tanh approximation) and silu. */
+/* erf (integers give f32; absolute error ~1.5e-7 in f32); torch's gelu (exact, or its tanh
+ * approximation) and silu, of floating tensors (else KILN_ERROR_DTYPE_MISMATCH). */
 kiln_tensor *kiln_erf(kiln_tensor *t);
 kiln_tensor *kiln_gelu(kiln_tensor *t, bool tanh_approximation);
 kiln_tensor *kiln_silu(kiln_tensor *t);
@@ -551,11 +555,15 @@ kiln_tensor *kiln_causal_mask(kiln_context *ctx, kiln_dtype dtype, const kiln_ex
 /* torch.cumsum along dim (integers accumulate in i64, as torch). */
 kiln_tensor *kiln_cumsum(kiln_tensor *t, int32_t dim);
 /* torch.topk along dim: the k largest (or smallest) values, sorted, and their indices (I64);
- * ties: the lower index first. */
+ * ties: the lower index first; NaN counts as the largest value in both modes. k outside [0,
+ * size] (the dim's smallest size when symbolic) is KILN_ERROR_OUT_OF_RANGE, a bool t
+ * KILN_ERROR_DTYPE_MISMATCH; on failure both results are NULL. */
 kiln_status kiln_topk(kiln_tensor *t, int64_t k, int32_t dim, bool largest, kiln_tensor **values,
                       kiln_tensor **indices);
 /* One sample per row of probs (..., V) (non-negative weights, not necessarily normalized) from
- * the counter-based generator with seed (a kernel parameter): (...) I64 indices. */
+ * the counter-based generator with seed (a kernel parameter): (...) I64 indices. A zero weight
+ * is never drawn; a row of zeros gives V - 1 (torch refuses it; Kiln does not look at the
+ * values before the kernel runs), and negative or NaN weights give unspecified indices. */
 kiln_tensor *kiln_multinomial(kiln_tensor *probs, uint64_t seed);
 /* where with a scalar: kiln_where_scalar(cond, a, b) is where(cond, a, b) with b a number;
  * kiln_masked_fill(t, mask, value) is where(mask, value, t) (torch.masked_fill). */
