@@ -503,36 +503,12 @@ void gpt2_reset(gpt2_model *m) {
 
 /* ---- one step ------------------------------------------------------------------------------ */
 
-/* The transformer ops of issue 22, as composites of older public ops until the library's
- * kiln_layer_norm, kiln_gelu, kiln_index_select and kiln_causal_mask land. */
-static kiln_tensor *layer_norm(kiln_tensor *x, kiln_tensor *w, kiln_tensor *b) {
-    const int32_t last[1] = {(int32_t)kiln_tensor_ndim(x) - 1};
-    kiln_tensor *xc = kiln_sub(x, kiln_mean(x, 1, last, true));
-    kiln_tensor *var = kiln_mean(kiln_mul(xc, xc), 1, last, true);
-    return kiln_add(kiln_mul(kiln_mul(xc, kiln_rsqrt(kiln_add_scalar(var, 1e-5))), w), b);
-}
-
-/* GELU's tanh form: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))). */
-static kiln_tensor *gelu(kiln_tensor *x) {
-    kiln_tensor *inner = kiln_add(x, kiln_mul_scalar(kiln_mul(kiln_mul(x, x), x), 0.044715));
-    kiln_tensor *t = kiln_tanh(kiln_mul_scalar(inner, 0.7978845608028654));
-    return kiln_mul(kiln_mul_scalar(x, 0.5), kiln_add_scalar(t, 1));
-}
-
-/* Rows idx (T) of table (V, d): (T, d). */
+/* Rows idx (T) of table (V, d): (T, d); a composite of older public ops until the library's
+ * kiln_index_select lands. */
 static kiln_tensor *embed(kiln_tensor *table, kiln_tensor *idx, const kiln_expr *T,
                           const kiln_expr *d) {
     kiln_tensor *rows = kiln_expand_sym(kiln_unsqueeze(idx, 1), 2, (const kiln_expr *[]){T, d});
     return kiln_gather(table, 0, rows);
-}
-
-/* (rows, cols): 0 where j <= i + cols - rows, else -inf. */
-static kiln_tensor *causal_mask(kiln_context *ctx, const kiln_expr *rows, const kiln_expr *cols) {
-    kiln_tensor *i = kiln_unsqueeze(kiln_arange_sym(ctx, KILN_F32, rows), 1);
-    kiln_tensor *j = kiln_unsqueeze(kiln_arange_sym(ctx, KILN_F32, cols), 0);
-    const kiln_expr *shift = kiln_expr_add(ctx, cols, kiln_expr_mul(ctx, rows, kiln_int(ctx, -1)));
-    kiln_tensor *seen = kiln_le(j, kiln_add(i, kiln_scalar_expr(ctx, KILN_F32, shift)));
-    return kiln_where(seen, kiln_scalar(ctx, KILN_F32, 0), kiln_scalar(ctx, KILN_F32, -INFINITY));
 }
 
 static kiln_tensor *linear(kiln_tensor *x, kiln_tensor *w, kiln_tensor *b) {
@@ -563,7 +539,7 @@ static kiln_tensor *attention(const gpt2_model *m, const gpt2_layer *l, kiln_ten
     kiln_tensor *v = kiln_narrow_sym(l->v_cache, 1, zero, PT);
     kiln_tensor *s = kiln_mul_scalar(kiln_matmul(q, kiln_transpose(k, 1, 2)),
                                      1.0 / sqrt((double)m->head_dim)); /* (heads, T, pos + T) */
-    s = kiln_add(s, causal_mask(ctx, T, PT));
+    s = kiln_add(s, kiln_causal_mask(ctx, KILN_F32, T, PT));
     kiln_tensor *a = kiln_matmul(kiln_softmax(s, -1), v); /* (heads, T, head_dim) */
     a = kiln_permute(a, (int32_t[]){1, 0, 2});
     a = kiln_reshape_sym(a, 2, (const kiln_expr *[]){T, kiln_int(ctx, m->d)});
@@ -572,10 +548,10 @@ static kiln_tensor *attention(const gpt2_model *m, const gpt2_layer *l, kiln_ten
 
 static kiln_tensor *block(const gpt2_model *m, const gpt2_layer *l, kiln_tensor *x,
                           const kiln_expr *P, const kiln_expr *T) {
-    kiln_tensor *h = layer_norm(x, l->ln1_w, l->ln1_b);
+    kiln_tensor *h = kiln_layer_norm(x, 1, l->ln1_w, l->ln1_b, 1e-5);
     x = kiln_add(x, attention(m, l, h, P, T));
-    h = layer_norm(x, l->ln2_w, l->ln2_b);
-    h = gelu(linear(h, l->fc_w, l->fc_b));
+    h = kiln_layer_norm(x, 1, l->ln2_w, l->ln2_b, 1e-5);
+    h = kiln_gelu(linear(h, l->fc_w, l->fc_b), true);
     return kiln_add(x, linear(h, l->out_w, l->out_b));
 }
 
@@ -591,7 +567,7 @@ static kiln_tensor *forward(const gpt2_model *m, const int32_t *ids, int64_t cou
     for (int64_t i = 0; i < m->layers && x; i++)
         x = block(m, &m->layer[i], x, P, T);
     x = kiln_narrow_sym(x, 0, kiln_expr_add(ctx, T, kiln_int(ctx, -1)), kiln_int(ctx, 1));
-    x = layer_norm(x, m->lnf_w, m->lnf_b);
+    x = kiln_layer_norm(x, 1, m->lnf_w, m->lnf_b, 1e-5);
     return kiln_matmul(x, kiln_transpose(m->wte, 0, 1)); /* tied: the token embedding */
 }
 
