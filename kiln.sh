@@ -2,9 +2,9 @@
 # Kiln's entry point. Needs only bash on a fresh Debian 12 machine: it installs the Debian
 # packages that are missing, configures and builds with CMake, then runs.
 #
-#   ./kiln.sh run     build (release) and run Kiln's main job: the demo (examples/attention.c),
-#                     a softmax-attention block on the default device checked against Kiln's
-#                     reference interpreter
+#   ./kiln.sh run     build (release) and run Kiln's main job: train a small CNN on
+#                     Fashion-MNIST for one epoch (examples/train_fashion.c; --epochs N and its
+#                     other options pass through) and print the test accuracy
 #   ./kiln.sh test    build with ASan+UBSan and -Werror, run the whole test suite
 #   ./kiln.sh info    build (release) and run kilninfo (what the Vulkan devices can do)
 #   ./kiln.sh bench   build (release) and run the benchmarks
@@ -16,14 +16,19 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 root=$(pwd)
 
+# zlib1g-dev: examples/train_fashion reads gzipped IDX files (the library never links zlib).
 build_packages=(cmake ninja-build gcc g++ libc6-dev pkg-config libvulkan-dev libvulkan1
-                libvulkan-volk-dev spirv-headers spirv-tools mesa-vulkan-drivers)
+                libvulkan-volk-dev spirv-headers spirv-tools mesa-vulkan-drivers zlib1g-dev)
+# The data set ./kiln.sh run trains on (/usr/share/datasets/fashion-mnist).
+run_packages=(dataset-fashion-mnist)
 # clang and libclang-rt-14-dev: the libFuzzer build (docs/fuzzing.md); the runtime is only a
 # recommendation of clang, which --no-install-recommends leaves out. python3-jsonschema:
-# kilninfo's JSON against its schema (tests/kilninfo/check_schema.py).
+# kilninfo's JSON against its schema (tests/kilninfo/check_schema.py). dataset-fashion-mnist:
+# tests/examples/test_train_fashion.c trains on it.
 test_packages=(libcmocka-dev vulkan-validationlayers python3 python3-jsonschema clang
-               libclang-rt-14-dev)
-bench_packages=(glslc python3-numpy)
+               libclang-rt-14-dev dataset-fashion-mnist)
+# python3-torch: bench_train's reference (the same training step in PyTorch, on the CPU).
+bench_packages=(glslc python3-numpy python3-torch dataset-fashion-mnist)
 
 say() { printf 'kiln.sh: %s\n' "$*" >&2; }
 
@@ -68,9 +73,9 @@ build() {
 case "${1:-}" in
 run)
     shift
-    ensure_packages "${build_packages[@]}"
+    ensure_packages "${build_packages[@]}" "${run_packages[@]}"
     build "$root/build/release" -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_TESTS=OFF
-    exec "$root/build/release/examples/attention" "$@"
+    exec "$root/build/release/examples/train_fashion" "$@"
     ;;
 info)
     shift
@@ -97,20 +102,23 @@ packages)
     sets=("${build_packages[@]}")
     for s in "$@"; do
         case "$s" in
+        run) sets+=("${run_packages[@]}") ;;
         test) sets+=("${test_packages[@]}") ;;
         bench) sets+=("${bench_packages[@]}") ;;
-        *) say "packages: unknown set '$s' (test, bench)"; exit 2 ;;
+        *) say "packages: unknown set '$s' (run, test, bench)"; exit 2 ;;
         esac
     done
     ensure_packages "${sets[@]}"
     ;;
 *)
     cat >&2 <<'USAGE'
-usage: ./kiln.sh run                      build and run Kiln's main job (the attention demo)
+usage: ./kiln.sh run [--epochs N ...]     build and run Kiln's main job: train a CNN on
+                                          Fashion-MNIST, print the test accuracy
        ./kiln.sh test [ctest options]     build with sanitizers and run every test
        ./kiln.sh info [kilninfo options]  build and run kilninfo
        ./kiln.sh bench                    build and run the benchmarks
-       ./kiln.sh packages [test] [bench]  install the Debian packages they need, nothing else
+       ./kiln.sh packages [run] [test] [bench]
+                                          install the Debian packages they need, nothing else
 USAGE
     exit 2
     ;;

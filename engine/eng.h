@@ -43,6 +43,10 @@ typedef enum eng_kind {
  * graph's depth). Readers lists are not references: they only order writes. */
 typedef struct eng_storage {
     uint64_t elements;
+    /* The most elements a storage of its node's shape holds for any values of the Variables in
+     * it (elements for constant shapes): kernels reading it assume this bound, not elements,
+     * so another bound value compiles nothing new (kernel.c lift_offset). */
+    uint64_t bound;
     ir_type type;
     vkd_buffer *buffer;       /* on a device */
     void *host;               /* with the interpreter */

@@ -632,7 +632,8 @@ static void lift_values(kbuild *b, kast *a) {
         a->valid = lift_bounds(b, a->valid);
         const eng_storage *s = b->k->buffers[a->buffer];
         if (s)
-            lift_offset(b, &a->index, s->elements, !is_true(a->valid));
+            lift_offset(b, &a->index, s->bound > s->elements ? s->bound : s->elements,
+                        !is_true(a->valid));
     } else if (a->kind == KAST_INDEX && a->index && sym_is_bool(a->index)) {
         a->index = lift_bounds(b, a->index); /* a mask (masked) */
     }
@@ -673,7 +674,10 @@ static void finish_kernel(kbuild *b) {
     unbind(b, &k->reduce_count);
     unbind(b, &k->out_index);
     if (k->out_index && k->buffers[0]) /* a write's destination */
-        lift_offset(b, &k->out_index, k->buffers[0]->elements, false);
+        lift_offset(b, &k->out_index,
+                    k->buffers[0]->bound > k->buffers[0]->elements ? k->buffers[0]->bound
+                                                                   : k->buffers[0]->elements,
+                    false);
     uint64_t h = base_hash_u64(0x6b65726eu, k->out_type);
     h = base_hash_u64(h, finish_tree(b, k->value));
     h = base_hash_u64(h, sym_hash_or_zero(k->numel));

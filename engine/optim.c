@@ -225,7 +225,8 @@ static bool sgd_one(kiln_optimizer *opt, uint32_t i, kiln_tensor *grad) {
         kiln_tensor *next = kiln_where(kiln_eq(opt->step, num(ctx, 1)), d, later);
         if (!next || kiln_copy_(buf, next) != KILN_OK)
             return false;
-        d = o->nesterov ? kiln_add(d, kiln_mul_scalar(next, o->momentum)) : next;
+        /* The buffer as written (see adam_one). */
+        d = o->nesterov ? kiln_add(d, kiln_mul_scalar(buf, o->momentum)) : buf;
     }
     kiln_tensor *delta = kiln_neg(kiln_mul(opt->lr, d));
     return delta && kiln_add_(p, delta) == KILN_OK;
@@ -252,6 +253,11 @@ static bool adam_one(kiln_optimizer *opt, uint32_t i, kiln_tensor *grad) {
                               kiln_mul_scalar(kiln_mul(g, g), 1.0 - o->beta2));
     if (!m || !v || kiln_copy_(opt->m[i], m) != KILN_OK || kiln_copy_(opt->v[i], v) != KILN_OK)
         return false;
+    /* The update reads the moments as written: realizing the parameter runs the moments'
+     * writes first (their kernels every step, the same from the first step on), rather than
+     * recomputing them inside the update and leaving the writes for a later realize. */
+    m = opt->m[i];
+    v = opt->v[i];
     kiln_tensor *bc1 = kiln_sub(num(ctx, 1), kiln_pow(num(ctx, o->beta1), opt->step));
     kiln_tensor *bc2 = kiln_sub(num(ctx, 1), kiln_pow(num(ctx, o->beta2), opt->step));
     kiln_tensor *denom = kiln_add_scalar(kiln_div(kiln_sqrt(v), kiln_sqrt(bc2)), o->eps);

@@ -56,6 +56,9 @@ static kiln_status assign_storage(kiln_context *ctx, eng_node *node, eng_kernel 
     eng_storage *storage = eng_storage_new(ctx, node->type, (uint64_t)n);
     if (!storage)
         return ctx->err.status ? ctx->err.status : KILN_ERROR_OUT_OF_HOST_MEMORY;
+    int64_t most = sym_vmax(numel);
+    if (most > n)
+        storage->bound = (uint64_t)most;
     node->storage = storage;
     k->buffers[0] = storage;
     return KILN_OK;
