@@ -17,8 +17,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 root=$(pwd)
 
 # zlib1g-dev: examples/train_fashion reads gzipped IDX files (the library never links zlib).
+# libcjson-dev: the safetensors reader's JSON parser (io/), a dependency of the installed
+# library (docs/packaging.md).
 build_packages=(cmake ninja-build gcc g++ libc6-dev pkg-config libvulkan-dev libvulkan1
-                libvulkan-volk-dev spirv-headers spirv-tools mesa-vulkan-drivers zlib1g-dev)
+                libvulkan-volk-dev spirv-headers spirv-tools mesa-vulkan-drivers zlib1g-dev
+                libcjson-dev)
 # The data set ./kiln.sh run trains on (/usr/share/datasets/fashion-mnist).
 run_packages=(dataset-fashion-mnist)
 # clang and libclang-rt-14-dev: the libFuzzer build (docs/fuzzing.md); the runtime is only a

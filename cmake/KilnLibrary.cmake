@@ -12,7 +12,7 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 find_package(Threads REQUIRED)
 
-set(KILN_LIBRARY_MODULES kiln_engine kiln_shaders_cache kiln_vk kiln_spirv kiln_shape
+set(KILN_LIBRARY_MODULES kiln_io kiln_engine kiln_shaders_cache kiln_vk kiln_spirv kiln_shape
                          kiln_symbolic kiln_base kiln_volk)
 set(kiln_archives "")
 foreach(module ${KILN_LIBRARY_MODULES})
@@ -31,8 +31,10 @@ add_custom_command(
   COMMAND_EXPAND_LISTS VERBATIM)
 
 # The libraries' users: the public headers, and what Kiln's objects call (pthreads, dlopen of
-# the Vulkan loader by volk, libm). kiln_vulkan.h includes Vulkan's headers.
-set(KILN_LINK_DEPS Threads::Threads ${CMAKE_DL_LIBS} m)
+# the Vulkan loader by volk, libm, and cJSON for safetensors headers: a shared library, which
+# libkiln.so records as needed and libkiln.a's users link). kiln_vulkan.h includes Vulkan's
+# headers.
+set(KILN_LINK_DEPS Threads::Threads ${CMAKE_DL_LIBS} m cjson)
 function(kiln_library_target target type)
   add_library(${target} ${type} ${KILN_OBJECT})
   set_target_properties(${target} PROPERTIES OUTPUT_NAME kiln LINKER_LANGUAGE C
@@ -78,6 +80,7 @@ add_library(Kiln::kiln_shared ALIAS kiln_shared)
 # Installation: headers, both libraries, the CMake package and kiln.pc.
 set(KILN_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Kiln)
 install(FILES ${KILN_PUBLIC_INCLUDE}/kiln/kiln.h ${KILN_PUBLIC_INCLUDE}/kiln/kiln_vulkan.h
+              ${KILN_PUBLIC_INCLUDE}/kiln/kiln_safetensors.h
               ${KILN_PUBLIC_INCLUDE}/kiln/kiln_base.h ${KILN_PUBLIC_INCLUDE}/kiln/status.def
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln)
 install(TARGETS kiln_static kiln_shared EXPORT KilnTargets

@@ -6,7 +6,8 @@ import os
 import re
 import sys
 
-HEADERS = ["include/kiln/kiln.h", "include/kiln/kiln_vulkan.h", "base/kiln_base.h"]
+HEADERS = ["include/kiln/kiln.h", "include/kiln/kiln_vulkan.h", "include/kiln/kiln_safetensors.h",
+           "base/kiln_base.h"]
 
 
 def main():

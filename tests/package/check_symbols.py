@@ -28,7 +28,7 @@ def main():
         for n in others:
             print(f"{path}: global symbol outside the public API: {n}")
         for want in ("kiln_context_create", "kiln_version", "kiln_context_create_vulkan",
-                     "kiln_status_string"):
+                     "kiln_status_string", "kiln_safetensors_open"):
             if want not in names:
                 print(f"{path}: {want} is not exported")
                 failed = True
