@@ -1,10 +1,8 @@
-/* examples/gpt2_model.c: GPT-2 with Kiln's public API (see gpt2_model.h): a small reader of
- * safetensors files, the model's weights and KV cache, one step of prefill or decode, and
- * sampling on the host. */
-#define _POSIX_C_SOURCE 200809L /* fseeko */
-#define _FILE_OFFSET_BITS 64
-
+/* examples/gpt2_model.c: GPT-2 with Kiln's public API (see gpt2_model.h): the weights (read with
+ * kiln_safetensors.h) and KV cache, one step of prefill or decode, and sampling on the host. */
 #include "gpt2_model.h"
+
+#include <kiln/kiln_safetensors.h>
 
 #include <math.h>
 #include <stdarg.h>
@@ -13,190 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- a safetensors reader ------------------------------------------------------------------ */
-/* The format: a little-endian u64 header size n, n bytes of JSON {name: {"dtype": "F32",
- * "shape": [..], "data_offsets": [begin, end]}, "__metadata__": {key: string}}, then the data
- * (offsets relative to its start). This reader parses that subset of JSON; unknown fields are
- * skipped. */
-
-enum { ST_NAME_MAX = 256, ST_MAX_DIMS = 8 };
-typedef enum st_dtype { ST_F32, ST_F16, ST_BF16, ST_OTHER } st_dtype;
-
-typedef struct st_entry {
-    char name[ST_NAME_MAX];
-    st_dtype dtype;
-    uint32_t ndim;
-    int64_t shape[ST_MAX_DIMS];
-    uint64_t begin, end;
-} st_entry;
-
-typedef struct st_file {
-    FILE *f;
-    uint64_t data_start, file_size;
-    st_entry *entries;
-    size_t count, cap;
-    char n_head[32]; /* the metadata's "n_head", or "" */
-} st_file;
-
-typedef struct st_cursor {
-    const char *p, *end;
-    bool bad;
-} st_cursor;
-
-static void st_ws(st_cursor *c) {
-    while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t'))
-        c->p++;
-}
-
-/* Consumes ch (after white space), else marks the cursor bad. */
-static bool st_expect(st_cursor *c, char ch) {
-    st_ws(c);
-    if (c->p < c->end && *c->p == ch) {
-        c->p++;
-        return true;
-    }
-    c->bad = true;
-    return false;
-}
-
-static bool st_peek(st_cursor *c, char ch) {
-    st_ws(c);
-    return c->p < c->end && *c->p == ch;
-}
-
-/* A JSON string into out (escapes kept as their character; \u as '?'), truncated to cap - 1. */
-static void st_string(st_cursor *c, char *out, size_t cap) {
-    size_t n = 0;
-    if (!st_expect(c, '"'))
-        return;
-    while (c->p < c->end && *c->p != '"') {
-        char ch = *c->p++;
-        if (ch == '\\' && c->p < c->end) {
-            ch = *c->p++;
-            if (ch == 'u') {
-                c->p += c->end - c->p >= 4 ? 4 : c->end - c->p;
-                ch = '?';
-            }
-        }
-        if (n + 1 < cap)
-            out[n++] = ch;
-    }
-    if (cap)
-        out[n] = 0;
-    if (!st_expect(c, '"'))
-        c->bad = true;
-}
-
-static int64_t st_int(st_cursor *c) {
-    st_ws(c);
-    int64_t v = 0;
-    const char *start = c->p;
-    while (c->p < c->end && *c->p >= '0' && *c->p <= '9' && v < INT64_MAX / 10)
-        v = v * 10 + (*c->p++ - '0');
-    if (c->p == start || (c->p < c->end && *c->p >= '0' && *c->p <= '9'))
-        c->bad = true;
-    return v;
-}
-
-/* Skips any JSON value (depth-limited). */
-static void st_skip(st_cursor *c, int depth) {
-    st_ws(c);
-    if (c->p >= c->end || depth > 32) {
-        c->bad = true;
-        return;
-    }
-    char ch = *c->p;
-    if (ch == '"') {
-        char dummy[1];
-        st_string(c, dummy, sizeof dummy);
-    } else if (ch == '{' || ch == '[') {
-        char close = ch == '{' ? '}' : ']';
-        c->p++;
-        if (st_peek(c, close)) {
-            c->p++;
-            return;
-        }
-        do {
-            if (ch == '{') {
-                char dummy[1];
-                st_string(c, dummy, sizeof dummy);
-                st_expect(c, ':');
-            }
-            st_skip(c, depth + 1);
-        } while (!c->bad && st_peek(c, ',') && c->p++);
-        st_expect(c, close);
-    } else {
-        while (c->p < c->end && !strchr(",}] \n\r\t", *c->p))
-            c->p++;
-    }
-}
-
-static void st_metadata(st_cursor *c, st_file *st) {
-    st_expect(c, '{');
-    if (st_peek(c, '}')) {
-        c->p++;
-        return;
-    }
-    do {
-        char key[64], value[32];
-        st_string(c, key, sizeof key);
-        st_expect(c, ':');
-        if (st_peek(c, '"')) {
-            st_string(c, value, sizeof value);
-            if (strcmp(key, "n_head") == 0)
-                snprintf(st->n_head, sizeof st->n_head, "%s", value);
-        } else {
-            st_skip(c, 1);
-        }
-    } while (!c->bad && st_peek(c, ',') && c->p++);
-    st_expect(c, '}');
-}
-
-static void st_tensor(st_cursor *c, st_entry *e) {
-    e->dtype = ST_OTHER;
-    st_expect(c, '{');
-    do {
-        char key[32];
-        st_string(c, key, sizeof key);
-        st_expect(c, ':');
-        if (strcmp(key, "dtype") == 0) {
-            char dt[16];
-            st_string(c, dt, sizeof dt);
-            e->dtype = strcmp(dt, "F32") == 0    ? ST_F32
-                       : strcmp(dt, "F16") == 0  ? ST_F16
-                       : strcmp(dt, "BF16") == 0 ? ST_BF16
-                                                 : ST_OTHER;
-        } else if (strcmp(key, "shape") == 0) {
-            st_expect(c, '[');
-            if (st_peek(c, ']')) {
-                c->p++;
-                continue;
-            }
-            do {
-                int64_t v = st_int(c);
-                if (e->ndim < ST_MAX_DIMS)
-                    e->shape[e->ndim] = v;
-                e->ndim++;
-            } while (!c->bad && st_peek(c, ',') && c->p++);
-            st_expect(c, ']');
-        } else if (strcmp(key, "data_offsets") == 0) {
-            st_expect(c, '[');
-            e->begin = (uint64_t)st_int(c);
-            st_expect(c, ',');
-            e->end = (uint64_t)st_int(c);
-            st_expect(c, ']');
-        } else {
-            st_skip(c, 1);
-        }
-    } while (!c->bad && st_peek(c, ',') && c->p++);
-    st_expect(c, '}');
-}
+/* ---- the weights --------------------------------------------------------------------------- */
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 4, 5)))
 #endif
 static kiln_status
-st_fail(char *msg, size_t size, kiln_status st, const char *fmt, ...) {
+fail(char *msg, size_t size, kiln_status st, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     if (size)
@@ -205,172 +26,56 @@ st_fail(char *msg, size_t size, kiln_status st, const char *fmt, ...) {
     return st;
 }
 
-static void st_close(st_file *st) {
-    if (st->f)
-        fclose(st->f);
-    free(st->entries);
-    memset(st, 0, sizeof *st);
-}
-
-static kiln_status st_parse(st_file *st, const char *json, size_t n, const char *path, char *msg,
-                            size_t size) {
-    st_cursor c = {json, json + n, false};
-    st_expect(&c, '{');
-    while (!c.bad && !st_peek(&c, '}')) {
-        char name[ST_NAME_MAX];
-        st_string(&c, name, sizeof name);
-        st_expect(&c, ':');
-        if (c.bad)
-            break;
-        if (strcmp(name, "__metadata__") == 0) {
-            st_metadata(&c, st);
-        } else {
-            if (st->count == st->cap) {
-                size_t cap = st->cap ? 2 * st->cap : 64;
-                st_entry *e = realloc(st->entries, cap * sizeof *e);
-                if (!e)
-                    return st_fail(msg, size, KILN_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
-                st->entries = e, st->cap = cap;
-            }
-            st_entry *e = &st->entries[st->count++];
-            memset(e, 0, sizeof *e);
-            snprintf(e->name, sizeof e->name, "%s", name);
-            st_tensor(&c, e);
-            uint64_t esize = e->dtype == ST_F32 ? 4 : 2, numel = 1;
-            for (uint32_t d = 0; d < e->ndim && d < ST_MAX_DIMS; d++)
-                numel = e->shape[d] >= 0 && numel <= UINT64_MAX / ((uint64_t)e->shape[d] + 1)
-                            ? numel * (uint64_t)e->shape[d]
-                            : UINT64_MAX / 8;
-            if (!c.bad && e->dtype != ST_OTHER &&
-                (e->ndim > ST_MAX_DIMS || e->end < e->begin || e->end - e->begin != numel * esize ||
-                 e->end > st->file_size - st->data_start))
-                return st_fail(msg, size, KILN_ERROR_INVALID_ARGUMENT,
-                               "%s: tensor %s: shape, dtype and data offsets disagree", path, name);
-        }
-        if (!st_peek(&c, ','))
-            break;
-        c.p++;
-    }
-    st_expect(&c, '}');
-    if (c.bad)
-        return st_fail(msg, size, KILN_ERROR_INVALID_ARGUMENT, "%s: malformed header at byte %zu",
-                       path, (size_t)(c.p - json) + 8);
-    return KILN_OK;
-}
-
-static kiln_status st_open(st_file *st, const char *path, char *msg, size_t size) {
-    memset(st, 0, sizeof *st);
-    st->f = fopen(path, "rb");
-    if (!st->f)
-        return st_fail(msg, size, KILN_ERROR_NOT_FOUND, "%s: cannot open", path);
-    unsigned char len[8];
-    uint64_t n = 0;
-    if (fseek(st->f, 0, SEEK_END) != 0)
-        goto malformed;
-    long end = ftell(st->f);
-    if (end < 8 || fseek(st->f, 0, SEEK_SET) != 0 || fread(len, 1, 8, st->f) != 8)
-        goto malformed;
-    for (int i = 7; i >= 0; i--)
-        n = n << 8 | len[i];
-    st->file_size = (uint64_t)end;
-    if (n > st->file_size - 8 || n > (uint64_t)100 << 20)
-        goto malformed;
-    st->data_start = 8 + n;
-    char *json = malloc(n ? n : 1);
-    if (!json) {
-        st_close(st);
-        return st_fail(msg, size, KILN_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
-    }
-    kiln_status status =
-        fread(json, 1, n, st->f) == n
-            ? st_parse(st, json, n, path, msg, size)
-            : st_fail(msg, size, KILN_ERROR_INVALID_ARGUMENT, "%s: short read", path);
-    free(json);
-    if (status != KILN_OK)
-        st_close(st);
-    return status;
-malformed:
-    st_close(st);
-    return st_fail(msg, size, KILN_ERROR_INVALID_ARGUMENT, "%s: not a safetensors file", path);
-}
-
-/* The entry named name, or "transformer." name. */
-static const st_entry *st_find(const st_file *st, const char *name) {
-    for (size_t i = 0; i < st->count; i++) {
-        const char *n = st->entries[i].name;
-        if (strncmp(n, "transformer.", 12) == 0)
-            n += 12;
-        if (strcmp(n, name) == 0)
-            return &st->entries[i];
+/* The file's name for name: name itself, or "transformer." name (the prefix of Hugging Face's
+ * GPT2Model), else NULL. (A scan of the names: a query of a missing one would leave a message.) */
+static const char *file_name(const kiln_safetensors *f, const char *name) {
+    for (uint32_t i = 0; i < kiln_safetensors_count(f); i++) {
+        const char *n = kiln_safetensors_name(f, i);
+        if (strcmp(n, name) == 0 ||
+            (strncmp(n, "transformer.", 12) == 0 && strcmp(n + 12, name) == 0))
+            return n;
     }
     return NULL;
 }
 
-static float st_half(uint16_t h) {
-    int e = h >> 10 & 31, m = h & 1023;
-    float v = e == 0    ? ldexpf((float)m, -24)
-              : e == 31 ? (m ? NAN : INFINITY)
-                        : ldexpf((float)(m | 1024), e - 25);
-    return h & 0x8000 ? -v : v;
-}
-
-/* ---- the model ----------------------------------------------------------------------------- */
-
-/* Loads the F32 tensor name, which must have ndim dims of sizes shape (-1: any; the size found
- * is stored there). */
-static kiln_status load_tensor(kiln_context *ctx, st_file *st, const char *name, uint32_t ndim,
-                               int64_t *shape, kiln_tensor **out, uint64_t *bytes, char *msg,
-                               size_t size) {
+/* Loads tensor name as F32; it must have ndim dims of sizes shape (-1: any; the size found is
+ * stored there). */
+static kiln_status load_tensor(kiln_context *ctx, kiln_safetensors *f, const char *name,
+                               uint32_t ndim, int64_t *shape, kiln_tensor **out, uint64_t *bytes,
+                               char *msg, size_t size) {
     *out = NULL;
-    const st_entry *e = st_find(st, name);
-    if (!e)
-        return st_fail(msg, size, KILN_ERROR_INVALID_ARGUMENT, "no tensor %s", name);
-    if (e->dtype == ST_OTHER)
-        return st_fail(msg, size, KILN_ERROR_INVALID_ARGUMENT,
-                       "tensor %s: dtype not F32, F16 or BF16", name);
-    bool ok = e->ndim == ndim;
+    const char *fname = file_name(f, name);
+    uint32_t got = 0;
+    int64_t dims[KILN_MAX_DIMS];
+    if (!fname || kiln_safetensors_info(f, fname, NULL, &got, dims) != KILN_OK)
+        return fail(msg, size, KILN_ERROR_INVALID_ARGUMENT, "no tensor %s", name);
+    bool ok = got == ndim;
     for (uint32_t d = 0; ok && d < ndim; d++) {
         if (shape[d] < 0)
-            shape[d] = e->shape[d];
-        ok = e->shape[d] == shape[d];
+            shape[d] = dims[d];
+        ok = dims[d] == shape[d];
     }
     if (!ok)
-        return st_fail(msg, size, KILN_ERROR_INVALID_ARGUMENT, "tensor %s: unexpected shape", name);
-    uint64_t n = e->end - e->begin, numel = n / (e->dtype == ST_F32 ? 4 : 2);
-    float *data = malloc(numel ? numel * sizeof(float) : 1);
-    if (!data)
-        return st_fail(msg, size, KILN_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
-    /* The raw data at the end of the float buffer, widened in place from the front. */
-    unsigned char *raw = (unsigned char *)data + (numel * sizeof(float) - n);
-    if (fseeko(st->f, (off_t)(st->data_start + e->begin), SEEK_SET) != 0 ||
-        fread(raw, 1, n, st->f) != n) {
-        free(data);
-        return st_fail(msg, size, KILN_ERROR_INVALID_ARGUMENT, "tensor %s: short read", name);
+        return fail(msg, size, KILN_ERROR_INVALID_ARGUMENT, "tensor %s: unexpected shape", name);
+    *out = kiln_safetensors_load(f, fname, KILN_F32);
+    if (!*out) {
+        kiln_status st = kiln_context_status(ctx);
+        fail(msg, size, st, "tensor %s: %s", name, kiln_context_message(ctx));
+        kiln_context_clear_error(ctx);
+        return st;
     }
-    if (e->dtype != ST_F32) {
-        for (uint64_t i = 0; i < numel; i++) {
-            uint16_t h = (uint16_t)(raw[2 * i] | raw[2 * i + 1] << 8);
-            uint32_t bits = (uint32_t)h << 16;
-            float v;
-            if (e->dtype == ST_BF16)
-                memcpy(&v, &bits, sizeof v);
-            else
-                v = st_half(h);
-            data[i] = v; /* bytes 4 i .. 4 i + 3: before the next read, at 2 numel + 2 i + 2 */
-        }
-    }
-    *out = kiln_from_data(ctx, KILN_F32, ndim, shape, data);
-    free(data);
-    *bytes += numel * sizeof(float);
-    return *out ? KILN_OK
-                : st_fail(msg, size, kiln_context_status(ctx), "tensor %s: %s", name,
-                          kiln_context_message(ctx));
+    int64_t numel = 1;
+    for (uint32_t d = 0; d < ndim; d++)
+        numel *= shape[d];
+    *bytes += (uint64_t)numel * sizeof(float);
+    return KILN_OK;
 }
 
-static int64_t count_layers(const st_file *st) {
+/* Layers: one more than the largest N of the names h.N.* (or transformer.h.N.*). */
+static int64_t count_layers(const kiln_safetensors *f) {
     int64_t layers = 0;
-    for (size_t i = 0; i < st->count; i++) {
-        const char *n = st->entries[i].name;
+    for (uint32_t i = 0; i < kiln_safetensors_count(f); i++) {
+        const char *n = kiln_safetensors_name(f, i);
         if (strncmp(n, "transformer.", 12) == 0)
             n += 12;
         char *end;
@@ -383,7 +88,8 @@ static int64_t count_layers(const st_file *st) {
     return layers;
 }
 
-static kiln_status load_layer(gpt2_model *m, st_file *st, int64_t i, char *msg, size_t size) {
+static kiln_status load_layer(gpt2_model *m, kiln_safetensors *f, int64_t i, char *msg,
+                              size_t size) {
     gpt2_layer *l = &m->layer[i];
     int64_t d3 = 3 * m->d;
     int64_t ff = -1; /* the MLP's width, from c_fc */
@@ -410,7 +116,7 @@ static kiln_status load_layer(gpt2_model *m, st_file *st, int64_t i, char *msg, 
         char name[96];
         snprintf(name, sizeof name, "h.%lld.%s", (long long)i, parts[p].suffix);
         int64_t shape[2] = {*parts[p].a, parts[p].b ? *parts[p].b : 0};
-        kiln_status s = load_tensor(m->ctx, st, name, parts[p].ndim, shape, parts[p].out,
+        kiln_status s = load_tensor(m->ctx, f, name, parts[p].ndim, shape, parts[p].out,
                                     &m->weight_bytes, msg, size);
         if (s != KILN_OK)
             return s;
@@ -421,8 +127,8 @@ static kiln_status load_layer(gpt2_model *m, st_file *st, int64_t i, char *msg, 
     l->k_cache = kiln_empty(m->ctx, KILN_F32, 3, cache);
     l->v_cache = kiln_empty(m->ctx, KILN_F32, 3, cache);
     if (!l->k_cache || !l->v_cache)
-        return st_fail(msg, size, kiln_context_status(m->ctx), "KV cache: %s",
-                       kiln_context_message(m->ctx));
+        return fail(msg, size, kiln_context_status(m->ctx), "KV cache: %s",
+                    kiln_context_message(m->ctx));
     return KILN_OK;
 }
 
@@ -430,53 +136,56 @@ kiln_status gpt2_load(kiln_context *ctx, const char *path, int64_t heads, gpt2_m
                       size_t size) {
     memset(m, 0, sizeof *m);
     m->ctx = ctx;
-    st_file st;
-    kiln_status s = st_open(&st, path, msg, size);
-    if (s != KILN_OK)
+    kiln_safetensors *f = NULL;
+    kiln_status s = kiln_safetensors_open(ctx, path, &f);
+    if (s != KILN_OK) {
+        fail(msg, size, s, "%s", kiln_context_message(ctx));
+        kiln_context_clear_error(ctx);
         return s;
+    }
     int64_t wte[2] = {-1, -1}, wpe[2] = {-1, -1};
-    s = load_tensor(ctx, &st, "wte.weight", 2, wte, &m->wte, &m->weight_bytes, msg, size);
+    s = load_tensor(ctx, f, "wte.weight", 2, wte, &m->wte, &m->weight_bytes, msg, size);
     if (s == KILN_OK) {
         wpe[1] = wte[1];
-        s = load_tensor(ctx, &st, "wpe.weight", 2, wpe, &m->wpe, &m->weight_bytes, msg, size);
+        s = load_tensor(ctx, f, "wpe.weight", 2, wpe, &m->wpe, &m->weight_bytes, msg, size);
     }
     if (s != KILN_OK)
-        goto fail;
+        goto undo_load;
     m->vocab = wte[0], m->d = wte[1], m->n_ctx = wpe[0];
-    m->heads = heads > 0 ? heads : st.n_head[0] ? strtol(st.n_head, NULL, 10) : 12;
-    m->layers = count_layers(&st);
+    const char *n_head = kiln_safetensors_metadata(f, "n_head");
+    m->heads = heads > 0 ? heads : n_head ? strtol(n_head, NULL, 10) : 12;
+    m->layers = count_layers(f);
     if (m->heads <= 0 || m->d % m->heads != 0 || m->n_ctx < 1 || m->layers < 1) {
-        s = st_fail(msg, size, KILN_ERROR_INVALID_ARGUMENT,
-                    "%s: d = %lld, heads = %lld, n_ctx = %lld, layers = %lld: not a GPT-2", path,
-                    (long long)m->d, (long long)m->heads, (long long)m->n_ctx,
-                    (long long)m->layers);
-        goto fail;
+        s = fail(msg, size, KILN_ERROR_INVALID_ARGUMENT,
+                 "%s: d = %lld, heads = %lld, n_ctx = %lld, layers = %lld: not a GPT-2", path,
+                 (long long)m->d, (long long)m->heads, (long long)m->n_ctx, (long long)m->layers);
+        goto undo_load;
     }
     m->head_dim = m->d / m->heads;
     m->layer = calloc((size_t)m->layers, sizeof *m->layer);
     if (!m->layer) {
-        s = st_fail(msg, size, KILN_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
-        goto fail;
+        s = fail(msg, size, KILN_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
+        goto undo_load;
     }
     for (int64_t i = 0; i < m->layers && s == KILN_OK; i++)
-        s = load_layer(m, &st, i, msg, size);
+        s = load_layer(m, f, i, msg, size);
     int64_t dshape[1] = {m->d};
     if (s == KILN_OK)
-        s = load_tensor(ctx, &st, "ln_f.weight", 1, dshape, &m->lnf_w, &m->weight_bytes, msg, size);
+        s = load_tensor(ctx, f, "ln_f.weight", 1, dshape, &m->lnf_w, &m->weight_bytes, msg, size);
     if (s == KILN_OK)
-        s = load_tensor(ctx, &st, "ln_f.bias", 1, dshape, &m->lnf_b, &m->weight_bytes, msg, size);
+        s = load_tensor(ctx, f, "ln_f.bias", 1, dshape, &m->lnf_b, &m->weight_bytes, msg, size);
     if (s != KILN_OK)
-        goto fail;
+        goto undo_load;
     m->pos_var = kiln_variable(ctx, "gpt2_pos", 0, m->n_ctx - 1);
     m->len_var = kiln_variable(ctx, "gpt2_len", 1, m->n_ctx);
     if (!m->pos_var || !m->len_var) {
-        s = st_fail(msg, size, kiln_context_status(ctx), "%s", kiln_context_message(ctx));
-        goto fail;
+        s = fail(msg, size, kiln_context_status(ctx), "%s", kiln_context_message(ctx));
+        goto undo_load;
     }
-    st_close(&st);
+    kiln_safetensors_close(f);
     return KILN_OK;
-fail:
-    st_close(&st);
+undo_load:
+    kiln_safetensors_close(f);
     gpt2_finish(m);
     return s;
 }

@@ -10,7 +10,7 @@
  * h.N.mlp.c_fc.*, h.N.mlp.c_proj.*, ln_f.*; names may carry a "transformer." prefix, and the
  * h.N.attn.bias / masked_bias buffers are skipped. Every size comes from the shapes; the layer
  * count from the names; the head count from the caller, else the file's metadata "n_head",
- * else 12. F32, F16 and BF16 weights load as F32.
+ * else 12. F32, F16 and BF16 weights load as F32 (kiln_safetensors.h reads the file).
  *
  * Generation keeps a KV cache, per layer K and V of (heads, n_ctx, head_dim), made once. A step
  * of T tokens at position pos binds two Variables (pos and T), writes the step's keys and values
@@ -59,10 +59,11 @@ typedef struct gpt2_model {
 } gpt2_model;
 
 /* Loads the checkpoint at path into ctx (weights on the device) and makes the KV cache. heads 0:
- * the metadata's "n_head", else 12. On failure returns a status (KILN_ERROR_NOT_FOUND for a file
- * that cannot be opened, KILN_ERROR_INVALID_ARGUMENT for a malformed file or missing or
- * mis-shaped tensors, a Kiln status otherwise) and writes a message into msg; m is then empty
- * (gpt2_finish of it is a no-op). */
+ * the metadata's "n_head", else 12. On failure returns a status (kiln_safetensors_open's for a
+ * file it refuses: KILN_ERROR_NOT_FOUND, KILN_ERROR_IO, KILN_ERROR_CORRUPT_DATA, ...;
+ * KILN_ERROR_INVALID_ARGUMENT for a missing or mis-shaped tensor or sizes that are no GPT-2's; a
+ * Kiln status otherwise) and writes a message into msg; the context keeps no error, and m is
+ * empty (gpt2_finish of it is a no-op). */
 kiln_status gpt2_load(kiln_context *ctx, const char *path, int64_t heads, gpt2_model *m, char *msg,
                       size_t msg_size);
 /* Releases the weights and the cache (the context stays). */
