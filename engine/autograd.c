@@ -397,7 +397,8 @@ static const char *op_name(uint32_t op) {
         "relu",     "cast",      "add_scalar", "mul_scalar", "sum",      "prod",    "max",
         "min",      "mean",      "var",        "std",     "softmax",     "log_softmax",
         "matmul",   "reshape",   "permute",    "expand",  "pad",         "shrink",  "flip",
-        "slice",    "select",    "diagonal",   "unfold",  "as_strided"};
+        "slice",    "select",    "diagonal",   "unfold",  "as_strided",  "transpose",
+        "narrow",   "index_select"};
     return op < sizeof names / sizeof names[0] ? names[op] : "?";
 }
 
@@ -636,6 +637,34 @@ static kiln_tensor *as_strided_grad(grad_run *r, kiln_tensor *g) {
                                   (int32_t[]){1}, false);
     gx = kiln_div(gx, share);
     return kiln_reshape(gx, xv->ndim, xshape);
+}
+
+/* index_select's gradient (ints: dim): each row's gradient added into the row it came from,
+ * repeated indices accumulating, as (.., n) @ one_hot(index, size) (n, size) with dim moved
+ * last and back (a weight gradient's scatter-add as a product). An index out of range matches
+ * no row. */
+static kiln_tensor *index_select_grad(grad_run *r, kiln_tensor *g) {
+    kiln_context *ctx = r->ctx;
+    const shape_view *iv = in_view(r->fn, 0);
+    uint32_t nd = iv->ndim, dim = norm_dim(r->fn->ints[0], nd);
+    kiln_tensor *index = in_value(r, 1);
+    if (index && kiln_tensor_ndim(index) == 0)
+        index = kiln_unsqueeze(index, 0);
+    if (!index)
+        return NULL;
+    const kiln_expr *size = eng_expr_handle(ctx, iv->shape[dim]);
+    kiln_tensor *hot = kiln_cast(
+        kiln_eq(kiln_unsqueeze(index, -1), kiln_arange_sym(ctx, eng_dtype(type_of(index)), size)),
+        eng_dtype(type_of(g)));
+    int32_t perm[SHAPE_MAX_DIMS], back[SHAPE_MAX_DIMS];
+    for (uint32_t d = 0, j = 0; d < nd; d++) {
+        if (d != dim)
+            perm[j++] = (int32_t)d;
+    }
+    perm[nd - 1] = (int32_t)dim;
+    for (uint32_t j = 0; j < nd; j++)
+        back[perm[j]] = (int32_t)j;
+    return kiln_permute(kiln_matmul(kiln_permute(g, perm), hot), back);
 }
 
 /* The gradient of f's input i from g, the gradient of f's output. */
@@ -949,6 +978,8 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
     }
     case ENG_AG_AS_STRIDED:
         return as_strided_grad(r, g);
+    case ENG_AG_INDEX_SELECT:
+        return i == 0 ? index_select_grad(r, g) : NULL;
     }
     return NULL;
 }

@@ -33,6 +33,7 @@ typedef struct emitter {
     bool *opaque_mul; /* IR MUL -> its constant operand is replaced by the stand-in (NULL: none) */
     bool *div;        /* IR value -> it may differ between invocations (divergent) */
     bool *loop;       /* IR value -> it is, or flows into, an instruction inside a RANGE */
+    spv_id mul_pair;  /* struct {u32, u32}, OpUMulExtended's result (MULHI; 0: not made yet) */
 } emitter;
 
 /* ---- types ------------------------------------------------------------------------------- */
@@ -448,6 +449,17 @@ static spv_id bool_alu(spv_builder *b, ir_op op, spv_id x, spv_id y) {
     }
 }
 
+/* MULHI: member 1 (the high half) of OpUMulExtended's {low, high} (32-bit operations only: no
+ * Int64 capability needed). */
+static spv_id mul_high(emitter *e, spv_id x, spv_id y) {
+    spv_builder *b = e->b;
+    if (!e->mul_pair) {
+        spv_id u32 = spv_type_int(b, 32, false);
+        e->mul_pair = spv_type_struct(b, 2, (const spv_id[]){u32, u32}, NULL, false);
+    }
+    return spv_composite_extract(b, spv_mul_extended(b, SpvOpUMulExtended, e->mul_pair, x, y), 1);
+}
+
 static spv_id alu(emitter *e, const ir_inst *i) {
     spv_builder *b = e->b;
     const ir_inst *insts = e->k->insts.data;
@@ -462,6 +474,8 @@ static spv_id alu(emitter *e, const ir_inst *i) {
         return convert(b, i->type, st, x);
     if (i->op == IR_WHERE)
         return spv_select(b, x, y, e->ids[i->src[2]]);
+    if (i->op == IR_MULHI)
+        return mul_high(e, x, y);
     if (i->op >= IR_LT && i->op <= IR_NE)
         return compare(b, i->op, st, x, y);
     if (i->type == IR_BOOL)
@@ -583,11 +597,18 @@ static void store(emitter *e, const ir_inst *i) {
         v);
 }
 
+/* A u32 value as i64: OpUConvert to u64 (in a Shader its result type must be unsigned), then
+ * the same bits as i64. */
+static spv_id u32_to_i64(spv_builder *b, spv_id v) {
+    spv_id u64 = spv_convert(b, SpvOpUConvert, spv_type_int(b, 64, false), v);
+    return spv_convert(b, SpvOpBitcast, spv_type_int(b, 64, true), u64);
+}
+
 /* The integer constant value (of type t, I32 or I64) times NumWorkgroups.z: the same value, which
  * the driver's compiler cannot fold (opaque_multipliers). */
 static spv_id hidden(emitter *e, ir_type t, spv_id value) {
     spv_builder *b = e->b;
-    spv_id z = t == IR_I64 ? spv_convert(b, SpvOpUConvert, spv_type_int(b, 64, true), e->groups_z)
+    spv_id z = t == IR_I64 ? u32_to_i64(b, e->groups_z)
                            : spv_convert(b, SpvOpBitcast, spv_type_int(b, 32, true), e->groups_z);
     return spv_binop(b, SpvOpIMul, value, z);
 }
@@ -899,10 +920,7 @@ static void compute_global_id(emitter *e) {
         e->lane = spv_load(b, spv_builtin(b, SpvBuiltInLocalInvocationIndex));
     spv_id linear;
     if (e->k->index_type == IR_I64) {
-        spv_id i64 = spv_type_int(b, 64, true);
-        spv_id x64 = spv_convert(b, SpvOpUConvert, i64, x);
-        spv_id y64 = spv_convert(b, SpvOpUConvert, i64, y);
-        spv_id w64 = spv_convert(b, SpvOpUConvert, i64, width);
+        spv_id x64 = u32_to_i64(b, x), y64 = u32_to_i64(b, y), w64 = u32_to_i64(b, width);
         linear = spv_binop(b, SpvOpIAdd, x64, spv_binop(b, SpvOpIMul, y64, w64));
     } else {
         linear = spv_binop(b, SpvOpIAdd, x, spv_binop(b, SpvOpIMul, y, width));
@@ -932,7 +950,7 @@ static void emit_inst(emitter *e, uint32_t at, uint32_t *open, uint32_t *depth) 
         break;
     case IR_LANE:
         e->ids[at] = e->k->index_type == IR_I64
-                         ? spv_convert(b, SpvOpUConvert, spv_type_int(b, 64, true), e->lane)
+                         ? u32_to_i64(b, e->lane)
                          : spv_convert(b, SpvOpBitcast, spv_type_int(b, 32, true), e->lane);
         break;
     case IR_GROUP:

@@ -30,10 +30,13 @@ typedef enum eng_kind {
     ENG_BUFFER, /* storage (from host data, empty, or a realized result) */
     ENG_CONST,  /* every element = value */
     ENG_INDEX,  /* element = its row-major flat index (arange) */
-    ENG_RAND,   /* element = uniform [0, 1) from (seed, flat index) */
+    ENG_RAND,   /* element = uniform [0, 1): word rand_word of Philox4x32-10 (key seed, counter
+                   the flat index), lower.c */
     ENG_EW,     /* elementwise ir op over the sources */
     ENG_REDUCE, /* combine (ADD, MUL, MAX, MIN) over the axes in reduce_mask (kept as size 1) */
     ENG_WRITE,  /* src[0]'s storage with the elements of dst_view replaced by src[1] (in place) */
+    ENG_GATHER, /* src[0] with its index along dim read from src[1] (1-d, i32 or i64): element
+                   i of dim is src[0]'s element src[1][i] (index_select) */
 } eng_kind;
 
 /* Lifetime (engine/lifetime.c). A tensor handle holds a cell; a cell (the tensors that view one
@@ -85,7 +88,9 @@ typedef struct eng_node {
     double value;                  /* ENG_CONST */
     const sym_node *value_expr;    /* ENG_CONST: a symbolic value instead (NULL: value) */
     uint64_t seed;                 /* ENG_RAND */
+    uint32_t rand_word;            /* ENG_RAND: which of the block's four words (0..3) */
     uint32_t reduce_mask;          /* ENG_REDUCE */
+    uint32_t dim;                  /* ENG_GATHER: the dim indexed */
     bool arg;                      /* ENG_REDUCE with IR_MAX: index (i32) of the first maximum */
     bool unique;                   /* a creation (zeros, arange, ...): never hash-consed */
     bool boundary;                 /* kiln_contiguous: realized by a kernel of its own */
@@ -187,9 +192,12 @@ typedef enum kast_kind {
     KAST_LOAD,   /* buffer[index] where valid, else 0 */
     KAST_CONST,  /* value */
     KAST_INDEX,  /* the value of an index expression (index), cast to type */
-    KAST_RAND,   /* uniform [0, 1) from seed and the index expression */
+    KAST_RAND,   /* uniform [0, 1): word `word` of Philox4x32-10, key seed, counter index */
     KAST_ALU,    /* op over src */
     KAST_REDUCE, /* the kernel's reduction result (only outside the reduction's body) */
+    KAST_GATHER, /* buffer[index] where valid, else 0, index mentioning var, whose value is
+                    src[0] (the index read) when 0 <= src[0] < bound; else invalid, and where
+                    guard holds the flag buffer's words become 1, src[0], bound */
 } kast_kind;
 
 typedef struct kast {
@@ -202,12 +210,19 @@ typedef struct kast {
     const sym_node *index, *valid;
     double value;
     uint64_t seed;
+    uint32_t word; /* KAST_RAND: the word of the Philox block */
+    /* KAST_RAND: the seed's low and high 32 bits as parameters (kernel.c lift_seed: Variables
+     * of the kernel pushed like bound values), or NULL: the seed is code. */
+    const sym_node *key[2];
     uint32_t reduction; /* KAST_REDUCE: which of the kernel's reductions */
+    const sym_node *var, *bound, *guard; /* KAST_GATHER */
+    uint32_t flag;                       /* KAST_GATHER: the flag buffer's slot */
     uint64_t hash;
 } kast;
 
 enum { ENG_MAX_BUFFERS = 16, ENG_MAX_PARAMS = 32, ENG_MAX_REDUCTIONS = 4 };
 enum { ENG_MAX_TILE = 64 }; /* outputs per invocation of a tiled kernel */
+enum { ENG_MAX_GATHERS = 32 }; /* gathers in one kernel (more are realized first) */
 /* The loop passes (a loop of n iterations makes n + 1) one invocation of a kernel may run in
  * all: below the 65535 after which lavapipe leaves loops silently (lower.c, the loop budget). */
 enum { ENG_LOOP_PASSES = 65534 };
@@ -347,6 +362,9 @@ struct kiln_context {
     bool force_specialization; /* test-only: specialise symbolic sizes too (guards) */
     bool timing;               /* timestamp queries around each realize's batch */
     struct eng_trace *trace;   /* KILN_TRACE's file (trace.c); NULL: not tracing */
+    /* The out-of-range flag gathers set (words: 1, the index, the size; runtime.c), bound to
+     * every kernel that gathers; realize checks it after the batch (NULL: none made yet). */
+    eng_storage *bounds_flag;
     /* While tracing: the graph-building calls since the last realize (eng_temps_begin/end):
      * the first's start, the last's end, their own time, how many; the current call's start. */
     int64_t graph_first_ns, graph_last_ns, graph_own_ns, graph_call_ns;
@@ -509,6 +527,7 @@ typedef enum eng_ag_op {
     ENG_AG_SELECT, ENG_AG_DIAGONAL, ENG_AG_UNFOLD, ENG_AG_AS_STRIDED,
     /* Forms of the above the record normalizes: transpose (a permute), narrow (a shrink). */
     ENG_AG_TRANSPOSE, ENG_AG_NARROW,
+    ENG_AG_INDEX_SELECT, /* ints: dim; the gradient scatters (adds) into the rows indexed */
 } eng_ag_op;
 
 /* The arguments of an op that records how to differentiate itself. */
@@ -674,6 +693,10 @@ void eng_storage_free(kiln_context *ctx, eng_storage *s);
 void eng_storage_release(kiln_context *ctx, eng_storage *s);
 kiln_status eng_storage_write(kiln_context *ctx, eng_storage *s, const void *data, uint64_t bytes);
 kiln_status eng_storage_read(kiln_context *ctx, eng_storage *s, void *data, uint64_t bytes);
+/* The context's out-of-range flag (ctx->bounds_flag), made and zeroed on first use; NULL with
+ * the error recorded. */
+eng_storage *eng_bounds_flag(kiln_context *ctx);
+enum { ENG_BOUNDS_WORDS = 4 };
 kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program **out);
 typedef struct eng_batch eng_batch;
 kiln_status eng_batch_begin(kiln_context *ctx, eng_batch **out);

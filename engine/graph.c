@@ -106,6 +106,8 @@ static uint64_t node_hash(const eng_node *n) {
     h = base_hash_u64(h, bits);
     h = base_hash_u64(h, n->value_expr ? sym_node_hash(n->value_expr) : 0);
     h = base_hash_u64(h, n->seed);
+    h = base_hash_u64(h, n->dim);
+    h = base_hash_u64(h, n->rand_word);
     return base_hash_u64(h, ((uint64_t)n->reduce_mask << 1) | n->arg);
 }
 
@@ -114,8 +116,8 @@ bool eng_node_same(const void *stored, const void *key, void *user) {
     const eng_node *a = stored, *b = key;
     if (a->kind != b->kind || a->op != b->op || a->type != b->type || a->ndim != b->ndim ||
         a->nsrc != b->nsrc || memcmp(&a->value, &b->value, sizeof a->value) != 0 ||
-        a->value_expr != b->value_expr || a->seed != b->seed || a->reduce_mask != b->reduce_mask ||
-        a->arg != b->arg)
+        a->value_expr != b->value_expr || a->seed != b->seed || a->rand_word != b->rand_word ||
+        a->reduce_mask != b->reduce_mask || a->arg != b->arg || a->dim != b->dim)
         return false;
     for (uint32_t d = 0; d < a->ndim; d++) {
         if (a->shape[d] != b->shape[d])
@@ -472,11 +474,12 @@ kiln_tensor *kiln_scalar(kiln_context *ctx, kiln_dtype dtype, double value) {
 }
 
 static kiln_tensor *leaf(kiln_context *ctx, eng_kind kind, ir_type type, uint32_t ndim,
-                         const sym_node *const *dims, uint64_t seed) {
+                         const sym_node *const *dims, uint64_t seed, uint32_t rand_word) {
     eng_node *n = eng_node_new(ctx, kind, IR_CONST, type, ndim, dims);
     if (!n)
         return NULL;
     n->seed = seed;
+    n->rand_word = rand_word;
     n->unique = true; /* a creation: a storage of its own */
     return contiguous_tensor(ctx, eng_node_intern(ctx, n));
 }
@@ -533,7 +536,7 @@ static kiln_tensor *arange_impl(kiln_context *ctx, kiln_dtype dtype, double star
     else if (work == IR_I64 && (step >= 0x1p63 || step < -0x1p63)) /* the ends fit: < 2^64 */
         step += step > 0 ? -0x1p64 : 0x1p64;
     const sym_node *dim = sym_const(ctx->sym, (int64_t)count);
-    kiln_tensor *idx = leaf(ctx, ENG_INDEX, work, 1, &dim, 0);
+    kiln_tensor *idx = leaf(ctx, ENG_INDEX, work, 1, &dim, 0, 0);
     kiln_tensor *r = kiln_add(kiln_mul(idx, eng_full(ctx, work, 0, NULL, step, NULL)),
                               eng_full(ctx, work, 0, NULL, start, NULL));
     return work == type ? r : kiln_cast(r, dtype);
@@ -547,11 +550,12 @@ static kiln_tensor *rand_impl(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim
         return NULL;
     if (!ir_type_is_float(eng_ir_type(dtype)))
         return eng_fail(ctx, KILN_ERROR_DTYPE_MISMATCH, "kiln_rand: dtype must be a float");
-    kiln_tensor *u = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed);
+    kiln_tensor *u = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed, 0);
     return dtype == KILN_F32 ? u : kiln_cast(u, dtype);
 }
 
-/* Box-Muller: sqrt(-2 ln(1 - u1)) * cos(2 pi u2), u1 and u2 uniform from independent streams. */
+/* Box-Muller: sqrt(-2 ln(1 - u1)) * cos(2 pi u2), u1 and u2 uniform: words 0 and 1 of the
+ * element's Philox block (independent; u1 is kiln_rand's number with that seed). */
 static kiln_tensor *box_muller(kiln_context *ctx, kiln_tensor *u1, kiln_tensor *u2,
                                kiln_dtype dtype) {
     kiln_tensor *one = eng_full(ctx, IR_F32, 0, NULL, 1.0, NULL);
@@ -571,8 +575,8 @@ static kiln_tensor *randn_impl(kiln_context *ctx, kiln_dtype dtype, uint32_t ndi
         return NULL;
     if (!ir_type_is_float(eng_ir_type(dtype)))
         return eng_fail(ctx, KILN_ERROR_DTYPE_MISMATCH, "kiln_randn: dtype must be a float");
-    kiln_tensor *u1 = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed);
-    kiln_tensor *u2 = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed ^ 0x9e3779b97f4a7c15ull);
+    kiln_tensor *u1 = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed, 0);
+    kiln_tensor *u2 = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed, 1);
     return box_muller(ctx, u1, u2, dtype);
 }
 
@@ -743,20 +747,20 @@ static kiln_tensor *rand_sym_impl(kiln_context *ctx, kiln_dtype dtype, uint32_t 
         return NULL;
     if (!ir_type_is_float(eng_ir_type(dtype)))
         return eng_fail(ctx, KILN_ERROR_DTYPE_MISMATCH, "kiln_rand: dtype must be a float");
-    kiln_tensor *u = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed);
+    kiln_tensor *u = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed, 0);
     return dtype == KILN_F32 ? u : kiln_cast(u, dtype);
 }
 
 static kiln_tensor *randn_sym_impl(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
                                    const kiln_expr *const *shape, uint64_t seed) {
-    if (!check_dtype(ctx, "kiln_randn", dtype)) /* before eng_ir_type reads its table */
-        return NULL;
-    kiln_tensor *u1 = kiln_rand_sym(ctx, KILN_F32, ndim, shape, seed);
-    kiln_tensor *u2 = kiln_rand_sym(ctx, KILN_F32, ndim, shape, seed ^ 0x9e3779b97f4a7c15ull);
-    if (!u1 || !u2)
+    const sym_node *dims[SHAPE_MAX_DIMS];
+    if (!ctx || !check_dtype(ctx, "kiln_randn", dtype) ||
+        !eng_shape_from_exprs(ctx, "kiln_randn", ndim, shape, dims))
         return NULL;
     if (!ir_type_is_float(eng_ir_type(dtype)))
         return eng_fail(ctx, KILN_ERROR_DTYPE_MISMATCH, "kiln_randn: dtype must be a float");
+    kiln_tensor *u1 = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed, 0);
+    kiln_tensor *u2 = leaf(ctx, ENG_RAND, IR_F32, ndim, dims, seed, 1);
     return box_muller(ctx, u1, u2, dtype);
 }
 
@@ -765,7 +769,7 @@ kiln_tensor *kiln_arange_sym(kiln_context *ctx, kiln_dtype dtype, const kiln_exp
     if (!ctx || !check_dtype(ctx, "kiln_arange", dtype) ||
         !eng_shape_from_exprs(ctx, "kiln_arange", 1, &stop, &dim))
         return NULL;
-    kiln_tensor *idx = leaf(ctx, ENG_INDEX, eng_ir_type(dtype), 1, &dim, 0);
+    kiln_tensor *idx = leaf(ctx, ENG_INDEX, eng_ir_type(dtype), 1, &dim, 0, 0);
     return idx;
 }
 

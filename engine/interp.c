@@ -236,6 +236,9 @@ static slot int_alu(ir_op op, ir_type t, int64_t a, int64_t b) {
     case IR_NOT:
         r.i = !a;
         break;
+    case IR_MULHI: /* u32 only (ir_verify) */
+        r.i = (int64_t)(((ua & 0xffffffffu) * (ub & 0xffffffffu)) >> 32);
+        break;
     case IR_NEG:
         r.i = (int64_t)(0 - ua);
         break;

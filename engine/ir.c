@@ -412,6 +412,8 @@ static kiln_status verify_types(verifier *v, uint32_t at) {
         return !is_float ? KILN_OK : bad(v, at, "bitwise op on floats");
     if (i->op == IR_NOT)
         return i->type == IR_BOOL ? KILN_OK : bad(v, at, "NOT needs bool");
+    if (i->op == IR_MULHI)
+        return i->type == IR_U32 ? KILN_OK : bad(v, at, "MULHI needs u32");
     return KILN_OK;
 }
 

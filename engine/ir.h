@@ -98,7 +98,8 @@ const char *ir_type_name(ir_type t);
     X(STORE4, 5, MEMORY) /* buffer arg, elements src0 .. src0 + 3 (src0 % 4 == 0) = src1..src4 */  \
     X(SHARE, 1, ALU)     /* team kernels: src0 as lane arg of the team computed it */              \
     X(LOAD8, 1, MEMORY)  /* as LOAD4, elements src0 .. src0 + 7 (src0 % 8 == 0) */                 \
-    X(STORE8, 9, MEMORY) /* as STORE4, elements src0 .. src0 + 7 (src0 % 8 == 0) = src1..src8 */
+    X(STORE8, 9, MEMORY) /* as STORE4, elements src0 .. src0 + 7 (src0 % 8 == 0) = src1..src8 */   \
+    X(MULHI, 2, ALU)     /* u32: the high 32 bits of the 64-bit product (MUL gives the low) */
 
 typedef enum ir_op {
 #define X(name, n, kind) IR_##name,

@@ -41,6 +41,7 @@ typedef struct kbuild {
     eng_node *last_top;    /* the last such node (its loads may fill the buffer table) */
     bool row_ok;           /* an elementwise kernel of constant sizes: row mode is possible */
     uint32_t depth;        /* unrealized nodes inlined around the current one */
+    uint32_t gathers;      /* gathers in the kernel (each names its Variable) */
     const sym_node *out_idx[SHAPE_MAX_DIMS]; /* the output element's indices */
     /* Values lifted out of the code (finish_tree): each expression replaced, and by what. */
     struct lifted {
@@ -48,6 +49,12 @@ typedef struct kbuild {
         int64_t lo, hi; /* an offset's range (a bound's comes from its comparison) */
     } lifted[ENG_MAX_PARAMS];
     uint32_t lifted_count;
+    /* Seeds made parameters (lift_seed): each seed's Variables (low, high 32 bits). */
+    struct lifted_seed {
+        uint64_t seed;
+        const sym_node *key[2];
+    } seeds[ENG_MAX_PARAMS / 2];
+    uint32_t seed_count;
     kiln_status status;
 } kbuild;
 
@@ -314,8 +321,62 @@ static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx) 
     return masked(b, valid, value);
 }
 
+/* A gather (ENG_GATHER n at idx): the index read at idx[dim] (any expression, fused), and a
+ * load of src[0]'s storage through its view at idx with idx[dim] a Variable of [0, size) that
+ * lowering binds to the index read (lower.c lower_gather). src[0] is read from its storage:
+ * unrealized, it is realized first (the load's element is not a symbolic expression of the
+ * output's index, so src[0] cannot be inlined). */
+static kast *gather_value(kbuild *b, eng_node *n, const sym_node *const *idx) {
+    eng_node *t = n->src[0].node;
+    if (b->gathers == ENG_MAX_GATHERS) { /* (never the kernel's own output: its first) */
+        need(b, n);
+        return NULL;
+    }
+    bool outer_at_output = b->at_output;
+    b->at_output = false;
+    kast *at = src_value(b, &n->src[1], idx + n->dim);
+    b->at_output = outer_at_output;
+    if (!t->storage) {
+        need(b, t);
+        return NULL;
+    }
+    eng_storage *flag = eng_bounds_flag(b->ctx);
+    if (!flag) {
+        build_fail(b, b->ctx->err.status, "the bounds flag");
+        return NULL;
+    }
+    const sym_node *size = shape_tracker_last(n->src[0].st)->shape[n->dim];
+    int64_t max = sym_vmax(size) - 1;
+    char name[48];
+    snprintf(name, sizeof name, "gather%u:%lld", b->gathers++, (long long)(max < 0 ? 0 : max));
+    const sym_node *var = sym_var(b->sym, name, 0, max < 0 ? 0 : max);
+    const sym_node *own[SHAPE_MAX_DIMS], *index, *valid;
+    for (uint32_t d = 0; d < n->ndim; d++)
+        own[d] = d == n->dim ? var : idx[d];
+    kiln_status st = shape_tracker_index(b->ctx->shape, n->src[0].st, own, &index, &valid);
+    if (st != KILN_OK) {
+        build_fail(b, st, shape_ctx_message(b->ctx->shape));
+        return NULL;
+    }
+    kast *a = at ? kast_new(b, KAST_GATHER, IR_CONST, t->storage->type) : NULL;
+    if (!a)
+        return NULL;
+    a->nsrc = 1;
+    a->src[0] = at;
+    a->buffer = buffer_slot(b, t->storage);
+    a->flag = buffer_slot(b, flag);
+    a->index = index;
+    a->valid = is_true(valid) ? b->valid : sym_and(b->sym, b->valid, valid);
+    a->var = var;
+    a->bound = size;
+    a->guard = b->valid;
+    return a;
+}
+
 static kast *node_value(kbuild *b, eng_node *n, const sym_node *const *idx) {
     switch (n->kind) {
+    case ENG_GATHER:
+        return gather_value(b, n, idx);
     case ENG_CONST:
         if (n->value_expr) {
             kast *a = kast_new(b, KAST_INDEX, IR_CONST, n->type);
@@ -330,6 +391,7 @@ static kast *node_value(kbuild *b, eng_node *n, const sym_node *const *idx) {
         if (a) {
             a->index = ravel(b, n->ndim, n->shape, idx);
             a->seed = n->seed;
+            a->word = n->rand_word;
         }
         return a;
     }
@@ -626,8 +688,46 @@ static const sym_node *lift_bounds(kbuild *b, const sym_node *s) {
     }
 }
 
+/* A rand's seed as two parameters, its low and high 32 bits ("rand.seed<n>.lo" and ".hi",
+ * Variables over [0, 2^32), pushed like bound values; in an i32 kernel as the same bits), so
+ * that the AST and its hash are the same for every seed: a training loop that takes a new seed
+ * every step compiles nothing new. The rands of one seed in a kernel share them. Past
+ * MAX_LIFTED parameters the seed stays code (a kernel of its own per seed, still right). */
+static void lift_seed(kbuild *b, kast *a) {
+    eng_kernel *k = b->k;
+    for (uint32_t i = 0; i < b->seed_count; i++) {
+        if (b->seeds[i].seed == a->seed) {
+            memcpy(a->key, b->seeds[i].key, sizeof a->key);
+            return;
+        }
+    }
+    if (k->param_count + 2 > MAX_LIFTED || b->seed_count == BASE_COUNTOF(b->seeds))
+        return;
+    const sym_node *key[2];
+    for (int half = 0; half < 2; half++) {
+        char name[40];
+        snprintf(name, sizeof name, "rand.seed%u.%s", b->seed_count, half ? "hi" : "lo");
+        key[half] = sym_var(b->sym, name, 0, UINT32_MAX);
+        for (uint32_t p = 0; key[half] && p < k->param_count; p++) {
+            if (k->params[p] == key[half]) /* an application's Variable of that name */
+                return;
+        }
+        if (!key[half])
+            return;
+    }
+    for (int half = 0; half < 2; half++) {
+        k->params[k->param_count] = key[half];
+        k->param_values[k->param_count++] = (int64_t)(uint32_t)(a->seed >> (32 * half));
+    }
+    b->seeds[b->seed_count].seed = a->seed;
+    memcpy(b->seeds[b->seed_count++].key, key, sizeof key);
+    memcpy(a->key, key, sizeof key);
+}
+
 /* The values of a's expressions lifted out of the code. */
 static void lift_values(kbuild *b, kast *a) {
+    if (a->kind == KAST_RAND)
+        lift_seed(b, a);
     if (a->kind == KAST_LOAD) {
         a->valid = lift_bounds(b, a->valid);
         const eng_storage *s = b->k->buffers[a->buffer];
@@ -650,6 +750,8 @@ static uint64_t finish_tree(kbuild *b, kast *a) {
 
     unbind(b, &a->index);
     unbind(b, &a->valid);
+    unbind(b, &a->bound);
+    unbind(b, &a->guard);
     lift_values(b, a);
     uint64_t h = base_hash_u64((uint64_t)a->kind, ((uint64_t)a->op << 8) | a->type);
     h = base_hash_u64(h, a->buffer);
@@ -658,8 +760,13 @@ static uint64_t finish_tree(kbuild *b, kast *a) {
     uint64_t bits;
     memcpy(&bits, &a->value, sizeof bits);
     h = base_hash_u64(h, bits);
-    h = base_hash_u64(h, a->seed);
+    h = base_hash_u64(h, a->key[0] ? sym_node_hash(a->key[0]) : a->seed); /* (lift_seed) */
+    h = base_hash_u64(h, a->word);
     h = base_hash_u64(h, a->reduction);
+    h = base_hash_u64(h, sym_hash_or_zero(a->var));
+    h = base_hash_u64(h, sym_hash_or_zero(a->bound));
+    h = base_hash_u64(h, sym_hash_or_zero(a->guard));
+    h = base_hash_u64(h, a->flag);
     for (uint32_t i = 0; i < a->nsrc; i++)
         h = base_hash_u64(h, finish_tree(b, a->src[i]));
     a->hash = h;
@@ -707,6 +814,8 @@ static bool reads_written_elsewhere(const kast *a, const sym_node *out_index) {
     if (!a)
         return false;
     if (a->kind == KAST_LOAD && a->buffer == 0 && a->index != out_index)
+        return true;
+    if (a->kind == KAST_GATHER && a->buffer == 0) /* which element: known when it runs */
         return true;
     for (uint32_t i = 0; i < a->nsrc; i++) {
         if (reads_written_elsewhere(a->src[i], out_index))
@@ -860,12 +969,28 @@ static void put_kast(text *t, const kast *a) {
         put(t, ")");
         return;
     case KAST_RAND:
-        put(t, "rand(%llu, ", (unsigned long long)a->seed);
+        put(t, "rand%u(", a->word); /* the seed: its parameter (low half), or the value */
+        if (a->key[0])
+            put_sym(t, a->key[0]);
+        else
+            put(t, "%llu", (unsigned long long)a->seed);
+        put(t, ", ");
         put_sym(t, a->index);
         put(t, ")");
         return;
     case KAST_REDUCE:
         put(t, "reduction%u", a->reduction);
+        return;
+    case KAST_GATHER:
+        put(t, "gather(b%u[", a->buffer);
+        put_sym(t, a->index);
+        put(t, "] with ");
+        put_sym(t, a->var);
+        put(t, " = ");
+        put_kast(t, a->src[0]);
+        put(t, " < ");
+        put_sym(t, a->bound);
+        put(t, ", flag b%u)", a->flag);
         return;
     case KAST_ALU:
         put(t, "%s.%s(", ir_op_name(a->op), ir_type_name(a->type));
@@ -956,6 +1081,8 @@ static void name_value(namer *n, const kast *a) {
         name_op(n, "rand");
     else if (a->kind == KAST_INDEX)
         name_op(n, "index");
+    else if (a->kind == KAST_GATHER)
+        name_op(n, "gather");
 }
 
 static const char *reduction_name(const eng_reduction *r) {

@@ -328,29 +328,86 @@ static ir_value zero(ir_kernel *ir, ir_type t) {
     return ir_const_i(ir, t, 0);
 }
 
-/* uniform [0, 1) from (seed, index): a counter-based integer hash (lowbias32 rounds) of the
- * index mixed with the seed, top 24 bits as the mantissa. Identical on device and host. */
+/* ---- the generator: Philox4x32-10 ------------------------------------------------------------
+ *
+ * kiln_rand's numbers (Salmon, Moraes, Dror, Shaw, "Parallel random numbers: as easy as 1, 2,
+ * 3", SC 2011; the generator of cuRAND, JAX and PyTorch's CUDA path): a block of four 32-bit
+ * words from a 128-bit counter and a 64-bit key in ten rounds of
+ *     (c0, c1, c2, c3) -> (hi(M1 c2) ^ c1 ^ k0, lo(M1 c2), hi(M0 c0) ^ c3 ^ k1, lo(M0 c0))
+ * with M0 = 0xD2511F53, M1 = 0xCD9E8D57, the key bumped by (0x9E3779B9, 0xBB67AE85) after each
+ * round but the last. The key is the seed (low word k0), the counter the element's flat index
+ * (c0 its low 32 bits, c1 its high, c2 = c3 = 0); element i of kiln_rand is word 0 of its
+ * block as (w >> 8) * 2^-24 (uniform on [0, 1) in steps of 2^-24, exact in f32); kiln_randn
+ * takes words 0 and 1. 32-bit operations only (MUL and MULHI): no 64-bit integers on the
+ * device. Identical on every device and in the interpreter. */
+enum { RAND_SLOT = 1u << 17 }; /* memo slot of a block's word w: RAND_SLOT + w */
+
+static ir_value u32_const(ir_kernel *ir, uint32_t v) {
+    return ir_const_i(ir, IR_U32, v);
+}
+
+static ir_value u32_op(ir_kernel *ir, ir_op op, ir_value a, ir_value b) {
+    return ir_alu(ir, op, IR_U32, a, b, IR_NONE);
+}
+
+/* The seed's half (0: low, 1: high) as u32: its parameter, or the constant. */
+static ir_value rand_key(lowering *l, const kast *a, int half) {
+    if (!a->key[half])
+        return u32_const(l->ir, (uint32_t)(a->seed >> (32 * half)));
+    return ir_cast(l->ir, IR_U32, lower_sym(l, a->key[half]));
+}
+
+/* The four words of Philox4x32-10 at counter (c[0], c[1], 0, 0) with key (k[0], k[1]). */
+static void philox(ir_kernel *ir, const ir_value c_in[2], const ir_value k_in[2], ir_value out[4]) {
+    static const uint32_t mul[2] = {0xD2511F53u, 0xCD9E8D57u}, bump[2] = {0x9E3779B9u, 0xBB67AE85u};
+    ir_value c[4] = {c_in[0], c_in[1], u32_const(ir, 0), u32_const(ir, 0)};
+    ir_value k[2] = {k_in[0], k_in[1]};
+    for (int round = 0; round < 10; round++) {
+        if (round > 0) {
+            k[0] = u32_op(ir, IR_ADD, k[0], u32_const(ir, bump[0]));
+            k[1] = u32_op(ir, IR_ADD, k[1], u32_const(ir, bump[1]));
+        }
+        ir_value m0 = u32_const(ir, mul[0]), m1 = u32_const(ir, mul[1]);
+        ir_value hi0 = u32_op(ir, IR_MULHI, m0, c[0]), lo0 = u32_op(ir, IR_MUL, m0, c[0]);
+        ir_value hi1 = u32_op(ir, IR_MULHI, m1, c[2]), lo1 = u32_op(ir, IR_MUL, m1, c[2]);
+        c[0] = u32_op(ir, IR_XOR, u32_op(ir, IR_XOR, hi1, c[1]), k[0]);
+        c[1] = lo1;
+        c[2] = u32_op(ir, IR_XOR, u32_op(ir, IR_XOR, hi0, c[3]), k[1]);
+        c[3] = lo0;
+    }
+    memcpy(out, c, sizeof c);
+}
+
+/* Word a->word of the element's block, made once per body for each (index, seed): randn's two
+ * uniforms share one block. */
+static ir_value rand_word(lowering *l, const kast *a) {
+    ir_kernel *ir = l->ir;
+    const sym_node *index = for_output(l, a->index);
+    if (!index)
+        return IR_NONE;
+    memo_key key = {index, a->key[0], RAND_SLOT + a->word};
+    ir_value v = a->key[0] ? memo_get(l, key) : IR_NONE;
+    if (v != IR_NONE)
+        return v;
+    ir_value idx = lower_sym(l, index), c[2], k[2] = {rand_key(l, a, 0), rand_key(l, a, 1)};
+    c[0] = ir_cast(ir, IR_U32, idx);
+    c[1] = u32_const(ir, 0); /* the index's high half: only an i64 kernel has one */
+    if (ir->index_type == IR_I64)
+        c[1] = ir_cast(ir, IR_U32,
+                       ir_alu(ir, IR_DIV, IR_I64, idx, ir_const_i(ir, IR_I64, 1ll << 32), IR_NONE));
+    ir_value words[4];
+    philox(ir, c, k, words);
+    for (uint32_t w = 0; a->key[0] && w < 4; w++)
+        memo_put(l, (memo_key){index, a->key[0], RAND_SLOT + w}, words[w]);
+    return words[a->word & 3];
+}
+
+/* uniform [0, 1): the word's top 24 bits times 2^-24. */
 static ir_value lower_rand(lowering *l, const kast *a) {
     ir_kernel *ir = l->ir;
-    ir_value idx = ir_cast(ir, IR_U32, lower_index(l, a->index));
-    uint32_t s0 = (uint32_t)a->seed, s1 = (uint32_t)(a->seed >> 32);
-    ir_value x = ir_alu(ir, IR_XOR, IR_U32, idx, ir_const_i(ir, IR_U32, s0), IR_NONE);
-    for (int round = 0; round < 2; round++) {
-        static const uint32_t mul[2] = {0x7feb352du, 0x846ca68bu};
-        x = ir_alu(ir, IR_ADD, IR_U32, x, ir_const_i(ir, IR_U32, round ? s1 : 0x9e3779b9u),
-                   IR_NONE);
-        for (int k = 0; k < 2; k++) {
-            ir_value sh = ir_alu(ir, IR_DIV, IR_U32, x,
-                                 ir_const_i(ir, IR_U32, k ? 1 << 15 : 1 << 16), IR_NONE);
-            x = ir_alu(ir, IR_XOR, IR_U32, x, sh, IR_NONE);
-            x = ir_alu(ir, IR_MUL, IR_U32, x, ir_const_i(ir, IR_U32, mul[k]), IR_NONE);
-        }
-        ir_value sh = ir_alu(ir, IR_DIV, IR_U32, x, ir_const_i(ir, IR_U32, 1 << 16), IR_NONE);
-        x = ir_alu(ir, IR_XOR, IR_U32, x, sh, IR_NONE);
-    }
-    ir_value top = ir_alu(ir, IR_DIV, IR_U32, x, ir_const_i(ir, IR_U32, 256), IR_NONE);
-    ir_value f = ir_cast(ir, IR_F32, top);
-    ir_value u = ir_alu(ir, IR_MUL, IR_F32, f, ir_const_f(ir, IR_F32, 1.0 / 16777216.0), IR_NONE);
+    ir_value top = u32_op(ir, IR_DIV, rand_word(l, a), u32_const(ir, 256));
+    ir_value u = ir_alu(ir, IR_MUL, IR_F32, ir_cast(ir, IR_F32, top),
+                        ir_const_f(ir, IR_F32, 1.0 / 16777216.0), IR_NONE);
     return a->type == IR_F32 ? u : ir_cast(ir, a->type, u);
 }
 
@@ -502,9 +559,77 @@ static ir_value lower_load(lowering *l, const kast *a) {
     return memo_put(l, key, lower_load_uncached(l, a, index, valid));
 }
 
+/* A condition (a validity mask, or a constant) as a bool value. */
+static ir_value lower_cond(lowering *l, const sym_node *s) {
+    int64_t c;
+    if (sym_is_const(s, &c))
+        return ir_const_i(l->ir, IR_BOOL, c != 0);
+    ir_value v = lower_sym(l, s);
+    return sym_is_bool(s) ? v : ir_cast(l->ir, IR_BOOL, v);
+}
+
+/* Where guard holds and the index x (in type wide) is outside [0, size): the flag's words
+ * become 1, x (clamped to i32) and size. A plain store: every writer writes a 1. */
+static void lower_flag(lowering *l, const kast *a, ir_value bad, ir_value x, ir_value size,
+                       ir_type wide) {
+    ir_kernel *ir = l->ir;
+    ir_type it = ir->index_type;
+    if (wide == IR_I64) {
+        x = ir_alu(ir, IR_MIN, wide, x, ir_const_i(ir, wide, INT32_MAX), IR_NONE);
+        x = ir_alu(ir, IR_MAX, wide, x, ir_const_i(ir, wide, INT32_MIN), IR_NONE);
+        size = ir_alu(ir, IR_MIN, wide, size, ir_const_i(ir, wide, INT32_MAX), IR_NONE);
+    }
+    ir_if(ir, bad);
+    ir_store(ir, a->flag, ir_const_i(ir, it, 0), ir_const_i(ir, IR_I32, 1));
+    ir_store(ir, a->flag, ir_const_i(ir, it, 1), wide == IR_I32 ? x : ir_cast(ir, IR_I32, x));
+    ir_store(ir, a->flag, ir_const_i(ir, it, 2), wide == IR_I32 ? size : ir_cast(ir, IR_I32, size));
+    ir_endif(ir);
+}
+
+/* A gather (kernel.c gather_value): the index read, checked against the size in the wider of
+ * its type and the index type (an i32 index on an i32 kernel needs no 64-bit arithmetic), then
+ * the load with the gather's Variable bound to it (0 where out of range: the load is masked
+ * and reads nothing outside the storage). The load's index is lowered in a memo of its own,
+ * since the Variable's value is this gather's alone. */
+static ir_value lower_gather(lowering *l, const kast *a) {
+    ir_kernel *ir = l->ir;
+    ir_type it = ir->index_type, vt = a->src[0]->type;
+    ir_type wide = vt == IR_I64 || it == IR_I64 ? IR_I64 : IR_I32;
+    ir_value v = lower_value(l, a->src[0]);
+    const sym_node *bound = for_output(l, a->bound), *guard = for_output(l, a->guard);
+    const sym_node *index = for_output(l, a->index), *valid = for_output(l, a->valid);
+    if (v == IR_NONE || !bound || !guard || !index || !valid)
+        return IR_NONE;
+    ir_value x = vt == wide ? v : ir_cast(ir, wide, v);
+    ir_value size = lower_sym(l, bound);
+    size = it == wide ? size : ir_cast(ir, wide, size);
+    ir_value in =
+        ir_alu(ir, IR_AND, IR_BOOL, ir_alu(ir, IR_LE, IR_BOOL, ir_const_i(ir, wide, 0), x, IR_NONE),
+               ir_alu(ir, IR_LT, IR_BOOL, x, size, IR_NONE), IR_NONE);
+    ir_value bad = ir_alu(ir, IR_AND, IR_BOOL, lower_cond(l, guard),
+                          ir_alu(ir, IR_NOT, IR_BOOL, in, IR_NONE, IR_NONE), IR_NONE);
+    lower_flag(l, a, bad, x, size, wide);
+    int64_t none;
+    if (sym_is_const(bound, &none) && none == 0) /* an empty dim: its storage may be empty */
+        return zero(ir, a->type);
+    ir_value g = ir_alu(ir, IR_WHERE, wide, in, x, ir_const_i(ir, wide, 0));
+    g = wide == it ? g : ir_cast(ir, it, g);
+    base_map outer = l->memo;
+    base_map_init(&l->memo, &l->ctx->alloc);
+    memo_put(l, (memo_key){a->var, NULL, 0}, g);
+    ir_value ok = ir_alu(ir, IR_AND, IR_BOOL, in, lower_cond(l, valid), IR_NONE);
+    ir_value at = ir_alu(ir, IR_WHERE, it, ok, lower_sym(l, index), zero(ir, it));
+    base_map_finish(&l->memo);
+    l->memo = outer;
+    ir_value loaded = ir_load(ir, a->buffer, at);
+    return ir_alu(ir, IR_WHERE, a->type, ok, loaded, zero(ir, a->type));
+}
+
 static ir_value lower_value_uncached(lowering *l, const kast *a) {
     ir_kernel *ir = l->ir;
     switch (a->kind) {
+    case KAST_GATHER:
+        return lower_gather(l, a);
     case KAST_LOAD:
         return lower_load(l, a);
     case KAST_CONST:
@@ -876,7 +1001,7 @@ static bool fits_i32(const sym_node *s) {
 static bool tree_fits_i32(const kast *a) {
     if (!a)
         return true;
-    if (!fits_i32(a->index) || !fits_i32(a->valid))
+    if (!fits_i32(a->index) || !fits_i32(a->valid) || !fits_i32(a->bound))
         return false;
     for (uint32_t i = 0; i < a->nsrc; i++) {
         if (!tree_fits_i32(a->src[i]))

@@ -330,6 +330,34 @@ static kiln_tensor *sigmoid_impl(kiln_tensor *t) {
     return kiln_div(one, kiln_add(one, kiln_exp(kiln_neg(x))));
 }
 
+/* Inverted dropout: where(u >= p, t / (1 - p), 0), u kiln_rand's numbers of t's shape and seed
+ * (the seed a kernel parameter, kernel.c lift_seed), so that the gradient (autograd records
+ * these public ops) is the mask / (1 - p). p = 0 is t itself (a handle of its own). */
+static kiln_tensor *dropout_impl(kiln_tensor *t, double p, uint64_t seed) {
+    if (!t)
+        return NULL;
+    kiln_context *ctx = ENG_CTX(t);
+    if (!ir_type_is_float(type_of(t)))
+        return eng_fail(ctx, KILN_ERROR_DTYPE_MISMATCH, "kiln_dropout: t is %s, not a float",
+                        ir_type_name(type_of(t)));
+    if (!(p >= 0 && p < 1))
+        return eng_fail(ctx, KILN_ERROR_OUT_OF_RANGE,
+                        "kiln_dropout: p = %.17g, outside [0, 1) (the probability of zeroing an "
+                        "element)",
+                        p);
+    if (p == 0)
+        return t;
+    const shape_view *v = view_of(t);
+    const kiln_expr *shape[SHAPE_MAX_DIMS];
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        if (!(shape[d] = eng_expr_handle(ctx, v->shape[d])))
+            return NULL;
+    }
+    kiln_tensor *u = kiln_rand_sym(ctx, KILN_F32, v->ndim, shape, seed);
+    kiln_tensor *keep = kiln_ge(u, eng_full(ctx, IR_F32, 0, NULL, (float)p, NULL));
+    return kiln_where(keep, kiln_div(t, scalar_like(t, 1 - p)), scalar_like(t, 0));
+}
+
 /* ---- reductions
  * ---------------------------------------------------------------------------------- */
 
@@ -1021,6 +1049,10 @@ kiln_tensor *kiln_sigmoid(kiln_tensor *t) {
     ENG_OP("kiln_sigmoid", ENG_AG(.op = ENG_AG_SIGMOID), sigmoid_impl(t), t);
 }
 
+kiln_tensor *kiln_dropout(kiln_tensor *t, double p, uint64_t seed) {
+    ENG_ENTRY("kiln_dropout", dropout_impl(t, p, seed), t);
+}
+
 kiln_tensor *kiln_sum(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
     ENG_OP("kiln_sum", ENG_AG(.op = ENG_AG_SUM, .dims = axes, .ndims = axes ? naxes : 0), sum_impl(t, naxes, axes, keepdim), t);
 }
@@ -1039,6 +1071,48 @@ kiln_tensor *kiln_min(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool 
 
 kiln_tensor *kiln_mean(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
     ENG_OP("kiln_mean", ENG_AG(.op = ENG_AG_MEAN, .dims = axes, .ndims = axes ? naxes : 0), mean_impl(t, naxes, axes, keepdim), t);
+}
+
+/* torch.index_select: a gather node (ENG_GATHER) of t read through its view and index (1-d;
+ * a 0-d index as one of size 1), whose dim takes index's size. Nothing is checked here: the
+ * index's values are known when the kernel runs, which masks and flags one out of range. */
+static kiln_tensor *index_select_impl(kiln_tensor *t, int32_t dim, kiln_tensor *index) {
+    if (!t || !index)
+        return NULL;
+    kiln_context *ctx = ENG_CTX(t);
+    ir_type it = type_of(index);
+    if (it != IR_I32 && it != IR_I64)
+        return eng_fail(ctx, KILN_ERROR_DTYPE_MISMATCH,
+                        "kiln_index_select: index is %s: it must be i32 or i64", ir_type_name(it));
+    if (view_of(index)->ndim == 0)
+        index = kiln_unsqueeze(index, 0);
+    if (!index)
+        return NULL;
+    const shape_view *iv = view_of(index), *v = view_of(t);
+    if (iv->ndim != 1)
+        return eng_fail(ctx, KILN_ERROR_SHAPE_MISMATCH,
+                        "kiln_index_select: index has %u dims: it must have one", iv->ndim);
+    int32_t nd = (int32_t)v->ndim;
+    if (nd == 0 || dim < -nd || dim >= nd)
+        return eng_fail(ctx, KILN_ERROR_OUT_OF_RANGE,
+                        "kiln_index_select: dim %d is out of range for %d dims", dim, nd);
+    uint32_t d = (uint32_t)(dim < 0 ? dim + nd : dim);
+    const sym_node *shape[SHAPE_MAX_DIMS];
+    for (uint32_t i = 0; i < v->ndim; i++)
+        shape[i] = i == d ? iv->shape[0] : v->shape[i];
+    eng_node *n = eng_node_new(ctx, ENG_GATHER, IR_CONST, type_of(t), v->ndim, shape);
+    if (!n)
+        return NULL;
+    n->dim = d;
+    n->nsrc = 2;
+    n->src[0] = (eng_src){eng_resolve(t), eng_tracker_keep(ctx, ENG_ST(t)), 0};
+    n->src[1] = (eng_src){eng_resolve(index), eng_tracker_keep(ctx, ENG_ST(index)), 0};
+    if (!n->src[0].st || !n->src[1].st) {
+        eng_node_discard(ctx, n);
+        return NULL;
+    }
+    n = eng_node_intern(ctx, n);
+    return n ? eng_tensor_new(ctx, n, eng_tracker_contiguous(ctx, n->ndim, n->shape)) : NULL;
 }
 
 kiln_tensor *kiln_var(kiln_tensor *t, uint32_t naxes, const int32_t *axes, double correction,
@@ -1069,4 +1143,10 @@ kiln_tensor *kiln_argmax(kiln_tensor *t, int32_t dim, bool keepdim) {
 
 kiln_tensor *kiln_conv2d(kiln_tensor *x, kiln_tensor *w, int64_t stride, int64_t padding) {
     ENG_ENTRY("kiln_conv2d", conv2d_impl(x, w, stride, padding), x, w);
+}
+
+kiln_tensor *kiln_index_select(kiln_tensor *t, int32_t dim, kiln_tensor *index) {
+    ENG_OP("kiln_index_select",
+           ENG_AG(.op = ENG_AG_INDEX_SELECT, .ints = (int64_t[]){dim}, .nints = 1),
+           index_select_impl(t, dim, index), t, index);
 }

@@ -392,6 +392,42 @@ static kiln_status run_schedule(schedule *s, const char *call) {
         recorded + 1, total, CAUSE_MAX / 2, cause, finishing, sent, CAUSE_MAX / 2, fin_cause, ran);
 }
 
+/* After the batch: a gather that read an index outside its dim set the bounds flag (words 1,
+ * the index, the size; any one of the offending reads). It is cleared for the next realize;
+ * where the realize succeeded otherwise (report), it fails as torch's device-side assert does,
+ * though every kernel ran and keeps its result (the rows read out of range are zeros). Where
+ * it failed already, that failure is the one reported. */
+static kiln_status check_bounds(schedule *s, const char *call, bool report) {
+    kiln_context *ctx = s->ctx;
+    bool gathered = false;
+    for (size_t i = 0; i < s->ran && ctx->bounds_flag && !gathered; i++) {
+        const eng_kernel *k = &s->kernels.data[i];
+        for (uint32_t b = 1; b < k->buffer_count; b++)
+            gathered = gathered || k->buffers[b] == ctx->bounds_flag;
+    }
+    if (!gathered)
+        return KILN_OK;
+    int32_t words[ENG_BOUNDS_WORDS];
+    base_error kept = ctx->err; /* a failure reported already stays the context's */
+    kiln_status st = eng_storage_read(ctx, ctx->bounds_flag, words, sizeof words);
+    if (st == KILN_OK && words[0] != 0) {
+        const int32_t zero[ENG_BOUNDS_WORDS] = {0};
+        st = eng_storage_write(ctx, ctx->bounds_flag, zero, sizeof zero);
+    }
+    if (!report) {
+        ctx->err = kept;
+        return KILN_OK;
+    }
+    if (st != KILN_OK || words[0] == 0)
+        return st;
+    char ran[160];
+    describe_ran(ran, sizeof ran, s->ran, s->kernels.len);
+    return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_BOUNDS,
+                          "%s: kiln_index_select: index %d is out of bounds for a dim of size "
+                          "%d (indices must be in [0, size)); its rows read as zeros: %s",
+                          call, words[1], words[2], ran);
+}
+
 /* After a failed realize: the kernels that ran keep their results (a write that ran is never
  * applied again); the nodes of the others stay unrealized and give back the storage this
  * realize made for them (a write's storage is its target's, not its own). No kernel that ran
@@ -477,6 +513,9 @@ static kiln_status realize_impl(kiln_context *ctx, const char *call, uint32_t co
     }
     if (st == KILN_OK)
         st = run_schedule(&s, call);
+    /* every kernel that ran keeps its result, a realize failing on the flag too */
+    kiln_status bounds = check_bounds(&s, call, st == KILN_OK);
+    st = st == KILN_OK ? bounds : st;
     if (st == KILN_OK && !ctx->blob_saved &&
         ctx->stats.pipelines_created > before.pipelines_created) {
         eng_cache_save_pipelines(ctx); /* after the program's first burst of compiles */

@@ -168,6 +168,11 @@ void eng_runtime_finish(kiln_context *ctx) {
         p = next;
     }
     ctx->program_list = NULL;
+    if (ctx->bounds_flag) {
+        eng_storage_free(ctx, ctx->bounds_flag);
+        base_free(&ctx->alloc, ctx->bounds_flag, sizeof *ctx->bounds_flag);
+        ctx->bounds_flag = NULL;
+    }
     for (size_t i = 0; i < ctx->pool.len; i++)
         vkd_buffer_destroy(ctx->pool.data[i]);
     BASE_VEC_FREE(&ctx->alloc, &ctx->pool);
@@ -282,6 +287,30 @@ kiln_status eng_storage_write(kiln_context *ctx, eng_storage *s, const void *dat
     if (st != KILN_OK)
         base_error_set(&ctx->err, st, "%s", base_error_message(&err));
     return st;
+}
+
+/* The flag is a storage of the context's own (no tensor's: not among the live storages),
+ * bound to the kernels that gather like any input; a buffer from the pool may hold old words,
+ * so it is zeroed once. */
+eng_storage *eng_bounds_flag(kiln_context *ctx) {
+    if (ctx->bounds_flag)
+        return ctx->bounds_flag;
+    eng_storage *s = base_calloc(&ctx->alloc, 1, sizeof *s);
+    if (!s)
+        return eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for the bounds flag");
+    s->type = IR_I32;
+    s->elements = ENG_BOUNDS_WORDS;
+    const int32_t zero[ENG_BOUNDS_WORDS] = {0};
+    kiln_status st = eng_storage_allocate(ctx, s);
+    if (st == KILN_OK)
+        st = eng_storage_write(ctx, s, zero, sizeof zero);
+    if (st != KILN_OK) {
+        eng_storage_free(ctx, s);
+        base_free(&ctx->alloc, s, sizeof *s);
+        return NULL;
+    }
+    ctx->bounds_flag = s;
+    return s;
 }
 
 kiln_status eng_storage_read(kiln_context *ctx, eng_storage *s, void *data, uint64_t bytes) {
@@ -767,8 +796,9 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
 
 static void gather_kast(const kast *a, const sym_node **out, uint32_t cap, uint32_t *n) {
     for (; a; a = a->nsrc ? a->src[0] : NULL) {
-        const sym_node *e[2] = {a->index, a->valid};
-        for (int i = 0; i < 2; i++) {
+        const sym_node *e[7] = {a->index, a->valid,  a->var,   a->bound,
+                                a->guard, a->key[0], a->key[1]};
+        for (int i = 0; i < 7; i++) {
             if (e[i] && *n < cap)
                 out[(*n)++] = e[i];
         }
@@ -799,9 +829,20 @@ static uint32_t gather_expressions(const eng_kernel *k, const sym_node *found[KE
  * named, found before lowering (which could only call it a bug). Each expression is evaluated
  * with the parameters' values and the index Variables at 0; only a Variable without a value
  * fails that way. */
+/* The Variables of k's gathers (bound to the index read when the kernel runs), up to cap. */
+static void gather_vars(const kast *a, const sym_node **vars, size_t cap, size_t *count) {
+    for (; a; a = a->nsrc ? a->src[0] : NULL) {
+        if (a->kind == KAST_GATHER && *count < cap)
+            vars[(*count)++] = a->var;
+        for (uint32_t i = 1; i < a->nsrc; i++)
+            gather_vars(a->src[i], vars, cap, count);
+    }
+}
+
 static kiln_status check_bound(kiln_context *ctx, const eng_kernel *k) {
-    const sym_node *vars[ENG_MAX_PARAMS + 2], *found[KEEP_MAX];
-    int64_t values[ENG_MAX_PARAMS + 2] = {0};
+    enum { CAP = ENG_MAX_PARAMS + 2 + ENG_MAX_GATHERS };
+    const sym_node *vars[CAP], *found[KEEP_MAX];
+    int64_t values[CAP] = {0};
     size_t count = 0;
     for (uint32_t i = 0; i < k->param_count; i++) {
         vars[count] = k->params[i];
@@ -811,6 +852,9 @@ static kiln_status check_bound(kiln_context *ctx, const eng_kernel *k) {
         vars[count++] = k->gidx;
     if (k->ridx)
         vars[count++] = k->ridx;
+    gather_vars(k->value, vars, CAP, &count);
+    for (uint32_t r = 0; r < k->reduction_count; r++)
+        gather_vars(k->reductions[r].value, vars, CAP, &count);
     sym_assignment a = {.vars = vars, .values = values, .count = count};
     uint32_t n = gather_expressions(k, found);
     for (uint32_t i = 0; i < n; i++) {

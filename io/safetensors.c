@@ -592,7 +592,7 @@ static kiln_tensor *upload(kiln_safetensors *f, const io_entry *e, kiln_dtype dt
                             e->name);
         return kiln_from_data(ctx, dtype, e->ndim, e->shape, src);
     }
-    size_t size;
+    size_t size = 0;
     void *tmp = convert(f, e, numel, &size);
     if (!tmp)
         return NULL;

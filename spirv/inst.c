@@ -696,6 +696,30 @@ spv_id spv_composite_extract(spv_builder *b, spv_id composite, uint32_t index) {
     return spv_result(b, SpvOpCompositeExtract, type, ops, 2, "OpCompositeExtract");
 }
 
+/* OpUMulExtended / OpSMulExtended: "Result Type must be from OpTypeStruct. The struct must have
+ * two members, and the two members must be the same type. Member 0 of the result gets the low-order
+ * bits of the multiplication. Member 1 of the result gets the high-order bits" (SPIR-V 1.6,
+ * 3.42.13); the operands have the members' type. */
+spv_id spv_mul_extended(spv_builder *b, SpvOp op, spv_id struct_type, spv_id x, spv_id y) {
+    uint32_t nx, ny;
+    const spv_info *t = spv_lookup(b, struct_type, "a multiply's result type");
+    if (!t || !spv_value_of_class(b, x, C_INT, "a multiply's first operand", &nx) ||
+        !spv_value_of_class(b, y, C_INT, "a multiply's second operand", &ny))
+        return 0;
+    uint32_t tx = b->ids.data[spv_raw(x)].type, raw = spv_raw(struct_type);
+    if ((op != SpvOpUMulExtended && op != SpvOpSMulExtended) || t->kind != SPV_K_TYPE ||
+        t->cls != SPV_T_STRUCT || t->b != 2 || spv_member_type(b, raw, 0, true) != tx ||
+        spv_member_type(b, raw, 1, true) != tx || b->ids.data[spv_raw(y)].type != tx) {
+        spv_fail(b, KILN_ERROR_INVALID_ARGUMENT,
+                 "spirv: an extended multiply (op %d) needs a struct of two members of its "
+                 "operands' type",
+                 (int)op);
+        return 0;
+    }
+    uint32_t ops[2] = {spv_raw(x), spv_raw(y)};
+    return spv_result(b, op, raw, ops, 2, "an extended multiply");
+}
+
 spv_id spv_composite_construct(spv_builder *b, spv_id type, uint32_t count, const spv_id *parts) {
     const spv_info *t = spv_lookup(b, type, "a composite's type");
     if (!t)

@@ -245,6 +245,10 @@ spv_id spv_glsl(spv_builder *b, enum GLSLstd450 inst, spv_id type, uint32_t coun
                 const spv_id *args);
 spv_id spv_composite_extract(spv_builder *b, spv_id composite, uint32_t index);
 spv_id spv_composite_construct(spv_builder *b, spv_id type, uint32_t count, const spv_id *parts);
+/* OpUMulExtended or OpSMulExtended (op) of two integers of one type: a value of struct_type, a
+ * struct of two members of that type (member 0: the product's low half, member 1: its high
+ * half). */
+spv_id spv_mul_extended(spv_builder *b, SpvOp op, spv_id struct_type, spv_id x, spv_id y);
 
 /* Memory. The result type of a load and of an access chain is derived from the pointer. */
 spv_id spv_access_chain(spv_builder *b, spv_id base, uint32_t count, const spv_id *indices);

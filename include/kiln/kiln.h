@@ -304,7 +304,14 @@ kiln_tensor *kiln_arange_sym(kiln_context *ctx, kiln_dtype dtype, const kiln_exp
  * values of its Variables). */
 kiln_tensor *kiln_scalar_expr(kiln_context *ctx, kiln_dtype dtype, const kiln_expr *value);
 /* Uniform [0, 1) and standard normal floats from a seed: the same seed gives the same numbers
- * on every device and in the interpreter. */
+ * on every device and in the interpreter, bit for bit (randn: up to the device's log and cos).
+ * The generator is Philox4x32-10 (Salmon et al., SC 2011; cuRAND's, JAX's), counter-based:
+ * element i (row-major flat index) is word 0 of the block at counter (i mod 2^32, i / 2^32, 0,
+ * 0) under the key (seed mod 2^32, seed / 2^32), as (word >> 8) * 2^-24 (24 random bits, a
+ * multiple of 2^-24 below 1); randn is Box-Muller, sqrt(-2 ln(1 - u1)) cos(2 pi u2), of words
+ * 0 and 1 (u1 is kiln_rand's number). A 16-bit dtype rounds the f32 value. The seed is a kernel
+ * parameter, pushed like a bound Variable: a new seed every step compiles nothing new. Devices
+ * need no 64-bit integers for it (32-bit multiplies, high and low halves). */
 kiln_tensor *kiln_rand(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape,
                        uint64_t seed);
 kiln_tensor *kiln_randn(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim, const int64_t *shape,
@@ -517,7 +524,12 @@ kiln_tensor *kiln_cross_entropy(kiln_tensor *logits, kiln_tensor *labels);
 kiln_tensor *kiln_mse_loss(kiln_tensor *a, kiln_tensor *b);
 /* Inverted dropout (torch's training mode): each element is zeroed with probability p and the
  * others scaled by 1 / (1 - p); the mask comes from the counter-based generator (kiln_rand's)
- * with seed. The seed is a kernel parameter: a new seed every step compiles nothing new. */
+ * with seed. The seed is a kernel parameter: a new seed every step compiles nothing new.
+ * Exactly where(u >= p, t / (1 - p), 0) with u = kiln_rand(f32, t's shape, seed) and p and
+ * 1 - p rounded to f32 and to t's dtype; built of those public ops, so autograd's gradient is
+ * the mask / (1 - p). t keeps its (float) dtype; p must be in [0, 1) (else
+ * KILN_ERROR_OUT_OF_RANGE naming it); p = 0 gives t's values in a handle of its own; an
+ * integer or bool t is KILN_ERROR_DTYPE_MISMATCH. */
 kiln_tensor *kiln_dropout(kiln_tensor *t, double p, uint64_t seed);
 
 /* ---- transformer ops ---------------------------------------------------------------------- */

@@ -2,9 +2,10 @@
  * arange (negative and fractional steps), rand/randn (same seed: same numbers on the device and
  * in the interpreter; values in range; mean and std roughly right), and numel-0 tensors.
  * Tolerances: stored data and integer-valued results exact; fractional arange steps rtol 1e-6
- * (start + i * step in f32); uniform rand device vs interpreter exact (integer hashing, one
- * conversion); randn device vs interpreter atol 2e-3 (its Box-Muller cos has the device's
- * 2^-11 absolute error); sample statistics as commented. */
+ * (start + i * step in f32); uniform rand device vs interpreter exact (Philox: integer rounds,
+ * one exact conversion; test_rand.c checks the generator itself); randn device vs interpreter atol
+ * 2e-3 (its Box-Muller cos has the device's 2^-11 absolute error); sample statistics as commented.
+ */
 #include "engine_fixture.h"
 
 #include <math.h>

@@ -664,7 +664,9 @@ static void op_compute(fuzz *f) {
         result(f, "kiln_cast", kiln_cast(a, pick_dtype(f)));
         return;
     case 6:
-        if (sub & 1)
+        if (sub % 4 == 3) /* p anything: outside [0, 1) is an error */
+            result(f, "kiln_dropout", kiln_dropout(a, v, sub));
+        else if (sub & 1)
             result(f, "kiln_add_scalar", kiln_add_scalar(a, v));
         else
             result(f, "kiln_mul_scalar", kiln_mul_scalar(a, v));

@@ -565,6 +565,44 @@ static void test_spirv_select_scalar_condition_on_vectors_needs_1_4(void **state
     }
 }
 
+/* OpUMulExtended into a struct {u32, u32}: valid, member 1 the high half; a result struct of
+ * other members, or operands of another type, is refused. */
+static void test_spirv_mul_extended_checks_its_struct(void **state) {
+    (void)state;
+    spv_builder *b = new_builder(0x10300);
+    spv_id u32 = spv_type_int(b, 32, false);
+    spv_id pair = spv_type_struct(b, 2, (spv_id[]){u32, u32}, NULL, false);
+    spv_id out = spv_storage_buffer(b, u32, 0, 0, SPV_ACCESS_WRITE);
+    spv_id fn = spv_function_begin(b, "main");
+    spv_workgroup_size(b, fn, (const uint32_t[]){1, 1, 1});
+    spv_id m = spv_mul_extended(b, SpvOpUMulExtended, pair, spv_const_u32(b, 0xD2511F53u),
+                                spv_const_u32(b, 0xffffffffu));
+    assert_int_not_equal(m, 0);
+    spv_store(b, spv_buffer_element(b, out, spv_const_u32(b, 0)), spv_composite_extract(b, m, 1));
+    spv_return(b);
+    spv_function_end(b);
+    const uint32_t *w;
+    size_t n;
+    assert_int_equal(spv_builder_finish(b, &w, &n, NULL), KILN_OK);
+    assert_valid(w, n, VK11, "OpUMulExtended");
+    assert_int_equal(count_op(w, n, SpvOpUMulExtended), 1);
+    spv_builder_destroy(b);
+    for (int k = 0; k < 3; k++) {
+        spv_id f32;
+        b = in_main(&u32, &f32);
+        spv_id i32 = spv_type_int(b, 32, true);
+        spv_id bad = k == 0 ? spv_type_struct(b, 2, (spv_id[]){u32, f32}, NULL, false)
+                            : spv_type_struct(b, 2, (spv_id[]){u32, u32}, NULL, false);
+        spv_id y = k == 1 ? spv_const_int(b, i32, 3) : spv_const_u32(b, 3);
+        SpvOp op = k == 2 ? SpvOpIMul : SpvOpUMulExtended;
+        assert_int_equal(spv_mul_extended(b, op, bad, spv_const_u32(b, 2), y), 0);
+        spv_return(b);
+        spv_function_end(b);
+        assert_finish_fails(b, KILN_ERROR_INVALID_ARGUMENT, "extended multiply");
+        spv_builder_destroy(b);
+    }
+}
+
 static void test_spirv_errors_first_error_wins(void **state) {
     (void)state;
     spv_id u32, f32;
@@ -723,6 +761,7 @@ int main(void) {
         cmocka_unit_test(test_spirv_errors_first_error_wins),
         cmocka_unit_test(test_spirv_errors_constant_overflow_is_rejected),
         cmocka_unit_test(test_spirv_errors_module_without_entry_point_is_rejected),
+        cmocka_unit_test(test_spirv_mul_extended_checks_its_struct),
         cmocka_unit_test(test_spirv_builder_create_rejects_bad_versions),
         cmocka_unit_test(test_spirv_validate_rejects_invalid_module),
         cmocka_unit_test(test_spirv_validate_rejects_every_truncated_prefix),
