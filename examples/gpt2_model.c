@@ -212,14 +212,6 @@ void gpt2_reset(gpt2_model *m) {
 
 /* ---- one step ------------------------------------------------------------------------------ */
 
-/* Rows idx (T) of table (V, d): (T, d); a composite of older public ops until the library's
- * kiln_index_select lands. */
-static kiln_tensor *embed(kiln_tensor *table, kiln_tensor *idx, const kiln_expr *T,
-                          const kiln_expr *d) {
-    kiln_tensor *rows = kiln_expand_sym(kiln_unsqueeze(idx, 1), 2, (const kiln_expr *[]){T, d});
-    return kiln_gather(table, 0, rows);
-}
-
 static kiln_tensor *linear(kiln_tensor *x, kiln_tensor *w, kiln_tensor *b) {
     return kiln_add(kiln_matmul(x, w), b); /* Conv1D: w is (in, out) */
 }
@@ -271,8 +263,7 @@ static kiln_tensor *forward(const gpt2_model *m, const int32_t *ids, int64_t cou
     const kiln_expr *T = kiln_bind(ctx, m->len_var, count);
     /* The ids' tensor is sized by the Variable, so that no kernel depends on the count. */
     kiln_tensor *idx = kiln_reshape_sym(kiln_from_data(ctx, KILN_I32, 1, &count, ids), 1, &T);
-    kiln_tensor *x =
-        kiln_add(embed(m->wte, idx, T, kiln_int(ctx, m->d)), kiln_narrow_sym(m->wpe, 0, P, T));
+    kiln_tensor *x = kiln_add(kiln_index_select(m->wte, 0, idx), kiln_narrow_sym(m->wpe, 0, P, T));
     for (int64_t i = 0; i < m->layers && x; i++)
         x = block(m, &m->layer[i], x, P, T);
     x = kiln_narrow_sym(x, 0, kiln_expr_add(ctx, T, kiln_int(ctx, -1)), kiln_int(ctx, 1));
