@@ -247,11 +247,17 @@ static kiln_tensor *attention(const gpt2_model *m, const gpt2_layer *l, kiln_ten
     return linear(a, l->proj_w, l->proj_b);
 }
 
+/* The normalized rows are stored (kiln_contiguous) before the products read them: fused, each
+ * of a product's outputs would recompute its whole row of the residual stream. */
+static kiln_tensor *norm(kiln_tensor *x, kiln_tensor *w, kiln_tensor *b) {
+    return kiln_contiguous(kiln_layer_norm(x, 1, w, b, 1e-5));
+}
+
 static kiln_tensor *block(const gpt2_model *m, const gpt2_layer *l, kiln_tensor *x,
                           const kiln_expr *P, const kiln_expr *T) {
-    kiln_tensor *h = kiln_layer_norm(x, 1, l->ln1_w, l->ln1_b, 1e-5);
+    kiln_tensor *h = norm(x, l->ln1_w, l->ln1_b);
     x = kiln_add(x, attention(m, l, h, P, T));
-    h = kiln_layer_norm(x, 1, l->ln2_w, l->ln2_b, 1e-5);
+    h = norm(x, l->ln2_w, l->ln2_b);
     h = kiln_gelu(linear(h, l->fc_w, l->fc_b), true);
     return kiln_add(x, linear(h, l->out_w, l->out_b));
 }
@@ -267,7 +273,9 @@ static kiln_tensor *forward(const gpt2_model *m, const int32_t *ids, int64_t cou
     for (int64_t i = 0; i < m->layers && x; i++)
         x = block(m, &m->layer[i], x, P, T);
     x = kiln_narrow_sym(x, 0, kiln_expr_add(ctx, T, kiln_int(ctx, -1)), kiln_int(ctx, 1));
-    x = kiln_layer_norm(x, 1, m->lnf_w, m->lnf_b, 1e-5);
+    /* Stored, the row is read by each of the vocab outputs (with it fused in, the product of 2
+     * layers or more materialised its vocab x d broadcast terms: 2.6 s a step). */
+    x = norm(x, m->lnf_w, m->lnf_b);
     return kiln_matmul(x, kiln_transpose(m->wte, 0, 1)); /* tied: the token embedding */
 }
 
