@@ -123,6 +123,18 @@ static kiln_status load_layer(gpt2_model *m, kiln_safetensors *f, int64_t i, cha
         if (parts[p].b == &ff)
             ff = shape[1];
     }
+    /* The products' weights stored transposed, (out, in): each output of a product then reads
+     * a contiguous row (a decode step is matrix-vector products). */
+    kiln_tensor **w[4] = {&l->attn_w, &l->proj_w, &l->fc_w, &l->out_w};
+    for (int k = 0; k < 4; k++) {
+        kiln_tensor *view = kiln_transpose(*w[k], 0, 1), *t = kiln_contiguous(view);
+        kiln_status st = kiln_realize(t);
+        kiln_release(view);
+        kiln_release(*w[k]); /* the (in, out) storage goes */
+        *w[k] = t;
+        if (st != KILN_OK)
+            return fail(msg, size, st, "%s", kiln_context_message(m->ctx));
+    }
     const int64_t cache[3] = {m->heads, m->n_ctx, m->head_dim};
     l->k_cache = kiln_empty(m->ctx, KILN_F32, 3, cache);
     l->v_cache = kiln_empty(m->ctx, KILN_F32, 3, cache);
@@ -213,7 +225,7 @@ void gpt2_reset(gpt2_model *m) {
 /* ---- one step ------------------------------------------------------------------------------ */
 
 static kiln_tensor *linear(kiln_tensor *x, kiln_tensor *w, kiln_tensor *b) {
-    return kiln_add(kiln_matmul(x, w), b); /* Conv1D: w is (in, out) */
+    return kiln_add(kiln_matmul(x, kiln_transpose(w, 0, 1)), b); /* w: Conv1D's, transposed */
 }
 
 /* (T, d) -> (heads, T, head_dim): column block `part` (q, k, v) of qkv (T, 3 d). */
