@@ -253,7 +253,8 @@ static kiln_tensor *attention(const gpt2_model *m, const gpt2_layer *l, kiln_ten
     kiln_tensor *s = kiln_mul_scalar(kiln_matmul(q, kiln_transpose(k, 1, 2)),
                                      1.0 / sqrt((double)m->head_dim)); /* (heads, T, pos + T) */
     s = kiln_add(s, kiln_causal_mask(ctx, KILN_F32, T, PT));
-    kiln_tensor *a = kiln_matmul(kiln_softmax(s, -1), v); /* (heads, T, head_dim) */
+    /* The probabilities stored: fused, each of the head_dim outputs recomputed its row's exps. */
+    kiln_tensor *a = kiln_matmul(kiln_contiguous(kiln_softmax(s, -1)), v); /* (heads, T, hd) */
     a = kiln_permute(a, (int32_t[]){1, 0, 2});
     a = kiln_reshape_sym(a, 2, (const kiln_expr *[]){T, kiln_int(ctx, m->d)});
     return linear(a, l->proj_w, l->proj_b);
@@ -270,7 +271,7 @@ static kiln_tensor *block(const gpt2_model *m, const gpt2_layer *l, kiln_tensor 
     kiln_tensor *h = norm(x, l->ln1_w, l->ln1_b);
     x = kiln_add(x, attention(m, l, h, P, T));
     h = norm(x, l->ln2_w, l->ln2_b);
-    h = kiln_gelu(linear(h, l->fc_w, l->fc_b), true);
+    h = kiln_contiguous(kiln_gelu(linear(h, l->fc_w, l->fc_b), true)); /* not d times a tanh */
     return kiln_add(x, linear(h, l->out_w, l->out_b));
 }
 
