@@ -1,4 +1,4 @@
-/* bench_tuning: Kiln's own tile choices (engine/runtime.c eng_runtime_tune) against
+/* bench_tuning: Kiln's own tile choices (engine/run/runtime.c eng_runtime_tune) against
  * alternatives, in one process. Each alternative runs in a context of its own
  * (eng_testing.tile_*, eng_testing.h: its own VkDevice and driver threads) next to a context with
  * the device's choice; the two realize the same graph on the same inputs in alternation, a
@@ -257,7 +257,7 @@ int main(void) {
         kiln_context_destroy(def.ctx);
     }
     printf("alt/dev: the median of the pairs' time ratios, alternative over the device's choice, "
-           "with its ~95%% interval; the device's tiles are engine/runtime.c's.\n");
+           "with its ~95%% interval; the device's tiles are engine/run/runtime.c's.\n");
     for (int i = 0; i < 3; i++)
         free(host[i]);
     free(want);

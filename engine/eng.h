@@ -1,17 +1,23 @@
-/* engine/ internals (prefix eng_): the context, the lazy graph, kernels and their realization.
+/* engine/ internals (prefix eng_): the context, the lazy graph, kernels and their realization,
+ * in four rooms that data flows through one way.
  *
- * The walk:
- *   graph.c     kiln_ ops build immutable nodes (computations hash-consed, creations not);
- *               movement ops only change views; write.c: writes are nodes too
- *   lifetime.c  handles, cells (one storage's tensors), references: what nothing holds is
- *               freed at once; scope.c: scopes release handles (docs/lifetime.md)
- *   realize.c   cuts the graph into kernels (the schedule): one output, at most one
- *               reduction, elementwise chains inlined, every input read through its view's
- *               index
- *   kernel.c    each kernel becomes a kernel AST with bound values unbound; its hash is the key
- *   lower.c     AST -> kernel IR (ir.h); emit.c: IR -> SPIR-V (on a cache miss only)
- *   runtime.c   device buffers, the pipeline cache in memory, dispatch, or the interpreter
- *   realize.c   also runs the walk above as one function, one call per stage
+ * front/ (the public calls):
+ *   graph.c      kiln_ ops build immutable nodes (computations hash-consed, creations not);
+ *                ops.c, nn.c, transformer.c: compute ops and composites; movement.c: views;
+ *                write.c: writes are nodes too
+ *   lifetime.c   handles, cells (one storage's tensors), references: what nothing holds is
+ *                freed at once; scope.c: scopes release handles (docs/lifetime.md)
+ *   autograd.c   records of how each op differentiates itself, kiln_grad; optim.c: optimizers
+ * schedule/:
+ *   realize.c    cuts the graph into kernels (the schedule): one output, at most one
+ *                reduction, elementwise chains inlined, every input read through its view's
+ *                index; it also runs the whole walk as one function, one call per stage
+ *   kernel.c     each kernel becomes a kernel AST with bound values unbound; its hash is the key
+ * codegen/:
+ *   lower.c      AST -> kernel IR (ir.h); emit.c: IR -> SPIR-V (on a cache miss only)
+ * run/:
+ *   runtime.c    device buffers, the pipeline cache in memory, dispatch; interp.c: the
+ *                reference interpreter; cache.c: compiled kernels on disk; trace.c: KILN_TRACE
  * (docs/architecture.md tells the same walk for a newcomer.) */
 #ifndef KILN_ENGINE_ENG_H
 #define KILN_ENGINE_ENG_H
@@ -39,7 +45,7 @@ typedef enum eng_kind {
                    i of dim is src[0]'s element src[1][i] (index_select) */
 } eng_kind;
 
-/* Lifetime (engine/lifetime.c). A tensor handle holds a cell; a cell (the tensors that view one
+/* Lifetime (engine/front/lifetime.c). A tensor handle holds a cell; a cell (the tensors that view one
  * storage: a tensor and its views) holds the node of its current value; a node holds its
  * sources while it is not realized, and its storage once it is. Each holder counts a
  * reference; what nothing holds any more is freed at once, iteratively (no recursion on the

@@ -44,7 +44,7 @@ typedef struct eng_testing {
      * once per subgroup lane and broadcast to the others). */
     bool unshared_loads;
     /* Vector accesses as vectors of four elements only (on a CPU device with 64-bit integers
-     * they move as 64-bit integers, eight at a time where they line up: engine/emit.c). */
+     * they move as 64-bit integers, eight at a time where they line up: engine/codegen/emit.c). */
     bool unpaired_vectors;
     /* Report the progress of a realize's compiles after every kernel compiled ("compiling
      * kernels: i of n"), not only once compiling has taken a second (realize.c). */

@@ -1,5 +1,5 @@
 /* Storage buffers: one allocation each, up to maxMemoryAllocationSize (one larger than
- * maxStorageBufferRange is bound in windows: vkd_binding, engine/runtime.c); mapped when the
+ * maxStorageBufferRange is bound in windows: vkd_binding, engine/run/runtime.c); mapped when the
  * memory is host-visible, otherwise every transfer goes through a temporary staging buffer and
  * the transfer queue path. */
 #include "vkd_internal.h"

@@ -45,7 +45,7 @@ void eng_fixture_context_destroy(kiln_context *ctx);
 
 /* A context for one backend (validation on for the device); the test destroys it. */
 kiln_context *eng_context_new(bool device);
-/* Whether ctx's kernels are tuned as for a GPU (engine/runtime.c eng_runtime_tune: one output
+/* Whether ctx's kernels are tuned as for a GPU (engine/run/runtime.c eng_runtime_tune: one output
  * per invocation, 64 lanes per group reduction; any device that is not a CPU, or
  * eng_testing.gpu_tuning): tests whose kernel counts or summation order follow the tuning expect
  * the GPU's figures then. */

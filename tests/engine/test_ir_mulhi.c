@@ -1,4 +1,4 @@
-/* MULHI (engine/ir.h): the high 32 bits of a u32 product, which Philox (kiln_rand, lower.c)
+/* MULHI (engine/codegen/ir.h): the high 32 bits of a u32 product, which Philox (kiln_rand, lower.c)
  * needs. The interpreter against 64-bit products of edge values; the verifier takes u32 only;
  * the emitted SPIR-V is one OpUMulExtended and declares no Int64 (devices without shaderInt64
  * run it), validated by SPIRV-Tools when the library has it. On the device, kiln_rand checks

@@ -1,4 +1,4 @@
-/* The loop budget (engine/lower.c): lavapipe leaves loops silently once an invocation has run
+/* The loop budget (engine/codegen/lower.c): lavapipe leaves loops silently once an invocation has run
  * 65535 loop passes in all, whatever loops they belong to (nested or one after another), so
  * every kernel keeps the passes of all its loops below that on every device. Sum, argmax,
  * softmax, log_softmax and matmul's k at and around 65535 elements and at 200,000, on both

@@ -1,4 +1,4 @@
-/* engine/nn.c: the neural-network ops against torch's outputs (fixtures/nn.h, from
+/* engine/front/nn.c: the neural-network ops against torch's outputs (fixtures/nn.h, from
  * fixtures/gen_nn.py), on the Vulkan device and on the interpreter: conv2d_ex (every option,
  * torch's defaults, depthwise, a symbolic batch), max and average pooling, clamp, gather,
  * one_hot, cross_entropy (a symbolic batch too) and mse_loss, with strided inputs (permuted,

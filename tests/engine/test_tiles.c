@@ -1,4 +1,4 @@
-/* Output tiles and vector access (engine/lower.c, ops.c): kernels of constant size compute
+/* Output tiles and vector access (engine/codegen/lower.c, ops.c): kernels of constant size compute
  * several outputs per invocation, reductions a register tile of them where loads are shared or
  * are vectors, and four aligned elements (along a tile row or a reduction's unrolled steps)
  * move as one vector. Each case compares with results computed here, on the device and on the

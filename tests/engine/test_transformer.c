@@ -1,4 +1,4 @@
-/* engine/transformer.c: the transformer ops against torch's outputs and gradients
+/* engine/front/transformer.c: the transformer ops against torch's outputs and gradients
  * (fixtures/transformer.h, from fixtures/gen_transformer.py) and values worked out here, on the
  * Vulkan device and on the interpreter: cat and stack (promotion, strided inputs, symbolic
  * sizes, gradients), layer_norm and rms_norm (gradients, symbolic batch), erf, gelu (both

@@ -1,6 +1,6 @@
 /* kilninfo --cache, --cache-clear: the kernel cache of shaders_cache/, opened without a device
  * identity (management only), so both work on a machine without a Vulkan driver, and with the
- * engine's payload version (engine/cache_version.h), so that the entries this build's engine
+ * engine's payload version (engine/run/cache_version.h), so that the entries this build's engine
  * reads are "ok" and only those of another version "stale". */
 #define _POSIX_C_SOURCE 200809L
 
@@ -55,7 +55,7 @@ static void time_utc(int64_t sec, char *out, size_t size) {
         snprintf(out, size, "%lld", (long long)sec);
 }
 
-/* The kernel's name stored in an entry the engine reads (engine/cache_version.h), else "". */
+/* The kernel's name stored in an entry the engine reads (engine/run/cache_version.h), else "". */
 static void entry_name(const pcache_entry *e, char out[ENG_CACHE_NAME_SIZE]) {
     out[0] = '\0';
     const unsigned char *p = e->payload;

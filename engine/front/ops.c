@@ -514,16 +514,77 @@ static kiln_tensor *reduce_node(kiln_tensor *t, ir_op op, uint32_t mask) {
  * P is the largest power of two dividing R that keeps both stages long enough, chosen from the
  * device's parallelism. Constant sizes only (a symbolic reduction stays one kernel, compiled
  * once for every bound value). Returns NULL when one stage is best. */
+/* A sum over a symbolic number of elements R (a batch Variable's) with few outputs: the same
+ * two stages as split_reduce, the reduced elements flattened and padded with zeros to P
+ * chunks of ceil(R / P) (P from R's largest value), so that one kernel pair serves every bound
+ * value. NULL: not worth it. */
+static kiln_tensor *split_reduce_sym(kiln_tensor *x, uint32_t mask, int64_t outputs) {
+    kiln_context *ctx = ENG_CTX(x);
+    const shape_view *v = view_of(x);
+    const sym_node *count = sym_const(ctx->sym, 1);
+    for (uint32_t d = 0; d < v->ndim && count; d++)
+        if (mask & (1u << d))
+            count = sym_mul(ctx->sym, count, v->shape[d]);
+    int64_t most = count ? sym_vmax(count) : 0, want = (int64_t)ctx->parallelism;
+    if (!count || most < 8192 || outputs * 4 >= want)
+        return NULL;
+    int64_t p = 1;
+    while (outputs * 2 * p <= want && most / (2 * p) >= 256)
+        p *= 2;
+    if (p < 4)
+        return NULL;
+    int32_t perm[SHAPE_MAX_DIMS];
+    const sym_node *shape[SHAPE_MAX_DIMS + 1], *final[SHAPE_MAX_DIMS], *pad[2 * SHAPE_MAX_DIMS];
+    uint32_t n = 0, nk = 0;
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        final[d] = mask & (1u << d) ? sym_const(ctx->sym, 1) : v->shape[d];
+        if (!(mask & (1u << d))) {
+            perm[n++] = (int32_t)d;
+            shape[nk++] = v->shape[d];
+        }
+    }
+    for (uint32_t d = 0; d < v->ndim; d++)
+        if (mask & (1u << d))
+            perm[n++] = (int32_t)d;
+    const sym_node *chunk = sym_floordiv_c(ctx->sym, sym_add_c(ctx->sym, count, p - 1), p);
+    const sym_node *padded = chunk ? sym_mul_c(ctx->sym, chunk, p) : NULL;
+    const sym_node *extra = padded ? sym_sub(ctx->sym, padded, count) : NULL;
+    if (!extra)
+        return eng_fail_from_shape(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY);
+    for (uint32_t d = 0; d <= nk; d++) {
+        pad[2 * d] = sym_const(ctx->sym, 0);
+        pad[2 * d + 1] = d == nk ? extra : sym_const(ctx->sym, 0);
+    }
+    shape[nk] = count;
+    kiln_tensor *y = eng_reshape(kiln_permute(x, perm), nk + 1, shape);
+    y = y ? eng_pad(y, pad) : NULL;
+    shape[nk] = sym_const(ctx->sym, p);
+    shape[nk + 1] = chunk;
+    y = y ? eng_reshape(y, nk + 2, shape) : NULL;
+    kiln_tensor *partial = y ? reduce_node(y, IR_ADD, 1u << (nk + 1)) : NULL;
+    kiln_tensor *flat = partial ? eng_reshape(partial, nk + 1, shape) : NULL;
+    kiln_tensor *total = flat ? reduce_node(flat, IR_ADD, 1u << nk) : NULL;
+    return total ? eng_reshape(total, v->ndim, final) : NULL;
+}
+
 static kiln_tensor *split_reduce(kiln_tensor *x, ir_op op, uint32_t mask) {
     kiln_context *ctx = ENG_CTX(x);
     const shape_view *v = view_of(x);
     int64_t outputs = 1, count = 1, size;
+    bool symbolic = false;
     for (uint32_t d = 0; d < v->ndim; d++) {
-        if (!sym_is_const(v->shape[d], &size) ||
-            !base_mul_i64(mask & (1u << d) ? count : outputs, size,
+        if (!sym_is_const(v->shape[d], &size)) {
+            if (!(mask & (1u << d)))
+                return NULL; /* symbolic outputs: enough of them, or unknown */
+            symbolic = true;
+            continue;
+        }
+        if (!base_mul_i64(mask & (1u << d) ? count : outputs, size,
                           mask & (1u << d) ? &count : &outputs))
-            return NULL; /* symbolic, or too large for any device anyway */
+            return NULL; /* too large for any device anyway */
     }
+    if (symbolic)
+        return op == IR_ADD && outputs > 0 ? split_reduce_sym(x, mask, outputs) : NULL;
     int64_t want = (int64_t)ctx->parallelism;
     if (outputs <= 0 || outputs >= want || outputs * 4 >= want || count < 8192)
         return NULL;
@@ -571,11 +632,22 @@ static kiln_tensor *strip_split(kiln_tensor *x, ir_op op, uint32_t mask) {
     int64_t rows = 1, cols = 1, size, stride = 0;
     int32_t perm[SHAPE_MAX_DIMS];
     uint32_t n = 0;
+    /* A sum over a symbolic number of rows (a batch Variable's) splits too: the rows padded
+     * with zeros to P strips of ceil(rows / P), P chosen from the rows' largest value. */
+    const sym_node *sym_rows = sym_const(ctx->sym, 1);
+    bool symbolic = false;
     for (uint32_t d = 0; d < v->ndim; d++) {
+        if (mask & (1u << d) && op == IR_ADD && !sym_is_const(v->shape[d], NULL)) {
+            symbolic = true;
+            sym_rows = sym_rows ? sym_mul(ctx->sym, sym_rows, v->shape[d]) : NULL;
+            perm[n++] = (int32_t)d;
+            continue;
+        }
         if (!sym_is_const(v->shape[d], &size) ||
             !base_mul_i64(mask & (1u << d) ? rows : cols, size, mask & (1u << d) ? &rows : &cols))
             return NULL; /* symbolic, or too large for any device anyway */
         if (mask & (1u << d)) {
+            sym_rows = sym_rows ? sym_mul_c(ctx->sym, sym_rows, size) : NULL;
             perm[n++] = (int32_t)d;
         } else {
             if (!sym_is_const(v->strides[d], &stride))
@@ -587,10 +659,15 @@ static kiln_tensor *strip_split(kiln_tensor *x, ir_op op, uint32_t mask) {
             perm[n++] = (int32_t)d;
     }
     int64_t want = 32 * (int64_t)ctx->parallelism;
+    if (symbolic) {
+        if (!sym_rows)
+            return eng_fail_from_shape(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY);
+        rows = sym_vmax(sym_rows);
+    }
     if (ctx->tile_vector_cols < 4 || stride != 1 || rows < 1024 || cols % 4 != 0 || cols >= want)
         return NULL;
     int64_t p = 1;
-    while (rows % (2 * p) == 0 && p * cols < want && rows / (2 * p) >= 256)
+    while ((symbolic || rows % (2 * p) == 0) && p * cols < want && rows / (2 * p) >= 256)
         p *= 2;
     if (p < 2)
         return NULL;
@@ -599,7 +676,23 @@ static kiln_tensor *strip_split(kiln_tensor *x, ir_op op, uint32_t mask) {
     const sym_node *final[SHAPE_MAX_DIMS];
     for (uint32_t d = 0; d < v->ndim; d++)
         final[d] = mask & (1u << d) ? sym_const(ctx->sym, 1) : v->shape[d];
-    kiln_tensor *y = eng_reshape(kiln_permute(x, perm), 3, shape);
+    kiln_tensor *y = kiln_permute(x, perm);
+    if (symbolic) {
+        /* (rows, cols) padded with zero rows to P ceil(rows / P) */
+        const sym_node *chunk =
+            sym_floordiv_c(ctx->sym, sym_add_c(ctx->sym, sym_rows, p - 1), p);
+        const sym_node *extra =
+            chunk ? sym_sub(ctx->sym, sym_mul_c(ctx->sym, chunk, p), sym_rows) : NULL;
+        const sym_node *flat[2] = {sym_rows, sym_const(ctx->sym, cols)};
+        const sym_node *pad[4] = {sym_const(ctx->sym, 0), extra, sym_const(ctx->sym, 0),
+                                  sym_const(ctx->sym, 0)};
+        if (!extra)
+            return eng_fail_from_shape(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY);
+        y = y ? eng_reshape(y, 2, flat) : NULL;
+        y = y ? eng_pad(y, pad) : NULL;
+        shape[1] = chunk;
+    }
+    y = y ? eng_reshape(y, 3, shape) : NULL;
     kiln_tensor *total = reduce_node(reduce_node(y, op, 1u << 1), op, 1u << 0);
     return total ? eng_reshape(total, v->ndim, final) : NULL;
 }
