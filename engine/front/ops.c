@@ -677,6 +677,31 @@ static kiln_tensor *strip_split(kiln_tensor *x, ir_op op, uint32_t mask) {
     for (uint32_t d = 0; d < v->ndim; d++)
         final[d] = mask & (1u << d) ? sym_const(ctx->sym, 1) : v->shape[d];
     kiln_tensor *y = kiln_permute(x, perm);
+    int64_t c = 0, q = 0;
+    const sym_node *rest = NULL;
+    if (symbolic && sym_node_kind(sym_rows) == SYM_MUL) {
+        /* rows = rest x c: strips of whole c-blocks need no padding (no index arithmetic
+         * beyond a reshape): P the largest divisor of c that keeps P x cols under want. */
+        for (uint32_t i = 0; i < 2 && !rest; i++)
+            if (sym_is_const(sym_node_src(sym_rows, i), &c) && c >= 2)
+                rest = sym_node_src(sym_rows, 1 - i);
+        for (int64_t d = c; rest && d >= 2 && !q; d--)
+            if (c % d == 0 && d * cols < want)
+                q = d;
+    }
+    if (q) {
+        const sym_node *flat[2] = {sym_rows, sym_const(ctx->sym, cols)};
+        const sym_node *blocks[4] = {rest, sym_const(ctx->sym, q), sym_const(ctx->sym, c / q),
+                                     sym_const(ctx->sym, cols)};
+        const sym_node *strips[2] = {sym_const(ctx->sym, q), sym_const(ctx->sym, cols)};
+        y = y ? eng_reshape(y, 2, flat) : NULL;
+        y = y ? eng_reshape(y, 4, blocks) : NULL;
+        y = y ? kiln_permute(y, (const int32_t[]){1, 0, 2, 3}) : NULL;
+        kiln_tensor *part = y ? reduce_node(y, op, (1u << 1) | (1u << 2)) : NULL;
+        part = part ? eng_reshape(part, 2, strips) : NULL;
+        kiln_tensor *sum = part ? reduce_node(part, op, 1u << 0) : NULL;
+        return sum ? eng_reshape(sum, v->ndim, final) : NULL;
+    }
     if (symbolic) {
         /* (rows, cols) padded with zero rows to P ceil(rows / P) */
         const sym_node *chunk =

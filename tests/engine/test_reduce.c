@@ -7,6 +7,8 @@
  * Tolerances elsewhere: mean (one division) rtol 1e-6; prod rtol 1e-6; var/std rtol 1e-5;
  * softmax/log_softmax (exp, log, division) atol 1e-6 + rtol 1e-5. */
 #include "engine_fixture.h"
+
+#include <stdlib.h>
 #include "fixtures/fixtures.h"
 
 #include <math.h>
@@ -403,6 +405,48 @@ static void test_engine_reduce_other_lane_counts(void **state) {
     }
 }
 
+/* A column sum over a symbolic number of rows (a batch Variable's, n x 4 of them) splits into
+ * strips on CPU devices (ops.c strip_split: whole blocks of the constant factor, or rows padded
+ * with zeros): right for every bound value, and one compile serves them all. */
+static void test_engine_reduce_symbolic_rows_split(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    const kiln_expr *n = kiln_variable(ctx, "strip_rows", 1, 512);
+    const kiln_expr *m = kiln_variable(ctx, "strip_rows_flat", 1, 2048);
+    uint64_t compiled = 0;
+    const int64_t values[2] = {300, 7};
+    for (int round = 0; round < 2; round++) {
+        kiln_scope_begin(ctx);
+        const kiln_expr *nb = kiln_bind(ctx, n, values[round]);
+        const kiln_expr *shape[3] = {nb, kiln_int(ctx, 4), kiln_int(ctx, 64)};
+        kiln_tensor *x = kiln_rand_sym(ctx, KILN_F32, 3, shape, 11);
+        kiln_tensor *rows = kiln_reshape_sym(
+            x, 2, (const kiln_expr *[]){kiln_expr_mul(ctx, nb, kiln_int(ctx, 4)), shape[2]});
+        kiln_tensor *s = kiln_sum(rows, 1, (int32_t[]){0}, false);
+        int64_t count = values[round] * 4 * 64;
+        float *host = malloc((size_t)count * sizeof *host);
+        assert_non_null(host);
+        fx_read(x, KILN_F32, host, (size_t)count);
+        float want[64];
+        for (int j = 0; j < 64; j++) {
+            double acc = 0;
+            for (int64_t r = 0; r < values[round] * 4; r++)
+                acc += host[r * 64 + j];
+            want[j] = (float)acc;
+        }
+        fx_check_f32(s, want, 64, 1e-4, 1e-5);
+        /* rows a Variable of their own (no constant factor): padded to P strips */
+        const kiln_expr *mb = kiln_bind(ctx, m, values[round] * 4);
+        kiln_tensor *y = kiln_rand_sym(ctx, KILN_F32, 2, (const kiln_expr *[]){mb, shape[2]}, 11);
+        fx_check_f32(kiln_sum(y, 1, (int32_t[]){0}, false), want, 64, 1e-4, 1e-5);
+        free(host);
+        if (round == 0)
+            compiled = kiln_context_stats(ctx).kernels_compiled;
+        else
+            assert_int_equal(kiln_context_stats(ctx).kernels_compiled, compiled);
+        assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_sum_axis_sets),
@@ -419,6 +463,7 @@ int main(void) {
         ENG_TEST(test_engine_reduce_symbolic_size),
         ENG_TEST(test_engine_reduce_lanes_share_the_elements),
         ENG_TEST(test_engine_reduce_other_lane_counts),
+        ENG_TEST(test_engine_reduce_symbolic_rows_split),
     };
     return ENG_RUN_BOTH(tests);
 }
