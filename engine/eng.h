@@ -45,8 +45,8 @@ typedef enum eng_kind {
                    i of dim is src[0]'s element src[1][i] (index_select) */
 } eng_kind;
 
-/* Lifetime (engine/front/lifetime.c). A tensor handle holds a cell; a cell (the tensors that view one
- * storage: a tensor and its views) holds the node of its current value; a node holds its
+/* Lifetime (engine/front/lifetime.c). A tensor handle holds a cell; a cell (the tensors that view
+ * one storage: a tensor and its views) holds the node of its current value; a node holds its
  * sources while it is not realized, and its storage once it is. Each holder counts a
  * reference; what nothing holds any more is freed at once, iteratively (no recursion on the
  * graph's depth). Readers lists are not references: they only order writes. */
@@ -153,7 +153,7 @@ typedef struct eng_fn {
     uint32_t nsyms;
     double value, value2;
     bool flag;
-    bool view; /* its output views its first input's storage (a movement op) */
+    bool view;                  /* its output views its first input's storage (a movement op) */
     struct eng_fn *next, *prev; /* the context's records */
     uint64_t mark;              /* scratch for kiln_grad's walk */
     uint32_t order;
@@ -220,14 +220,14 @@ typedef struct kast {
     /* KAST_RAND: the seed's low and high 32 bits as parameters (kernel.c lift_seed: Variables
      * of the kernel pushed like bound values), or NULL: the seed is code. */
     const sym_node *key[2];
-    uint32_t reduction; /* KAST_REDUCE: which of the kernel's reductions */
+    uint32_t reduction;                  /* KAST_REDUCE: which of the kernel's reductions */
     const sym_node *var, *bound, *guard; /* KAST_GATHER */
     uint32_t flag;                       /* KAST_GATHER: the flag buffer's slot */
     uint64_t hash;
 } kast;
 
 enum { ENG_MAX_BUFFERS = 16, ENG_MAX_PARAMS = 32, ENG_MAX_REDUCTIONS = 4 };
-enum { ENG_MAX_TILE = 64 }; /* outputs per invocation of a tiled kernel */
+enum { ENG_MAX_TILE = 64 };    /* outputs per invocation of a tiled kernel */
 enum { ENG_MAX_GATHERS = 32 }; /* gathers in one kernel (more are realized first) */
 /* The loop passes (a loop of n iterations makes n + 1) one invocation of a kernel may run in
  * all: below the 65535 after which lavapipe leaves loops silently (lower.c, the loop budget). */
@@ -522,17 +522,52 @@ typedef enum eng_ag_op {
     ENG_AG_NONE, /* no gradient flows through (comparisons, argmax): nothing is recorded */
     ENG_AG_LEAF, /* kiln_requires_grad_ */
     ENG_AG_IDENTITY,
-    ENG_AG_ADD, ENG_AG_SUB, ENG_AG_MUL, ENG_AG_DIV, ENG_AG_POW, ENG_AG_MAXIMUM, ENG_AG_MINIMUM,
-    ENG_AG_WHERE, ENG_AG_NEG, ENG_AG_ABS, ENG_AG_EXP, ENG_AG_LOG, ENG_AG_SQRT, ENG_AG_RSQRT,
-    ENG_AG_SIN, ENG_AG_COS, ENG_AG_TANH, ENG_AG_SIGMOID, ENG_AG_RELU, ENG_AG_CAST,
-    ENG_AG_ADD_SCALAR, ENG_AG_MUL_SCALAR,
-    ENG_AG_SUM, ENG_AG_PROD, ENG_AG_MAX, ENG_AG_MIN, ENG_AG_MEAN, ENG_AG_VAR, ENG_AG_STD,
-    ENG_AG_SOFTMAX, ENG_AG_LOG_SOFTMAX, ENG_AG_MATMUL,
+    ENG_AG_ADD,
+    ENG_AG_SUB,
+    ENG_AG_MUL,
+    ENG_AG_DIV,
+    ENG_AG_POW,
+    ENG_AG_MAXIMUM,
+    ENG_AG_MINIMUM,
+    ENG_AG_WHERE,
+    ENG_AG_NEG,
+    ENG_AG_ABS,
+    ENG_AG_EXP,
+    ENG_AG_LOG,
+    ENG_AG_SQRT,
+    ENG_AG_RSQRT,
+    ENG_AG_SIN,
+    ENG_AG_COS,
+    ENG_AG_TANH,
+    ENG_AG_SIGMOID,
+    ENG_AG_RELU,
+    ENG_AG_CAST,
+    ENG_AG_ADD_SCALAR,
+    ENG_AG_MUL_SCALAR,
+    ENG_AG_SUM,
+    ENG_AG_PROD,
+    ENG_AG_MAX,
+    ENG_AG_MIN,
+    ENG_AG_MEAN,
+    ENG_AG_VAR,
+    ENG_AG_STD,
+    ENG_AG_SOFTMAX,
+    ENG_AG_LOG_SOFTMAX,
+    ENG_AG_MATMUL,
     ENG_AG_RESHAPE, /* reshape, squeeze, unsqueeze: the gradient takes the input's shape */
-    ENG_AG_PERMUTE, ENG_AG_EXPAND, ENG_AG_PAD, ENG_AG_SHRINK, ENG_AG_FLIP, ENG_AG_SLICE,
-    ENG_AG_SELECT, ENG_AG_DIAGONAL, ENG_AG_UNFOLD, ENG_AG_AS_STRIDED,
+    ENG_AG_PERMUTE,
+    ENG_AG_EXPAND,
+    ENG_AG_PAD,
+    ENG_AG_SHRINK,
+    ENG_AG_FLIP,
+    ENG_AG_SLICE,
+    ENG_AG_SELECT,
+    ENG_AG_DIAGONAL,
+    ENG_AG_UNFOLD,
+    ENG_AG_AS_STRIDED,
     /* Forms of the above the record normalizes: transpose (a permute), narrow (a shrink). */
-    ENG_AG_TRANSPOSE, ENG_AG_NARROW,
+    ENG_AG_TRANSPOSE,
+    ENG_AG_NARROW,
     ENG_AG_INDEX_SELECT, /* ints: dim; the gradient scatters (adds) into the rows indexed */
 } eng_ag_op;
 

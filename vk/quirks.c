@@ -33,7 +33,8 @@ static const vkd_driver_issue issues[] = {
      .max_version = NV_VERSION(580, 159, 4),
      .seen = "580.159.04 on an H200",
      .what = "Sin and Cos lose accuracy outside [-pi, pi] (sin(100) 1.4e-5 off, sin(1e-30) = 0)",
-     .workaround = "Kiln's own argument reduction and polynomials (engine/codegen/emit.c float_sincos)"},
+     .workaround =
+         "Kiln's own argument reduction and polynomials (engine/codegen/emit.c float_sincos)"},
     {.vendor_id = 0x10005, /* Mesa's */
      .driver_id = VK_DRIVER_ID_MESA_LLVMPIPE,
      .min_version = 0,
@@ -41,7 +42,8 @@ static const vkd_driver_issue issues[] = {
      .seen = "Mesa 22.3.6 (lavapipe)",
      .what = "loops stop after 65,535 iterations per invocation, silently; 1 / (a constant 0) "
              "is wrong even with SignedZeroInfNanPreserve",
-     .workaround = "kernel loops split below the budget (engine/codegen/lower.c); docs/lavapipe.md"},
+     .workaround =
+         "kernel loops split below the budget (engine/codegen/lower.c); docs/lavapipe.md"},
 };
 
 uint32_t vkd_driver_issues(const vkd_device_info *d, const vkd_driver_issue **out, uint32_t max) {

@@ -168,10 +168,10 @@ static uint32_t norm_dim(int64_t d, uint32_t ndim) {
 static void py_slice(int64_t n, bool has_start, int64_t start, bool has_stop, int64_t stop,
                      int64_t step, int64_t *first, int64_t *count) {
     int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? n : n - 1;
-    int64_t a = !has_start   ? (step > 0 ? lower : upper)
+    int64_t a = !has_start  ? (step > 0 ? lower : upper)
                 : start < 0 ? (start + n < lower ? lower : start + n)
                             : (start > upper ? upper : start);
-    int64_t b = !has_stop   ? (step > 0 ? upper : lower)
+    int64_t b = !has_stop  ? (step > 0 ? upper : lower)
                 : stop < 0 ? (stop + n < lower ? lower : stop + n)
                            : (stop > upper ? upper : stop);
     if (step > 0)
@@ -266,8 +266,7 @@ static bool record_args(kiln_context *ctx, eng_fn *f, const eng_ag_args *a, cons
         int64_t index = f->ints[1];
         f->ints[0] = dim;
         f->nints = 1;
-        f->syms[0] =
-            index < 0 ? sym_add_c(ctx->sym, v->shape[dim], index) : cnst(ctx, index);
+        f->syms[0] = index < 0 ? sym_add_c(ctx->sym, v->shape[dim], index) : cnst(ctx, index);
         f->nsyms = 1;
         break;
     }
@@ -330,7 +329,8 @@ kiln_tensor *eng_ag_end(kiln_context *ctx, kiln_tensor *result, const eng_ag_arg
     return result;
 }
 
-/* ---- marking leaves ---------------------------------------------------------------------------- */
+/* ---- marking leaves ----------------------------------------------------------------------------
+ */
 
 kiln_status kiln_requires_grad_(kiln_tensor *t, bool requires) {
     kiln_context *ctx = NULL;
@@ -380,7 +380,8 @@ kiln_tensor *kiln_detach(kiln_tensor *t) {
     return h;
 }
 
-/* ---- building gradients ------------------------------------------------------------------------ */
+/* ---- building gradients ------------------------------------------------------------------------
+ */
 
 /* One kiln_grad call's state. */
 typedef struct grad_run {
@@ -391,14 +392,15 @@ typedef struct grad_run {
 
 static const char *op_name(uint32_t op) {
     static const char *const names[] = {
-        "none",     "leaf",      "identity",   "add",     "sub",         "mul",     "div",
-        "pow",      "maximum",   "minimum",    "where",   "neg",         "abs",     "exp",
-        "log",      "sqrt",      "rsqrt",      "sin",     "cos",         "tanh",    "sigmoid",
-        "relu",     "cast",      "add_scalar", "mul_scalar", "sum",      "prod",    "max",
-        "min",      "mean",      "var",        "std",     "softmax",     "log_softmax",
-        "matmul",   "reshape",   "permute",    "expand",  "pad",         "shrink",  "flip",
-        "slice",    "select",    "diagonal",   "unfold",  "as_strided",  "transpose",
-        "narrow",   "index_select"};
+        "none",        "leaf",     "identity", "add",         "sub",       "mul",
+        "div",         "pow",      "maximum",  "minimum",     "where",     "neg",
+        "abs",         "exp",      "log",      "sqrt",        "rsqrt",     "sin",
+        "cos",         "tanh",     "sigmoid",  "relu",        "cast",      "add_scalar",
+        "mul_scalar",  "sum",      "prod",     "max",         "min",       "mean",
+        "var",         "std",      "softmax",  "log_softmax", "matmul",    "reshape",
+        "permute",     "expand",   "pad",      "shrink",      "flip",      "slice",
+        "select",      "diagonal", "unfold",   "as_strided",  "transpose", "narrow",
+        "index_select"};
     return op < sizeof names / sizeof names[0] ? names[op] : "?";
 }
 
@@ -629,12 +631,12 @@ static kiln_tensor *as_strided_grad(grad_run *r, kiln_tensor *g) {
     kiln_tensor *iy = kiln_reshape(idx[1], 2, (int64_t[]){1, ny});
     kiln_tensor *gy = kiln_reshape(g, 2, (int64_t[]){1, ny});
     kiln_tensor *hit = kiln_eq(ix, iy);
-    kiln_tensor *gx = kiln_sum(kiln_where(hit, gy, scalar(ctx, type_of(g), 0)), 1,
-                               (int32_t[]){1}, false);
+    kiln_tensor *gx =
+        kiln_sum(kiln_where(hit, gy, scalar(ctx, type_of(g), 0)), 1, (int32_t[]){1}, false);
     /* Input elements that share a storage element split it. */
     kiln_tensor *ix2 = kiln_reshape(idx[0], 2, (int64_t[]){1, nx});
-    kiln_tensor *share = kiln_sum(ones_like_mask(kiln_eq(ix, ix2), type_of(g)), 1,
-                                  (int32_t[]){1}, false);
+    kiln_tensor *share =
+        kiln_sum(ones_like_mask(kiln_eq(ix, ix2), type_of(g)), 1, (int32_t[]){1}, false);
     gx = kiln_div(gx, share);
     return kiln_reshape(gx, xv->ndim, xshape);
 }
@@ -719,8 +721,8 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
         /* Ties split the gradient in halves (torch's); the loser gets 0. */
         bool max = f->op == ENG_AG_MAXIMUM;
         kiln_tensor *lose = (i == 0) == max ? kiln_lt(a, b) : kiln_gt(a, b);
-        kiln_tensor *d = kiln_where(kiln_eq(a, b), kiln_mul_scalar(g, 0.5),
-                                    kiln_where(lose, zero, g));
+        kiln_tensor *d =
+            kiln_where(kiln_eq(a, b), kiln_mul_scalar(g, 0.5), kiln_where(lose, zero, g));
         return sum_to_in(f, i, d);
     }
     case ENG_AG_WHERE: {

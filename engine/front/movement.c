@@ -434,11 +434,15 @@ static kiln_tensor *as_strided_impl(kiln_tensor *t, uint32_t ndim, const int64_t
 /* ---- the public entry points: checked handles, intermediates released ---------------- */
 
 kiln_tensor *kiln_permute(kiln_tensor *t, const int32_t *dims) {
-    ENG_OP("kiln_permute", ENG_AG(.op = ENG_AG_PERMUTE, .dims = dims, .ndims = dims ? kiln_tensor_ndim(t) : 0), permute_impl(t, dims), t);
+    ENG_OP("kiln_permute",
+           ENG_AG(.op = ENG_AG_PERMUTE, .dims = dims, .ndims = dims ? kiln_tensor_ndim(t) : 0),
+           permute_impl(t, dims), t);
 }
 
 kiln_tensor *kiln_transpose(kiln_tensor *t, int32_t dim0, int32_t dim1) {
-    ENG_OP("kiln_transpose", ENG_AG(.op = ENG_AG_TRANSPOSE, .ints = (int64_t[]){dim0, dim1}, .nints = 2), transpose_impl(t, dim0, dim1), t);
+    ENG_OP("kiln_transpose",
+           ENG_AG(.op = ENG_AG_TRANSPOSE, .ints = (int64_t[]){dim0, dim1}, .nints = 2),
+           transpose_impl(t, dim0, dim1), t);
 }
 
 kiln_tensor *kiln_expand_sym(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape) {
@@ -487,19 +491,27 @@ kiln_tensor *kiln_expand(kiln_tensor *t, uint32_t ndim, const int64_t *shape) {
 }
 
 kiln_tensor *kiln_pad(kiln_tensor *t, const int64_t *pad) {
-    ENG_OP("kiln_pad", ENG_AG(.op = ENG_AG_PAD, .ints = pad, .nints = pad ? 2 * kiln_tensor_ndim(t) : 0), pad_impl(t, pad), t);
+    ENG_OP("kiln_pad",
+           ENG_AG(.op = ENG_AG_PAD, .ints = pad, .nints = pad ? 2 * kiln_tensor_ndim(t) : 0),
+           pad_impl(t, pad), t);
 }
 
 kiln_tensor *kiln_shrink(kiln_tensor *t, const int64_t *begin, const int64_t *end) {
-    ENG_OP("kiln_shrink", ENG_AG(.op = ENG_AG_SHRINK, .ints = begin, .ints2 = end, .nints = begin && end ? kiln_tensor_ndim(t) : 0), shrink_impl(t, begin, end), t);
+    ENG_OP("kiln_shrink",
+           ENG_AG(.op = ENG_AG_SHRINK, .ints = begin, .ints2 = end,
+                  .nints = begin && end ? kiln_tensor_ndim(t) : 0),
+           shrink_impl(t, begin, end), t);
 }
 
 kiln_tensor *kiln_flip(kiln_tensor *t, int32_t dim) {
-    ENG_OP("kiln_flip", ENG_AG(.op = ENG_AG_FLIP, .ints = (int64_t[]){dim}, .nints = 1), flip_impl(t, dim), t);
+    ENG_OP("kiln_flip", ENG_AG(.op = ENG_AG_FLIP, .ints = (int64_t[]){dim}, .nints = 1),
+           flip_impl(t, dim), t);
 }
 
 kiln_tensor *kiln_slice(kiln_tensor *t, int32_t dim, int64_t start, int64_t stop, int64_t step) {
-    ENG_OP("kiln_slice", ENG_AG(.op = ENG_AG_SLICE, .ints = (int64_t[]){dim, start, stop, step}, .nints = 4), slice_impl(t, dim, start, stop, step), t);
+    ENG_OP("kiln_slice",
+           ENG_AG(.op = ENG_AG_SLICE, .ints = (int64_t[]){dim, start, stop, step}, .nints = 4),
+           slice_impl(t, dim, start, stop, step), t);
 }
 
 kiln_tensor *kiln_unsqueeze(kiln_tensor *t, int32_t dim) {
@@ -511,19 +523,26 @@ kiln_tensor *kiln_squeeze(kiln_tensor *t, int32_t dim) {
 }
 
 kiln_tensor *kiln_narrow(kiln_tensor *t, int32_t dim, int64_t start, int64_t length) {
-    ENG_OP("kiln_narrow", ENG_AG(.op = ENG_AG_NARROW, .ints = (int64_t[]){dim, start, length}, .nints = 3), narrow_impl(t, dim, start, length), t);
+    ENG_OP("kiln_narrow",
+           ENG_AG(.op = ENG_AG_NARROW, .ints = (int64_t[]){dim, start, length}, .nints = 3),
+           narrow_impl(t, dim, start, length), t);
 }
 
 kiln_tensor *kiln_select(kiln_tensor *t, int32_t dim, int64_t index) {
-    ENG_OP("kiln_select", ENG_AG(.op = ENG_AG_SELECT, .ints = (int64_t[]){dim, index}, .nints = 2), select_impl(t, dim, index), t);
+    ENG_OP("kiln_select", ENG_AG(.op = ENG_AG_SELECT, .ints = (int64_t[]){dim, index}, .nints = 2),
+           select_impl(t, dim, index), t);
 }
 
 kiln_tensor *kiln_diagonal(kiln_tensor *t, int64_t offset, int32_t dim1, int32_t dim2) {
-    ENG_OP("kiln_diagonal", ENG_AG(.op = ENG_AG_DIAGONAL, .ints = (int64_t[]){offset, dim1, dim2}, .nints = 3), diagonal_impl(t, offset, dim1, dim2), t);
+    ENG_OP("kiln_diagonal",
+           ENG_AG(.op = ENG_AG_DIAGONAL, .ints = (int64_t[]){offset, dim1, dim2}, .nints = 3),
+           diagonal_impl(t, offset, dim1, dim2), t);
 }
 
 kiln_tensor *kiln_unfold(kiln_tensor *t, int32_t dim, int64_t size, int64_t step) {
-    ENG_OP("kiln_unfold", ENG_AG(.op = ENG_AG_UNFOLD, .ints = (int64_t[]){dim, size, step}, .nints = 3), unfold_impl(t, dim, size, step), t);
+    ENG_OP("kiln_unfold",
+           ENG_AG(.op = ENG_AG_UNFOLD, .ints = (int64_t[]){dim, size, step}, .nints = 3),
+           unfold_impl(t, dim, size, step), t);
 }
 
 kiln_tensor *kiln_reshape_sym(kiln_tensor *t, uint32_t ndim, const kiln_expr *const *shape) {
@@ -536,16 +555,24 @@ kiln_tensor *kiln_reshape(kiln_tensor *t, uint32_t ndim, const int64_t *shape) {
 
 kiln_tensor *kiln_shrink_sym(kiln_tensor *t, const kiln_expr *const *begin,
                              const kiln_expr *const *end) {
-    ENG_OP("kiln_shrink_sym", ENG_AG(.op = ENG_AG_SHRINK, .exprs = begin, .exprs2 = end, .nexprs = begin && end ? kiln_tensor_ndim(t) : 0), shrink_sym_impl(t, begin, end), t);
+    ENG_OP("kiln_shrink_sym",
+           ENG_AG(.op = ENG_AG_SHRINK, .exprs = begin, .exprs2 = end,
+                  .nexprs = begin && end ? kiln_tensor_ndim(t) : 0),
+           shrink_sym_impl(t, begin, end), t);
 }
 
 kiln_tensor *kiln_pad_sym(kiln_tensor *t, const kiln_expr *const *pad) {
-    ENG_OP("kiln_pad_sym", ENG_AG(.op = ENG_AG_PAD, .exprs = pad, .nexprs = pad ? 2 * kiln_tensor_ndim(t) : 0), pad_sym_impl(t, pad), t);
+    ENG_OP("kiln_pad_sym",
+           ENG_AG(.op = ENG_AG_PAD, .exprs = pad, .nexprs = pad ? 2 * kiln_tensor_ndim(t) : 0),
+           pad_sym_impl(t, pad), t);
 }
 
 kiln_tensor *kiln_narrow_sym(kiln_tensor *t, int32_t dim, const kiln_expr *start,
                              const kiln_expr *length) {
-    ENG_OP("kiln_narrow_sym", ENG_AG(.op = ENG_AG_NARROW, .ints = (int64_t[]){dim}, .nints = 1, .exprs = (const kiln_expr *const[]){start, length}, .nexprs = 2), narrow_sym_impl(t, dim, start, length), t);
+    ENG_OP("kiln_narrow_sym",
+           ENG_AG(.op = ENG_AG_NARROW, .ints = (int64_t[]){dim}, .nints = 1,
+                  .exprs = (const kiln_expr *const[]){start, length}, .nexprs = 2),
+           narrow_sym_impl(t, dim, start, length), t);
 }
 
 kiln_tensor *kiln_slice_sym(kiln_tensor *t, int32_t dim, const kiln_expr *start,
@@ -555,5 +582,8 @@ kiln_tensor *kiln_slice_sym(kiln_tensor *t, int32_t dim, const kiln_expr *start,
 
 kiln_tensor *kiln_as_strided(kiln_tensor *t, uint32_t ndim, const int64_t *shape,
                              const int64_t *strides, int64_t offset) {
-    ENG_OP("kiln_as_strided", ENG_AG(.op = ENG_AG_AS_STRIDED, .ints = shape, .ints2 = strides, .nints = shape && strides ? ndim : 0, .value = ndim, .value2 = (double)offset), as_strided_impl(t, ndim, shape, strides, offset), t);
+    ENG_OP("kiln_as_strided",
+           ENG_AG(.op = ENG_AG_AS_STRIDED, .ints = shape, .ints2 = strides,
+                  .nints = shape && strides ? ndim : 0, .value = ndim, .value2 = (double)offset),
+           as_strided_impl(t, ndim, shape, strides, offset), t);
 }

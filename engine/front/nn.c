@@ -236,15 +236,13 @@ static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *
     kiln_tensor *out;
     if (p.groups == 1) {
         /* rows (N, OH, OW), columns (C, KH, KW) */
-        kiln_tensor *cols =
-            kiln_contiguous(kiln_permute(win, (const int32_t[]){0, 2, 3, 1, 4, 5}));
+        kiln_tensor *cols = kiln_contiguous(kiln_permute(win, (const int32_t[]){0, 2, 3, 1, 4, 5}));
         cols = reshape_groups(cols, 2, (const uint32_t[]){3, 3},
                               (const uint32_t[][4]){{0, 1, 2}, {3, 4, 5}});
-        kiln_tensor *wm = reshape_groups(w, 2, (const uint32_t[]){1, 3},
-                                         (const uint32_t[][4]){{0}, {1, 2, 3}});
+        kiln_tensor *wm =
+            reshape_groups(w, 2, (const uint32_t[]){1, 3}, (const uint32_t[][4]){{0}, {1, 2, 3}});
         out = kiln_matmul(cols, kiln_transpose(wm, 0, 1)); /* (N OH OW, O) */
-        const kiln_expr *dims[4] = {kiln_tensor_size_expr(win, 0),
-                                    kiln_tensor_size_expr(win, 2),
+        const kiln_expr *dims[4] = {kiln_tensor_size_expr(win, 0), kiln_tensor_size_expr(win, 2),
                                     kiln_tensor_size_expr(win, 3), kiln_tensor_size_expr(w, 0)};
         out = kiln_permute(kiln_reshape_sym(out, 4, dims), (const int32_t[]){0, 3, 1, 2});
     } else {

@@ -704,8 +704,7 @@ static kiln_tensor *strip_split(kiln_tensor *x, ir_op op, uint32_t mask) {
     }
     if (symbolic) {
         /* (rows, cols) padded with zero rows to P ceil(rows / P) */
-        const sym_node *chunk =
-            sym_floordiv_c(ctx->sym, sym_add_c(ctx->sym, sym_rows, p - 1), p);
+        const sym_node *chunk = sym_floordiv_c(ctx->sym, sym_add_c(ctx->sym, sym_rows, p - 1), p);
         const sym_node *extra =
             chunk ? sym_sub(ctx->sym, sym_mul_c(ctx->sym, chunk, p), sym_rows) : NULL;
         const sym_node *flat[2] = {sym_rows, sym_const(ctx->sym, cols)};
@@ -997,9 +996,9 @@ static kiln_tensor *conv2d_impl(kiln_tensor *x, kiln_tensor *w, int64_t stride, 
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
                         "kiln_conv2d: kernel sizes must be constant");
     if (ir_type_is_float(type_of(x)) && ir_type_is_float(type_of(w))) /* im2col (nn.c) */
-        return kiln_conv2d_ex(x, w, NULL,
-                              &(kiln_conv2d_options){.stride = {stride, stride},
-                                                     .padding = {padding, padding}});
+        return kiln_conv2d_ex(
+            x, w, NULL,
+            &(kiln_conv2d_options){.stride = {stride, stride}, .padding = {padding, padding}});
     int64_t pad[8] = {0, 0, 0, 0, padding, padding, padding, padding};
     kiln_tensor *p = x;
     if (padding) {
@@ -1156,7 +1155,8 @@ kiln_tensor *kiln_add_scalar(kiln_tensor *t, double value) {
 }
 
 kiln_tensor *kiln_mul_scalar(kiln_tensor *t, double value) {
-    ENG_OP("kiln_mul_scalar", ENG_AG(.op = ENG_AG_MUL_SCALAR, .value = value), mul_scalar_impl(t, value), t);
+    ENG_OP("kiln_mul_scalar", ENG_AG(.op = ENG_AG_MUL_SCALAR, .value = value),
+           mul_scalar_impl(t, value), t);
 }
 
 kiln_tensor *kiln_relu(kiln_tensor *t) {
@@ -1172,23 +1172,28 @@ kiln_tensor *kiln_dropout(kiln_tensor *t, double p, uint64_t seed) {
 }
 
 kiln_tensor *kiln_sum(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
-    ENG_OP("kiln_sum", ENG_AG(.op = ENG_AG_SUM, .dims = axes, .ndims = axes ? naxes : 0), sum_impl(t, naxes, axes, keepdim), t);
+    ENG_OP("kiln_sum", ENG_AG(.op = ENG_AG_SUM, .dims = axes, .ndims = axes ? naxes : 0),
+           sum_impl(t, naxes, axes, keepdim), t);
 }
 
 kiln_tensor *kiln_prod(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
-    ENG_OP("kiln_prod", ENG_AG(.op = ENG_AG_PROD, .dims = axes, .ndims = axes ? naxes : 0), prod_impl(t, naxes, axes, keepdim), t);
+    ENG_OP("kiln_prod", ENG_AG(.op = ENG_AG_PROD, .dims = axes, .ndims = axes ? naxes : 0),
+           prod_impl(t, naxes, axes, keepdim), t);
 }
 
 kiln_tensor *kiln_max(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
-    ENG_OP("kiln_max", ENG_AG(.op = ENG_AG_MAX, .dims = axes, .ndims = axes ? naxes : 0), max_impl(t, naxes, axes, keepdim), t);
+    ENG_OP("kiln_max", ENG_AG(.op = ENG_AG_MAX, .dims = axes, .ndims = axes ? naxes : 0),
+           max_impl(t, naxes, axes, keepdim), t);
 }
 
 kiln_tensor *kiln_min(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
-    ENG_OP("kiln_min", ENG_AG(.op = ENG_AG_MIN, .dims = axes, .ndims = axes ? naxes : 0), min_impl(t, naxes, axes, keepdim), t);
+    ENG_OP("kiln_min", ENG_AG(.op = ENG_AG_MIN, .dims = axes, .ndims = axes ? naxes : 0),
+           min_impl(t, naxes, axes, keepdim), t);
 }
 
 kiln_tensor *kiln_mean(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
-    ENG_OP("kiln_mean", ENG_AG(.op = ENG_AG_MEAN, .dims = axes, .ndims = axes ? naxes : 0), mean_impl(t, naxes, axes, keepdim), t);
+    ENG_OP("kiln_mean", ENG_AG(.op = ENG_AG_MEAN, .dims = axes, .ndims = axes ? naxes : 0),
+           mean_impl(t, naxes, axes, keepdim), t);
 }
 
 /* torch.index_select: a gather node (ENG_GATHER) of t read through its view and index (1-d;
@@ -1235,20 +1240,27 @@ static kiln_tensor *index_select_impl(kiln_tensor *t, int32_t dim, kiln_tensor *
 
 kiln_tensor *kiln_var(kiln_tensor *t, uint32_t naxes, const int32_t *axes, double correction,
                       bool keepdim) {
-    ENG_OP("kiln_var", ENG_AG(.op = ENG_AG_VAR, .dims = axes, .ndims = axes ? naxes : 0, .value = correction), var_impl(t, naxes, axes, correction, keepdim), t);
+    ENG_OP("kiln_var",
+           ENG_AG(.op = ENG_AG_VAR, .dims = axes, .ndims = axes ? naxes : 0, .value = correction),
+           var_impl(t, naxes, axes, correction, keepdim), t);
 }
 
 kiln_tensor *kiln_std(kiln_tensor *t, uint32_t naxes, const int32_t *axes, double correction,
                       bool keepdim) {
-    ENG_OP("kiln_std", ENG_AG(.op = ENG_AG_STD, .dims = axes, .ndims = axes ? naxes : 0, .value = correction), std_impl(t, naxes, axes, correction, keepdim), t);
+    ENG_OP("kiln_std",
+           ENG_AG(.op = ENG_AG_STD, .dims = axes, .ndims = axes ? naxes : 0, .value = correction),
+           std_impl(t, naxes, axes, correction, keepdim), t);
 }
 
 kiln_tensor *kiln_softmax(kiln_tensor *t, int32_t dim) {
-    ENG_OP("kiln_softmax", ENG_AG(.op = ENG_AG_SOFTMAX, .ints = (int64_t[]){dim}, .nints = 1), softmax_impl(t, dim), t);
+    ENG_OP("kiln_softmax", ENG_AG(.op = ENG_AG_SOFTMAX, .ints = (int64_t[]){dim}, .nints = 1),
+           softmax_impl(t, dim), t);
 }
 
 kiln_tensor *kiln_log_softmax(kiln_tensor *t, int32_t dim) {
-    ENG_OP("kiln_log_softmax", ENG_AG(.op = ENG_AG_LOG_SOFTMAX, .ints = (int64_t[]){dim}, .nints = 1), log_softmax_impl(t, dim), t);
+    ENG_OP("kiln_log_softmax",
+           ENG_AG(.op = ENG_AG_LOG_SOFTMAX, .ints = (int64_t[]){dim}, .nints = 1),
+           log_softmax_impl(t, dim), t);
 }
 
 kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b) {

@@ -220,8 +220,8 @@ static bool sgd_one(kiln_optimizer *opt, uint32_t i, kiln_tensor *grad) {
     if (o->momentum > 0) {
         /* The first step's buffer is the gradient itself; later ones decay it. */
         kiln_tensor *buf = opt->m[i];
-        kiln_tensor *later = kiln_add(kiln_mul_scalar(buf, o->momentum),
-                                      kiln_mul_scalar(d, 1.0 - o->dampening));
+        kiln_tensor *later =
+            kiln_add(kiln_mul_scalar(buf, o->momentum), kiln_mul_scalar(d, 1.0 - o->dampening));
         kiln_tensor *next = kiln_where(kiln_eq(opt->step, num(ctx, 1)), d, later);
         if (!next || kiln_copy_(buf, next) != KILN_OK)
             return false;
@@ -247,8 +247,8 @@ static bool adam_one(kiln_optimizer *opt, uint32_t i, kiln_tensor *grad) {
             g = kiln_add(g, kiln_mul_scalar(p, o->weight_decay));
         }
     }
-    kiln_tensor *m = kiln_add(kiln_mul_scalar(opt->m[i], o->beta1),
-                              kiln_mul_scalar(g, 1.0 - o->beta1));
+    kiln_tensor *m =
+        kiln_add(kiln_mul_scalar(opt->m[i], o->beta1), kiln_mul_scalar(g, 1.0 - o->beta1));
     kiln_tensor *v = kiln_add(kiln_mul_scalar(opt->v[i], o->beta2),
                               kiln_mul_scalar(kiln_mul(g, g), 1.0 - o->beta2));
     if (!m || !v || kiln_copy_(opt->m[i], m) != KILN_OK || kiln_copy_(opt->v[i], v) != KILN_OK)

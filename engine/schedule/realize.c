@@ -144,8 +144,7 @@ static eng_node *consumer_of(eng_node *reader, const eng_node *w, uint64_t stamp
     for (;;) {
         if (n->cells == 0 && !n->boundary && readers_scheduled(n))
             return NULL;
-        if (n->kind != ENG_EW || n->cells != 0 || n->boundary || !n->readers ||
-            n->readers->next)
+        if (n->kind != ENG_EW || n->cells != 0 || n->boundary || !n->readers || n->readers->next)
             return n;
         eng_node *u = n->readers->node;
         /* u built after w may read w (it would wait for w while w waits for it): ids are

@@ -548,8 +548,8 @@ kiln_tensor *kiln_stack(uint32_t count, kiln_tensor *const *tensors, int32_t dim
 /* torch's layer_norm and rms_norm over the last ndims dims (biased variance), then weight and
  * bias (each may be NULL) of those dims' shape and x's dtype. x floating (f16 computes in
  * f32), 1 <= ndims <= x's dims, eps finite and >= 0 (else KILN_ERROR_OUT_OF_RANGE). */
-kiln_tensor *kiln_layer_norm(kiln_tensor *x, uint32_t ndims, kiln_tensor *weight,
-                             kiln_tensor *bias, double eps);
+kiln_tensor *kiln_layer_norm(kiln_tensor *x, uint32_t ndims, kiln_tensor *weight, kiln_tensor *bias,
+                             double eps);
 kiln_tensor *kiln_rms_norm(kiln_tensor *x, uint32_t ndims, kiln_tensor *weight, double eps);
 /* erf (integers give f32; absolute error ~1.5e-7 in f32); torch's gelu (exact, or its tanh
  * approximation) and silu, of floating tensors (else KILN_ERROR_DTYPE_MISMATCH). */

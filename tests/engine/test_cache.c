@@ -153,8 +153,8 @@ static void test_engine_cache_second_process_compiles_nothing(void **state) {
     assert_int_equal(w.disk_hits, s.kernels_compiled);
 }
 
-/* Lifted offsets (engine/schedule/kernel.c) on disk: a variant asked for by an offset's residue finds
- * its code, or the way to the code it shares with another residue, and a second process
+/* Lifted offsets (engine/schedule/kernel.c) on disk: a variant asked for by an offset's residue
+ * finds its code, or the way to the code it shares with another residue, and a second process
  * compiles nothing. */
 static void test_engine_cache_offsets_of_every_alignment(void **state) {
     (void)state;

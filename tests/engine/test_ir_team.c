@@ -1,8 +1,8 @@
-/* Team kernels (engine/codegen/ir.h: share_lanes, LANE, SHARE): the interpreter runs a team's lanes in
- * lockstep to every SHARE, inside a loop too; the verifier's rules; the emitted SPIR-V
- * (subgroup built-ins and OpGroupNonUniformBroadcast, validated by SPIRV-Tools when the library
- * has it). On the device, matmul's shared loads are checked against the host and the
- * interpreter in test_tiles. */
+/* Team kernels (engine/codegen/ir.h: share_lanes, LANE, SHARE): the interpreter runs a team's lanes
+ * in lockstep to every SHARE, inside a loop too; the verifier's rules; the emitted SPIR-V (subgroup
+ * built-ins and OpGroupNonUniformBroadcast, validated by SPIRV-Tools when the library has it). On
+ * the device, matmul's shared loads are checked against the host and the interpreter in test_tiles.
+ */
 #include "emit.h"
 #include "interp.h"
 #include "ir.h"

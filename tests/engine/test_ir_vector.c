@@ -1,6 +1,6 @@
-/* The IR's vector access (LOAD4, LOAD8, EXTRACT, STORE4, STORE8; engine/codegen/ir.h): the verifier's
- * rules, the interpreter's semantics and checks, and the emitted SPIR-V (validated by SPIRV-Tools
- * when the library has it). */
+/* The IR's vector access (LOAD4, LOAD8, EXTRACT, STORE4, STORE8; engine/codegen/ir.h): the
+ * verifier's rules, the interpreter's semantics and checks, and the emitted SPIR-V (validated by
+ * SPIRV-Tools when the library has it). */
 #include "emit.h"
 #include "interp.h"
 #include "ir.h"

@@ -1,5 +1,5 @@
-/* The loop budget (engine/codegen/lower.c): lavapipe leaves loops silently once an invocation has run
- * 65535 loop passes in all, whatever loops they belong to (nested or one after another), so
+/* The loop budget (engine/codegen/lower.c): lavapipe leaves loops silently once an invocation has
+ * run 65535 loop passes in all, whatever loops they belong to (nested or one after another), so
  * every kernel keeps the passes of all its loops below that on every device. Sum, argmax,
  * softmax, log_softmax and matmul's k at and around 65535 elements and at 200,000, on both
  * backends, against values computed here: inputs are small integers, so sums are exact in f32

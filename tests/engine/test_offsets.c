@@ -1,5 +1,5 @@
-/* View offsets, starts and mask bounds reach kernels as values (engine/schedule/kernel.c lifts them into
- * parameters; runtime.c picks a variant by their alignment): a new row index, start or pad
+/* View offsets, starts and mask bounds reach kernels as values (engine/schedule/kernel.c lifts them
+ * into parameters; runtime.c picks a variant by their alignment): a new row index, start or pad
  * compiles nothing once a kernel for its alignment exists. Every case checks the values against
  * results computed here and the compile counts from kiln_context_stats, on the device and on
  * the interpreter, each in a context of its own (an empty memory cache). */

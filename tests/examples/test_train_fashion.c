@@ -119,8 +119,7 @@ static void test_examples_train_fashion_loss_halves_with_flat_compiles_and_memor
         else if (s == 1) {
             second = live_now(ctx);
             assert_int_equal(second.compiled, compiled_first); /* the first step's kernels */
-        }
-        else
+        } else
             expect_same(second, live_now(ctx), "a later step", true);
     }
     assert_true(compiled_first > 0);
