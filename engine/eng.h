@@ -776,6 +776,10 @@ ir_type eng_promote(ir_type a, ir_type b);
 /* ops.c: an elementwise node over already broadcast, already typed sources. */
 kiln_tensor *eng_elementwise(kiln_context *ctx, ir_op op, ir_type type, uint32_t nsrc,
                              kiln_tensor *const *srcs);
+/* A 0-d tensor of type holding the number of elements a reduction over the dims in mask of
+ * shape combines (computed in the kernel when the shape is symbolic). */
+kiln_tensor *eng_count_tensor(kiln_context *ctx, uint32_t ndim, const sym_node *const *shape,
+                              uint32_t mask, ir_type type);
 /* An identity node over t (t read lazily through its view, with a plain view of its own: what
  * unfold needs of a padded tensor); differentiable (autograd.c). */
 kiln_tensor *eng_identity(kiln_tensor *t);

@@ -500,18 +500,7 @@ static kiln_tensor *unreduce(const eng_fn *f, kiln_tensor *g, bool expand) {
 /* The number of elements each output of a reduction combines, as a tensor of type. */
 static kiln_tensor *reduced_count(kiln_context *ctx, const eng_fn *f, ir_type type) {
     const shape_view *v = in_view(f, 0);
-    uint32_t mask = reduced_mask(f);
-    const sym_node *n = cnst(ctx, 1);
-    for (uint32_t d = 0; d < v->ndim && n; d++)
-        if (mask & (1u << d))
-            n = sym_mul(ctx->sym, n, v->shape[d]);
-    int64_t c;
-    if (!n)
-        return eng_fail_from_shape(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY);
-    if (sym_is_const(n, &c))
-        return scalar(ctx, type, (double)c);
-    kiln_tensor *t = kiln_scalar_expr(ctx, KILN_I32, eng_expr_handle(ctx, n));
-    return kiln_cast(t, eng_dtype(type));
+    return eng_count_tensor(ctx, v->ndim, v->shape, reduced_mask(f), type);
 }
 
 static kiln_tensor *ones_like_mask(kiln_tensor *m, ir_type type) {

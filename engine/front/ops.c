@@ -772,9 +772,19 @@ static kiln_tensor *min_impl(kiln_tensor *t, uint32_t naxes, const int32_t *axes
 
 /* The reduced element count as a 0-d float tensor computed in the kernel (symbolic sizes travel
  * as push constants: never evaluated on the host). */
+kiln_tensor *eng_count_tensor(kiln_context *ctx, uint32_t ndim, const sym_node *const *shape,
+                              uint32_t mask, ir_type type) {
+    const sym_node *dims[SHAPE_MAX_DIMS];
+    uint32_t n = 0;
+    for (uint32_t d = 0; d < ndim; d++)
+        if (mask & (1u << d))
+            dims[n++] = shape[d];
+    const sym_node *c = eng_numel(ctx, n, dims);
+    return c ? eng_full(ctx, type, 0, NULL, 0.0, c) : NULL;
+}
+
 static kiln_tensor *count_tensor(kiln_tensor *t, uint32_t mask, ir_type type) {
-    const sym_node *c = reduced_count(t, mask);
-    return c ? eng_full(ENG_CTX(t), type, 0, NULL, 0.0, c) : NULL;
+    return eng_count_tensor(ENG_CTX(t), view_of(t)->ndim, view_of(t)->shape, mask, type);
 }
 
 /* x / 0 as IEEE division gives it (NaN for x = 0, +inf for x > 0; x >= 0 here), written as a
