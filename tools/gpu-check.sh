@@ -95,6 +95,12 @@ bundle() {
         glslc -O --target-env=vulkan1.1 -DPAIRED -DOCTETS "$s" \
             -o "$out/spv/$name+octets.spv" 2>/dev/null
     done
+    # What tests read from the source tree or the system: the trace checker (run with the
+    # GPU machine's python3) and the Fashion-MNIST files of the training example's test.
+    mkdir -p "$out/data" "$out/scripts"
+    cp "$root/tests/engine/check_trace.py" "$out/scripts/"
+    local fashion=${KILN_FASHION_DATA:-/usr/share/datasets/fashion-mnist}
+    cp "$fashion"/*-ubyte.gz "$out/data/" || { say "no Fashion-MNIST files in $fashion"; return 1; }
     cp "$root/tools/gpu-check.sh" "$out/"
     { git -C "$root" describe --always --dirty 2>/dev/null || echo unknown; } >"$out/commit"
     # One compressed file to carry (the test programs share most of their code).
@@ -142,7 +148,8 @@ run() {
     note "device: $KILN_DEVICE"
 
     # The tests: the environment ctest gives them (tests/CMakeLists.txt), on the GPU.
-    export KILN_VALIDATION=1 KILN_CACHE=0
+    export KILN_VALIDATION=1 KILN_CACHE=0 KILN_FASHION_DATA="$b/data" \
+        KILN_TEST_PYTHON=python3 KILN_TEST_CHECK_TRACE="$b/scripts/check_trace.py"
     local tmo=${GPU_CHECK_TEST_TIMEOUT:-150} jobs=${GPU_CHECK_JOBS:-8}
     mkdir -p "$report/tests"
     find "$b/tests" -type f -name 'test_*' | sort |

@@ -88,6 +88,60 @@ static void build_features(const vkd_device_info *d, feature_chain *c, vkd_caps 
         c->extensions[c->extension_count++] = "VK_KHR_portability_subset";
 }
 
+/* The features a profile does not have, off in the chain that creates the device (chain NULL: a
+ * wrapped device, whose caps alone are masked). */
+static void profile_features(const vkd_profile *p, feature_chain *c, vkd_caps *caps) {
+    caps->int64 &= p->int64;
+    caps->int16 &= p->int16;
+    caps->int8 &= p->int8;
+    caps->float16 &= p->float16;
+    caps->float64 &= p->float64;
+    caps->storage_buffer_8bit &= p->storage_buffer_8bit;
+    caps->storage_buffer_16bit &= p->storage_buffer_16bit;
+    if (!c)
+        return;
+    c->f2.features.shaderInt64 &= (VkBool32)p->int64;
+    c->f2.features.shaderInt16 &= (VkBool32)p->int16;
+    c->f2.features.shaderFloat64 &= (VkBool32)p->float64;
+    c->float16_int8.shaderInt8 &= (VkBool32)p->int8;
+    c->float16_int8.shaderFloat16 &= (VkBool32)p->float16;
+    c->storage8.storageBuffer8BitAccess &= (VkBool32)p->storage_buffer_8bit;
+    c->storage16.storageBuffer16BitAccess &= (VkBool32)p->storage_buffer_16bit;
+}
+
+static uint32_t min_u32(uint32_t a, uint32_t b) {
+    return a < b ? a : b;
+}
+
+/* The limits in force under profile p: min(profile, device); subgroup operations only where the
+ * device's subgroups are the profile's size (Kiln does not pin sizes, so the device's default
+ * size must be it). */
+static void profile_limits(const vkd_profile *p, vkd_caps *caps) {
+    caps->timestamps &= p->timestamps;
+    if (!p->subgroup_size || caps->subgroup_size != p->subgroup_size) {
+        caps->subgroup_operations = 0;
+        caps->subgroup_size = caps->min_subgroup_size = caps->max_subgroup_size = 0;
+        caps->subgroup_size_control = caps->compute_full_subgroups = false;
+    } else {
+        caps->min_subgroup_size = caps->max_subgroup_size = p->subgroup_size;
+        caps->subgroup_size_control = false; /* a fixed size: nothing to require */
+    }
+    caps->max_workgroup_invocations =
+        min_u32(caps->max_workgroup_invocations, p->max_workgroup_invocations);
+    for (int i = 0; i < 3; i++) {
+        caps->max_workgroup_size[i] = min_u32(caps->max_workgroup_size[i], p->max_workgroup_size[i]);
+        caps->max_workgroup_count[i] =
+            min_u32(caps->max_workgroup_count[i], p->max_workgroup_count[i]);
+    }
+    caps->max_push_constants_size =
+        min_u32(caps->max_push_constants_size, p->max_push_constants_size);
+    if (p->max_storage_buffer_range < caps->max_storage_buffer_range)
+        caps->max_storage_buffer_range = p->max_storage_buffer_range;
+    caps->max_storage_buffers_per_stage =
+        min_u32(caps->max_storage_buffers_per_stage, p->max_storage_buffers_per_stage);
+    caps->max_shared_memory_size = min_u32(caps->max_shared_memory_size, p->max_shared_memory_size);
+}
+
 static void fill_caps(const vkd_device_info *d, const vkd_device_options *opt, vkd_caps *caps) {
     const VkPhysicalDeviceLimits *l = &d->props.limits;
     caps->api_version = d->api_version;
@@ -127,6 +181,8 @@ static void fill_caps(const vkd_device_info *d, const vkd_device_options *opt, v
     caps->max_shared_memory_size = l->maxComputeSharedMemorySize;
     caps->max_storage_buffers_per_stage = l->maxPerStageDescriptorStorageBuffers;
     caps->min_storage_buffer_offset_alignment = l->minStorageBufferOffsetAlignment;
+    if (opt->profile)
+        profile_limits(opt->profile, caps);
 }
 
 /* Storage buffers live in a device-local type when there is one; when that type is also
@@ -229,6 +285,8 @@ kiln_status vkd_device_create(const vkd_instance *inst, uint32_t index,
         chain.f2.features.shaderInt64 = VK_FALSE;
         dev->caps.int64 = false;
     }
+    if (dev->options.profile)
+        profile_features(dev->options.profile, &chain, &dev->caps);
     fill_caps(info, &dev->options, &dev->caps);
     float priority = 1.0f;
     VkDeviceQueueCreateInfo queue_info = {
@@ -306,6 +364,8 @@ kiln_status vkd_device_wrap(const vkd_instance *inst, const vkd_external_device 
     vkd_device_info adjusted = *info;
     adjusted.compute_family = (int32_t)ext->queue_family;
     external_caps(info, ext, &dev->caps);
+    if (dev->options.profile)
+        profile_features(dev->options.profile, NULL, &dev->caps);
     fill_caps(&adjusted, &dev->options, &dev->caps);
     if (info->has_subgroup_size_control) { /* not enabled by Kiln: no size control */
         dev->caps.subgroup_size_control = false;

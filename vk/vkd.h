@@ -190,6 +190,35 @@ typedef struct vkd_caps {
     bool host_visible_device_memory; /* buffers are mapped directly (UMA) */
 } vkd_caps;
 
+/* ---- device profiles (profiles.c) -------------------------------------------------------- */
+
+/* A stricter device than the one at hand: Kiln sees the device through it exactly as if the
+ * driver reported it. A feature is enabled only where both the device and the profile have it
+ * (the validation layer then catches a kernel that uses more); each limit in force is
+ * min(profile, device); a subgroup size the device does not give means no subgroup operations.
+ * Profiles never raise anything above the device's. */
+typedef struct vkd_profile {
+    const char *name;    /* "mobile-low" */
+    const char *summary; /* one line, for kilninfo and messages */
+    bool int64, int16, int8, float16, float64;
+    bool storage_buffer_8bit, storage_buffer_16bit;
+    bool timestamps; /* on the compute queue */
+    uint32_t subgroup_size; /* 0: unknown, so no subgroup operations */
+    uint32_t max_workgroup_invocations;
+    uint32_t max_workgroup_size[3];
+    uint32_t max_workgroup_count[3];
+    uint32_t max_push_constants_size;
+    uint64_t max_storage_buffer_range;
+    uint32_t max_storage_buffers_per_stage;
+    uint32_t max_shared_memory_size;
+} vkd_profile;
+
+/* The profiles Kiln knows (a table in profiles.c; docs/gpus.md lists them). */
+uint32_t vkd_profile_count(void);
+const vkd_profile *vkd_profile_at(uint32_t index); /* NULL past the end */
+/* The profile of that name (case-insensitive), or NULL. */
+const vkd_profile *vkd_profile_find(const char *name);
+
 /* How long a fence wait polls before it blocks (see vkd_wait_fence). */
 enum { VKD_FENCE_SPIN_NS = 50000 };
 
@@ -200,6 +229,10 @@ typedef struct vkd_device_options {
     uint64_t max_storage_range;   /* nonzero: report a smaller storage-buffer range */
     uint32_t max_workgroup_count; /* nonzero: split grids as if this were the limit */
     bool no_int64;                /* neither enable nor report shaderInt64 (vkd_device_create) */
+    /* The device as a profile sees it (NULL: as it is). For a wrapped device
+     * (vkd_device_wrap), whose features the application enabled, Kiln uses only what both the
+     * application and the profile allow. */
+    const vkd_profile *profile;
     uint64_t fence_timeout_ns;    /* 0: 60 seconds */
     uint64_t fence_spin_ns;       /* polling before a wait blocks; 0: VKD_FENCE_SPIN_NS */
     /* Initial data of the device's VkPipelineCache (vkGetPipelineCacheData bytes saved

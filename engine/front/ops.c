@@ -355,7 +355,11 @@ static kiln_tensor *dropout_impl(kiln_tensor *t, double p, uint64_t seed) {
     }
     kiln_tensor *u = kiln_rand_sym(ctx, KILN_F32, v->ndim, shape, seed);
     kiln_tensor *keep = kiln_ge(u, eng_full(ctx, IR_F32, 0, NULL, (float)p, NULL));
-    return kiln_where(keep, kiln_div(t, scalar_like(t, 1 - p)), scalar_like(t, 0));
+    /* x * (1 / (1 - p)), the reciprocal rounded to f32 first, as torch (its mask divided by
+     * 1 - p, then multiplied in): one rounding, so every device gives torch's bits (a
+     * division is not correctly rounded on every GPU). */
+    float scale = 1.0f / (float)(1 - p);
+    return kiln_where(keep, kiln_mul(t, scalar_like(t, scale)), scalar_like(t, 0));
 }
 
 /* ---- reductions

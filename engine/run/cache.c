@@ -27,7 +27,7 @@ enum { NAME_WORDS = ENG_NAME_MAX / 4, CACHE_HEADER_WORDS = 9 + ALIGN_WORDS + NAM
 _Static_assert(ENG_CACHE_NAME_OFFSET == 4 * (9 + ALIGN_WORDS) &&
                    ENG_CACHE_NAME_SIZE == 4 * NAME_WORDS,
                "cache_version.h places the name where the payload has it");
-enum { CACHE_KEY_SIZE = 41 + ENG_MAX_PARAMS + ENG_MAX_BUFFERS };
+enum { CACHE_KEY_SIZE = 45 + ENG_MAX_PARAMS + ENG_MAX_BUFFERS };
 enum { FLAG_PARAMS_IN_BUFFER = 1, FLAG_REDIRECT = 2 };
 static const uint32_t payload_magic = ENG_CACHE_PAYLOAD_MAGIC;
 
@@ -102,6 +102,12 @@ static size_t cache_key(const kiln_context *ctx, const eng_kernel *k, const eng_
         key[40 + ENG_MAX_PARAMS + i] =
             (unsigned char)(p->windows[i] ? 1 + __builtin_ctz(p->windows[i]) : 0);
     key[40 + ENG_MAX_PARAMS + ENG_MAX_BUFFERS] = (unsigned char)p->window_log2;
+    /* The features the code may use (a device profile turns some off). */
+    put_u32(key + 41 + ENG_MAX_PARAMS + ENG_MAX_BUFFERS,
+            (uint32_t)caps->int64 | (uint32_t)caps->int16 << 1 | (uint32_t)caps->int8 << 2 |
+                (uint32_t)caps->float16 << 3 | (uint32_t)caps->storage_buffer_8bit << 4 |
+                (uint32_t)caps->storage_buffer_16bit << 5 | (uint32_t)caps->float64 << 6 |
+                (uint32_t)caps->preserve_specials32 << 7);
     return CACHE_KEY_SIZE;
 }
 

@@ -96,6 +96,27 @@ void eng_runtime_tune(kiln_context *ctx) {
     ctx->group_lanes = lanes;
 }
 
+/* The profile the options or $KILN_PROFILE name (NULL: none). */
+static kiln_status find_profile(kiln_context *ctx, const kiln_context_options *opt,
+                                const vkd_profile **out) {
+    const char *name = opt->profile ? opt->profile : getenv("KILN_PROFILE");
+    *out = NULL;
+    if (!name || !name[0] || strcmp(name, "none") == 0)
+        return KILN_OK;
+    *out = vkd_profile_find(name);
+    if (*out)
+        return KILN_OK;
+    char known[256] = "";
+    for (uint32_t i = 0; vkd_profile_at(i); i++) {
+        size_t len = strlen(known);
+        snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "", vkd_profile_at(i)->name);
+    }
+    return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
+                          "kiln_context_create: no device profile \"%.64s\"%s (the profiles: %s, "
+                          "or none)",
+                          name, opt->profile ? "" : " ($KILN_PROFILE)", known);
+}
+
 kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt) {
     const char *device = opt->device ? opt->device : getenv("KILN_DEVICE");
     const eng_testing *testing = eng_testing_options();
@@ -138,6 +159,8 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
     vkd_device_options dopt = {.max_push_constants = testing->max_push_constants,
                                .no_int64 = testing->no_int64,
                                .max_storage_range = testing->max_storage_range};
+    if (st == KILN_OK)
+        st = find_profile(ctx, opt, &dopt.profile);
     if (st == KILN_OK)
         st = eng_cache_open(ctx, opt, vkd_instance_device(ctx->inst, index), &dopt);
     if (st == KILN_OK)

@@ -154,6 +154,16 @@ typedef struct kiln_context_options {
      * (kiln_set_log_callback), else stderr. log_user is passed to it. */
     kiln_log_fn log;
     void *log_user;
+    /* See the device through a stricter profile, exactly as if its driver reported the
+     * profile's features and limits: NULL uses $KILN_PROFILE, else the device as it is.
+     * "mobile-low" (no int64, no 8/16-bit storage, no f16 arithmetic, 128 invocations per
+     * workgroup, 128-byte push constants, 128 MiB storage ranges, 4 storage buffers per kernel,
+     * no timestamps) and "mobile-mid" (16-bit storage and f16, 256 invocations, 256 MiB
+     * ranges); docs/gpus.md lists each profile's values. Every limit in force is
+     * min(profile, device); a profile never raises one. An unknown name is
+     * KILN_ERROR_INVALID_ARGUMENT (the message lists the profiles); "" or "none" is no profile.
+     * Ignored by the interpreter. */
+    const char *profile;
 } kiln_context_options;
 
 /* Statuses: KILN_ERROR_NOT_FOUND (no device matches: the message lists the Vulkan devices by

@@ -214,7 +214,7 @@ static kiln_tensor *weighted_loss(kiln_context *ctx, kiln_tensor *out, uint32_t 
 
 static void run_case(kiln_context *ctx, const gc_case *c) {
     kiln_scope_begin(ctx);
-    kiln_tensor *leaves[3], *x[3], *grads[3];
+    kiln_tensor *leaves[3] = {0}, *x[3] = {0}, *grads[3] = {0};
     for (uint32_t i = 0; i < c->nin; i++) {
         leaves[i] = leaf(ctx, c->in[i].ndim, c->in[i].shape, c->in[i].data);
         x[i] = view_of_input(leaves[i], &c->in[i]);

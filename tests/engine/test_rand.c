@@ -222,11 +222,11 @@ static void test_engine_dropout_zeroes_p_and_scales_the_rest(void **state) {
         double p = ps[k];
         fx_read(kiln_dropout(t, p, 7 + k), KILN_F32, got, N);
         int zeros = 0;
-        float scale = (float)(1 - p);
+        float scale = 1.0f / (float)(1 - p); /* torch's: the mask over 1 - p, then a product */
         for (int i = 0; i < N; i++) {
             /* The mask is kiln_rand's with that seed: u >= p keeps the element. */
             bool keep = ref_uniform(7 + k, (uint64_t)i, 0) >= (float)p;
-            float want = keep ? x[i] / scale : 0.0f;
+            float want = keep ? x[i] * scale : 0.0f;
             if (got[i] != want)
                 fail_msg("p %g element %d: %.9g, want %.9g", p, i, got[i], want);
             zeros += got[i] == 0;

@@ -287,7 +287,7 @@ static void test_examples_idx_rejects_images_and_labels_that_disagree(void **sta
     n = idx_image(buf, 0x801, 1, (uint32_t[]){2}, 2);
     write_gz(labels, buf, n);
     idx_dataset d;
-    char msg[IDX_MESSAGE_SIZE], want[256];
+    char msg[IDX_MESSAGE_SIZE], want[512];
     assert_int_equal(idx_dataset_load(images, labels, 10, &d, msg, sizeof msg), IDX_ERROR_MISMATCH);
     snprintf(want, sizeof want, "%s: dims[0]: 2 labels, but %s holds 3 images", labels, images);
     assert_string_equal(msg, want);
