@@ -172,6 +172,16 @@ const char *kiln_context_device_name(const kiln_context *ctx) {
     return ctx->device_name;
 }
 
+const char *kiln_context_profile(const kiln_context *ctx) {
+    return ctx && ctx->profile ? ctx->profile->name : NULL;
+}
+
+bool kiln_dtype_supported(const kiln_context *ctx, kiln_dtype dtype) {
+    if (!ctx || (int)dtype < 0 || dtype >= KILN_DTYPE_COUNT_)
+        return false;
+    return dtype != KILN_I64 || ctx->interpreter || vkd_device_caps(ctx->dev)->int64;
+}
+
 kiln_stats kiln_context_stats(const kiln_context *ctx) {
     if (!ctx)
         return (kiln_stats){0};

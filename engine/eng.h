@@ -403,6 +403,7 @@ struct kiln_context {
     size_t blob_size;
     bool blob_saved; /* saved after the first burst of compiles */
     char device_name[256];
+    const struct vkd_profile *profile; /* the device profile in force (NULL: none) */
     kiln_stats stats;
     /* The public call running (outermost), named by errors the modules below report. */
     const char *call;
@@ -722,14 +723,25 @@ typedef struct eng_external {
     VkInstance instance;
     uint32_t api_version;
     const vkd_external_device *device;
+    const char *profile; /* kiln_context_options.profile */
 } eng_external;
 kiln_status eng_runtime_init_external(kiln_context *ctx, const eng_external *e);
+/* The device profile named by option, else by $KILN_PROFILE (*out NULL: none; an unknown name
+ * is KILN_ERROR_INVALID_ARGUMENT, recorded in ctx). */
+kiln_status eng_runtime_profile(kiln_context *ctx, const char *option,
+                                const struct vkd_profile **out);
 /* context.c: creates a context on the default/optioned device, or on external (may be NULL). */
 kiln_status eng_context_create(const kiln_context_options *opt, const eng_external *external,
                                kiln_context **out);
 void eng_runtime_finish(kiln_context *ctx);
 kiln_status eng_storage_allocate(kiln_context *ctx, eng_storage *s);
 void eng_storage_free(kiln_context *ctx, eng_storage *s);
+/* The storage-buffer descriptors a kernel binds for a storage of `bytes` bytes on the context's
+ * device (more than one when it exceeds maxStorageBufferRange and is bound in windows), and
+ * the descriptors one kernel may bind (maxPerStageDescriptorStorageBuffers, less one for the
+ * parameters when they may not fit in push constants; ENG_MAX_BUFFERS with the interpreter). */
+uint32_t eng_storage_descriptors(const kiln_context *ctx, uint64_t bytes);
+uint32_t eng_kernel_max_descriptors(const kiln_context *ctx);
 /* Frees s, keeping its device buffer in the context's pool for the next storage of its size. */
 void eng_storage_release(kiln_context *ctx, eng_storage *s);
 kiln_status eng_storage_write(kiln_context *ctx, eng_storage *s, const void *data, uint64_t bytes);

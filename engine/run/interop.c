@@ -24,16 +24,24 @@ kiln_status kiln_context_create_vulkan(const kiln_vulkan_device *device,
         .storage_buffer_8bit = device->storage_buffer_8bit,
     };
     eng_external external = {
-        .instance = device->instance, .api_version = device->api_version, .device = &ext};
+        .instance = device->instance,
+        .api_version = device->api_version,
+        .device = &ext,
+        .profile = opt.profile};
     return eng_context_create(&opt, &external, out);
 }
 
 kiln_status eng_runtime_init_external(kiln_context *ctx, const eng_external *e) {
     ctx->timing = e->timing || base_log_verbosity() >= 1;
     base_error err = {0};
-    kiln_status st = vkd_instance_wrap(e->instance, e->api_version, &ctx->alloc, &ctx->inst, &err);
+    vkd_device_options dopt = {0};
+    kiln_status st = eng_runtime_profile(ctx, e->profile, &dopt.profile);
+    if (st != KILN_OK)
+        return st;
+    ctx->profile = dopt.profile;
+    st = vkd_instance_wrap(e->instance, e->api_version, &ctx->alloc, &ctx->inst, &err);
     if (st == KILN_OK)
-        st = vkd_device_wrap(ctx->inst, e->device, NULL, &ctx->dev, &err);
+        st = vkd_device_wrap(ctx->inst, e->device, &dopt, &ctx->dev, &err);
     if (st != KILN_OK)
         return base_error_set(&ctx->err, st, "%s", base_error_message(&err));
     const vkd_device_info *info = vkd_device_info_of(ctx->dev);

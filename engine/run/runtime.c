@@ -96,10 +96,8 @@ void eng_runtime_tune(kiln_context *ctx) {
     ctx->group_lanes = lanes;
 }
 
-/* The profile the options or $KILN_PROFILE name (NULL: none). */
-static kiln_status find_profile(kiln_context *ctx, const kiln_context_options *opt,
-                                const vkd_profile **out) {
-    const char *name = opt->profile ? opt->profile : getenv("KILN_PROFILE");
+kiln_status eng_runtime_profile(kiln_context *ctx, const char *option, const vkd_profile **out) {
+    const char *name = option ? option : getenv("KILN_PROFILE");
     *out = NULL;
     if (!name || !name[0] || strcmp(name, "none") == 0)
         return KILN_OK;
@@ -114,7 +112,7 @@ static kiln_status find_profile(kiln_context *ctx, const kiln_context_options *o
     return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
                           "kiln_context_create: no device profile \"%.64s\"%s (the profiles: %s, "
                           "or none)",
-                          name, opt->profile ? "" : " ($KILN_PROFILE)", known);
+                          name, option ? "" : " ($KILN_PROFILE)", known);
 }
 
 kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt) {
@@ -160,7 +158,8 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
                                .no_int64 = testing->no_int64,
                                .max_storage_range = testing->max_storage_range};
     if (st == KILN_OK)
-        st = find_profile(ctx, opt, &dopt.profile);
+        st = eng_runtime_profile(ctx, opt->profile, &dopt.profile);
+    ctx->profile = dopt.profile;
     if (st == KILN_OK)
         st = eng_cache_open(ctx, opt, vkd_instance_device(ctx->inst, index), &dopt);
     if (st == KILN_OK)
@@ -582,6 +581,30 @@ static uint32_t window_log2(const kiln_context *ctx) {
     if (log2 > 31) /* the shift of an i32 index: 2 GiB windows at most */
         log2 = 31;
     return align && ((1ull << log2) % align) != 0 ? 0 : log2;
+}
+
+uint32_t eng_storage_descriptors(const kiln_context *ctx, uint64_t bytes) {
+    if (ctx->interpreter)
+        return 1;
+    uint64_t range = vkd_device_caps(ctx->dev)->max_storage_buffer_range;
+    uint32_t log2 = window_log2(ctx);
+    if (bytes <= range || !log2)
+        return 1; /* (a storage that cannot be windowed fails with its own message) */
+    uint64_t need = (bytes + (1ull << log2) - 1) >> log2, count = 1;
+    while (count < need)
+        count *= 2;
+    return count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
+}
+
+uint32_t eng_kernel_max_descriptors(const kiln_context *ctx) {
+    if (ctx->interpreter)
+        return ENG_MAX_BUFFERS;
+    const vkd_caps *caps = vkd_device_caps(ctx->dev);
+    /* Parameters that may outgrow the push constants travel in a buffer of their own. */
+    uint32_t param_bytes = ENG_MAX_PARAMS * (caps->int64 ? 8u : 4u);
+    uint32_t n = caps->max_storage_buffers_per_stage -
+                 (param_bytes > caps->max_push_constants_size ? 1u : 0u);
+    return n < ENG_MAX_BUFFERS ? n : ENG_MAX_BUFFERS;
 }
 
 /* The windows k's storages need (eng_program.windows), or an error for a device that cannot

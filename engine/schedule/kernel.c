@@ -55,6 +55,7 @@ typedef struct kbuild {
         const sym_node *key[2];
     } seeds[ENG_MAX_PARAMS / 2];
     uint32_t seed_count;
+    uint32_t descriptors, max_descriptors; /* bound so far; the device's per-kernel limit */
     kiln_status status;
 } kbuild;
 
@@ -179,15 +180,25 @@ static uint32_t buffer_slot(kbuild *b, eng_storage *s) {
         if (k->buffers[i] == s)
             return i;
     }
-    if (k->buffer_count == ENG_MAX_BUFFERS) {
-        /* Too many inputs for one kernel: an earlier kernel realizes the outermost inlined node
-         * (one buffer afterwards), then this kernel is built again. */
-        if (b->inlined_top || b->last_top)
+    uint64_t bytes = (s->bound > s->elements ? s->bound : s->elements) * eng_type_size(s->type);
+    uint32_t descriptors = eng_storage_descriptors(b->ctx, bytes);
+    if (k->buffer_count == ENG_MAX_BUFFERS || b->descriptors + descriptors > b->max_descriptors) {
+        /* Too many inputs for one kernel (or for the device's storage-buffer bindings): an
+         * earlier kernel realizes the outermost inlined node (one buffer afterwards), then this
+         * kernel is built again. */
+        if (b->inlined_top || b->last_top) {
             need(b, b->inlined_top ? b->inlined_top : b->last_top);
-        else
-            build_fail(b, KILN_ERROR_LIMIT_EXCEEDED, "a kernel reads more than 15 buffers");
+        } else {
+            char what[128];
+            snprintf(what, sizeof what,
+                     "a kernel reads more buffers than the %u storage-buffer bindings a kernel "
+                     "may have on this device",
+                     b->max_descriptors);
+            build_fail(b, KILN_ERROR_LIMIT_EXCEEDED, what);
+        }
         return 0;
     }
+    b->descriptors += descriptors;
     k->buffers[k->buffer_count] = s;
     k->buffer_types[k->buffer_count] = s->type;
     return k->buffer_count++;
@@ -885,6 +896,9 @@ kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, e
     k->gidx = index_var(&b, "gidx", k->numel);
     /* Buffer 0 is the output: its storage is assigned by the scheduler. */
     k->buffer_count = 1;
+    b.max_descriptors = eng_kernel_max_descriptors(ctx);
+    b.descriptors = eng_storage_descriptors(
+        ctx, (uint64_t)sym_vmax(k->numel) * eng_type_size(node->type));
     k->buffer_types[0] = node->type;
     const sym_node *idx[SHAPE_MAX_DIMS];
     if (!k->gidx)

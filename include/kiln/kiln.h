@@ -179,6 +179,9 @@ const char *kiln_context_message(const kiln_context *ctx);
 void kiln_context_clear_error(kiln_context *ctx);
 /* "llvmpipe (LLVM 15.0.6, 256 bits)" or "interpreter". */
 const char *kiln_context_device_name(const kiln_context *ctx);
+/* The device profile in force (kiln_context_options.profile, $KILN_PROFILE): "mobile-low", ...;
+ * NULL for none (and for the interpreter, which profiles do not touch). */
+const char *kiln_context_profile(const kiln_context *ctx);
 
 typedef struct kiln_stats {
     uint64_t realizes;
@@ -272,6 +275,12 @@ typedef enum kiln_dtype {
     KILN_I64,
     KILN_DTYPE_COUNT_
 } kiln_dtype;
+
+/* Whether kernels of dtype run on the context's device: every dtype but KILN_I64 runs
+ * everywhere (u8, i8, bool and f16 are stored packed in 32-bit words on devices without
+ * 8/16-bit storage); KILN_I64 needs shaderInt64 (without it, realizing such a kernel is
+ * KILN_ERROR_UNSUPPORTED). false for a NULL context or a dtype out of range. */
+bool kiln_dtype_supported(const kiln_context *ctx, kiln_dtype dtype);
 
 enum { KILN_MAX_DIMS = 16 };
 

@@ -23,6 +23,7 @@ void vk_fixture_keep_drivers_loaded(void) {
 }
 
 static vkd_message_counts last_counts;
+static uint32_t expected_errors; /* errors a test provoked on purpose (vk_fixture_take_errors) */
 
 int vk_fixture_setup(void **state) {
     vk_fixture_keep_drivers_loaded();
@@ -44,6 +45,14 @@ int vk_fixture_setup(void **state) {
     return 0;
 }
 
+uint32_t vk_fixture_take_errors(vk_fixture *f) {
+    vkd_message_counts c = vkd_instance_messages(f->inst);
+    uint32_t n = c.errors - last_counts.errors;
+    expected_errors += n;
+    last_counts.errors = c.errors;
+    return n;
+}
+
 void vk_fixture_assert_no_messages(vk_fixture *f) {
     vkd_message_counts c = vkd_instance_messages(f->inst);
     assert_int_equal(c.errors, last_counts.errors);
@@ -59,8 +68,9 @@ int vk_fixture_teardown(void **state) {
     vkd_message_counts c = vkd_instance_messages(f->inst);
     vkd_instance_destroy(f->inst);
     free(f);
-    if (c.errors || c.warnings) {
-        fprintf(stderr, "validation reported %u errors and %u warnings\n", c.errors, c.warnings);
+    if (c.errors != expected_errors || c.warnings) {
+        fprintf(stderr, "validation reported %u errors (%u expected) and %u warnings\n", c.errors,
+                expected_errors, c.warnings);
         return -1;
     }
     return 0;

@@ -23,5 +23,8 @@ int vk_fixture_setup(void **state);
 int vk_fixture_teardown(void **state);
 /* Fails the current test when the validation layer reported anything since the last check. */
 void vk_fixture_assert_no_messages(vk_fixture *f);
+/* The validation errors reported since the last check, which a test provoked on purpose: they
+ * no longer fail the teardown. */
+uint32_t vk_fixture_take_errors(vk_fixture *f);
 
 #endif

@@ -150,6 +150,92 @@ static void test_vk_device_second_device_with_overrides(void **state) {
     vk_fixture_assert_no_messages(f);
 }
 
+/* A device seen through each profile: every limit is min(profile, device), every feature both
+ * have, subgroup operations only where the device's size is the profile's, and nothing above
+ * what the same device reports without the profile. */
+static void test_vk_device_profiles_never_raise_a_limit(void **state) {
+    vk_fixture *f = *state;
+    const vkd_caps *plain = vkd_device_caps(f->dev);
+    assert_true(vkd_profile_count() >= 2);
+    assert_non_null(vkd_profile_find("mobile-low"));
+    assert_ptr_equal(vkd_profile_find("MOBILE-MID"), vkd_profile_find("mobile-mid"));
+    assert_null(vkd_profile_find("mobile-ultra"));
+    assert_null(vkd_profile_find(NULL));
+    assert_null(vkd_profile_at(vkd_profile_count()));
+    for (uint32_t i = 0; i < vkd_profile_count(); i++) {
+        const vkd_profile *p = vkd_profile_at(i);
+        base_error err = {0};
+        vkd_device *dev = NULL;
+        vkd_device_options opt = {.profile = p};
+        assert_int_equal(vkd_device_create(f->inst, f->device_index, &opt, &dev, &err), KILN_OK);
+        const vkd_caps *c = vkd_device_caps(dev);
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+        assert_int_equal(c->max_push_constants_size,
+                         MIN(plain->max_push_constants_size, p->max_push_constants_size));
+        assert_int_equal(c->max_storage_buffer_range,
+                         MIN(plain->max_storage_buffer_range, p->max_storage_buffer_range));
+        assert_int_equal(c->max_workgroup_invocations,
+                         MIN(plain->max_workgroup_invocations, p->max_workgroup_invocations));
+        assert_int_equal(c->max_storage_buffers_per_stage,
+                         MIN(plain->max_storage_buffers_per_stage, p->max_storage_buffers_per_stage));
+        assert_int_equal(c->max_shared_memory_size,
+                         MIN(plain->max_shared_memory_size, p->max_shared_memory_size));
+        for (int d = 0; d < 3; d++) {
+            assert_int_equal(c->max_workgroup_size[d],
+                             MIN(plain->max_workgroup_size[d], p->max_workgroup_size[d]));
+            assert_int_equal(c->max_workgroup_count[d],
+                             MIN(plain->max_workgroup_count[d], p->max_workgroup_count[d]));
+        }
+#undef MIN
+        assert_int_equal(c->int64, plain->int64 && p->int64);
+        assert_int_equal(c->int16, plain->int16 && p->int16);
+        assert_int_equal(c->int8, plain->int8 && p->int8);
+        assert_int_equal(c->float16, plain->float16 && p->float16);
+        assert_int_equal(c->float64, plain->float64 && p->float64);
+        assert_int_equal(c->storage_buffer_8bit, plain->storage_buffer_8bit && p->storage_buffer_8bit);
+        assert_int_equal(c->storage_buffer_16bit,
+                         plain->storage_buffer_16bit && p->storage_buffer_16bit);
+        assert_int_equal(c->timestamps, plain->timestamps && p->timestamps);
+        if (plain->subgroup_size == p->subgroup_size && p->subgroup_size) {
+            assert_int_equal(c->subgroup_size, p->subgroup_size);
+            assert_int_equal(c->subgroup_operations, plain->subgroup_operations);
+        } else { /* a size the device does not give: no subgroup operations at all */
+            assert_int_equal(c->subgroup_size, 0);
+            assert_int_equal(c->subgroup_operations, 0);
+            assert_false(c->subgroup_size_control);
+        }
+        /* What a profile leaves alone stays the device's. */
+        assert_int_equal(c->api_version, plain->api_version);
+        assert_int_equal(c->min_storage_buffer_offset_alignment,
+                         plain->min_storage_buffer_offset_alignment);
+        vkd_device_destroy(dev);
+    }
+    vk_fixture_assert_no_messages(f);
+}
+
+/* A device whose own limits are below the profile's keeps its own: the profile lowers, never
+ * raises (the test-only overrides play the smaller device). */
+static void test_vk_device_profile_over_a_smaller_device_keeps_the_device_limits(void **state) {
+    vk_fixture *f = *state;
+    base_error err = {0};
+    vkd_device *dev = NULL;
+    vkd_device_options opt = {.profile = vkd_profile_find("mobile-low"),
+                              .max_push_constants = 64,
+                              .max_storage_range = 64 << 10,
+                              .max_workgroup_count = 100};
+    assert_int_equal(vkd_device_create(f->inst, f->device_index, &opt, &dev, &err), KILN_OK);
+    const vkd_caps *c = vkd_device_caps(dev);
+    assert_int_equal(c->max_push_constants_size, 64);       /* the profile says 128 */
+    assert_int_equal(c->max_storage_buffer_range, 64 << 10); /* the profile says 128 MiB */
+    assert_int_equal(c->max_workgroup_count[0], 100);        /* the profile says 65535 */
+    assert_int_equal(c->max_workgroup_invocations,
+                     vkd_device_caps(f->dev)->max_workgroup_invocations < 128
+                         ? vkd_device_caps(f->dev)->max_workgroup_invocations
+                         : 128);
+    vkd_device_destroy(dev);
+    vk_fixture_assert_no_messages(f);
+}
+
 /* Two instances, one with the validation layer and one without: each call goes through its own
  * instance's functions, so destroying the first leaves the second working. */
 /* The known-issues table (vk/quirks.c) matches by vendor, driver and version range. */
@@ -210,6 +296,8 @@ int main(void) {
         cmocka_unit_test(test_vk_device_select_prefers_discrete_then_integrated),
         cmocka_unit_test(test_vk_device_check_maps_results),
         cmocka_unit_test(test_vk_device_second_device_with_overrides),
+        cmocka_unit_test(test_vk_device_profiles_never_raise_a_limit),
+        cmocka_unit_test(test_vk_device_profile_over_a_smaller_device_keeps_the_device_limits),
         cmocka_unit_test(test_vk_device_instances_are_independent),
         cmocka_unit_test(test_vk_device_known_driver_issues_match_by_version),
     };

@@ -243,6 +243,62 @@ static void test_vk_pipeline_rejects_bad_descriptions(void **state) {
     vk_fixture_assert_no_messages(f);
 }
 
+/* A kernel computing in 64-bit integers (out[i] = low word of i * i in u64). */
+static kiln_status make_int64_pipeline(vkd_device *dev, spv_builder **builder, vkd_pipeline **out,
+                                       base_error *err) {
+    kiln_status st = spv_builder_create(&(spv_builder_options){.version = 0x10300}, builder, err);
+    if (st != KILN_OK)
+        return st;
+    spv_builder *b = *builder;
+    spv_id u32 = spv_type_int(b, 32, false), u64 = spv_type_int(b, 64, false);
+    spv_id out_buf = spv_storage_buffer(b, u32, 0, 0, SPV_ACCESS_WRITE);
+    spv_id fn = spv_function_begin(b, "main");
+    spv_workgroup_size(b, fn, (const uint32_t[]){64, 1, 1});
+    spv_id i =
+        spv_composite_extract(b, spv_load(b, spv_builtin(b, SpvBuiltInGlobalInvocationId)), 0);
+    spv_id wide = spv_convert(b, SpvOpUConvert, u64, i);
+    spv_id square = spv_binop(b, SpvOpIMul, wide, wide);
+    spv_store(b, spv_buffer_element(b, out_buf, i), spv_convert(b, SpvOpUConvert, u32, square));
+    spv_return(b);
+    spv_function_end(b);
+    const uint32_t *words;
+    size_t count;
+    if ((st = spv_builder_finish(b, &words, &count, err)) != KILN_OK ||
+        (st = spv_validate(words, count, VK_API_VERSION_1_1, err)) != KILN_OK)
+        return st;
+    vkd_pipeline_desc desc = {
+        .code = words, .word_count = count, .binding_count = 1, .debug_name = "int64"};
+    return vkd_pipeline_create(dev, &desc, out, err);
+}
+
+/* A profile's device is created without the features the profile lacks, so the validation layer
+ * reports a module that uses one (Int64 under mobile-low) and says nothing on the device as it
+ * is (lavapipe has shaderInt64). */
+static void test_vk_pipeline_profile_features_are_not_enabled(void **state) {
+    vk_fixture *f = *state;
+    base_error err = {0};
+    spv_builder *b = NULL;
+    vkd_pipeline *pipe = NULL;
+    if (vkd_device_caps(f->dev)->int64) {
+        assert_int_equal(make_int64_pipeline(f->dev, &b, &pipe, &err), KILN_OK);
+        vkd_pipeline_destroy(pipe);
+        spv_builder_destroy(b);
+        vk_fixture_assert_no_messages(f);
+    }
+    vkd_device *low = NULL;
+    vkd_device_options opt = {.profile = vkd_profile_find("mobile-low")};
+    assert_int_equal(vkd_device_create(f->inst, f->device_index, &opt, &low, &err), KILN_OK);
+    assert_false(vkd_device_caps(low)->int64);
+    pipe = NULL;
+    b = NULL;
+    (void)make_int64_pipeline(low, &b, &pipe, &err); /* the driver may still build it */
+    vkd_pipeline_destroy(pipe);
+    spv_builder_destroy(b);
+    vkd_device_destroy(low);
+    assert_true(vk_fixture_take_errors(f) > 0);
+    vk_fixture_assert_no_messages(f);
+}
+
 static int setup(void **state) {
     return build_pattern() == 0 ? vk_fixture_setup(state) : -1;
 }
@@ -260,6 +316,7 @@ int main(void) {
         cmocka_unit_test(test_vk_pipeline_fence_wait_polls_then_blocks),
         cmocka_unit_test(test_vk_pipeline_batch_orders_dispatches),
         cmocka_unit_test(test_vk_pipeline_rejects_bad_descriptions),
+        cmocka_unit_test(test_vk_pipeline_profile_features_are_not_enabled),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
