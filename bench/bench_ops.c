@@ -21,10 +21,10 @@
  * Input data are multiples of 1/4 in [-1, 1]: every sum, product and mean (over powers of 2)
  * below is exact in f32 in any order, so results are compared exactly except softmax.
  *
- * Environment: KILN_BENCH_FILTER=substring (case ids or names), KILN_BENCH_QUICK=1 (skips the
- * 2048^3 matmul, fewer repetitions), KILN_BENCH_PAIRS=n (paired repetitions, default 15),
- * KILN_BENCH_JSON=path (default bench/results.json), KILN_DEVICE (as Kiln),
- * KILN_BENCH_SPV_DIR=folder (the GLSL references already compiled there as <name>.spv, as
+ * Environment: KILN_BENCH_FILTER=substring (case ids or names; several separated by commas),
+ * KILN_BENCH_QUICK=1 (skips the 2048^3 matmul, fewer repetitions), KILN_BENCH_PAIRS=n (paired
+ * repetitions, default 15), KILN_BENCH_JSON=path (default bench/results.json), KILN_DEVICE (as
+ * Kiln), KILN_BENCH_SPV_DIR=folder (the GLSL references already compiled there as <name>.spv, as
  * tools/gpu-check.sh bundles them for a machine without glslc; glslc's times are then NaN).
  * MESA_SHADER_CACHE_DIR
  * is pointed at a fresh temporary folder unless it is set: first-use (compile) figures are then
@@ -180,8 +180,18 @@ static void row_note(row *r, const char *text) {
     snprintf(r->status + len, sizeof r->status - len, "%s%s", len ? "; " : "", text);
 }
 
+/* Whether the case passes KILN_BENCH_FILTER: a substring of its id or name, or of one of
+ * several separated by commas ("conv,matmul_1024"). */
 static bool selected(const char *id, const char *name) {
-    bool yes = !g.filter || strstr(id, g.filter) || strstr(name, g.filter);
+    bool yes = !g.filter;
+    for (const char *f = g.filter; f && *f && !yes;) {
+        const char *end = strchr(f, ',');
+        size_t len = end ? (size_t)(end - f) : strlen(f);
+        char one[128];
+        snprintf(one, sizeof one, "%.*s", (int)(len < sizeof one ? len : sizeof one - 1), f);
+        yes = one[0] && (strstr(id, one) || strstr(name, one));
+        f = end ? end + 1 : f + len;
+    }
     if (yes)
         fprintf(stderr, "bench_ops: %s\n", name);
     return yes;
@@ -1962,39 +1972,60 @@ static bool conv_can_share(uint32_t lanes) {
            (caps->subgroup_operations & VK_SUBGROUP_FEATURE_BALLOT_BIT);
 }
 
-/* The forward (flip 0) or input-gradient (flip 1) variants: tiles of CT channels x PT pixels
- * (shaders/conv2d_<CT>x<PT>.comp), rows as pairs where whole rows are a tile and the device has
- * 64-bit integers, weights shared across the subgroup where it can. cin, cout: the
- * convolution's channels (for the input gradient, dY's and dX's). */
+/* The forward (flip 0) or input-gradient (flip 1) variants. Lanes over pixels: tiles of CT
+ * channels x PT pixels (shaders/conv2d_<CT>x<PT>.comp), weights shared across the subgroup
+ * where it can (and the widest tile also without: what sharing gains); lanes over channels:
+ * tiles of RT whole rows, the input rows shared (conv2d_lanes_<RT>.comp: 7 or 14 rows). Whole rows
+ * move as pairs where the device has 64-bit integers. cin, cout: the convolution's channels (for
+ * the input gradient, dY's and dX's). */
 static int conv_variants(uint32_t flip, uint32_t cin, uint32_t cout, vkd_buffer *out,
                          vkd_buffer *in, vkd_buffer *w, ref_variant *v) {
-    static const uint32_t tiles[][2] = {{4, 7}, {8, 7}, {4, 14}, {8, 14}};
+    /* CT, PT, and whether quick runs measure it (the full run measures every variant) */
+    static const uint32_t tiles[][3] = {{8, 7, 0}, {4, 14, 1}, {8, 14, 1}};
+    const char *pairs = g.have_int64 ? "+paired" : "";
     int nv = 0;
-    for (uint32_t i = 0; i < 4; i++) {
+    for (uint32_t i = 0; i < 3; i++) {
         uint32_t ct = tiles[i][0], pt = tiles[i][1];
         uint32_t invocations = CV_N * CV_H * (CV_W / pt);
-        if (CV_W % pt || invocations % 64 || cout % ct)
+        if (CV_W % pt || invocations % 64 || cout % ct || (g.quick && !tiles[i][2]))
             continue;
-        bool share = conv_can_share(ct);
-        /* whole rows: pairs when the device has 64-bit integers (plain otherwise) */
-        int forms = pt == CV_W && g.have_int64 ? 2 : 1;
-        for (int pr = forms - 1; pr >= 0; pr--) {
-            /* the widest tile also without sharing: what the broadcasts gain */
-            int sh_last = share && i == 3 && pr == forms - 1 ? 0 : share;
-            for (int sh = share; sh >= sh_last; sh--) {
-                char shader[32], vname[24];
-                snprintf(shader, sizeof shader, "conv2d_%ux%u%s", ct, pt, pr ? "+paired" : "");
-                snprintf(vname, sizeof vname, "%ux%u%s%s", ct, pt, pr ? " pairs" : "",
-                         sh ? " bcast" : "");
-                uint32_t spec[2] = {flip, (uint32_t)sh};
-                v[nv++] = variant1(vname, ref_pipeline(shader, 3, 16, spec, 2),
-                                   (ref_dispatch){.buffers = {out, in, w},
-                                                  .binding_count = 3,
-                                                  .push = {cin, cout, CV_H, CV_W},
-                                                  .push_size = 16,
-                                                  .groups = {invocations / 64, cout / ct, 1}});
-            }
+        int share = conv_can_share(ct);
+        bool whole = pt == CV_W;
+        /* The widest tile, in full runs, also without sharing and without pairs: what each
+         * saves. */
+        bool extra = whole && ct == 8 && !g.quick;
+        for (int k = 0; k < (extra ? 3 : 1); k++) {
+            int sh = k == 1 ? 0 : share;
+            const char *form = whole && k != 2 ? pairs : "";
+            if ((k == 1 && !share) || (k == 2 && !pairs[0]))
+                continue; /* the same as the first */
+            char shader[32], vname[24];
+            snprintf(shader, sizeof shader, "conv2d_%ux%u%s", ct, pt, form);
+            snprintf(vname, sizeof vname, "%ux%u%s%s", ct, pt, form[0] ? " pairs" : "",
+                     sh ? " bcast" : "");
+            uint32_t spec[2] = {flip, (uint32_t)sh};
+            v[nv++] = variant1(vname, ref_pipeline(shader, 3, 16, spec, 2),
+                               (ref_dispatch){.buffers = {out, in, w},
+                                              .binding_count = 3,
+                                              .push = {cin, cout, CV_H, CV_W},
+                                              .push_size = 16,
+                                              .groups = {invocations / 64, cout / ct, 1}});
         }
+    }
+    const vkd_caps *caps = g.dev ? vkd_device_caps(g.dev) : NULL;
+    static const uint32_t rts[] = {7, 14};
+    for (uint32_t i = 0; i < (g.quick ? 1 : 2) && CV_W == 14 && conv_can_share(CV_W / 2) && caps &&
+                         cout % caps->subgroup_size == 0;
+         i++) {
+        char shader[32], vname[24];
+        snprintf(shader, sizeof shader, "conv2d_lanes_%u%s", rts[i], pairs);
+        snprintf(vname, sizeof vname, "lane/chan %u rows%s", rts[i], pairs[0] ? " pairs" : "");
+        v[nv++] = variant1(vname, ref_pipeline(shader, 3, 12, (const uint32_t[]){flip, cout}, 2),
+                           (ref_dispatch){.buffers = {out, in, w},
+                                          .binding_count = 3,
+                                          .push = {cin, cout, CV_H},
+                                          .push_size = 12,
+                                          .groups = {CV_N * CV_H / rts[i], 1, 1}});
     }
     return nv;
 }
@@ -2003,11 +2034,12 @@ static int conv_variants(uint32_t flip, uint32_t cin, uint32_t cout, vkd_buffer 
  * rows slices into part), then col_reduce summing the S slices into out. */
 static int conv_dw_variants(vkd_buffer *out, vkd_buffer *x, vkd_buffer *dy, vkd_buffer *part,
                             ref_variant *v) {
-    static const uint32_t shapes[][2] = {{4, 14}, {8, 14}, {8, 56}, {8, 7}};
+    /* CT, rows per slice, and whether quick runs measure it */
+    static const uint32_t shapes[][3] = {{8, 14, 1}, {8, 56, 1}, {8, 112, 0}, {4, 56, 0}};
     int nv = 0;
     for (uint32_t i = 0; i < 4; i++) {
         uint32_t ct = shapes[i][0], rows = shapes[i][1], slices = CV_N * CV_H / rows;
-        if (slices % 4 || slices > CV_MAX_SLICES || CV_O % ct)
+        if (slices % 4 || slices > CV_MAX_SLICES || CV_O % ct || (g.quick && !shapes[i][2]))
             continue;
         const vkd_caps *caps = g.dev ? vkd_device_caps(g.dev) : NULL;
         /* a subgroup within one slice: the workgroup's rows of C lanes hold whole subgroups */

@@ -87,31 +87,31 @@ void main() {
         }
         uint base = (n * p.c + ci) * plane + ow0;
         [[unroll]] for (uint kh = 0u; kh < 3u; kh++) {
-            if ((kh == 0u && !top) || (kh == 2u && !bottom))
-                continue;
-            uint rb = base + (oh + kh - 1u) * p.wd;
-            float v[PT + 2];
+            if ((kh != 0u || top) && (kh != 2u || bottom)) {
+                uint rb = base + (oh + kh - 1u) * p.wd;
+                float v[PT + 2];
 #if FULL
-            v[0] = 0.0;
-            v[PT + 1] = 0.0;
+                v[0] = 0.0;
+                v[PT + 1] = 0.0;
 #else
-            v[0] = x[rb - lofs] * lm;
-            v[PT + 1] = x[rb + rofs] * rm;
+                v[0] = x[rb - lofs] * lm;
+                v[PT + 1] = x[rb + rofs] * rm;
 #endif
 #ifdef ROW_PAIRS
-            [[unroll]] for (uint j = 0u; j < PT / 2u; j++) {
-                vec2 pr = uintBitsToFloat(unpackUint2x32(x[rb / 2u + j]));
-                v[1u + 2u * j] = pr.x;
-                v[2u + 2u * j] = pr.y;
-            }
+                [[unroll]] for (uint j = 0u; j < PT / 2u; j++) {
+                    vec2 pr = uintBitsToFloat(unpackUint2x32(x[rb / 2u + j]));
+                    v[1u + 2u * j] = pr.x;
+                    v[2u + 2u * j] = pr.y;
+                }
 #else
-            [[unroll]] for (uint j = 0u; j < PT; j++)
-                v[1u + j] = x[rb + j];
+                [[unroll]] for (uint j = 0u; j < PT; j++)
+                    v[1u + j] = x[rb + j];
 #endif
-            [[unroll]] for (uint c = 0u; c < CT; c++) {
-                float w0 = wv[c][kh * 3u], w1 = wv[c][kh * 3u + 1u], w2 = wv[c][kh * 3u + 2u];
-                [[unroll]] for (uint q = 0u; q < PT; q++)
-                    acc[c][q] += v[q] * w0 + v[q + 1u] * w1 + v[q + 2u] * w2;
+                [[unroll]] for (uint c = 0u; c < CT; c++) {
+                    float w0 = wv[c][kh * 3u], w1 = wv[c][kh * 3u + 1u], w2 = wv[c][kh * 3u + 2u];
+                    [[unroll]] for (uint q = 0u; q < PT; q++)
+                        acc[c][q] += v[q] * w0 + v[q + 1u] * w1 + v[q + 2u] * w2;
+                }
             }
         }
     }
