@@ -2132,7 +2132,7 @@ static void case_conv(conv_kind kind, const char *id, const char *name) {
         max_errors(refo, want, n_out, &ra, &rr);
     printf("%s: max abs / rel error: kiln vs %s %.3g / %.3g, reference vs host %.3g / %.3g%s\n",
            name, ref_ok ? "reference" : "host", ka, kr, ra, rr,
-           strcmp(r->status, "ok") == 0 ? "" : " (FAILED)");
+           kiln_ok && ref_ok && !strstr(r->status, "WRONG") ? "" : " (FAILED)");
     if (kiln_ok)
         paired(r, &c, &best);
     else
