@@ -21,10 +21,10 @@
  * Input data are multiples of 1/4 in [-1, 1]: every sum, product and mean (over powers of 2)
  * below is exact in f32 in any order, so results are compared exactly except softmax.
  *
- * Environment: KILN_BENCH_FILTER=substring (case ids or names), KILN_BENCH_QUICK=1 (skips the
- * 2048^3 matmul, fewer repetitions), KILN_BENCH_PAIRS=n (paired repetitions, default 15),
- * KILN_BENCH_JSON=path (default bench/results.json), KILN_DEVICE (as Kiln),
- * KILN_BENCH_SPV_DIR=folder (the GLSL references already compiled there as <name>.spv, as
+ * Environment: KILN_BENCH_FILTER=substring (case ids or names; several separated by commas),
+ * KILN_BENCH_QUICK=1 (skips the 2048^3 matmul, fewer repetitions), KILN_BENCH_PAIRS=n (paired
+ * repetitions, default 15), KILN_BENCH_JSON=path (default bench/results.json), KILN_DEVICE (as
+ * Kiln), KILN_BENCH_SPV_DIR=folder (the GLSL references already compiled there as <name>.spv, as
  * tools/gpu-check.sh bundles them for a machine without glslc; glslc's times are then NaN).
  * MESA_SHADER_CACHE_DIR
  * is pointed at a fresh temporary folder unless it is set: first-use (compile) figures are then
@@ -180,8 +180,18 @@ static void row_note(row *r, const char *text) {
     snprintf(r->status + len, sizeof r->status - len, "%s%s", len ? "; " : "", text);
 }
 
+/* Whether the case passes KILN_BENCH_FILTER: a substring of its id or name, or of one of
+ * several separated by commas ("conv,matmul_1024"). */
 static bool selected(const char *id, const char *name) {
-    bool yes = !g.filter || strstr(id, g.filter) || strstr(name, g.filter);
+    bool yes = !g.filter;
+    for (const char *f = g.filter; f && *f && !yes;) {
+        const char *end = strchr(f, ',');
+        size_t len = end ? (size_t)(end - f) : strlen(f);
+        char one[128];
+        snprintf(one, sizeof one, "%.*s", (int)(len < sizeof one ? len : sizeof one - 1), f);
+        yes = one[0] && (strstr(id, one) || strstr(name, one));
+        f = end ? end + 1 : f + len;
+    }
     if (yes)
         fprintf(stderr, "bench_ops: %s\n", name);
     return yes;
@@ -1772,9 +1782,9 @@ static double memcpy_2threads(char *dst, const char *src, size_t bytes) {
     return bench_now_ms() - t0;
 }
 
-static void memcpy_row(double kiln_ms, const float *src, float *dst) {
-    row *r = row_new("strided_copy", "copy 16M f32 vs host memcpy", "memcpy 2 threads",
-                     2.0 * 4 * N16M, UNIT_GBS);
+static void memcpy_row(const char *id, const char *name, double kiln_ms, const float *src,
+                       float *dst) {
+    row *r = row_new(id, name, "memcpy 2 threads", 2.0 * 4 * N16M, UNIT_GBS);
     if (!r)
         return;
     r->kiln_ms = kiln_ms;
@@ -1832,12 +1842,335 @@ static void case_strided_copy(void) {
     (void)kiln_scope_end(ctx, 0, NULL); /* the flipped copy's result, then the twin's */
     (void)kiln_scope_end(ctx, 0, NULL);
     paired_twin(r, &c, &tc);
-    memcpy_row(twin.kiln_ms, hx, got);
+    memcpy_row("strided_copy", "copy 16M f32 vs host memcpy", twin.kiln_ms, hx, got);
 done:
     kiln_close(ctx);
     free(hx);
     free(got);
     free(want);
+}
+
+/* ---- convolution ------------------------------------------------------------------------------
+ *
+ * The second convolution of the training example's CNN (examples/fashion_net.c: x (64, 16, 14,
+ * 14), w (32, 16, 3, 3), padding 1, stride 1 -> (64, 32, 14, 14)): Kiln's forward (kiln_conv2d_ex)
+ * and its input and weight gradients (kiln_grad of sum(conv(x, w) * dY)) against hand-written
+ * implicit-GEMM kernels (shaders/conv2d.glsl, conv2d_wgrad.glsl). Each side does
+ * 2 N O C 3 3 H W flops. The data are multiples of 1/4, so every result is exact in f32 (the
+ * largest weight gradient is a sum of 12544 multiples of 1/16, below 2^20) and is compared
+ * within 1e-6. */
+
+enum { CV_N = 64, CV_C = 16, CV_O = 32, CV_H = 14, CV_W = 14, CV_K = 3 };
+enum {
+    CV_X = CV_N * CV_C * CV_H * CV_W, /* x and dX */
+    CV_Y = CV_N * CV_O * CV_H * CV_W, /* y and dY */
+    CV_WN = CV_O * CV_C * CV_K * CV_K,
+    CV_MAX_SLICES = 128, /* the weight gradient's first pass: slices of image rows */
+};
+
+typedef enum conv_kind { CONV_FWD, CONV_DX, CONV_DW } conv_kind;
+
+typedef struct conv_state {
+    conv_kind kind;
+    kiln_tensor *x, *w, *dy;
+} conv_state;
+
+static kiln_tensor *conv_build(void *user, int rep) {
+    conv_state *s = user;
+    (void)rep;
+    const kiln_conv2d_options same = {.padding = {1, 1}};
+    kiln_tensor *y = kiln_conv2d_ex(s->x, s->w, NULL, &same);
+    if (s->kind == CONV_FWD || !y)
+        return y;
+    /* d/dx and d/dw of sum(y * dY): the gradients for the output gradient dY. */
+    kiln_tensor *loss = kiln_sum(kiln_mul(y, s->dy), 0, NULL, false);
+    kiln_tensor *wrt = s->kind == CONV_DX ? s->x : s->w, *grad = NULL;
+    if (!loss || kiln_grad(loss, 1, &wrt, &grad) != KILN_OK)
+        return NULL;
+    return grad;
+}
+
+/* The host's result of the case (double sums: exact for these data). */
+static void conv_host(conv_kind kind, const float *x, const float *w, const float *dy, float *out) {
+    enum { HW = CV_H * CV_W };
+    if (kind == CONV_DW) {
+        for (int o = 0; o < CV_O; o++) {
+            for (int c = 0; c < CV_C; c++) {
+                for (int kh = 0; kh < CV_K; kh++) {
+                    for (int kw = 0; kw < CV_K; kw++) {
+                        double s = 0;
+                        for (int n = 0; n < CV_N; n++) {
+                            const float *gy = dy + ((size_t)n * CV_O + o) * HW;
+                            const float *xi = x + ((size_t)n * CV_C + c) * HW;
+                            for (int h = 0; h < CV_H; h++) {
+                                int ih = h + kh - 1;
+                                for (int ww = 0; ih >= 0 && ih < CV_H && ww < CV_W; ww++) {
+                                    int iw = ww + kw - 1;
+                                    if (iw >= 0 && iw < CV_W)
+                                        s += (double)gy[h * CV_W + ww] * xi[ih * CV_W + iw];
+                                }
+                            }
+                        }
+                        out[((o * CV_C + c) * CV_K + kh) * CV_K + kw] = (float)s;
+                    }
+                }
+            }
+        }
+        return;
+    }
+    /* Forward: out (N, O, H, W) from x; the input gradient: out (N, C, H, W) from dY, the
+     * weight read flipped and transposed. */
+    int cin = kind == CONV_FWD ? CV_C : CV_O, cout = kind == CONV_FWD ? CV_O : CV_C;
+    const float *in = kind == CONV_FWD ? x : dy;
+    for (int n = 0; n < CV_N; n++) {
+        for (int co = 0; co < cout; co++) {
+            for (int h = 0; h < CV_H; h++) {
+                for (int ww = 0; ww < CV_W; ww++) {
+                    double s = 0;
+                    for (int ci = 0; ci < cin; ci++) {
+                        const float *xi = in + ((size_t)n * cin + ci) * HW;
+                        for (int kh = 0; kh < CV_K; kh++) {
+                            int ih = h + kh - 1;
+                            for (int kw = 0; ih >= 0 && ih < CV_H && kw < CV_K; kw++) {
+                                int iw = ww + kw - 1;
+                                if (iw < 0 || iw >= CV_W)
+                                    continue;
+                                float wv =
+                                    kind == CONV_FWD
+                                        ? w[((co * CV_C + ci) * CV_K + kh) * CV_K + kw]
+                                        : w[((ci * CV_C + co) * CV_K + 2 - kh) * CV_K + 2 - kw];
+                                s += (double)xi[ih * CV_W + iw] * wv;
+                            }
+                        }
+                    }
+                    out[(((size_t)n * cout + co) * CV_H + h) * CV_W + ww] = (float)s;
+                }
+            }
+        }
+    }
+}
+
+/* The largest absolute difference, and the largest relative one over nonzero wants. */
+static void max_errors(const float *got, const float *want, size_t n, double *abs_err,
+                       double *rel_err) {
+    *abs_err = *rel_err = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)got[i] - (double)want[i]);
+        if (isnan(e))
+            e = INFINITY;
+        *abs_err = e > *abs_err ? e : *abs_err;
+        if (want[i] != 0 && e / fabs((double)want[i]) > *rel_err)
+            *rel_err = e / fabs((double)want[i]);
+    }
+}
+
+/* Whether the references may share loads across a subgroup of at least lanes lanes with
+ * subgroupBroadcast (when every lane of a subgroup has the same share). */
+static bool conv_can_share(uint32_t lanes) {
+    const vkd_caps *caps = g.dev ? vkd_device_caps(g.dev) : NULL;
+    return caps && caps->subgroup_size >= lanes &&
+           (caps->subgroup_operations & VK_SUBGROUP_FEATURE_BALLOT_BIT);
+}
+
+/* The forward (flip 0) or input-gradient (flip 1) variants. Lanes over pixels: tiles of CT
+ * channels x PT pixels (shaders/conv2d_<CT>x<PT>.comp), weights shared across the subgroup
+ * where it can (and the widest tile also without: what sharing gains); lanes over channels:
+ * tiles of RT whole rows, the input rows shared (conv2d_lanes_<RT>.comp: 7 or 14 rows). Whole rows
+ * move as pairs where the device has 64-bit integers. cin, cout: the convolution's channels (for
+ * the input gradient, dY's and dX's). */
+static int conv_variants(uint32_t flip, uint32_t cin, uint32_t cout, vkd_buffer *out,
+                         vkd_buffer *in, vkd_buffer *w, ref_variant *v) {
+    /* CT, PT, and whether quick runs measure it (the full run measures every variant) */
+    static const uint32_t tiles[][3] = {{8, 7, 0}, {4, 14, 1}, {8, 14, 1}};
+    const char *pairs = g.have_int64 ? "+paired" : "";
+    int nv = 0;
+    for (uint32_t i = 0; i < 3; i++) {
+        uint32_t ct = tiles[i][0], pt = tiles[i][1];
+        uint32_t invocations = CV_N * CV_H * (CV_W / pt);
+        if (CV_W % pt || invocations % 64 || cout % ct || (g.quick && !tiles[i][2]))
+            continue;
+        int share = conv_can_share(ct);
+        bool whole = pt == CV_W;
+        /* The widest tile, in full runs, also without sharing and without pairs: what each
+         * saves. */
+        bool extra = whole && ct == 8 && !g.quick;
+        for (int k = 0; k < (extra ? 3 : 1); k++) {
+            int sh = k == 1 ? 0 : share;
+            const char *form = whole && k != 2 ? pairs : "";
+            if ((k == 1 && !share) || (k == 2 && !pairs[0]))
+                continue; /* the same as the first */
+            char shader[32], vname[24];
+            snprintf(shader, sizeof shader, "conv2d_%ux%u%s", ct, pt, form);
+            snprintf(vname, sizeof vname, "%ux%u%s%s", ct, pt, form[0] ? " pairs" : "",
+                     sh ? " bcast" : "");
+            uint32_t spec[2] = {flip, (uint32_t)sh};
+            v[nv++] = variant1(vname, ref_pipeline(shader, 3, 16, spec, 2),
+                               (ref_dispatch){.buffers = {out, in, w},
+                                              .binding_count = 3,
+                                              .push = {cin, cout, CV_H, CV_W},
+                                              .push_size = 16,
+                                              .groups = {invocations / 64, cout / ct, 1}});
+        }
+    }
+    const vkd_caps *caps = g.dev ? vkd_device_caps(g.dev) : NULL;
+    static const uint32_t rts[] = {7, 14};
+    for (uint32_t i = 0; i < (g.quick ? 1 : 2) && CV_W == 14 && conv_can_share(CV_W / 2) && caps &&
+                         cout % caps->subgroup_size == 0;
+         i++) {
+        char shader[32], vname[24];
+        snprintf(shader, sizeof shader, "conv2d_lanes_%u%s", rts[i], pairs);
+        snprintf(vname, sizeof vname, "lane/chan %u rows%s", rts[i], pairs[0] ? " pairs" : "");
+        v[nv++] = variant1(vname, ref_pipeline(shader, 3, 12, (const uint32_t[]){flip, cout}, 2),
+                           (ref_dispatch){.buffers = {out, in, w},
+                                          .binding_count = 3,
+                                          .push = {cin, cout, CV_H},
+                                          .push_size = 12,
+                                          .groups = {CV_N * CV_H / rts[i], 1, 1}});
+    }
+    return nv;
+}
+
+/* The weight gradient's variants: conv2d_wgrad_<CT> over slices of rows image rows (S = N H /
+ * rows slices into part), then col_reduce summing the S slices into out. */
+static int conv_dw_variants(vkd_buffer *out, vkd_buffer *x, vkd_buffer *dy, vkd_buffer *part,
+                            ref_variant *v) {
+    /* CT, rows per slice, and whether quick runs measure it */
+    static const uint32_t shapes[][3] = {{8, 14, 1}, {8, 56, 1}, {8, 112, 0}, {4, 56, 0}};
+    int nv = 0;
+    for (uint32_t i = 0; i < 4; i++) {
+        uint32_t ct = shapes[i][0], rows = shapes[i][1], slices = CV_N * CV_H / rows;
+        if (slices % 4 || slices > CV_MAX_SLICES || CV_O % ct || (g.quick && !shapes[i][2]))
+            continue;
+        const vkd_caps *caps = g.dev ? vkd_device_caps(g.dev) : NULL;
+        /* a subgroup within one slice: the workgroup's rows of C lanes hold whole subgroups */
+        bool share = conv_can_share(ct) && caps && CV_C % caps->subgroup_size == 0;
+        int pr = g.have_int64 ? 1 : 0;
+        char first[32], second[32];
+        snprintf(first, sizeof first, "conv2d_wgrad_%u%s", ct, pr ? "+paired" : "");
+        if (!vector_form("col_reduce", pr, second, sizeof second))
+            continue;
+        ref_variant *r = &v[nv++];
+        *r = (ref_variant){.count = 2};
+        snprintf(r->name, sizeof r->name, "%uco %urows%s%s", ct, rows, pr ? " pairs" : "",
+                 share ? " bcast" : "");
+        r->pipes[0] = ref_pipeline(first, 3, 16, (const uint32_t[]){CV_C, share}, 2);
+        r->pipes[1] = ref_pipeline(second, 2, 12, (const uint32_t[]){0}, 1);
+        if (!r->pipes[0] || !r->pipes[1])
+            r->count = 0;
+        r->d[0] = (ref_dispatch){.pipe = r->pipes[0],
+                                 .buffers = {part, x, dy},
+                                 .binding_count = 3,
+                                 .push = {CV_C, CV_O, CV_H, rows},
+                                 .push_size = 16,
+                                 .groups = {slices / 4, CV_O / ct, 1}};
+        r->d[1] = (ref_dispatch){.pipe = r->pipes[1],
+                                 .buffers = {out, part},
+                                 .binding_count = 2,
+                                 .push = {slices, CV_WN / 4},
+                                 .push_size = 12,
+                                 .groups = {CV_WN / 4 / 64, 1, 1}};
+        float one = 1.0f;
+        memcpy(&r->d[1].push[2], &one, 4);
+    }
+    return nv;
+}
+
+static void case_conv(conv_kind kind, const char *id, const char *name) {
+    if (!selected(id, name))
+        return;
+    double flops = 2.0 * CV_N * CV_O * CV_C * CV_K * CV_K * CV_H * CV_W;
+    static const char *const refs[] = {"glsl implicit gemm", "glsl transposed conv",
+                                       "glsl split reduction"};
+    row *r = row_new(id, name, refs[kind], flops, UNIT_GFLOPS);
+    if (!r)
+        return;
+    row_target(r, TARGET_REF);
+    size_t n_out = kind == CONV_FWD ? CV_Y : kind == CONV_DX ? CV_X : CV_WN;
+    float *hx = alloc_floats(CV_X), *hw = alloc_floats(CV_WN), *hdy = alloc_floats(CV_Y);
+    float *want = alloc_floats(n_out), *got = alloc_floats(n_out), *refo = alloc_floats(n_out);
+    kiln_context *ctx = kiln_open(r);
+    if (!hx || !hw || !hdy || !want || !got || !refo || !ctx)
+        goto done;
+    bench_fill_quarters(hx, CV_X, 21);
+    bench_fill_quarters(hw, CV_WN, 22);
+    bench_fill_quarters(hdy, CV_Y, 23);
+    conv_host(kind, hx, hw, hdy, want);
+    conv_state s = {.kind = kind};
+    s.x = shared_input(ctx, hx, 4, (int64_t[]){CV_N, CV_C, CV_H, CV_W});
+    s.w = shared_input(ctx, hw, 4, (int64_t[]){CV_O, CV_C, CV_K, CV_K});
+    s.dy = kind == CONV_FWD ? NULL : shared_input(ctx, hdy, 4, (int64_t[]){CV_N, CV_O, CV_H, CV_W});
+    if (kind != CONV_FWD && kiln_requires_grad_(kind == CONV_DX ? s.x : s.w, true) != KILN_OK) {
+        kiln_fail(r, ctx, "requires_grad");
+        goto done;
+    }
+    kiln_case c = {.ctx = ctx, .build = conv_build, .user = &s};
+    kiln_tensor *out = NULL;
+    reserve_output(ctx, n_out); /* the references' results: Kiln storage */
+    bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, n_out);
+
+    vkd_buffer *bo = ref_buffer(NULL, n_out), *bx = ref_buffer(hx, CV_X),
+               *bw = ref_buffer(hw, CV_WN), *bdy = ref_buffer(hdy, CV_Y),
+               *bp = kind == CONV_DW ? ref_buffer(NULL, CV_MAX_SLICES * CV_WN) : NULL;
+    ref_variant v[MAX_VARIANTS];
+    int nv = 0;
+    if (bo && bx && bw && bdy) {
+        if (kind == CONV_FWD)
+            nv = conv_variants(0, CV_C, CV_O, bo, bx, bw, v);
+        else if (kind == CONV_DX)
+            nv = conv_variants(1, CV_O, CV_C, bo, bdy, bw, v);
+        else if (bp)
+            nv = conv_dw_variants(bo, bx, bdy, bp, v);
+    }
+    const double tol = 1e-6;
+    ref_variant best;
+    bool ref_ok = ref_best(r, v, nv, bo, refo, n_out, want, tol, tol, &best);
+    check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, n_out, tol, tol);
+    double ka = NAN, kr = NAN, ra = NAN, rr = NAN;
+    if (kiln_ok)
+        max_errors(got, ref_ok ? refo : want, n_out, &ka, &kr);
+    if (ref_ok)
+        max_errors(refo, want, n_out, &ra, &rr);
+    printf("%s: max abs / rel error: kiln vs %s %.3g / %.3g, reference vs host %.3g / %.3g%s\n",
+           name, ref_ok ? "reference" : "host", ka, kr, ra, rr,
+           kiln_ok && ref_ok && !strstr(r->status, "WRONG") ? "" : " (FAILED)");
+    if (kiln_ok)
+        paired(r, &c, &best);
+    else
+        variant_finish(&best);
+    ref_buffer_destroy(bo);
+    ref_buffer_destroy(bx);
+    ref_buffer_destroy(bw);
+    ref_buffer_destroy(bdy);
+    ref_buffer_destroy(bp);
+done:
+    kiln_close(ctx);
+    free(hx);
+    free(hw);
+    free(hdy);
+    free(want);
+    free(got);
+    free(refo);
+}
+
+/* The host's memory bandwidth next to the convolution rows (the copy cases' memcpy row, when
+ * they are filtered out). */
+static void memcpy_bandwidth_row(void) {
+    float *src = alloc_floats(N16M), *dst = alloc_floats(N16M);
+    if (src && dst) {
+        bench_fill_quarters(src, N16M, 24);
+        memcpy_row("conv_memcpy", "host memcpy 16M f32 (no Kiln)", NAN, src, dst);
+    }
+    free(src);
+    free(dst);
+}
+
+static void case_convs(void) {
+    int before = g.row_count;
+    case_conv(CONV_FWD, "conv_fwd", "conv2d fwd 64x16x14x14, 32x16x3x3");
+    case_conv(CONV_DX, "conv_dx", "conv2d input grad, same shapes");
+    case_conv(CONV_DW, "conv_dw", "conv2d weight grad, same shapes");
+    if (g.row_count > before)
+        memcpy_bandwidth_row();
 }
 
 /* ---- dispatch overhead ------------------------------------------------------------------------
@@ -2651,6 +2984,7 @@ int main(void) {
     case_softmax();
     case_matmul(1024);
     case_matmul(2048);
+    case_convs();
     case_strided_sum();
     case_strided_copy();
     case_dispatch();
