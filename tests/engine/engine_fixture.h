@@ -35,12 +35,17 @@ void eng_fixture_assert_no_messages(kiln_context *ctx);
  * (its tracked counts are dropped, so a later context at the same address starts afresh). */
 void eng_fixture_context_destroy(kiln_context *ctx);
 
+/* Whether the interpreter's group runs: not when KILN_TEST_DEVICE_ONLY=1 (the second pass of
+ * the tests under a device profile, which profiles do not change for the interpreter). */
+bool eng_fixture_interp_wanted(void);
 /* Runs tests on the device and on the interpreter; returns the number of failures. */
 #define ENG_RUN_BOTH(tests)                                                                        \
     (cmocka_run_group_tests_name("device", tests, eng_fixture_setup_device,                        \
                                  eng_fixture_teardown) +                                           \
-     cmocka_run_group_tests_name("interpreter", tests, eng_fixture_setup_interp,                   \
-                                 eng_fixture_teardown))
+     (eng_fixture_interp_wanted()                                                                  \
+          ? cmocka_run_group_tests_name("interpreter", tests, eng_fixture_setup_interp,            \
+                                        eng_fixture_teardown)                                      \
+          : 0))
 #define ENG_TEST(f) cmocka_unit_test_teardown(f, eng_fixture_check)
 
 /* A context for one backend (validation on for the device); the test destroys it. */
@@ -66,8 +71,14 @@ void fx_read(kiln_tensor *t, kiln_dtype dtype, void *out, size_t n);
  * |want| for every element (NaN matches NaN, infinities must be equal). */
 void fx_check_f32(kiln_tensor *t, const float *want, size_t n, double atol, double rtol);
 void fx_check_i32(kiln_tensor *t, const int32_t *want, size_t n);
-/* An i64 tensor (integer sums and products, argmax) of n elements against want. */
+/* An i64 tensor (integer sums and products, argmax) of n elements against want; on a device
+ * without shaderInt64 (a profile's, mobile-low), the read must be KILN_ERROR_UNSUPPORTED naming
+ * shaderInt64 instead. */
 void fx_check_i64(kiln_tensor *t, const int64_t *want, size_t n);
+/* On a device without shaderInt64: asserts that reading t (whose kernels need 64-bit integers)
+ * is KILN_ERROR_UNSUPPORTED naming shaderInt64, clears the error and returns true. Elsewhere
+ * (the interpreter included) returns false, reading nothing. */
+bool fx_unsupported_i64(kiln_tensor *t);
 void fx_check_u8(kiln_tensor *t, kiln_dtype dtype, const uint8_t *want, size_t n);
 /* Asserts that the context holds an error status (not KILN_OK) with a non-empty message,
  * then clears it. */
