@@ -2000,8 +2000,8 @@ static int conv_variants(uint32_t flip, uint32_t cin, uint32_t cout, vkd_buffer 
             if ((k == 1 && !share) || (k == 2 && !pairs[0]))
                 continue; /* the same as the first */
             char shader[32], vname[24];
-            snprintf(shader, sizeof shader, "conv2d_%ux%u%s", ct, pt, form);
-            snprintf(vname, sizeof vname, "%ux%u%s%s", ct, pt, form[0] ? " pairs" : "",
+            snprintf(shader, sizeof shader, "conv2d_%ux%u%s", ct & 63, pt & 63, form);
+            snprintf(vname, sizeof vname, "%ux%u%s%s", ct & 63, pt & 63, form[0] ? " pairs" : "",
                      sh ? " bcast" : "");
             uint32_t spec[2] = {flip, (uint32_t)sh};
             v[nv++] = variant1(vname, ref_pipeline(shader, 3, 16, spec, 2),
@@ -2051,7 +2051,7 @@ static int conv_dw_variants(vkd_buffer *out, vkd_buffer *x, vkd_buffer *dy, vkd_
             continue;
         ref_variant *r = &v[nv++];
         *r = (ref_variant){.count = 2};
-        snprintf(r->name, sizeof r->name, "%uco %urows%s%s", ct, rows, pr ? " pairs" : "",
+        snprintf(r->name, sizeof r->name, "%uco %urows%s%s", ct & 63, rows & 1023, pr ? " pairs" : "",
                  share ? " bcast" : "");
         r->pipes[0] = ref_pipeline(first, 3, 16, (const uint32_t[]){CV_C, share}, 2);
         r->pipes[1] = ref_pipeline(second, 2, 12, (const uint32_t[]){0}, 1);

@@ -795,5 +795,12 @@ kiln_tensor *eng_count_tensor(kiln_context *ctx, uint32_t ndim, const sym_node *
 /* An identity node over t (t read lazily through its view, with a plain view of its own: what
  * unfold needs of a padded tensor); differentiable (autograd.c). */
 kiln_tensor *eng_identity(kiln_tensor *t);
+/* kiln_argmax's indices as i32 (ops.c), for composites whose indices are small (a pooling
+ * window's): no 64-bit integers in their kernels. */
+kiln_tensor *eng_argmax_i32(kiln_tensor *t, int32_t dim, bool keepdim);
+/* A sum over axis of an integer tensor accumulated in i32 (bool and 8-bit integers) or its own
+ * dtype, not widened to i64 as kiln_sum's: for sums that cannot overflow (one non-zero term).
+ * Records no gradient (integers have none). */
+kiln_tensor *eng_sum_unwidened(kiln_tensor *t, int32_t axis);
 
 #endif

@@ -338,8 +338,10 @@ static kiln_tensor *max_pool2d_impl(kiln_tensor *x, int64_t kernel, int64_t stri
     kiln_tensor *win = windows(pad_minus_inf(x, padding), k, s, one); /* (..., OH, OW, K, K) */
     const kiln_expr *area = kiln_int(ctx, kernel * kernel);
     kiln_tensor *flat = reshape_tail(win, nd, 1, &area); /* (..., OH, OW, K * K) */
-    kiln_tensor *first = kiln_argmax(flat, -1, true);
-    kiln_tensor *mask = kiln_eq(first, kiln_arange(ctx, KILN_I64, 0, (double)(kernel * kernel), 1));
+    /* The window's index in i32 (a window is far smaller than 2^31): no 64-bit integers, which
+     * many mobile GPUs lack. */
+    kiln_tensor *first = eng_argmax_i32(flat, -1, true);
+    kiln_tensor *mask = kiln_eq(first, kiln_arange(ctx, KILN_I32, 0, (double)(kernel * kernel), 1));
     kiln_tensor *picked = kiln_where(mask, flat, kiln_scalar(ctx, dtype_of(x), 0));
     return kiln_sum(picked, 1, (const int32_t[]){-1}, false);
 }
@@ -469,8 +471,12 @@ static kiln_tensor *gather_impl(kiln_tensor *t, int32_t dim, kiln_tensor *index)
     perm[nd - 1] = (int32_t)d;
     kiln_tensor *moved = kiln_unsqueeze(kiln_permute(src, perm), (int32_t)d);
     kiln_tensor *picked = kiln_where(mask, moved, kiln_scalar(ctx, dtype_of(t), 0));
-    kiln_tensor *out = kiln_sum(picked, 1, (const int32_t[]){-1}, false);
-    return kiln_cast(out, dtype_of(t)); /* integer sums are i64 */
+    /* One term at most is not zero: an integer sum needs no i64 (kiln_sum's widening), which
+     * devices without 64-bit integers lack. */
+    kiln_tensor *out = is_integer(dtype_of(t)) || dtype_of(t) == KILN_BOOL
+                           ? eng_sum_unwidened(picked, -1)
+                           : kiln_sum(picked, 1, (const int32_t[]){-1}, false);
+    return kiln_cast(out, dtype_of(t));
 }
 
 static kiln_tensor *one_hot_impl(kiln_tensor *index, int64_t classes, kiln_dtype dtype) {

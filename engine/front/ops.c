@@ -758,6 +758,10 @@ static kiln_tensor *reduce(const char *name, ir_op op, kiln_tensor *t, uint32_t 
     return finish_keepdim(r, mask, keepdim);
 }
 
+kiln_tensor *eng_sum_unwidened(kiln_tensor *t, int32_t axis) {
+    return reduce("kiln_sum", IR_ADD, t, 1, &axis, false, false);
+}
+
 static kiln_tensor *sum_impl(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
     return reduce("kiln_sum", IR_ADD, t, naxes, axes, keepdim, true);
 }
@@ -953,7 +957,7 @@ static kiln_tensor *argmax_split(kiln_tensor *x, int32_t dim, bool keepdim) {
 /* torch.argmax(dim): the first index of the maximum (NaN counts as the maximum), as i64 (as
  * PyTorch). One reduction that keeps the best value and its index (i32: it combines at most
  * REDUCE_MAX_COUNT elements) together, widened to i64 in the same kernel. */
-static kiln_tensor *argmax_impl(kiln_tensor *t, int32_t dim, bool keepdim) {
+static kiln_tensor *argmax_typed(kiln_tensor *t, int32_t dim, bool keepdim, ir_type out_type) {
     uint32_t mask;
     if (!t || !axes_mask(t, "kiln_argmax", 1, &dim, &mask))
         return NULL;
@@ -967,7 +971,7 @@ static kiln_tensor *argmax_impl(kiln_tensor *t, int32_t dim, bool keepdim) {
     if (!x)
         return NULL;
     if (count && sym_is_const(count, &n) && n > REDUCE_MAX_COUNT)
-        return cast_to(argmax_split(x, dim, keepdim), IR_I64);
+        return cast_to(argmax_split(x, dim, keepdim), out_type);
     const shape_view *v = view_of(x);
     const sym_node *shape[SHAPE_MAX_DIMS];
     for (uint32_t d = 0; d < v->ndim; d++)
@@ -986,7 +990,15 @@ static kiln_tensor *argmax_impl(kiln_tensor *t, int32_t dim, bool keepdim) {
     r = eng_node_intern(ctx, r);
     kiln_tensor *out =
         r ? eng_tensor_new(ctx, r, eng_tracker_contiguous(ctx, r->ndim, r->shape)) : NULL;
-    return finish_keepdim(cast_to(out, IR_I64), mask, keepdim);
+    return finish_keepdim(cast_to(out, out_type), mask, keepdim);
+}
+
+static kiln_tensor *argmax_impl(kiln_tensor *t, int32_t dim, bool keepdim) {
+    return argmax_typed(t, dim, keepdim, IR_I64);
+}
+
+kiln_tensor *eng_argmax_i32(kiln_tensor *t, int32_t dim, bool keepdim) {
+    return argmax_typed(t, dim, keepdim, IR_I32);
 }
 
 /* torch.nn.functional.conv2d without bias or groups: x (N, C, H, W), w (O, C, KH, KW) ->
