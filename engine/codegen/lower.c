@@ -985,26 +985,50 @@ static void lower_reductions(lowering *l) {
         lower_stage(l, s);
 }
 
-/* Whether every index expression's bounds fit in int32. */
-static bool fits_i32(const sym_node *s) {
+/* Whether s computes exactly in 32-bit integers. Its interval must fit, except where its value
+ * only flows through sums and products into a result known to fit (wraps): two's-complement
+ * sums and products are exact modulo 2^32, so an intermediate value that interval arithmetic
+ * cannot bound may wrap and the result is still right. That matters for symbolic views: a
+ * reshape's x % a + a * ((x // a) % b) + a * b * (x // (a * b)) is x, but its intervals
+ * multiply a's maximum by x's, which made a GPT-2 attention kernel over a KV cache of 1,024
+ * positions need 64-bit indices (devices without shaderInt64 could not run it). Operands of
+ * division, modulo, comparisons, min, max and where must be exact, and so must every leaf (a
+ * Variable's value travels as an i32 parameter). */
+static bool fits_i32_wrapping(const sym_node *s, bool wraps) {
     if (!s)
         return true;
-    if (sym_vmin(s) < INT32_MIN || sym_vmax(s) > INT32_MAX)
+    bool in = sym_vmin(s) >= INT32_MIN && sym_vmax(s) <= INT32_MAX;
+    sym_kind kind = sym_node_kind(s);
+    bool ring = kind == SYM_ADD || kind == SYM_MUL;
+    if (!in && !(wraps && ring))
         return false;
     for (uint32_t i = 0; i < sym_node_arity(s); i++) {
-        if (!fits_i32(sym_node_src(s, i)))
+        if (!fits_i32_wrapping(sym_node_src(s, i), ring && (in || wraps)))
             return false;
     }
     return true;
 }
 
-static bool tree_fits_i32(const kast *a) {
+static bool fits_i32(const sym_node *s) {
+    return fits_i32_wrapping(s, false);
+}
+
+/* Whether a storage's element indices fit in i32: the index of a valid access to it does, so it
+ * may be computed with wrapping sums and products (an invalid lane's index is replaced). */
+static bool indices_fit(const eng_kernel *k, uint32_t buffer) {
+    const eng_storage *st = buffer < k->buffer_count ? k->buffers[buffer] : NULL;
+    return st && (st->bound > st->elements ? st->bound : st->elements) <= (uint64_t)INT32_MAX;
+}
+
+static bool tree_fits_i32(const eng_kernel *k, const kast *a) {
     if (!a)
         return true;
-    if (!fits_i32(a->index) || !fits_i32(a->valid) || !fits_i32(a->bound))
+    bool access = a->kind == KAST_LOAD || a->kind == KAST_GATHER;
+    if (!fits_i32_wrapping(a->index, access && indices_fit(k, a->buffer)) || !fits_i32(a->valid) ||
+        !fits_i32(a->bound))
         return false;
     for (uint32_t i = 0; i < a->nsrc; i++) {
-        if (!tree_fits_i32(a->src[i]))
+        if (!tree_fits_i32(k, a->src[i]))
             return false;
     }
     return true;
@@ -1437,10 +1461,10 @@ static void align_offsets(lowering *l, const eng_program *p) {
 kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_program *p,
                              ir_kernel *ir, uint8_t *used) {
     uint32_t group_lanes = p->group_lanes;
-    bool narrow = fits_i32(k->numel) && fits_i32(k->reduce_count) && fits_i32(k->out_index) &&
-                  tree_fits_i32(k->value);
+    bool narrow = fits_i32(k->numel) && fits_i32(k->reduce_count) &&
+                  fits_i32_wrapping(k->out_index, indices_fit(k, 0)) && tree_fits_i32(k, k->value);
     for (uint32_t i = 0; i < k->reduction_count; i++)
-        narrow = narrow && tree_fits_i32(k->reductions[i].value);
+        narrow = narrow && tree_fits_i32(k, k->reductions[i].value);
     /* the loop rounds the count up to whole steps of (at most) MAX_UNROLL * lanes elements */
     narrow = narrow && (!k->reduce_count ||
                         sym_vmax(k->reduce_count) <=

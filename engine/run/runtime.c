@@ -380,7 +380,7 @@ static void debug_dump(const eng_kernel *k, const eng_program *p) {
 
 /* The device must have what the kernel's types need: the emitted module declares Float16 /
  * Int8 / Int64 with 16/8-bit storage for those types. */
-static kiln_status check_types(kiln_context *ctx, const ir_kernel *ir) {
+static kiln_status check_types(kiln_context *ctx, const ir_kernel *ir, const char *name) {
     const vkd_caps *caps = vkd_device_caps(ctx->dev);
     bool f16 = false, i8 = false, i64 = ir->index_type == IR_I64;
     for (uint32_t i = 0; i < ir->insts.len; i++) {
@@ -405,8 +405,10 @@ static kiln_status check_types(kiln_context *ctx, const ir_kernel *ir) {
         return base_error_set(&ctx->err, KILN_ERROR_UNSUPPORTED,
                               "%s has no shaderInt64: it cannot run kernels with 64-bit integers "
                               "(i64 tensors, integer sums and products, argmax, or indices "
-                              "past 2^31)",
-                              ctx->device_name);
+                              "past 2^31; kernel %s: %s)",
+                              ctx->device_name, name,
+                              ir->index_type == IR_I64 ? "its indices need 64 bits"
+                                                       : "its values are 64-bit integers");
     return KILN_OK;
 }
 
@@ -450,7 +452,7 @@ static void count_codegen(kiln_context *ctx, int64_t start) {
 static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_program *p,
                                    const uint8_t *asked) {
     const vkd_caps *caps = vkd_device_caps(ctx->dev);
-    kiln_status tst = check_types(ctx, &p->ir);
+    kiln_status tst = check_types(ctx, &p->ir, p->name);
     if (tst != KILN_OK)
         return tst;
     uint32_t param_bytes = p->ir.param_count * (p->ir.index_type == IR_I64 ? 8u : 4u);
