@@ -1078,8 +1078,8 @@ static bool shares_load(sym_ctx *sc, const eng_kernel *k, const kast *a, const s
 }
 
 /* The rows of one matrix of a batch: the size of the output's last dim longer than 1 before
- * the row's (width's, at dim *last), when it is constant and the dims before it are the batch
- * (0: no such dim). A batched matmul's output (B..., M, 1, N) has M. */
+ * dim `last` (the row's, whose size is the width), when it is constant and the dims before it
+ * are the batch (0: no such dim). A batched matmul's output (B..., M, 1, N) has M. */
 static int64_t matrix_rows(const eng_kernel *k, uint32_t last) {
     for (uint32_t d = last; d-- > 0;) {
         int64_t size;
@@ -1091,29 +1091,55 @@ static int64_t matrix_rows(const eng_kernel *k, uint32_t last) {
     return 0;
 }
 
-/* Whether the reduction's loads are shared along the columns of one matrix of a batch: output
- * gidx = (batch R + row) W + col and the one a row below (row < R - 1) read the same element
- * (a batched matmul's right operand, whose batch term gidx // (R W) the flat probe gidx + W
- * sees change at every matrix's last row; a broadcast batch, stride 0, has no such term).
- * batches: the largest batch count. */
-static bool shares_load_in_batch(sym_ctx *sc, const eng_kernel *k, int64_t batches, int64_t rows,
-                                 int64_t width) {
-    if (rows < 2 || batches < 1)
+/* The loads of a reduction's loop, at output `at`, by what they share with the output a row
+ * below (at + width) and the one a column right (at + 1): bit 0, some load is the same a row
+ * below but not a column right (a matmul's right operand); bit 1, the converse (its left). */
+static uint32_t matmul_loads(sym_ctx *sc, const eng_kernel *k, const kast *a, const sym_node *at,
+                             int64_t width) {
+    if (!a)
+        return 0;
+    uint32_t found = 0;
+    if (a->kind == KAST_LOAD && in_loop(sc, k, a)) {
+        const sym_node *from[1] = {k->gidx},
+                       *to[3] = {at, sym_add_c(sc, at, width), sym_add_c(sc, at, 1)};
+        const sym_node *index[3] = {NULL, NULL, NULL};
+        for (int i = 0; i < 3 && to[i]; i++)
+            index[i] = sym_substitute(sc, a->index, from, &to[i], 1);
+        if (index[0] && index[1] && index[2]) {
+            bool rows = index[1] == index[0], cols = index[2] == index[0];
+            found |= (rows && !cols ? 1u : 0u) | (cols && !rows ? 2u : 0u);
+        }
+        sym_ctx_clear_error(sc);
+    }
+    for (uint32_t i = 0; i < a->nsrc; i++)
+        found |= matmul_loads(sc, k, a->src[i], at, width);
+    return found;
+}
+
+/* Whether the reduction is a batch of matmuls: output gidx = (batch R + row) W + col, the rows
+ * of one matrix sharing a load (its right operand) and its columns another (its left), where
+ * the flat probe gidx + W sees the right operand's batch term gidx // (R W) change at every
+ * matrix's last row (a broadcast batch, stride 0, has no such term). A load that every output
+ * of a matrix shares (a convolution's weights, whose other load no output shares) is not a
+ * matmul's. batches: the largest batch count. */
+static bool batched_matmul(sym_ctx *sc, const eng_kernel *k, int64_t batches, int64_t rows,
+                           int64_t width) {
+    if (rows < 2 || width < 2 || batches < 1)
         return false;
     char names[3][48]; /* a Variable's name is its identity: the bounds go in it */
     snprintf(names[0], sizeof names[0], "mm_probe_batch:%lld", (long long)(batches - 1));
     snprintf(names[1], sizeof names[1], "mm_probe_row:%lld", (long long)(rows - 2));
-    snprintf(names[2], sizeof names[2], "mm_probe_col:%lld", (long long)(width - 1));
+    snprintf(names[2], sizeof names[2], "mm_probe_col:%lld", (long long)(width - 2));
     const sym_node *batch = sym_var(sc, names[0], 0, batches - 1);
     const sym_node *row = sym_var(sc, names[1], 0, rows - 2);
-    const sym_node *col = sym_var(sc, names[2], 0, width - 1);
+    const sym_node *col = sym_var(sc, names[2], 0, width - 2);
     const sym_node *at =
         sym_add(sc, sym_mul_c(sc, sym_add(sc, sym_mul_c(sc, batch, rows), row), width), col);
-    bool share = false;
+    uint32_t found = 0;
     for (uint32_t i = 0; i < k->reduction_count && at; i++)
-        share = share || shares_load(sc, k, k->reductions[i].value, at, width);
+        found |= matmul_loads(sc, k, k->reductions[i].value, at, width);
     sym_ctx_clear_error(sc);
-    return share;
+    return found == 3;
 }
 
 /* The buffers a's loads read, as bits of *mask. */
@@ -1248,7 +1274,7 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
         int64_t matrix = last < k->ndim ? matrix_rows(k, last) : 0;
         if (!constant || !share) {
             share = matrix > 1 && rows % matrix == 0 &&
-                    shares_load_in_batch(ctx->sym, k, rows / matrix, matrix, width);
+                    batched_matmul(ctx->sym, k, rows / matrix, matrix, width);
             if (share)
                 period = matrix;
         }
