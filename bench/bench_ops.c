@@ -149,6 +149,8 @@ static row *row_new(const char *id, const char *name, const char *ref, double wo
 #define TARGET_STRIDED 1.3
 #define TARGET_DISPATCH 1.5
 #define TARGET_CODEGEN (1.0 / 500)
+/* Issue 25: a batch of small matmuls within 10% of one product of the same total size. */
+#define TARGET_BATCHED 1.1
 
 static void row_target(row *r, double target) {
     if (r)
@@ -1629,6 +1631,87 @@ done:
     free(refo);
 }
 
+/* ---- batched matmul -----------------------------------------------------------------------
+ *
+ * 98 products (32 x 128) @ (128 x 144), each with its own right operand, against the same work
+ * as one product (3136 x 128) @ (128 x 144) (issue 25: a batch of small products no slower per
+ * flop than one product of the same total size), both Kiln, paired in one context. */
+
+typedef struct bmm_state {
+    kiln_tensor *a, *b;
+} bmm_state;
+
+static kiln_tensor *bmm_build(void *user, int rep) {
+    bmm_state *s = user;
+    (void)rep;
+    return kiln_matmul(s->a, s->b);
+}
+
+/* Checks 256 entries of c (batch, m, n) = a (batch, m, k) @ b (batch or 1, k, n) against the
+ * host (every sum of multiples of 1/16 here is exact). */
+static void bmm_check_host(row *r, const float *c, const float *a, const float *b, size_t batch,
+                           size_t m, size_t k, size_t n, bool b_batched) {
+    for (size_t t = 0; t < 256; t++) {
+        size_t e = (t * 2654435761u) % (batch * m * n), bt = e / (m * n), i = e / n % m, j = e % n;
+        const float *bb = b_batched ? b + bt * k * n : b;
+        double s = 0;
+        for (size_t q = 0; q < k; q++)
+            s += (double)a[(bt * m + i) * k + q] * bb[q * n + j];
+        if ((float)s != c[e]) {
+            char msg[120];
+            snprintf(msg, sizeof msg, "WRONG vs host: C[%zu,%zu,%zu] = %.9g, host %.9g", bt, i, j,
+                     (double)c[e], s);
+            row_note(r, msg);
+            return;
+        }
+    }
+}
+
+static void case_batched_matmul(void) {
+    enum { BATCH = 98, M = 32, K = 128, N = 144 };
+    const char *id = "batched_matmul", *name = "batched matmul 98x(32x128)@(128x144)";
+    if (!selected(id, name))
+        return;
+    row *r =
+        row_new(id, name, "kiln flat (3136x128)@(128x144)", 2.0 * BATCH * M * K * N, UNIT_GFLOPS);
+    row_target(r, TARGET_BATCHED);
+    row twin = *r;
+    size_t na = (size_t)BATCH * M * K, nb = (size_t)BATCH * K * N, nc = (size_t)BATCH * M * N;
+    float *ha = alloc_floats(na), *hb = alloc_floats(nb), *got = alloc_floats(nc);
+    kiln_context *ctx = kiln_open(r);
+    if (!ha || !hb || !got || !ctx)
+        goto done;
+    bench_fill_quarters(ha, na, 11);
+    bench_fill_quarters(hb, nb, 12);
+    /* The twin's right operand is the batch's first: the same values, read by every row. */
+    bmm_state ts = {.a = kiln_from_data(ctx, KILN_F32, 2, (const int64_t[]){BATCH * M, K}, ha),
+                    .b = kiln_from_data(ctx, KILN_F32, 2, (const int64_t[]){K, N}, hb)};
+    bmm_state s = {.a = kiln_from_data(ctx, KILN_F32, 3, (const int64_t[]){BATCH, M, K}, ha),
+                   .b = kiln_from_data(ctx, KILN_F32, 3, (const int64_t[]){BATCH, K, N}, hb)};
+    kiln_case tc = {.ctx = ctx, .build = bmm_build, .user = &ts};
+    kiln_case c = {.ctx = ctx, .build = bmm_build, .user = &s};
+    kiln_tensor *out = NULL;
+    if (kiln_measure(&twin, &tc, &out) && kiln_read_floats(&twin, ctx, out, got, nc))
+        bmm_check_host(&twin, got, ha, hb, 1, BATCH * M, K, N, false);
+    if (strcmp(twin.status, "ok") != 0) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "flat twin: %s", twin.status);
+        row_note(r, msg);
+    }
+    r->ref_ms = twin.kiln_ms;
+    r->ref_first_ms = twin.kiln_first_ms;
+    if (kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, nc))
+        bmm_check_host(r, got, ha, hb, BATCH, M, K, N, true);
+    (void)kiln_scope_end(ctx, 0, NULL); /* the batched result */
+    (void)kiln_scope_end(ctx, 0, NULL); /* the twin's */
+    paired_twin(r, &c, &tc);
+done:
+    kiln_close(ctx);
+    free(ha);
+    free(hb);
+    free(got);
+}
+
 /* ---- strided reads ----------------------------------------------------------------------------
  */
 
@@ -2984,6 +3067,7 @@ int main(void) {
     case_softmax();
     case_matmul(1024);
     case_matmul(2048);
+    case_batched_matmul();
     case_convs();
     case_strided_sum();
     case_strided_copy();

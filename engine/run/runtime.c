@@ -537,9 +537,11 @@ static void choose_variant(kiln_context *ctx, const eng_kernel *k, eng_program *
     if (!ctx->force_specialization)
         return;
     sym_ctx *sc = ctx->sym;
+    /* the items: numel / per_item exactly for a tiled batch (eng_kernel_tile) */
+    const sym_node *items = sym_floordiv_c(sc, k->numel, (int64_t)p->per_item);
     const sym_node *divisible =
-        sym_eq(sc, sym_floormod_c(sc, k->numel, (int64_t)wg), sym_const(sc, 0));
-    const sym_node *one_row = sym_le(sc, k->numel, sym_const(sc, (int64_t)(wg * max_x)));
+        sym_eq(sc, sym_floormod_c(sc, items, (int64_t)wg), sym_const(sc, 0));
+    const sym_node *one_row = sym_le(sc, items, sym_const(sc, (int64_t)(wg * max_x)));
     const sym_node *holds = sym_and(sc, divisible, one_row);
     if (!holds) {
         sym_ctx_clear_error(sc);
