@@ -15,6 +15,8 @@
 #                                            device test on it with the validation layer (a test
 #                                            that cannot open that device fails: nothing falls
 #                                            back to lavapipe, which the bundle does not carry),
+#                                            then the device tests again under the device profile
+#                                            GPU_CHECK_PROFILE (default mobile-low; empty: none),
 #                                            then kilninfo --json --selftest, then bench_ops with
 #                                            KILN_BENCH_QUICK=1. Writes REPORT (default
 #                                            gpu-report/) and exits non-zero if anything failed.
@@ -101,6 +103,9 @@ bundle() {
     cp "$root/tests/engine/check_trace.py" "$out/scripts/"
     local fashion=${KILN_FASHION_DATA:-/usr/share/datasets/fashion-mnist}
     cp "$fashion"/*-ubyte.gz "$out/data/" || { say "no Fashion-MNIST files in $fashion"; return 1; }
+    # The programs of the tests' second pass under a device profile (ctest's label "profile").
+    (cd "$build" && ctest -N -L profile) |
+        sed -n 's/.*Test *#[0-9]*: *\([^@]*\)@.*/test_\1/p' >"$out/profile-tests"
     cp "$root/tools/gpu-check.sh" "$out/"
     { git -C "$root" describe --always --dirty 2>/dev/null || echo unknown; } >"$out/commit"
     # One compressed file to carry (the test programs share most of their code).
@@ -168,6 +173,33 @@ run() {
         fi
     done < <(sort "$report/tests/results")
     note "tests: $passed passed, $failed failed ($((SECONDS - start)) s so far)"
+
+    # The second pass: the device tests again under a device profile (GPU_CHECK_PROFILE, default
+    # mobile-low; empty: none), device halves only, as CI's "@profile" tests on lavapipe.
+    local profile=${GPU_CHECK_PROFILE-mobile-low}
+    if [ -n "$profile" ] && [ -s "$b/profile-tests" ]; then
+        mkdir -p "$report/tests-$profile"
+        sed "s|^|$b/tests/|" "$b/profile-tests" |
+            KILN_PROFILE=$profile KILN_TEST_DEVICE_ONLY=1 xargs -P "$jobs" -I{} bash -c '
+                t={}; n=$(basename "$t"); s=$SECONDS
+                timeout '"$tmo"' "$t" >"'"$report"'/tests-'"$profile"'/$n.log" 2>&1; rc=$?
+                echo "$n $rc $((SECONDS - s))" >>"'"$report"'/tests-'"$profile"'/results"'
+        local ppassed=0 pfailed=0
+        while read -r name code secs; do
+            if [ "$code" = 0 ]; then
+                ppassed=$((ppassed + 1))
+            else
+                pfailed=$((pfailed + 1))
+                note "FAIL $name under $profile: exit $code$([ "$code" = 124 ] && echo ", timed out") (${secs} s)"
+            fi
+        done < <(sort "$report/tests-$profile/results")
+        failed=$((failed + pfailed))
+        note "tests under $profile: $ppassed passed, $pfailed failed ($((SECONDS - start)) s so far)"
+        for name in $(awk '$2 != 0 {print $1}' "$report/tests-$profile/results" | sort); do
+            echo "==== $name under $profile (failed)"
+            tail -c 20000 "$report/tests-$profile/$name.log"
+        done >"$report/tests-$profile.log"
+    fi
     # One log file for all (the logs of failed programs first).
     {
         for name in $(awk '$2 != 0 {print $1}' "$report/tests/results" | sort); do
