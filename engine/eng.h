@@ -739,7 +739,8 @@ void eng_storage_free(kiln_context *ctx, eng_storage *s);
 /* The storage-buffer descriptors a kernel binds for a storage of `bytes` bytes on the context's
  * device (more than one when it exceeds maxStorageBufferRange and is bound in windows), and
  * the descriptors one kernel may bind (maxPerStageDescriptorStorageBuffers, less one for the
- * parameters when they may not fit in push constants; ENG_MAX_BUFFERS with the interpreter). */
+ * parameters when they may not fit in push constants; no limit with the interpreter). A kernel
+ * has at most ENG_MAX_BUFFERS storages besides. */
 uint32_t eng_storage_descriptors(const kiln_context *ctx, uint64_t bytes);
 uint32_t eng_kernel_max_descriptors(const kiln_context *ctx);
 /* Frees s, keeping its device buffer in the context's pool for the next storage of its size. */

@@ -233,6 +233,31 @@ static bool step_fits(const sym_node *stride, int64_t step) {
     return base_mul_i64(sym_vmin(stride), step, &p) && base_mul_i64(sym_vmax(stride), step, &p);
 }
 
+/* unfold over a padded dim: one view cannot say which window elements are padding (that
+ * depends on the window and the position in it, a mask no box of per-dim ranges holds), so the
+ * windows are a second view over the padded view's logical index, whose mask still decides
+ * (the tracker's views compose: shape.h). Nothing is copied. */
+static kiln_tensor *unfold_impl(kiln_tensor *t, int32_t dim, int64_t size, int64_t step);
+
+static kiln_tensor *unfold_padded(kiln_tensor *t, uint32_t d, int64_t size, int64_t step) {
+    kiln_context *ctx = ENG_CTX(t);
+    const shape_tracker *in = ENG_ST(t);
+    if (in->nviews >= SHAPE_MAX_VIEWS) /* no room for one more: a node of its own instead */
+        return unfold_impl(eng_identity(t), (int32_t)d, size, step);
+    const shape_view *v = shape_tracker_last(in);
+    shape_tracker st;
+    memcpy(&st, in, offsetof(shape_tracker, views) + in->nviews * sizeof(shape_view));
+    shape_view plain;
+    kiln_status s = shape_view_contiguous(ctx->shape, v->ndim, v->shape, &plain);
+    if (s == KILN_OK)
+        s = shape_view_unfold(ctx->shape, &plain, (int32_t)d, sym_const(ctx->sym, size),
+                              sym_const(ctx->sym, step), &st.views[st.nviews]);
+    if (s != KILN_OK)
+        return eng_fail_from_shape(ctx, s);
+    st.nviews++;
+    return eng_view_new(ctx, t, eng_tracker_keep(ctx, &st));
+}
+
 /* torch.unfold: windows of size elements, step apart, along dim. Any step >= 1 is accepted as
  * long as the windows' stride (step times the dim's) is an int64: with one window it is never
  * used (a step past the end is torch's way of asking for one window). */
@@ -259,6 +284,8 @@ static kiln_tensor *unfold_impl(kiln_tensor *t, int32_t dim, int64_t size, int64
                         "kiln_unfold: step %lld on dim %u: the windows' stride (step times the "
                         "dim's stride, %lld) overflows int64",
                         (long long)step, d, (long long)sym_vmax(v->user_strides[d]));
+    if (v->masked && !(sym_is_const(v->mask_begin[d], &n) && n == 0 && v->mask_end[d] == v->shape[d]))
+        return unfold_padded(t, d, size, step);
     VIEW_OP(t, shape_view_unfold(ctx->shape, v, dim, sym_const(ctx->sym, size),
                                  sym_const(ctx->sym, step), &out_));
 }

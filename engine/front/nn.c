@@ -162,8 +162,8 @@ static bool conv_check_sizes(kiln_tensor *x, kiln_tensor *w, conv_params *p) {
     return true;
 }
 
-/* x (N, C, H, W) padded, as a node of its own: shape/ cannot unfold a padded dim, so the padded
- * input becomes an elementwise node (times 1, exact) whose own view unfold can take. */
+/* x (N, C, H, W) padded by (ph, pw) on both sides of its last two dims: a view (kiln_unfold
+ * takes the windows of a padded dim as a second view over it, nothing copied). */
 static kiln_tensor *pad_spatial(kiln_tensor *x, int64_t ph, int64_t pw) {
     if (!ph && !pw)
         return x;
@@ -171,7 +171,7 @@ static kiln_tensor *pad_spatial(kiln_tensor *x, int64_t ph, int64_t pw) {
     uint32_t nd = ndim_of(x);
     pad[2 * (nd - 2)] = pad[2 * (nd - 2) + 1] = ph;
     pad[2 * (nd - 1)] = pad[2 * (nd - 1) + 1] = pw;
-    return kiln_mul_scalar(kiln_pad(x, pad), 1.0);
+    return kiln_pad(x, pad);
 }
 
 /* The windows (..., OH, OW, KH, KW) of the last two dims of p: unfolds of the dilated extent,

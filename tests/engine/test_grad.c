@@ -184,8 +184,8 @@ static kiln_tensor *build_op(kiln_context *ctx, const gc_case *c, kiln_tensor *c
         return kiln_matmul(
             kiln_softmax(kiln_mul_scalar(kiln_matmul(a, kiln_transpose(b, 0, 1)), 0.5), -1), x[2]);
     case GOP_CHAIN_MAXPOOL: {
-        /* (kiln_unfold refuses a padded dim: a computation of the padded tensor, as conv2d's) */
-        kiln_tensor *pad = kiln_add_scalar(kiln_pad(a, (const int64_t[]){0, 0, 1, 1, 1, 1}), 0);
+        /* windows of a padded view (a second view over it: movement.c unfold_padded) */
+        kiln_tensor *pad = kiln_pad(a, (const int64_t[]){0, 0, 1, 1, 1, 1});
         kiln_tensor *win = kiln_unfold(kiln_unfold(pad, 1, 3, 2), 2, 3, 2);
         return kiln_max(win, 2, (const int32_t[]){-1, -2}, false);
     }

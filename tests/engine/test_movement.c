@@ -251,6 +251,61 @@ static void test_engine_movement_unfold(void **state) {
                  0);
 }
 
+/* unfold over padded dims (torch: x.pad(...).unfold(...)): the windows see the padding's zeros,
+ * nothing is copied first (the windows are a second view), and the gradient adds each
+ * element's windows and drops the padding's. Expected values computed here. */
+static void test_engine_movement_unfold_padded(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    float v[12];
+    for (int i = 0; i < 12; i++)
+        v[i] = (float)(i + 1);
+    /* 1-d: [0 0 1 2 ... 10 0 0 0] (2 before, 3 after; 15 long), windows of 4, step 3: 4. */
+    kiln_tensor *x = fx_f32(ctx, 1, (const int64_t[]){10}, v);
+    assert_int_equal(kiln_requires_grad_(x, true), KILN_OK);
+    kiln_tensor *p = kiln_pad(x, (const int64_t[]){2, 3});
+    kiln_tensor *u = kiln_unfold(p, 0, 4, 3);
+    fx_assert_shape(u, 2, (const int64_t[]){4, 4});
+    float padded[15] = {0}, want[16];
+    for (int i = 0; i < 10; i++)
+        padded[2 + i] = v[i];
+    for (int w = 0; w < 4; w++) {
+        for (int j = 0; j < 4; j++)
+            want[w * 4 + j] = padded[w * 3 + j];
+    }
+    fx_check_f32(u, want, 16, 0, 0);
+    kiln_tensor *weights = kiln_reshape(kiln_arange(ctx, KILN_F32, 1, 17, 1), 2, (const int64_t[]){4, 4});
+    kiln_tensor *loss = kiln_sum(kiln_mul(u, weights), 0, NULL, false);
+    kiln_tensor *g = NULL;
+    assert_int_equal(kiln_grad(loss, 1, &x, &g), KILN_OK);
+    float grad[10] = {0};
+    for (int w = 0; w < 4; w++) {
+        for (int j = 0; j < 4; j++) {
+            int at = w * 3 + j - 2; /* the element of x, or padding */
+            if (at >= 0 && at < 10)
+                grad[at] += (float)(w * 4 + j + 1);
+        }
+    }
+    fx_check_f32(g, grad, 10, 0, 0);
+    /* 2-d, padded on both dims and unfolded along both: (3, 4) padded (1, 1) and (2, 0) gives
+     * (5, 6); unfold(0, 2, 2) then unfold(1, 3, 2): (2, 2, 2, 3). */
+    kiln_tensor *q = kiln_pad(data12(ctx), (const int64_t[]){1, 1, 2, 0});
+    kiln_tensor *w2 = kiln_unfold(kiln_unfold(q, 0, 2, 2), 1, 3, 2);
+    fx_assert_shape(w2, 4, (const int64_t[]){2, 2, 2, 3});
+    float want2[24];
+    for (int a = 0; a < 2; a++) {
+        for (int b = 0; b < 2; b++) {
+            for (int i = 0; i < 2; i++) {
+                for (int j = 0; j < 3; j++) {
+                    int r = a * 2 + i - 1, c = b * 2 + j - 2; /* in data12's (3, 4) */
+                    want2[((a * 2 + b) * 2 + i) * 3 + j] =
+                        r >= 0 && r < 3 && c >= 0 && c < 4 ? (float)(r * 4 + c) : 0.0f;
+                }
+            }
+        }
+    }
+    fx_check_f32(w2, want2, 24, 0, 0);
+}
+
 static void test_engine_movement_views_compose(void **state) {
     kiln_context *ctx = fx_ctx(state);
     /* Views of a computed (not stored) result: (iota + 100) transposed then flipped. */
@@ -281,6 +336,7 @@ int main(void) {
         ENG_TEST(test_engine_movement_narrow_select),
         ENG_TEST(test_engine_movement_diagonal),
         ENG_TEST(test_engine_movement_unfold),
+        ENG_TEST(test_engine_movement_unfold_padded),
         ENG_TEST(test_engine_movement_views_compose),
     };
     return ENG_RUN_BOTH(tests);
