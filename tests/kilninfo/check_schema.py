@@ -33,6 +33,8 @@ with tempfile.TemporaryDirectory(prefix="kiln-schema-") as cache:
     failed = False
     for args, top, definition in ((["--json"], "devices", "report"),
                                   (["--selftest", "--json"], "selftest", "selftest"),
+                                  (["--selftest", "--profile", "mobile-low", "--json"], "selftest",
+                                   "selftest"),
                                   (["--cache", "--json"], "cache", "cache")):
         run = subprocess.run([kilninfo, *args], env=env, capture_output=True, text=True)
         out = json.loads(run.stdout)

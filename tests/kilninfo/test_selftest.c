@@ -49,6 +49,25 @@ static void test_kilninfo_selftest_every_kernel_passes(void **state) {
     assert_non_null(strstr(output, " 0 failed"));
 }
 
+/* Under a device profile the selftest's kernels still pass (the subgroup kernel is skipped
+ * where the profile grants no subgroup operations: lavapipe's 8 lanes are not mobile-low's 16),
+ * the profile is named, and an unknown profile is a usage error listing the profiles. */
+static void test_kilninfo_selftest_under_a_profile(void **state) {
+    (void)state;
+    int status = run_kilninfo("--selftest --profile mobile-low");
+    if (status != 0)
+        fail_msg("kilninfo --selftest --profile mobile-low exited with %d:\n%s", status, output);
+    assert_non_null(strstr(output, "under the device profile mobile-low"));
+    assert_null(strstr(output, "FAIL"));
+    assert_non_null(strstr(output, " 0 failed"));
+    status = run_kilninfo("--selftest --profile mobile-low --json");
+    assert_int_equal(status, 0);
+    assert_non_null(strstr(output, "\"profile\": \"mobile-low\""));
+    assert_int_equal(run_kilninfo("--selftest --profile mobile-giant"), 2);
+    assert_non_null(strstr(output, "no device profile \"mobile-giant\""));
+    assert_non_null(strstr(output, "mobile-mid"));
+}
+
 static void test_kilninfo_selftest_rejects_missing_device(void **state) {
     (void)state;
     assert_int_equal(run_kilninfo("--selftest --device 99"), 1);
@@ -59,6 +78,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kilninfo_selftest_every_kernel_passes),
         cmocka_unit_test(test_kilninfo_selftest_rejects_missing_device),
+        cmocka_unit_test(test_kilninfo_selftest_under_a_profile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -315,12 +315,14 @@ static void report_instance(report *r, const vkd_instance *inst) {
 static int usage(const char *msg) {
     fprintf(stderr,
             "kilninfo: %s\n"
-            "usage: kilninfo [--json] [--device N] [--selftest]\n"
+            "usage: kilninfo [--json] [--device N] [--selftest [--profile NAME]]\n"
             "       kilninfo --cache [--json] | --cache-clear\n"
             "  --json       print one JSON object (keys: tools/kilninfo/README.md)\n"
             "  --device N   report only device N (KILN_DEVICE does not filter the report)\n"
             "  --selftest   build, validate and run test kernels on the device (--device N or\n"
             "               the default); report pass/fail, latency, bandwidth, FMA throughput\n"
+            "  --profile NAME  the selftest sees the device through a device profile\n"
+            "               (mobile-low, mobile-mid; default $KILN_PROFILE; docs/gpus.md)\n"
             "  --cache      list the kernel cache: key, size, last use (no device needed)\n"
             "  --cache-clear  remove every file of the kernel cache\n",
             msg);
@@ -330,6 +332,7 @@ static int usage(const char *msg) {
 int main(int argc, char **argv) {
     bool json = false, selftest = false, cache = false, cache_clear = false;
     long only = -1;
+    const char *profile_name = getenv("KILN_PROFILE");
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = true;
@@ -344,6 +347,8 @@ int main(int argc, char **argv) {
             only = strtol(argv[++i], &end, 10);
             if (*end || only < 0)
                 return usage("--device takes a device index (0, 1, ...)");
+        } else if (strcmp(argv[i], "--profile") == 0 && i + 1 < argc) {
+            profile_name = argv[++i];
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage("diagnostics of the Vulkan devices Kiln can use");
             return 0;
@@ -353,6 +358,17 @@ int main(int argc, char **argv) {
     }
     if (cache && cache_clear)
         return usage("--cache and --cache-clear cannot be combined");
+    const vkd_profile *profile = NULL;
+    if (profile_name && profile_name[0] && strcmp(profile_name, "none") != 0) {
+        profile = vkd_profile_find(profile_name);
+        if (!profile) {
+            fprintf(stderr, "kilninfo: no device profile \"%s\" (the profiles:", profile_name);
+            for (uint32_t i = 0; vkd_profile_at(i); i++)
+                fprintf(stderr, " %s", vkd_profile_at(i)->name);
+            fprintf(stderr, ")\n");
+            return 2;
+        }
+    }
     if (cache)
         return kilninfo_cache_list(stdout, json);
     if (cache_clear)
@@ -376,7 +392,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (selftest) {
-        int status = kilninfo_selftest(inst, only >= 0 ? (uint32_t)only : chosen, stdout, json);
+        int status =
+            kilninfo_selftest(inst, only >= 0 ? (uint32_t)only : chosen, profile, stdout, json);
         vkd_instance_destroy(inst);
         return status;
     }

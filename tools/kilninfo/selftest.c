@@ -506,10 +506,12 @@ static void print_text(const selftest *t, FILE *out, uint32_t index, const char 
     fprintf(out, "selftest: %d passed, %d failed, %d skipped\n", t->passed, t->failed, t->skipped);
 }
 
-int kilninfo_selftest(vkd_instance *inst, uint32_t index, FILE *out, bool json) {
+int kilninfo_selftest(vkd_instance *inst, uint32_t index, const vkd_profile *profile, FILE *out,
+                      bool json) {
     selftest t = {0};
     vkd_message_counts before = vkd_instance_messages(inst);
-    if (vkd_device_create(inst, index, NULL, &t.dev, &t.err) != KILN_OK) {
+    vkd_device_options options = {.profile = profile};
+    if (vkd_device_create(inst, index, &options, &t.dev, &t.err) != KILN_OK) {
         if (json) {
             report r;
             report_init(&r, out, true);
@@ -544,6 +546,9 @@ int kilninfo_selftest(vkd_instance *inst, uint32_t index, FILE *out, bool json) 
     if (layer && (m.errors || m.warnings))
         t.failed++;
     if (!json) {
+        if (profile)
+            fprintf(out, "selftest: under the device profile %s (%s)\n", profile->name,
+                    profile->summary);
         print_text(&t, out, index, device, spirv, &m, layer);
         return t.failed ? 1 : 0;
     }
@@ -553,6 +558,8 @@ int kilninfo_selftest(vkd_instance *inst, uint32_t index, FILE *out, bool json) 
     report_object_begin(&r, "selftest");
     report_u64(&r, "device_index", index);
     report_str(&r, "device_name", device);
+    if (profile)
+        report_str(&r, "profile", profile->name);
     report_str(&r, "spirv_version", spirv);
     report_bool(&r, "spirv_tools_validation", spv_tools_available());
     report_array_begin(&r, "results");

@@ -11,6 +11,8 @@
  * reports each kernel's verdict and the measurements to out (text, or JSON: the keys are in
  * tools/kilninfo/README.md). Returns the process exit status: 0 when every kernel passed (or
  * was skipped), 1 otherwise. */
-int kilninfo_selftest(vkd_instance *inst, uint32_t index, FILE *out, bool json);
+/* profile: the device profile the device is seen through (NULL: none; docs/gpus.md). */
+int kilninfo_selftest(vkd_instance *inst, uint32_t index, const vkd_profile *profile, FILE *out,
+                      bool json);
 
 #endif
