@@ -602,9 +602,11 @@ uint32_t eng_kernel_max_descriptors(const kiln_context *ctx) {
     const vkd_caps *caps = vkd_device_caps(ctx->dev);
     /* Parameters that may outgrow the push constants travel in a buffer of their own. */
     uint32_t param_bytes = ENG_MAX_PARAMS * (caps->int64 ? 8u : 4u);
-    uint32_t n = caps->max_storage_buffers_per_stage -
-                 (param_bytes > caps->max_push_constants_size ? 1u : 0u);
-    return n < ENG_MAX_BUFFERS ? n : ENG_MAX_BUFFERS;
+    /* Descriptors, not bindings: a storage bound in windows takes several, and the bindings
+     * are limited to ENG_MAX_BUFFERS on their own (kernel.c buffer_slot). Capping this at
+     * ENG_MAX_BUFFERS refused three 8-window storages (24 descriptors) on lavapipe. */
+    return caps->max_storage_buffers_per_stage -
+           (param_bytes > caps->max_push_constants_size ? 1u : 0u);
 }
 
 /* The windows k's storages need (eng_program.windows), or an error for a device that cannot
