@@ -79,6 +79,23 @@ bool fx_gpu_tuned(const kiln_context *ctx) {
     return ctx->parallelism > 2048;
 }
 
+bool fx_octets(const kiln_context *ctx) {
+    return ctx->interpreter || (!fx_gpu_tuned(ctx) && vkd_device_caps(ctx->dev)->int64);
+}
+
+bool fx_subgroup_ballot(const kiln_context *ctx) {
+    return ctx->interpreter ||
+           (vkd_device_caps(ctx->dev)->subgroup_operations & VK_SUBGROUP_FEATURE_BALLOT_BIT);
+}
+
+bool fx_timestamps(const kiln_context *ctx) {
+    return !ctx->interpreter && vkd_device_caps(ctx->dev)->timestamps;
+}
+
+uint32_t fx_kernel_buffers(const kiln_context *ctx) {
+    return eng_kernel_max_descriptors(ctx);
+}
+
 kiln_context *eng_context_new(bool device) {
     static bool loaded;
     if (!loaded) {

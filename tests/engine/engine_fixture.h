@@ -55,6 +55,22 @@ kiln_context *eng_context_new(bool device);
  * eng_testing.gpu_tuning): tests whose kernel counts or summation order follow the tuning expect
  * the GPU's figures then. */
 bool fx_gpu_tuned(const kiln_context *ctx);
+/* Whether a CPU-tuned ctx moves runs of eight elements (octets, kernels_octets) and takes its
+ * offsets' variants modulo 8: the interpreter, or a CPU device with shaderInt64 (eng_runtime_tune:
+ * octets move as paired vectors of four, through 64-bit integers). A CPU device without
+ * shaderInt64 (mobile-low on lavapipe) moves vectors of four at most, its variants modulo 4. */
+bool fx_octets(const kiln_context *ctx);
+/* Whether ctx's device has subgroup ballots, which a CPU's kernels need to share loads across
+ * a subgroup (kernels_shared; eng_runtime_tune share_lanes): the interpreter runs the teams
+ * itself (true); mobile-low has no subgroup operations (false). */
+bool fx_subgroup_ballot(const kiln_context *ctx);
+/* The most storage buffers (descriptors, windows included) one kernel of ctx binds
+ * (eng_kernel_max_descriptors): the device's per-stage limit, less one where the parameters
+ * may outgrow the push constants (mobile-low: 4 - 1); the scheduler splits what needs more. */
+uint32_t fx_kernel_buffers(const kiln_context *ctx);
+/* Whether ctx's device times kernels (timestamps on its compute queue; mobile-low has none):
+ * only then do traces hold the kernels' device times. False for the interpreter. */
+bool fx_timestamps(const kiln_context *ctx);
 /* Asserts that ctx holds status with a message that begins with "begins:" (NULL: anywhere)
  * and contains each of the NULL-ended strings after it, then clears the error. */
 void fx_expect_message(kiln_context *ctx, kiln_status status, const char *begins, ...);

@@ -4,19 +4,31 @@
  * matmul whose left operand is windowed, and copy_ into a strided view of such a tensor, each
  * checked against values computed here. A small case compiles and runs the same kernels with
  * and without the override. On the interpreter the override changes nothing (host memory has
- * no range); the same values are checked. */
+ * no range); the same values are checked.
+ *
+ * A device whose kernels bind fewer than 24 descriptors (three such storages; mobile-low: 4)
+ * gets a 256 KiB range instead: two windows each, so that a windowed input and a windowed
+ * output (4) still fit; a kernel of three windowed storages (6) is KILN_ERROR_LIMIT_EXCEEDED
+ * there, naming the limit, and leaves its inputs intact. */
 #include "eng_testing.h"
 #include "engine_fixture.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { ROWS = 320, COLS = 256, NUMEL = ROWS * COLS, RANGE = 64 << 10 };
+enum { ROWS = 320, COLS = 256, NUMEL = ROWS * COLS, RANGE = 64 << 10, NARROW_RANGE = 256 << 10 };
 
-/* A context whose device reports a 64 KiB storage-buffer range. */
-static kiln_context *small_range_context(bool device) {
-    eng_testing_set(&(eng_testing){.max_storage_range = RANGE});
-    kiln_context *ctx = eng_context_new(device);
+/* Whether fx's device binds too few descriptors per kernel for three storages of eight
+ * windows: then the forced range is NARROW_RANGE (two windows a storage). */
+static bool narrow(const eng_fixture *fx) {
+    return fx->device && fx_kernel_buffers(fx->ctx) < 3 * 8;
+}
+
+/* A context whose device reports a 64 KiB storage-buffer range (256 KiB where narrow). */
+static kiln_context *small_range_context(const eng_fixture *fx) {
+    eng_testing_set(&(eng_testing){.max_storage_range = narrow(fx) ? NARROW_RANGE : RANGE});
+    kiln_context *ctx = eng_context_new(fx->device);
     eng_testing_set(NULL);
     assert_non_null(ctx);
     return ctx;
@@ -33,11 +45,25 @@ static float *pattern(size_t n, int period, int shift) {
 
 static void test_engine_big_buffers_elementwise(void **state) {
     eng_fixture *fx = *state;
-    kiln_context *ctx = small_range_context(fx->device);
+    kiln_context *ctx = small_range_context(fx);
     const int64_t shape[2] = {ROWS, COLS};
     float *a = pattern(NUMEL, 11, 0), *b = pattern(NUMEL, 5, 3), *want = malloc(NUMEL * 4);
     assert_non_null(want);
     kiln_tensor *ta = fx_f32(ctx, 2, shape, a), *tb = fx_f32(ctx, 2, shape, b);
+    if (narrow(fx)) {
+        /* a * b + a binds three windowed storages (6 descriptors): refused when scheduled,
+         * nothing run, a and b intact; then b is -a, fused (one windowed input, 4). */
+        assert_int_equal(kiln_realize(kiln_add(kiln_mul(ta, tb), ta)), KILN_ERROR_LIMIT_EXCEEDED);
+        char limit[64];
+        snprintf(limit, sizeof limit, "more buffers than the %u storage-buffer bindings",
+                 fx_kernel_buffers(ctx));
+        fx_expect_message(ctx, KILN_ERROR_LIMIT_EXCEEDED, "kiln_realize", limit, NULL);
+        fx_check_f32(ta, a, NUMEL, 0, 0);
+        fx_check_f32(tb, b, NUMEL, 0, 0);
+        tb = kiln_neg(ta);
+        for (size_t i = 0; i < NUMEL; i++)
+            b[i] = -a[i];
+    }
     for (size_t i = 0; i < NUMEL; i++)
         want[i] = a[i] * b[i] + a[i];
     fx_check_f32(kiln_add(kiln_mul(ta, tb), ta), want, NUMEL, 0, 0);
@@ -55,7 +81,7 @@ static void test_engine_big_buffers_elementwise(void **state) {
 
 static void test_engine_big_buffers_sum_all_and_each_axis(void **state) {
     eng_fixture *fx = *state;
-    kiln_context *ctx = small_range_context(fx->device);
+    kiln_context *ctx = small_range_context(fx);
     const int64_t shape[2] = {ROWS, COLS};
     float *a = pattern(NUMEL, 9, 1);
     kiln_tensor *ta = fx_f32(ctx, 2, shape, a);
@@ -76,7 +102,7 @@ static void test_engine_big_buffers_sum_all_and_each_axis(void **state) {
 
 static void test_engine_big_buffers_matmul_of_a_windowed_operand(void **state) {
     eng_fixture *fx = *state;
-    kiln_context *ctx = small_range_context(fx->device);
+    kiln_context *ctx = small_range_context(fx);
     enum { N = 16 };
     float *a = pattern(NUMEL, 5, 2), *b = pattern(COLS * N, 3, 0), want[ROWS * N];
     kiln_tensor *ta = fx_f32(ctx, 2, (int64_t[]){ROWS, COLS}, a);
@@ -97,7 +123,7 @@ static void test_engine_big_buffers_matmul_of_a_windowed_operand(void **state) {
 
 static void test_engine_big_buffers_copy_into_a_strided_view(void **state) {
     eng_fixture *fx = *state;
-    kiln_context *ctx = small_range_context(fx->device);
+    kiln_context *ctx = small_range_context(fx);
     const int64_t shape[2] = {ROWS, COLS};
     /* Every third row from row 1, every second column from column 1: 107 x 128 elements. */
     const int64_t vshape[2] = {(ROWS - 1 + 2) / 3, COLS / 2};
@@ -123,7 +149,7 @@ static void test_engine_big_buffers_small_storages_unchanged(void **state) {
     eng_fixture *fx = *state;
     kiln_stats stats[2];
     for (int forced = 0; forced < 2; forced++) {
-        kiln_context *ctx = forced ? small_range_context(fx->device) : eng_context_new(fx->device);
+        kiln_context *ctx = forced ? small_range_context(fx) : eng_context_new(fx->device);
         assert_non_null(ctx);
         float *a = pattern(64 * 64, 7, 0);
         kiln_tensor *t = fx_f32(ctx, 2, (int64_t[]){64, 64}, a);

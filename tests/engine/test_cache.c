@@ -69,6 +69,7 @@ static int child(const char *dir, int64_t rows, const char *expected_path) {
  * starts 8, 4, 1 and 2 (octets, fours, none, and an alias of none), each doubled and checked
  * here. Returns the statistics; *ok is false when a value is wrong. */
 static bool gpu_tuned; /* the context's kernels are tuned as for a GPU (eng.h) */
+static bool octets;    /* the context moves octets, its offsets' variants modulo 8 */
 
 static kiln_stats offsets_program(bool *ok) {
     kiln_context *ctx = NULL;
@@ -96,6 +97,9 @@ static kiln_stats offsets_program(bool *ok) {
     }
     kiln_stats s = kiln_context_stats(ctx);
     gpu_tuned = ctx->parallelism > 2048;
+    /* eng_runtime_tune: a CPU device moves octets as paired vectors of four, through 64-bit
+     * integers (the interpreter moves them too) */
+    octets = ctx->interpreter || (!gpu_tuned && vkd_device_caps(ctx->dev)->int64);
     kiln_context_destroy(ctx);
     return s;
 }
@@ -162,8 +166,9 @@ static void test_engine_cache_offsets_of_every_alignment(void **state) {
     kiln_stats s = offsets_program(&ok);
     assert_true(ok);
     /* the rows; the starts: octets, fours, none (a GPU-tuned context loads no vectors in
-     * elementwise kernels: the rows and the starts) */
-    assert_int_equal(s.kernels_compiled, gpu_tuned ? 2 : 4);
+     * elementwise kernels: the rows and the starts; a CPU device without shaderInt64 moves no
+     * octets, its variants are the starts modulo 4: 8 and 4 share the fours' kernel) */
+    assert_int_equal(s.kernels_compiled, gpu_tuned ? 2 : octets ? 4 : 3);
     assert_int_equal(s.disk_misses, s.kernels_compiled);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "/proc/%d/exe --child-offsets %s", (int)getpid(), cache_dir);
