@@ -158,6 +158,7 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
     }
     vkd_device_options dopt = {.max_push_constants = testing->max_push_constants,
                                .no_int64 = testing->no_int64,
+                               .no_small_storage = testing->no_small_storage,
                                .max_storage_range = testing->max_storage_range};
     if (st == KILN_OK)
         st = find_profile(ctx, opt, &dopt.profile);
