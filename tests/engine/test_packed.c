@@ -1,10 +1,12 @@
 /* engine/: small types (u8, i8, bool, f16) on devices without 8/16-bit storage (issue 24), whose
  * buffers are u32 words holding the same bytes (emit.h storage_8bit; docs/gpus.md). Every case
- * runs on five contexts: the interpreter (the oracle), the device as it is, the device seen
+ * runs on six contexts: the interpreter (the oracle), the device as it is, the device seen
  * through the "mobile-mid" profile (16-bit storage and f16 arithmetic, no 8-bit storage: u8, i8
  * and bool are packed), through "mobile-low" (no 8/16-bit storage, no f16 arithmetic: every
  * small type is packed and f16 rounds with integer operations) and through "mobile-low" with a
- * 1 KiB storage-buffer range (packed buffers bound in windows). The devices run with the
+ * 1 KiB storage-buffer range (packed buffers bound in windows), and the device with every
+ * feature but 8/16-bit storage, shaderInt8 and shaderFloat16 (eng_testing.h no_small_storage:
+ * packed, with shaderInt64, so integer sums of small types run). The devices run with the
  * validation layer, and every module passes spirv-val: a module that used an 8- or 16-bit type
  * where the profile lacks the feature fails there. Each result is compared byte for byte with
  * the interpreter's (NaN with NaN, whatever its payload) and with values worked out by hand
@@ -17,20 +19,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { NCTX = 5, MAX_BYTES = 16384 };
+enum { NCTX = 6, MAX_BYTES = 16384 };
 
-static const char *const ctx_names[NCTX] = {"interpreter", "device", "mobile-mid", "mobile-low",
-                                            "mobile-low, 1 KiB windows"};
+static const char *const ctx_names[NCTX] = {"interpreter",
+                                            "device",
+                                            "mobile-mid",
+                                            "mobile-low",
+                                            "mobile-low, 1 KiB windows",
+                                            "device without 8/16-bit storage"};
+/* The contexts with shaderInt64 (the profiles have none). */
+enum { WITH_INT64 = 1 << 0 | 1 << 1 | 1 << 5 };
 
 typedef struct packed_state {
     kiln_context *ctx[NCTX];
 } packed_state;
 
-static kiln_context *device_context(const char *profile, uint64_t range) {
+static kiln_context *device_context(const char *profile, uint64_t range, bool no_small_storage) {
     kiln_context_options opt = {.validation = true, .profile = profile};
     kiln_context *ctx = NULL;
-    kiln_status st =
-        eng_testing_context_create(&opt, &(eng_testing){.max_storage_range = range}, &ctx);
+    eng_testing t = {.max_storage_range = range, .no_small_storage = no_small_storage};
+    kiln_status st = eng_testing_context_create(&opt, &t, &ctx);
     if (st != KILN_OK)
         fprintf(stderr, "packed: no context for profile %s: %s\n", profile, kiln_status_string(st));
     return ctx;
@@ -42,10 +50,12 @@ static int setup(void **state) {
         return -1;
     s->ctx[0] = eng_context_new(false); /* first: it keeps the drivers loaded */
     /* "none": the device as it is, whatever $KILN_PROFILE says */
-    s->ctx[1] = device_context("none", 0);
-    s->ctx[2] = device_context("mobile-mid", 0);
-    s->ctx[3] = device_context("mobile-low", 0);
-    s->ctx[4] = device_context("mobile-low", 1024);
+    s->ctx[1] = device_context("none", 0, false);
+    s->ctx[2] = device_context("mobile-mid", 0, false);
+    s->ctx[3] = device_context("mobile-low", 0, false);
+    s->ctx[4] = device_context("mobile-low", 1024, false);
+    /* every small type packed, with shaderInt64: integer sums of small types run */
+    s->ctx[5] = device_context("none", 0, true);
     *state = s;
     for (int i = 0; i < NCTX; i++) {
         if (!s->ctx[i])
@@ -118,16 +128,18 @@ static unsigned long long element_bits(kiln_dtype dtype, const void *p, size_t i
     return v;
 }
 
-/* Builds the case on every context and reads n elements of dtype: each must equal want, and
- * each device's must equal the interpreter's. */
-static void expect(void **state, const char *what, build_fn build, const void *arg,
-                   kiln_dtype dtype, const void *want, size_t n) {
+/* Builds the case on the contexts of mask (bit c: ctx[c]; the interpreter's always) and reads
+ * n elements of dtype: each must equal want, and each device's must equal the interpreter's. */
+static void expect_on(void **state, unsigned mask, const char *what, build_fn build,
+                      const void *arg, kiln_dtype dtype, const void *want, size_t n) {
     packed_state *s = *state;
     static unsigned char oracle[MAX_BYTES], got[MAX_BYTES];
     size_t bytes = n * kiln_dtype_size(dtype);
     assert_true(bytes <= MAX_BYTES);
     for (int c = 0; c < NCTX; c++) {
         kiln_context *ctx = s->ctx[c];
+        if (c > 0 && !(mask & 1u << c))
+            continue;
         kiln_tensor *t = build(ctx, arg);
         if (!t)
             fail_msg("%s on %s: no tensor: %s", what, ctx_names[c], kiln_context_message(ctx));
@@ -149,6 +161,28 @@ static void expect(void **state, const char *what, build_fn build, const void *a
                          ctx_names[c], i, element_bits(dtype, mine, i),
                          element_bits(dtype, oracle, i));
         }
+    }
+}
+
+static void expect(void **state, const char *what, build_fn build, const void *arg,
+                   kiln_dtype dtype, const void *want, size_t n) {
+    expect_on(state, ~0u, what, build, arg, dtype, want, n);
+}
+
+/* On the contexts without shaderInt64 the case is refused at the read, as KILN_I64 says. */
+static void expect_no_int64(void **state, const char *what, build_fn build, const void *arg) {
+    packed_state *s = *state;
+    for (int c = 1; c < NCTX; c++) {
+        if (WITH_INT64 & 1u << c)
+            continue;
+        kiln_tensor *t = build(s->ctx[c], arg);
+        assert_non_null(t);
+        static unsigned char out[MAX_BYTES];
+        kiln_status st = kiln_read(t, out, sizeof out);
+        if (st != KILN_ERROR_UNSUPPORTED || !strstr(kiln_context_message(s->ctx[c]), "shaderInt64"))
+            fail_msg("%s on %s: %s (%s), expected no shaderInt64", what, ctx_names[c],
+                     kiln_status_string(st), kiln_context_message(s->ctx[c]));
+        kiln_context_clear_error(s->ctx[c]);
     }
 }
 
@@ -489,6 +523,33 @@ static void test_packed_reductions(void **state) {
            (const int32_t[]){4, 5, 3, -56, -1, -114}, 6);
 }
 
+/* Integer sums and products of small types accumulate in 64 bits (KILN_I64): run where the
+ * device has shaderInt64, packed loads included (the last context); refused on the profiles. */
+static void test_packed_integer_sums(void **state) {
+    static const uint8_t u[15] = {3, 250, 7, 0, 1, 255, 2, 2, 9, 128, 0, 0, 0, 0, 1};
+    /* rows: 3 + 250 + 7 + 0 + 1 = 261 (no wrap at 256), 255 + 2 + 2 + 9 + 128 = 396, 1 */
+    reduce_case rows = {KILN_U8, u, 3, 5, 1, kiln_sum};
+    expect_on(state, WITH_INT64, "u8 sum over rows", reduce, &rows, KILN_I64,
+              (const int64_t[]){261, 396, 1}, 3);
+    expect_no_int64(state, "u8 sum over rows", reduce, &rows);
+    /* as i8: 3 - 6 + 7 + 0 + 1 = 5, -1 + 2 + 2 + 9 - 128 = -116, 1; all: -110 */
+    reduce_case signed_rows = {KILN_I8, u, 3, 5, 1, kiln_sum};
+    expect_on(state, WITH_INT64, "i8 sum over rows", reduce, &signed_rows, KILN_I64,
+              (const int64_t[]){5, -116, 1}, 3);
+    reduce_case all = {KILN_I8, u, 3, 5, -1, kiln_sum};
+    expect_on(state, WITH_INT64, "i8 sum", reduce, &all, KILN_I64, (const int64_t[]){-110}, 1);
+    /* counting trues (a classifier's correct answers): columns of the bits below */
+    static const uint8_t bits[15] = {0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1};
+    reduce_case count = {KILN_BOOL, bits, 3, 5, 0, kiln_sum};
+    expect_on(state, WITH_INT64, "bool sum over columns", reduce, &count, KILN_I64,
+              (const int64_t[]){1, 1, 2, 1, 1}, 5);
+    expect_no_int64(state, "bool sum over columns", reduce, &count);
+    /* products: 3 * 250 * 7 * 0 * 1 = 0, 255 * 2 * 2 * 9 * 128 = 1175040, 0 */
+    reduce_case prod = {KILN_U8, u, 3, 5, 1, kiln_prod};
+    expect_on(state, WITH_INT64, "u8 prod over rows", reduce, &prod, KILN_I64,
+              (const int64_t[]){0, 1175040, 0}, 3);
+}
+
 /* ---- writes through views ------------------------------------------------------------------ */
 
 static kiln_tensor *u8_writes(kiln_context *ctx, const void *arg) {
@@ -619,6 +680,7 @@ int main(void) {
         T(test_packed_f16_rounding),
         T(test_packed_f16_arithmetic),
         T(test_packed_reductions),
+        T(test_packed_integer_sums),
         T(test_packed_writes_through_views),
         T(test_packed_neighbouring_writes),
     };
