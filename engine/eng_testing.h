@@ -16,6 +16,11 @@ typedef struct eng_testing {
     /* The Vulkan device neither enables nor reports shaderInt64: kernels that need 64-bit
      * integers are KILN_ERROR_UNSUPPORTED (runtime.c check_types), as on such devices. */
     bool no_int64;
+    /* Nor storageBuffer8BitAccess, storageBuffer16BitAccess, shaderInt8 and shaderFloat16
+     * (enabled or reported), the rest of the device as it is (shaderInt64 included, unlike the
+     * "mobile-low" profile): small types are stored packed in 32-bit words (emit.h
+     * storage_8bit), and integer sums of them (64-bit) run too. */
+    bool no_small_storage;
     /* Nonzero: the device reports this maxStorageBufferRange (bytes; only a smaller one), so
      * that storages larger than it are bound as several windows (runtime.c storage_windows). */
     uint64_t max_storage_range;

@@ -285,6 +285,14 @@ kiln_status vkd_device_create(const vkd_instance *inst, uint32_t index,
         chain.f2.features.shaderInt64 = VK_FALSE;
         dev->caps.int64 = false;
     }
+    if (dev->options.no_small_storage) {
+        chain.storage8.storageBuffer8BitAccess = VK_FALSE;
+        chain.storage16.storageBuffer16BitAccess = VK_FALSE;
+        chain.float16_int8.shaderInt8 = VK_FALSE;
+        chain.float16_int8.shaderFloat16 = VK_FALSE;
+        dev->caps.storage_buffer_8bit = dev->caps.storage_buffer_16bit = false;
+        dev->caps.int8 = dev->caps.float16 = false;
+    }
     if (dev->options.profile)
         profile_features(dev->options.profile, &chain, &dev->caps);
     fill_caps(info, &dev->options, &dev->caps);

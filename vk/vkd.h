@@ -229,6 +229,7 @@ typedef struct vkd_device_options {
     uint64_t max_storage_range;   /* nonzero: report a smaller storage-buffer range */
     uint32_t max_workgroup_count; /* nonzero: split grids as if this were the limit */
     bool no_int64;                /* neither enable nor report shaderInt64 (vkd_device_create) */
+    bool no_small_storage;        /* nor 8/16-bit storage, shaderInt8 and shaderFloat16 */
     /* The device as a profile sees it (NULL: as it is). For a wrapped device
      * (vkd_device_wrap), whose features the application enabled, Kiln uses only what both the
      * application and the profile allow. */

@@ -34,6 +34,8 @@ typedef struct emitter {
     bool *div;        /* IR value -> it may differ between invocations (divergent) */
     bool *loop;       /* IR value -> it is, or flows into, an instruction inside a RANGE */
     spv_id mul_pair;  /* struct {u32, u32}, OpUMulExtended's result (MULHI; 0: not made yet) */
+    bool packed[IR_MAX_BUFFERS]; /* buffer i is an array of u32 words (emit_options.storage_8bit) */
+    bool float16;                /* emit_options.float16: f16 rounds through OpFConvert */
 } emitter;
 
 /* ---- types ------------------------------------------------------------------------------- */
@@ -87,10 +89,81 @@ static spv_id one_of(spv_builder *b, ir_type t) {
     return ir_type_is_float(t) ? spv_const_float(b, type, 1.0) : spv_const_int(b, type, 1);
 }
 
+/* ---- f16 without 16-bit types ----------------------------------------------------------- */
+
+/* Without shaderFloat16 the module may hold no 16-bit float, so f16 values are converted with
+ * integer operations on the bits, exactly as interp_f32_to_f16 and interp_f16_to_f32 do. Not
+ * GLSL.std.450 PackHalf2x16/UnpackHalf2x16: Vulkan lets a conversion to a 16-bit float round to
+ * nearest even or toward zero and a device flush f16 subnormals, while the interpreter rounds
+ * to nearest even and keeps them. (lavapipe's PackHalf2x16 and UnpackHalf2x16 give the
+ * interpreter's bits in every case of tests/engine/test_packed.c; a mobile GPU need not.) */
+
+/* The f16 nearest to f32 value v (ties to even; overflow to infinity; NaN stays a quiet NaN
+ * with the high bits of v's payload), as a u32 holding the 16 bits. */
+static spv_id half_bits(spv_builder *b, spv_id v) {
+    spv_id u32 = spv_type_int(b, 32, false), i32 = spv_type_int(b, 32, true);
+#define U(c) spv_const_int(b, u32, c)
+#define I(c) spv_const_int(b, i32, c)
+#define OP(op, x, y) spv_binop(b, SpvOp##op, x, y)
+    spv_id x = spv_convert(b, SpvOpBitcast, u32, v);
+    spv_id sign = OP(BitwiseAnd, OP(ShiftRightLogical, x, U(16)), U(0x8000));
+    spv_id exp = OP(BitwiseAnd, OP(ShiftRightLogical, x, U(23)), U(0xff));
+    spv_id man = OP(BitwiseAnd, x, U(0x7fffff));
+    /* e: the f16 exponent field the value would have; e <= 0 is a subnormal f16, whose
+     * mantissa is the f32 one with its implicit bit, shifted right by 14 - e (14..24 for the
+     * values that do not round to zero, e >= -10; the clamp keeps the shift defined for the
+     * others, which are replaced below). */
+    spv_id e = OP(ISub, spv_convert(b, SpvOpBitcast, i32, exp), I(112));
+    spv_id normal = OP(SGreaterThan, e, I(0));
+    spv_id clamped = spv_glsl(b, GLSLstd450SClamp, i32, 3, (const spv_id[]){e, I(-10), I(0)});
+    spv_id shift =
+        spv_select(b, normal, U(13), spv_convert(b, SpvOpBitcast, u32, OP(ISub, I(14), clamped)));
+    spv_id m = spv_select(b, normal, man, OP(BitwiseOr, man, U(0x800000)));
+    spv_id base = spv_select(
+        b, normal, OP(ShiftLeftLogical, spv_convert(b, SpvOpBitcast, u32, e), U(10)), U(0));
+    spv_id half = OP(BitwiseOr, base, OP(ShiftRightLogical, m, shift));
+    spv_id rem = OP(BitwiseAnd, m, OP(ISub, OP(ShiftLeftLogical, U(1), shift), U(1)));
+    spv_id mid = OP(ShiftLeftLogical, U(1), OP(ISub, shift, U(1)));
+    spv_id odd = OP(INotEqual, OP(BitwiseAnd, half, U(1)), U(0));
+    spv_id up =
+        OP(LogicalOr, OP(UGreaterThan, rem, mid), OP(LogicalAnd, OP(IEqual, rem, mid), odd));
+    /* a carry out of the mantissa raises the exponent, up to infinity: correct */
+    half = OP(IAdd, half, spv_select(b, up, U(1), U(0)));
+    half = spv_select(b, OP(SLessThan, e, I(-10)), U(0), half);
+    half = spv_select(b, OP(SGreaterThanEqual, e, I(31)), U(0x7c00), half);
+    spv_id nan_bits =
+        spv_select(b, OP(INotEqual, man, U(0)),
+                   OP(BitwiseOr, U(0x7e00), OP(ShiftRightLogical, man, U(13))), U(0x7c00));
+    half = spv_select(b, OP(IEqual, exp, U(0xff)), nan_bits, half);
+    return OP(BitwiseOr, sign, half);
+}
+
+/* The f32 value of the f16 whose bits are the low 16 of u32 h (exact). */
+static spv_id half_value(spv_builder *b, spv_id h) {
+    spv_id u32 = spv_type_int(b, 32, false), f32 = spv_type_float(b, 32);
+    spv_id sign = OP(ShiftLeftLogical, OP(BitwiseAnd, h, U(0x8000)), U(16));
+    spv_id exp = OP(BitwiseAnd, OP(ShiftRightLogical, h, U(10)), U(0x1f));
+    spv_id man = OP(BitwiseAnd, h, U(0x3ff));
+    spv_id bits = OP(BitwiseOr, OP(ShiftLeftLogical, OP(IAdd, exp, U(112)), U(23)),
+                     OP(ShiftLeftLogical, man, U(13)));
+    bits = spv_select(b, OP(IEqual, exp, U(0x1f)),
+                      OP(BitwiseOr, U(0x7f800000), OP(ShiftLeftLogical, man, U(13))), bits);
+    /* zero and subnormals: man 2^-24, exact and a normal f32 (no flush to zero) */
+    spv_id small = OP(FMul, spv_convert(b, SpvOpConvertUToF, f32, man), spv_const_f32(b, 0x1p-24f));
+    bits = spv_select(b, OP(IEqual, exp, U(0)), spv_convert(b, SpvOpBitcast, u32, small), bits);
+    return spv_convert(b, SpvOpBitcast, f32, OP(BitwiseOr, bits, sign));
+}
+#undef U
+#undef I
+#undef OP
+
 /* Rounds (f16) or wraps (i8/u8) a freshly computed value to its IR type. */
-static spv_id fit(spv_builder *b, ir_type t, spv_id v) {
+static spv_id fit(const emitter *e, ir_type t, spv_id v) {
+    spv_builder *b = e->b;
     switch (t) {
     case IR_F16:
+        if (!e->float16)
+            return half_value(b, half_bits(b, v));
         return spv_convert(b, SpvOpFConvert, spv_type_float(b, 32),
                            spv_convert(b, SpvOpFConvert, spv_type_float(b, 16), v));
     case IR_I8: {
@@ -143,7 +216,8 @@ static spv_id float_to_int(spv_builder *b, ir_type to, spv_id v) {
 }
 
 /* Converts v of IR type from (in compute form) to IR type to (in compute form). */
-static spv_id convert(spv_builder *b, ir_type to, ir_type from, spv_id v) {
+static spv_id convert(const emitter *e, ir_type to, ir_type from, spv_id v) {
+    spv_builder *b = e->b;
     spv_id type = compute_type(b, to);
     if (to == IR_BOOL) {
         if (from == IR_BOOL)
@@ -172,7 +246,7 @@ static spv_id convert(spv_builder *b, ir_type to, ir_type from, spv_id v) {
         } else
             r = ft == type ? v : spv_convert(b, SpvOpBitcast, type, v);
     }
-    return fit(b, to, r);
+    return fit(e, to, r);
 }
 
 /* ---- arithmetic ---------------------------------------------------------------------------- */
@@ -471,7 +545,7 @@ static spv_id alu(emitter *e, const ir_inst *i) {
     }
     ir_type st = insts[i->src[0]].type;
     if (i->op == IR_CAST)
-        return convert(b, i->type, st, x);
+        return convert(e, i->type, st, x);
     if (i->op == IR_WHERE)
         return spv_select(b, x, y, e->ids[i->src[2]]);
     if (i->op == IR_MULHI)
@@ -481,8 +555,8 @@ static spv_id alu(emitter *e, const ir_inst *i) {
     if (i->type == IR_BOOL)
         return bool_alu(b, i->op, x, y);
     if (ir_type_is_float(i->type))
-        return fit(b, i->type, float_alu(b, i->op, x, y));
-    return fit(b, i->type, int_alu(b, i->op, i->type, x, y));
+        return fit(e, i->type, float_alu(b, i->op, x, y));
+    return fit(e, i->type, int_alu(b, i->op, i->type, x, y));
 }
 
 /* ---- groups -------------------------------------------------------------------------------- */
@@ -509,8 +583,8 @@ static spv_id group(emitter *e, const ir_inst *i) {
         spv_id x = spv_load(b, mine);
         spv_id y = spv_load(b, spv_access_chain(b, shared, 1, &other));
         ir_op op = (ir_op)i->arg;
-        spv_id r = ir_type_is_float(i->type) ? fit(b, i->type, float_alu(b, op, x, y))
-                                             : fit(b, i->type, int_alu(b, op, i->type, x, y));
+        spv_id r = ir_type_is_float(i->type) ? fit(e, i->type, float_alu(b, op, x, y))
+                                             : fit(e, i->type, int_alu(b, op, i->type, x, y));
         spv_store(b, mine, r);
         spv_branch(b, merge);
         spv_block(b, merge);
@@ -553,8 +627,88 @@ static spv_id buffer_pointer(emitter *e, uint32_t buf, spv_id var, uint32_t unit
     return spv_buffer_array_element(b, var, which, local);
 }
 
+/* ---- packed buffers (emit_options.storage_8bit) --------------------------------------------
+ *
+ * A packed buffer is an array of u32 words; element index of a view of s-byte elements (s: 1
+ * or 2) is bits [8 s (index % (4 / s)), 8 s (index % (4 / s) + 1)) of word index / (4 / s),
+ * the bytes a device with 8/16-bit storage would hold (little-endian). Only LOAD and STORE
+ * reach one: vector accesses are for 32-bit types (ir_vector_type). A windowed packed buffer
+ * picks its window from the word index (buffer_pointer with 4-byte units: windows are whole
+ * words). Several invocations may write elements of one word in one dispatch (an odd-length
+ * u8 tensor written in place, x[1::2] beside x[0::2]), so a store clears and sets its own bits
+ * with OpAtomicAnd and OpAtomicOr (Device scope, relaxed: each element has one writer, only the
+ * word is shared; atomics on 32-bit storage-buffer integers need no device feature). Loads of
+ * a buffer the kernel also writes are OpAtomicLoad: another invocation's atomic on the word
+ * would race with a plain load (in the memory model's terms; its bits are never this load's). */
+
+/* The pointer to the word of element index of packed buffer buf, and in *shift the element's
+ * first bit within it (u32). */
+static spv_id packed_word(emitter *e, uint32_t buf, ir_type t, spv_id index, spv_id *shift) {
+    spv_builder *b = e->b;
+    spv_id it = compute_type(b, e->k->index_type), u32 = spv_type_int(b, 32, false);
+    uint32_t log2 = stored_size(t) == 1 ? 2 : 1; /* elements per word: 4 or 2 */
+    spv_id word = spv_binop(b, SpvOpShiftRightLogical, index, spv_const_int(b, it, log2));
+    spv_id slot = spv_binop(b, SpvOpBitwiseAnd, index, spv_const_int(b, it, (1 << log2) - 1));
+    slot = e->k->index_type == IR_I64 ? spv_convert(b, SpvOpUConvert, u32, slot)
+                                      : spv_convert(b, SpvOpBitcast, u32, slot);
+    *shift = spv_binop(b, SpvOpShiftLeftLogical, slot, spv_const_int(b, u32, log2 == 2 ? 3 : 4));
+    return buffer_pointer(e, buf, e->buffers[buf], 4, word);
+}
+
+static spv_id load_packed(emitter *e, const ir_inst *i) {
+    spv_builder *b = e->b;
+    spv_id u32 = spv_type_int(b, 32, false), i32 = spv_type_int(b, 32, true), shift;
+    spv_id p = packed_word(e, i->arg, i->type, e->ids[i->src[0]], &shift);
+    spv_id word = e->k->buffers[i->arg].written
+                      ? spv_atomic_load(b, p, SpvScopeDevice, SpvMemorySemanticsMaskNone)
+                      : spv_load(b, p);
+    spv_id bits = spv_binop(b, SpvOpShiftRightLogical, word, shift);
+    switch (i->type) {
+    case IR_I8: { /* the byte to the top, then an arithmetic shift extends its sign */
+        spv_id up = spv_binop(b, SpvOpShiftLeftLogical, word,
+                              spv_binop(b, SpvOpISub, spv_const_int(b, u32, 24), shift));
+        return spv_binop(b, SpvOpShiftRightArithmetic, spv_convert(b, SpvOpBitcast, i32, up),
+                         spv_const_int(b, i32, 24));
+    }
+    case IR_F16:
+        return half_value(b, spv_binop(b, SpvOpBitwiseAnd, bits, spv_const_int(b, u32, 0xffff)));
+    case IR_BOOL:
+        return spv_binop(b, SpvOpINotEqual,
+                         spv_binop(b, SpvOpBitwiseAnd, bits, spv_const_int(b, u32, 0xff)),
+                         spv_const_int(b, u32, 0));
+    default: /* IR_U8 */
+        return spv_binop(b, SpvOpBitwiseAnd, bits, spv_const_int(b, u32, 0xff));
+    }
+}
+
+static void store_packed(emitter *e, const ir_inst *i) {
+    spv_builder *b = e->b;
+    spv_id u32 = spv_type_int(b, 32, false), v = e->ids[i->src[1]], shift;
+    spv_id p = packed_word(e, i->arg, i->type, e->ids[i->src[0]], &shift);
+    uint32_t ones = stored_size(i->type) == 1 ? 0xffu : 0xffffu;
+    switch (i->type) {
+    case IR_BOOL:
+        v = spv_select(b, v, spv_const_int(b, u32, 1), spv_const_int(b, u32, 0));
+        break;
+    case IR_F16:
+        v = half_bits(b, v);
+        break;
+    default: /* u8 (u32, in range) or i8 (i32): the low byte */
+        v = spv_binop(b, SpvOpBitwiseAnd, spv_convert(b, SpvOpBitcast, u32, v),
+                      spv_const_int(b, u32, ones));
+        break;
+    }
+    spv_id mask = spv_binop(b, SpvOpShiftLeftLogical, spv_const_int(b, u32, ones), shift);
+    spv_atomic(b, SpvOpAtomicAnd, p, SpvScopeDevice, SpvMemorySemanticsMaskNone,
+               spv_unop(b, SpvOpNot, mask));
+    spv_atomic(b, SpvOpAtomicOr, p, SpvScopeDevice, SpvMemorySemanticsMaskNone,
+               spv_binop(b, SpvOpShiftLeftLogical, v, shift));
+}
+
 static spv_id load(emitter *e, const ir_inst *i) {
     spv_builder *b = e->b;
+    if (e->packed[i->arg])
+        return load_packed(e, i);
     spv_id p =
         buffer_pointer(e, i->arg, e->buffers[i->arg], stored_size(i->type), e->ids[i->src[0]]);
     spv_id v = spv_load(b, p);
@@ -574,6 +728,10 @@ static spv_id load(emitter *e, const ir_inst *i) {
 
 static void store(emitter *e, const ir_inst *i) {
     spv_builder *b = e->b;
+    if (e->packed[i->arg]) {
+        store_packed(e, i);
+        return;
+    }
     spv_id v = e->ids[i->src[1]];
     spv_id t = storage_type(b, i->type);
     switch (i->type) {
@@ -796,6 +954,13 @@ static void declare_interface(emitter *e) {
                             : buf->written            ? SPV_ACCESS_WRITE
                                                       : SPV_ACCESS_READ;
         uint32_t windows = e->windows ? e->windows[i] : 0;
+        if (e->packed[i]) { /* words only; its stores' atomics read them too */
+            spv_id u32 = spv_type_int(b, 32, false);
+            access = buf->written ? SPV_ACCESS_READ_WRITE : access;
+            e->buffers[i] = windows ? spv_storage_buffer_array(b, u32, 0, i, access, windows)
+                                    : spv_storage_buffer(b, u32, 0, i, access);
+            continue;
+        }
         /* Vector access goes through a second variable on the same binding (Vulkan allows
          * several; the lowering never mixes both kinds on elements a kernel writes). */
         spv_id u64 = e->paired && buf->vector ? spv_type_int(b, 64, false) : 0;
@@ -1047,6 +1212,14 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
     e.paired = opt->paired_vectors;
     e.windows = opt->windows;
     e.window_log2 = opt->window_log2;
+    e.float16 = opt->float16;
+    /* 16-bit float storage only with Float16 as well: the spirv builder declares a 16-bit float
+     * type with the Float16 capability, and the stores' OpFConvert needs the type. */
+    for (uint32_t i = 0; i < k->buffer_count && i < IR_MAX_BUFFERS; i++) {
+        ir_type t = k->buffers[i].type;
+        e.packed[i] = ((t == IR_U8 || t == IR_I8 || t == IR_BOOL) && !opt->storage_8bit) ||
+                      (t == IR_F16 && !(opt->storage_16bit && opt->float16));
+    }
 
     declare_interface(&e);
     spv_id fn = spv_function_begin(e.b, "main");

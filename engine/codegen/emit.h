@@ -20,10 +20,20 @@ typedef struct emit_options {
     bool paired_vectors;     /* vector accesses move 64-bit integers: LOAD4/STORE4 two,
                                 LOAD8/STORE8 four (the device has shaderInt64; CPU drivers:
                                 emit.c load_vector) */
-    bool preserve_specials;  /* SignedZeroInfNanPreserve for 32-bit floats (the device's
-                                float controls allow it): without it a driver may assume no
-                                NaN, inf or signed zero occurs (NVIDIA folds x != x to false;
-                                lavapipe x / 0 to 0), and NaN tests use the bits instead */
+    /* Small types in storage (docs/gpus.md "Small types without 8/16-bit storage"): with
+     * storage_8bit, u8/i8/bool buffers are arrays of 8-bit integers (the module declares Int8
+     * and StorageBuffer8BitAccess); with storage_16bit and float16, f16 buffers are arrays of
+     * 16-bit floats (Float16, StorageBuffer16BitAccess). Otherwise such a buffer is packed: an
+     * array of u32 words holding the same bytes (element i of a u8 buffer is byte i % 4 of word
+     * i / 4, of an f16 buffer half i % 2 of word i / 2, little-endian), read with shifts and
+     * written with atomics on the word, so no 8- or 16-bit type appears in the module. float16:
+     * f16 values are rounded through a 16-bit float (OpFConvert); without it, with integer
+     * operations on the f32 bits (round to nearest even, as the interpreter). */
+    bool storage_8bit, storage_16bit, float16;
+    bool preserve_specials; /* SignedZeroInfNanPreserve for 32-bit floats (the device's
+                               float controls allow it): without it a driver may assume no
+                               NaN, inf or signed zero occurs (NVIDIA folds x != x to false;
+                               lavapipe x / 0 to 0), and NaN tests use the bits instead */
     /* Storages larger than maxStorageBufferRange: buffer i with windows[i] > 0 is bound as an
      * array of that many descriptors, descriptor w showing bytes [w S, (w + 1) S) with
      * S = 2^window_log2 (a power of two, at least 256 and a multiple of the offset alignment).

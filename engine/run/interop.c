@@ -63,6 +63,21 @@ kiln_tensor *kiln_tensor_from_vulkan_buffer(kiln_context *ctx, VkBuffer buffer,
         return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
                         "kiln_tensor_from_vulkan_buffer: unknown dtype %d", (int)dtype);
     ir_type type = eng_ir_type(dtype);
+    /* Without 8-bit (16-bit) storage a buffer of u8, i8 or bool (f16) is read and written as
+     * 32-bit words (emit.h storage_8bit, as runtime.c decides it): the last word must lie in
+     * the buffer. */
+    const vkd_caps *caps = vkd_device_caps(ctx->dev);
+    bool packed = type == IR_F16 ? !(caps->storage_buffer_16bit && caps->float16)
+                  : type == IR_U8 || type == IR_I8 || type == IR_BOOL
+                      ? !(caps->storage_buffer_8bit && caps->int8)
+                      : false;
+    if (packed && size_bytes % 4 != 0)
+        return eng_fail(ctx, KILN_ERROR_INVALID_ARGUMENT,
+                        "kiln_tensor_from_vulkan_buffer: a buffer of %llu bytes: the device has no "
+                        "%s storage, so a buffer of %s is accessed as 32-bit words and its size "
+                        "must be a multiple of 4",
+                        (unsigned long long)size_bytes, type == IR_F16 ? "16-bit" : "8-bit",
+                        type == IR_F16 ? "f16" : "u8, i8 or bool");
     uint64_t elements = size_bytes / eng_type_size(type);
     eng_storage *s = base_calloc(&ctx->alloc, 1, sizeof *s);
     if (!s)

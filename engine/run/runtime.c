@@ -156,6 +156,7 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
     }
     vkd_device_options dopt = {.max_push_constants = testing->max_push_constants,
                                .no_int64 = testing->no_int64,
+                               .no_small_storage = testing->no_small_storage,
                                .max_storage_range = testing->max_storage_range};
     if (st == KILN_OK)
         st = eng_runtime_profile(ctx, opt->profile, &dopt.profile);
@@ -250,7 +251,10 @@ kiln_status eng_storage_allocate(kiln_context *ctx, eng_storage *s) {
     }
     base_error err = {0};
     /* One element at least: a masked load may read element 0 of an empty storage. */
-    uint64_t size = pool_class(ctx, bytes ? bytes : eng_type_size(s->type));
+    /* Whole 32-bit words: a u8/i8/bool or f16 storage may be packed into u32 words (emit.h
+     * storage_8bit), and its last word is then read and written whole (atomically, for the
+     * bytes past the end too, which nothing reads). */
+    uint64_t size = pool_class(ctx, ((bytes ? bytes : eng_type_size(s->type)) + 3) & ~3ull);
     for (size_t i = 0; i < ctx->pool.len; i++) { /* a freed buffer of this class, if any */
         if (vkd_buffer_size(ctx->pool.data[i]) == size) {
             s->buffer = ctx->pool.data[i];
@@ -378,29 +382,14 @@ static void debug_dump(const eng_kernel *k, const eng_program *p) {
     free(text);
 }
 
-/* The device must have what the kernel's types need: the emitted module declares Float16 /
- * Int8 / Int64 with 16/8-bit storage for those types. */
+/* The device must have what the kernel's types need. Small types run everywhere: computed in
+ * 32 bits, and stored packed into 32-bit words where the device lacks 8/16-bit storage (emit.h
+ * storage_8bit); 64-bit integers need shaderInt64, which is not emulated. */
 static kiln_status check_types(kiln_context *ctx, const ir_kernel *ir, const char *name) {
     const vkd_caps *caps = vkd_device_caps(ctx->dev);
-    bool f16 = false, i8 = false, i64 = ir->index_type == IR_I64;
-    for (uint32_t i = 0; i < ir->insts.len; i++) {
-        ir_type t = ir->insts.data[i].type;
-        f16 |= t == IR_F16;
-        i8 |=
-            t == IR_I8 || t == IR_U8 ||
-            (t == IR_BOOL && (ir->insts.data[i].op == IR_LOAD || ir->insts.data[i].op == IR_STORE));
-        i64 |= t == IR_I64;
-    }
-    if (f16 && !(caps->float16 && caps->storage_buffer_16bit))
-        return base_error_set(&ctx->err, KILN_ERROR_UNSUPPORTED,
-                              "%s cannot run f16 kernels (needs shaderFloat16 and "
-                              "storageBuffer16BitAccess)",
-                              ctx->device_name);
-    if (i8 && !(caps->int8 && caps->storage_buffer_8bit))
-        return base_error_set(&ctx->err, KILN_ERROR_UNSUPPORTED,
-                              "%s cannot run i8, u8 or bool kernels (needs shaderInt8 and "
-                              "storageBuffer8BitAccess)",
-                              ctx->device_name);
+    bool i64 = ir->index_type == IR_I64;
+    for (uint32_t i = 0; i < ir->insts.len; i++)
+        i64 |= ir->insts.data[i].type == IR_I64;
     if (i64 && !caps->int64)
         return base_error_set(&ctx->err, KILN_ERROR_UNSUPPORTED,
                               "%s has no shaderInt64: it cannot run kernels with 64-bit integers "
@@ -464,6 +453,11 @@ static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_p
                        .opaque_multipliers = ctx->opaque_multipliers,
                        .paired_vectors = ctx->paired_vectors,
                        .preserve_specials = caps->preserve_specials32,
+                       /* the builder declares an 8-bit integer type with Int8, so 8-bit
+                        * storage needs shaderInt8 as well (else packed words) */
+                       .storage_8bit = caps->storage_buffer_8bit && caps->int8,
+                       .storage_16bit = caps->storage_buffer_16bit,
+                       .float16 = caps->float16,
                        .window_log2 = p->window_log2};
     memcpy(eo.windows, p->windows, sizeof eo.windows);
     emit_result r;

@@ -261,7 +261,10 @@ kiln_status kiln_expr_value(kiln_context *ctx, const kiln_expr *e, int64_t *valu
 
 typedef enum kiln_dtype {
     KILN_F32,
-    KILN_F16, /* devices without 16-bit storage: KILN_ERROR_UNSUPPORTED at realize */
+    /* f16, i8, u8 and bool run on every device: without 16-bit (8-bit) storage their buffers
+     * are 32-bit words holding the same bytes (docs/gpus.md, "Small types without 8/16-bit
+     * storage"). f16 computes in f32, rounded to nearest even after every op. */
+    KILN_F16,
     KILN_I32,
     KILN_U32,
     KILN_I8,

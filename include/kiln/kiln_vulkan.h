@@ -59,7 +59,10 @@ kiln_status kiln_context_create_vulkan(const kiln_vulkan_device *device,
 /* A tensor over the application's buffer of size_bytes bytes holding dtype elements: the view
  * of the given shape, strides and storage offset (elements; the rules of kiln_as_strided). The
  * buffer needs STORAGE_BUFFER, TRANSFER_SRC and TRANSFER_DST usage and must outlive the
- * context. Writes through the tensor (kiln_copy_...) write the application's buffer. */
+ * context. Writes through the tensor (kiln_copy_...) write the application's buffer. On a device
+ * without 8-bit storage (storage_buffer_8bit and shader_int8 above) a u8, i8 or bool buffer, and
+ * without 16-bit storage (storage_buffer_16bit and shader_float16) an f16 buffer, is accessed as
+ * 32-bit words: size_bytes must then be a multiple of 4 (else KILN_ERROR_INVALID_ARGUMENT). */
 kiln_tensor *kiln_tensor_from_vulkan_buffer(kiln_context *ctx, VkBuffer buffer,
                                             VkDeviceSize size_bytes, kiln_dtype dtype,
                                             uint32_t ndim, const int64_t *shape,

@@ -114,8 +114,50 @@ static void test_engine_interop_result_buffer_is_addressable(void **state) {
     vk_fixture_assert_no_messages(a->vk);
 }
 
+/* An application that enabled no 8-bit storage: Kiln accesses its u8 buffers as 32-bit words
+ * (docs/gpus.md), so a buffer must hold whole words; in one, the elements are the bytes. */
+static void test_engine_interop_packed_u8_buffer(void **state) {
+    app *a = *state;
+    const vkd_device_info *info = vkd_device_info_of(a->vk->dev);
+    kiln_vulkan_device vd = {
+        .instance = vkd_instance_handle(a->vk->inst),
+        .physical_device = info->physical,
+        .device = vkd_device_handle(a->vk->dev),
+        .queue_family = (uint32_t)info->compute_family,
+        .api_version = info->api_version,
+    };
+    kiln_context *ctx = NULL;
+    assert_int_equal(kiln_context_create_vulkan(&vd, NULL, &ctx), KILN_OK);
+    base_error err = {0};
+    vkd_buffer *buf = NULL;
+    uint8_t bytes[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 254, 0xaa};
+    assert_int_equal(vkd_buffer_create(a->vk->dev, sizeof bytes, &buf, &err), KILN_OK);
+    assert_int_equal(vkd_buffer_upload(buf, 0, bytes, sizeof bytes, &err), KILN_OK);
+    assert_null(kiln_tensor_from_vulkan_buffer(ctx, vkd_buffer_handle(buf), 11, KILN_U8, 1,
+                                               (int64_t[]){11}, (int64_t[]){1}, 0));
+    assert_int_equal(kiln_context_status(ctx), KILN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(kiln_context_message(ctx), "multiple of 4"));
+    kiln_context_clear_error(ctx);
+    /* 11 elements of a 12-byte buffer: x[1::2] += 1 in place (254 + 1 = 255; byte 11 kept) */
+    kiln_tensor *x = kiln_tensor_from_vulkan_buffer(ctx, vkd_buffer_handle(buf), sizeof bytes,
+                                                    KILN_U8, 1, (int64_t[]){11}, (int64_t[]){1}, 0);
+    assert_non_null(x);
+    kiln_tensor *one = kiln_full(ctx, KILN_U8, 1, (int64_t[]){1}, 1);
+    assert_int_equal(kiln_add_(kiln_slice(x, 0, 1, 11, 2), one), KILN_OK);
+    assert_int_equal(kiln_add_(kiln_slice(x, 0, 10, 11, 1), one), KILN_OK);
+    assert_int_equal(kiln_realize(x), KILN_OK);
+    uint8_t back[12];
+    assert_int_equal(vkd_buffer_download(buf, 0, back, sizeof back, &err), KILN_OK);
+    static const uint8_t want[12] = {1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 255, 0xaa};
+    assert_memory_equal(back, want, sizeof want);
+    kiln_context_destroy(ctx);
+    vkd_buffer_destroy(buf);
+    vk_fixture_assert_no_messages(a->vk);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_engine_interop_packed_u8_buffer),
         cmocka_unit_test(test_engine_interop_wrapped_buffer_is_read_in_place),
         cmocka_unit_test(test_engine_interop_result_buffer_is_addressable),
     };
