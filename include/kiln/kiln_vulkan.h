@@ -46,7 +46,9 @@ typedef struct kiln_vulkan_device {
     uint32_t queue_index;
     uint32_t api_version; /* what the instance and device were created with (>= 1.1) */
     /* The features the application enabled at vkCreateDevice that Kiln may use (Kiln cannot
-     * query what was enabled). Without the 8-bit ones, i8/u8/bool kernels are refused. */
+     * query what was enabled). Without the 8-bit (16-bit) ones, i8/u8/bool (f16) buffers are
+     * packed into 32-bit words (docs/gpus.md); without shader_int64, i64 kernels are
+     * KILN_ERROR_UNSUPPORTED. */
     bool shader_int64, shader_float16, shader_int8;
     bool storage_buffer_16bit, storage_buffer_8bit;
 } kiln_vulkan_device;
