@@ -2134,7 +2134,7 @@ static int conv_dw_variants(vkd_buffer *out, vkd_buffer *x, vkd_buffer *dy, vkd_
             continue;
         ref_variant *r = &v[nv++];
         *r = (ref_variant){.count = 2};
-        snprintf(r->name, sizeof r->name, "%uco %urows%s%s", ct & 63, rows & 1023, pr ? " pairs" : "",
+        snprintf(r->name, sizeof r->name, "%uc %urows%s%s", ct & 63, rows & 127, pr ? " pairs" : "",
                  share ? " bcast" : "");
         r->pipes[0] = ref_pipeline(first, 3, 16, (const uint32_t[]){CV_C, share}, 2);
         r->pipes[1] = ref_pipeline(second, 2, 12, (const uint32_t[]){0}, 1);
