@@ -129,7 +129,8 @@ static void profile_limits(const vkd_profile *p, vkd_caps *caps) {
     caps->max_workgroup_invocations =
         min_u32(caps->max_workgroup_invocations, p->max_workgroup_invocations);
     for (int i = 0; i < 3; i++) {
-        caps->max_workgroup_size[i] = min_u32(caps->max_workgroup_size[i], p->max_workgroup_size[i]);
+        caps->max_workgroup_size[i] =
+            min_u32(caps->max_workgroup_size[i], p->max_workgroup_size[i]);
         caps->max_workgroup_count[i] =
             min_u32(caps->max_workgroup_count[i], p->max_workgroup_count[i]);
     }

@@ -202,7 +202,7 @@ typedef struct vkd_profile {
     const char *summary; /* one line, for kilninfo and messages */
     bool int64, int16, int8, float16, float64;
     bool storage_buffer_8bit, storage_buffer_16bit;
-    bool timestamps; /* on the compute queue */
+    bool timestamps;        /* on the compute queue */
     uint32_t subgroup_size; /* 0: unknown, so no subgroup operations */
     uint32_t max_workgroup_invocations;
     uint32_t max_workgroup_size[3];
@@ -234,8 +234,8 @@ typedef struct vkd_device_options {
      * (vkd_device_wrap), whose features the application enabled, Kiln uses only what both the
      * application and the profile allow. */
     const vkd_profile *profile;
-    uint64_t fence_timeout_ns;    /* 0: 60 seconds */
-    uint64_t fence_spin_ns;       /* polling before a wait blocks; 0: VKD_FENCE_SPIN_NS */
+    uint64_t fence_timeout_ns; /* 0: 60 seconds */
+    uint64_t fence_spin_ns;    /* polling before a wait blocks; 0: VKD_FENCE_SPIN_NS */
     /* Initial data of the device's VkPipelineCache (vkGetPipelineCacheData bytes saved
      * earlier), or NULL. The driver validates its header; shaders_cache/ has checked it too.
      * Only read during vkd_device_create. */

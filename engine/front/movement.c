@@ -284,7 +284,8 @@ static kiln_tensor *unfold_impl(kiln_tensor *t, int32_t dim, int64_t size, int64
                         "kiln_unfold: step %lld on dim %u: the windows' stride (step times the "
                         "dim's stride, %lld) overflows int64",
                         (long long)step, d, (long long)sym_vmax(v->user_strides[d]));
-    if (v->masked && !(sym_is_const(v->mask_begin[d], &n) && n == 0 && v->mask_end[d] == v->shape[d]))
+    if (v->masked &&
+        !(sym_is_const(v->mask_begin[d], &n) && n == 0 && v->mask_end[d] == v->shape[d]))
         return unfold_padded(t, d, size, step);
     VIEW_OP(t, shape_view_unfold(ctx->shape, v, dim, sym_const(ctx->sym, size),
                                  sym_const(ctx->sym, step), &out_));

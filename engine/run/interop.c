@@ -23,11 +23,10 @@ kiln_status kiln_context_create_vulkan(const kiln_vulkan_device *device,
         .storage_buffer_16bit = device->storage_buffer_16bit,
         .storage_buffer_8bit = device->storage_buffer_8bit,
     };
-    eng_external external = {
-        .instance = device->instance,
-        .api_version = device->api_version,
-        .device = &ext,
-        .profile = opt.profile};
+    eng_external external = {.instance = device->instance,
+                             .api_version = device->api_version,
+                             .device = &ext,
+                             .profile = opt.profile};
     return eng_context_create(&opt, &external, out);
 }
 

@@ -897,8 +897,8 @@ kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, e
     /* Buffer 0 is the output: its storage is assigned by the scheduler. */
     k->buffer_count = 1;
     b.max_descriptors = eng_kernel_max_descriptors(ctx);
-    b.descriptors = eng_storage_descriptors(
-        ctx, (uint64_t)sym_vmax(k->numel) * eng_type_size(node->type));
+    b.descriptors =
+        eng_storage_descriptors(ctx, (uint64_t)sym_vmax(k->numel) * eng_type_size(node->type));
     k->buffer_types[0] = node->type;
     const sym_node *idx[SHAPE_MAX_DIMS];
     if (!k->gidx)

@@ -273,7 +273,8 @@ static void test_engine_movement_unfold_padded(void **state) {
             want[w * 4 + j] = padded[w * 3 + j];
     }
     fx_check_f32(u, want, 16, 0, 0);
-    kiln_tensor *weights = kiln_reshape(kiln_arange(ctx, KILN_F32, 1, 17, 1), 2, (const int64_t[]){4, 4});
+    kiln_tensor *weights =
+        kiln_reshape(kiln_arange(ctx, KILN_F32, 1, 17, 1), 2, (const int64_t[]){4, 4});
     kiln_tensor *loss = kiln_sum(kiln_mul(u, weights), 0, NULL, false);
     kiln_tensor *g = NULL;
     assert_int_equal(kiln_grad(loss, 1, &x, &g), KILN_OK);

@@ -176,8 +176,8 @@ static void test_vk_device_profiles_never_raise_a_limit(void **state) {
                          MIN(plain->max_storage_buffer_range, p->max_storage_buffer_range));
         assert_int_equal(c->max_workgroup_invocations,
                          MIN(plain->max_workgroup_invocations, p->max_workgroup_invocations));
-        assert_int_equal(c->max_storage_buffers_per_stage,
-                         MIN(plain->max_storage_buffers_per_stage, p->max_storage_buffers_per_stage));
+        assert_int_equal(c->max_storage_buffers_per_stage, MIN(plain->max_storage_buffers_per_stage,
+                                                               p->max_storage_buffers_per_stage));
         assert_int_equal(c->max_shared_memory_size,
                          MIN(plain->max_shared_memory_size, p->max_shared_memory_size));
         for (int d = 0; d < 3; d++) {
@@ -192,7 +192,8 @@ static void test_vk_device_profiles_never_raise_a_limit(void **state) {
         assert_int_equal(c->int8, plain->int8 && p->int8);
         assert_int_equal(c->float16, plain->float16 && p->float16);
         assert_int_equal(c->float64, plain->float64 && p->float64);
-        assert_int_equal(c->storage_buffer_8bit, plain->storage_buffer_8bit && p->storage_buffer_8bit);
+        assert_int_equal(c->storage_buffer_8bit,
+                         plain->storage_buffer_8bit && p->storage_buffer_8bit);
         assert_int_equal(c->storage_buffer_16bit,
                          plain->storage_buffer_16bit && p->storage_buffer_16bit);
         assert_int_equal(c->timestamps, plain->timestamps && p->timestamps);
@@ -225,7 +226,7 @@ static void test_vk_device_profile_over_a_smaller_device_keeps_the_device_limits
                               .max_workgroup_count = 100};
     assert_int_equal(vkd_device_create(f->inst, f->device_index, &opt, &dev, &err), KILN_OK);
     const vkd_caps *c = vkd_device_caps(dev);
-    assert_int_equal(c->max_push_constants_size, 64);       /* the profile says 128 */
+    assert_int_equal(c->max_push_constants_size, 64);        /* the profile says 128 */
     assert_int_equal(c->max_storage_buffer_range, 64 << 10); /* the profile says 128 MiB */
     assert_int_equal(c->max_workgroup_count[0], 100);        /* the profile says 65535 */
     assert_int_equal(c->max_workgroup_invocations,

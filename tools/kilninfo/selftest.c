@@ -305,8 +305,8 @@ cleanup:
 
 /* run() for a measurement: without timestamps (a profile's device, or a queue that has none)
  * the wall time would include the driver's first-use work, so a first run warms up. */
-static double run_measured(selftest *t, const vkd_pipeline *pipe, void **data,
-                           const size_t *sizes, uint32_t n, uint32_t groups, uint32_t repeat) {
+static double run_measured(selftest *t, const vkd_pipeline *pipe, void **data, const size_t *sizes,
+                           uint32_t n, uint32_t groups, uint32_t repeat) {
     if (!t->caps->timestamps && run(t, pipe, data, sizes, n, NULL, 0, groups, 1) < 0)
         return -1;
     return run(t, pipe, data, sizes, n, NULL, 0, groups, repeat);
