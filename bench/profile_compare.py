@@ -16,7 +16,7 @@ def rows(path):
     out = {}
     for r in data["rows"]:
         if r.get("kiln_ms") is not None and r.get("status") == "ok":
-            out.setdefault(r["case"], r)  # the first row of a case (its own reference)
+            out.setdefault(r.get("id", r["case"]), r)  # a case's first row (the others share Kiln's time)
     return data.get("device", "?"), out
 
 
@@ -28,14 +28,15 @@ def main():
     _, prof = rows(sys.argv[2])
     name = sys.argv[3]
     print(f"bench_ops on {device}: Kiln's time per row, as the device is and under {name}")
-    print(f"{'case':40} {'default ms':>11} {name + ' ms':>16} {'slowdown':>9} {'unit':>8}")
-    for case, r in base.items():
-        p = prof.get(case)
+    print(f"{'case':40} {'default ms':>11} {name + ' ms':>16} {'slowdown':>9}")
+    for key, r in base.items():
+        p = prof.get(key)
+        case = r["case"]
         if p is None:
             print(f"{case:40} {r['kiln_ms']:11.3f} {'-':>16} {'-':>9}  (failed or skipped under {name})")
             continue
         ratio = p["kiln_ms"] / r["kiln_ms"] if r["kiln_ms"] else float("nan")
-        print(f"{case:40} {r['kiln_ms']:11.3f} {p['kiln_ms']:16.3f} {ratio:9.2f} {r.get('unit', ''):>8}")
+        print(f"{case:40} {r['kiln_ms']:11.3f} {p['kiln_ms']:16.3f} {ratio:9.2f}")
     print("slowdown: the row's time under the profile over its time on the device as it is (both "
           "medians of the same repetitions; the references are not affected by profiles)")
     return 0
