@@ -5,6 +5,7 @@
 #include "eng.h"
 #include "engine_fixture.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -175,6 +176,134 @@ static void test_engine_kernels_names_say_what_they_compute(void **state) {
     eng_fixture_context_destroy(ctx);
 }
 
+/* x * exp(x) + x - 1: four operations, read through a repeating view (a matmul's operand is
+ * broadcast over the other operand's columns). */
+static kiln_tensor *four_ops(kiln_tensor *x) {
+    kiln_context *ctx = kiln_tensor_context(x);
+    return kiln_sub(kiln_add(kiln_mul(x, kiln_exp(x)), x), kiln_scalar(ctx, KILN_F32, 1));
+}
+
+static float four_ops_host(float x) {
+    return x * expf(x) + x - 1;
+}
+
+/* The rule against recomputation (kernel.c): an elementwise node of four or more operations
+ * that a reduction reads through a repeating view (a broadcast, overlapping windows) runs as a
+ * kernel of its own first, then is loaded; read element for element it stays fused. */
+static void test_engine_kernels_recomputed_operand_is_realized_first(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    float xs[8], ws[12];
+    for (int i = 0; i < 8; i++)
+        xs[i] = (float)(i - 3) / 4;
+    for (int i = 0; i < 12; i++)
+        ws[i] = (float)(i % 5) - 2;
+    kiln_tensor *x = fx_f32(ctx, 2, (const int64_t[]){2, 4}, xs);
+    kiln_tensor *w = fx_f32(ctx, 2, (const int64_t[]){4, 3}, ws);
+    float want[6];
+    for (int i = 0; i < 2; i++) {
+        for (int j = 0; j < 3; j++) {
+            float acc = 0;
+            for (int k = 0; k < 4; k++)
+                acc += four_ops_host(xs[i * 4 + k]) * ws[k * 3 + j];
+            want[i * 3 + j] = acc;
+        }
+    }
+    /* (2, 4) @ (4, 3): each element of the operand is read by 3 columns: two kernels. */
+    kiln_tensor *mm = kiln_matmul(four_ops(x), w);
+    kiln_stats before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize(mm), KILN_OK);
+    kiln_stats after = kiln_context_stats(ctx);
+    counts d = delta(&before, &after);
+    assert_int_equal(d.compiled, 2);
+    assert_int_equal(d.dispatches, 2);
+    fx_check_f32(mm, want, 6, 1e-5, 1e-5);
+    char names[512];
+    program_names(ctx, names, sizeof names);
+    assert_string_equal(names, "R_mul_sum_2x1x3 E_exp_mul_add_sub_2x4");
+    /* The same operand read once per element (a row sum): one kernel. */
+    kiln_tensor *s = kiln_sum(four_ops(x), 1, (const int32_t[]){1}, false);
+    before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize(s), KILN_OK);
+    after = kiln_context_stats(ctx);
+    assert_int_equal(after.dispatches - before.dispatches, 1);
+    float rows[2] = {0, 0};
+    for (int k = 0; k < 8; k++)
+        rows[k / 4] += four_ops_host(xs[k]);
+    fx_check_f32(s, rows, 2, 1e-5, 1e-5);
+    /* Overlapping windows (kiln_unfold, size 3 step 1) summed: each element is read by up to
+     * three windows: two kernels. Windows of row 0 over the 4 values: 2 windows. */
+    kiln_tensor *win = kiln_sum(kiln_unfold(four_ops(x), 1, 3, 1), 1, (const int32_t[]){2}, false);
+    before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize(win), KILN_OK);
+    after = kiln_context_stats(ctx);
+    assert_int_equal(after.dispatches - before.dispatches, 2);
+    float wins[4];
+    for (int i = 0; i < 2; i++) {
+        for (int j = 0; j < 2; j++) {
+            wins[i * 2 + j] = 0;
+            for (int k = 0; k < 3; k++)
+                wins[i * 2 + j] += four_ops_host(xs[i * 4 + j + k]);
+        }
+    }
+    fx_check_f32(win, wins, 4, 1e-5, 1e-5);
+    eng_fixture_context_destroy(ctx);
+}
+
+/* A cheap operand (a scale, a relu, both: two operations) stays fused into the matmul that
+ * broadcasts it, and so does a kiln_contiguous boundary's reader (the boundary is its own
+ * kernel either way). */
+static void test_engine_kernels_cheap_operand_stays_fused(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    kiln_tensor *x =
+        fx_f32(ctx, 2, (const int64_t[]){2, 4}, (const float[]){1, -2, 3, -4, 5, -6, 7, -8});
+    kiln_tensor *w = kiln_ones(ctx, KILN_F32, 2, (const int64_t[]){4, 3});
+    kiln_tensor *scaled = kiln_mul(x, kiln_scalar(ctx, KILN_F32, 0.5));
+    kiln_tensor *mm = kiln_matmul(kiln_relu(scaled), w);
+    kiln_stats before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize(mm), KILN_OK);
+    kiln_stats after = kiln_context_stats(ctx);
+    counts d = delta(&before, &after);
+    assert_int_equal(d.compiled, 1);
+    assert_int_equal(d.dispatches, 1);
+    /* relu(x / 2) row sums: {0.5 + 1.5, 2.5 + 3.5} in every column. */
+    fx_check_f32(mm, (const float[]){2, 2, 2, 6, 6, 6}, 6, 0, 0);
+    eng_fixture_context_destroy(ctx);
+}
+
+/* The rule decides on sizes' ranges, never on bound values: a symbolic batch compiles its two
+ * kernels once, and a second binding only dispatches them. */
+static void test_engine_kernels_recompute_rule_symbolic_compiles_once(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    const float xs[4] = {-0.5f, 0.25f, 0.5f, 1};
+    kiln_tensor *row = fx_f32(ctx, 2, (const int64_t[]){1, 4}, xs);
+    kiln_tensor *w = kiln_ones(ctx, KILN_F32, 2, (const int64_t[]){4, 3});
+    float sum = 0;
+    for (int k = 0; k < 4; k++)
+        sum += four_ops_host(xs[k]);
+    const kiln_expr *var = kiln_variable(ctx, "batch", 1, 16);
+    for (int64_t n = 3; n <= 5; n += 2) {
+        const kiln_expr *shape[2] = {kiln_bind(ctx, var, n), kiln_int(ctx, 4)};
+        kiln_tensor *mm = kiln_matmul(four_ops(kiln_expand_sym(row, 2, shape)), w);
+        kiln_stats before = kiln_context_stats(ctx);
+        assert_int_equal(kiln_realize(mm), KILN_OK);
+        kiln_stats after = kiln_context_stats(ctx);
+        counts d = delta(&before, &after);
+        assert_int_equal(d.compiled, n == 3 ? 2 : 0);
+        assert_int_equal(d.dispatches, 2);
+        float want[15];
+        for (int i = 0; i < 3 * n; i++)
+            want[i] = sum;
+        fx_check_f32(mm, want, (size_t)(3 * n), 1e-5, 1e-5);
+    }
+    eng_fixture_context_destroy(ctx);
+}
+
 typedef struct progress_log {
     int reports;
     char last[256];
@@ -241,6 +370,9 @@ int main(void) {
         ENG_TEST(test_engine_kernels_cache_tells_graphs_apart),
         ENG_TEST(test_engine_kernels_names_say_what_they_compute),
         ENG_TEST(test_engine_kernels_compiles_report_progress),
+        ENG_TEST(test_engine_kernels_recomputed_operand_is_realized_first),
+        ENG_TEST(test_engine_kernels_cheap_operand_stays_fused),
+        ENG_TEST(test_engine_kernels_recompute_rule_symbolic_compiles_once),
     };
     return ENG_RUN_BOTH(tests);
 }
