@@ -327,7 +327,7 @@ static bool view_repeats(const shape_tracker *t) {
  * unrealized elementwise nodes it inlines (counted per path, as the kernel inlines them),
  * stopping at limit. Stored values, reductions, writes and boundaries are loads: they count 0. */
 static uint32_t inlined_ops(const eng_node *n, uint32_t limit) {
-    if (n->storage || n->kind != ENG_EW || n->boundary)
+    if (!n || n->storage || n->kind != ENG_EW || n->boundary)
         return 0;
     uint32_t ops = 1;
     for (uint32_t i = 0; i < n->nsrc && ops < limit; i++)
