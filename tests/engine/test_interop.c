@@ -17,23 +17,29 @@ typedef struct app {
     kiln_context *ctx;
 } app;
 
+/* The fixture's device as the application hands it to Kiln: with its 8-bit features (as it
+ * enabled them), or with none (an application that enabled no 8-bit storage). */
+static kiln_vulkan_device app_device(const app *a, bool eight_bit) {
+    const vkd_device_info *info = vkd_device_info_of(a->vk->dev);
+    const vkd_caps *caps = vkd_device_caps(a->vk->dev);
+    return (kiln_vulkan_device){
+        .instance = vkd_instance_handle(a->vk->inst),
+        .physical_device = info->physical,
+        .device = vkd_device_handle(a->vk->dev),
+        .queue_family = (uint32_t)info->compute_family,
+        .api_version = info->api_version,
+        .shader_int8 = eight_bit && caps->int8,
+        .storage_buffer_8bit = eight_bit && caps->storage_buffer_8bit,
+    };
+}
+
 static int setup(void **state) {
     app *a = calloc(1, sizeof *a);
     void *vk = NULL;
     if (!a || vk_fixture_setup(&vk) != 0)
         return -1;
     a->vk = vk;
-    const vkd_device_info *info = vkd_device_info_of(a->vk->dev);
-    const vkd_caps *caps = vkd_device_caps(a->vk->dev);
-    kiln_vulkan_device vd = {
-        .instance = vkd_instance_handle(a->vk->inst),
-        .physical_device = info->physical,
-        .device = vkd_device_handle(a->vk->dev),
-        .queue_family = (uint32_t)info->compute_family,
-        .api_version = info->api_version,
-        .shader_int8 = caps->int8,
-        .storage_buffer_8bit = caps->storage_buffer_8bit,
-    };
+    kiln_vulkan_device vd = app_device(a, true);
     if (kiln_context_create_vulkan(&vd, NULL, &a->ctx) != KILN_OK)
         return -1;
     *state = a;
@@ -118,14 +124,7 @@ static void test_engine_interop_result_buffer_is_addressable(void **state) {
  * (docs/gpus.md), so a buffer must hold whole words; in one, the elements are the bytes. */
 static void test_engine_interop_packed_u8_buffer(void **state) {
     app *a = *state;
-    const vkd_device_info *info = vkd_device_info_of(a->vk->dev);
-    kiln_vulkan_device vd = {
-        .instance = vkd_instance_handle(a->vk->inst),
-        .physical_device = info->physical,
-        .device = vkd_device_handle(a->vk->dev),
-        .queue_family = (uint32_t)info->compute_family,
-        .api_version = info->api_version,
-    };
+    kiln_vulkan_device vd = app_device(a, false);
     kiln_context *ctx = NULL;
     assert_int_equal(kiln_context_create_vulkan(&vd, NULL, &ctx), KILN_OK);
     base_error err = {0};
