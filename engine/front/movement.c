@@ -5,9 +5,14 @@
 #include <string.h>
 
 /* The tensor over t's node whose tracker is t's with its last view replaced by v. */
+/* A copy of t's tracker (its views in use only). */
+static void tracker_of(kiln_tensor *t, shape_tracker *st) {
+    memcpy(st, ENG_ST(t), offsetof(shape_tracker, views) + ENG_ST(t)->nviews * sizeof(shape_view));
+}
+
 static kiln_tensor *with_last_view(kiln_tensor *t, const shape_view *v) {
     shape_tracker st;
-    memcpy(&st, ENG_ST(t), offsetof(shape_tracker, views) + ENG_ST(t)->nviews * sizeof(shape_view));
+    tracker_of(t, &st);
     st.views[st.nviews - 1] = *v;
     return eng_view_new(ENG_CTX(t), t, eng_tracker_keep(ENG_CTX(t), &st));
 }
@@ -246,7 +251,7 @@ static kiln_tensor *unfold_padded(kiln_tensor *t, uint32_t d, int64_t size, int6
         return unfold_impl(eng_identity(t), (int32_t)d, size, step);
     const shape_view *v = shape_tracker_last(in);
     shape_tracker st;
-    memcpy(&st, in, offsetof(shape_tracker, views) + in->nviews * sizeof(shape_view));
+    tracker_of(t, &st);
     shape_view plain;
     kiln_status s = shape_view_contiguous(ctx->shape, v->ndim, v->shape, &plain);
     if (s == KILN_OK)

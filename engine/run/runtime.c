@@ -581,6 +581,15 @@ static uint32_t window_log2(const kiln_context *ctx) {
     return align && ((1ull << log2) % align) != 0 ? 0 : log2;
 }
 
+/* The windows of 2^log2 bytes that bind a storage of `bytes` bytes: enough to cover it, rounded
+ * up to a power of two (see storage_windows). */
+static uint64_t windows_of(uint64_t bytes, uint32_t log2) {
+    uint64_t need = (bytes + (1ull << log2) - 1) >> log2, count = 1;
+    while (count < need)
+        count *= 2;
+    return count;
+}
+
 uint32_t eng_storage_descriptors(const kiln_context *ctx, uint64_t bytes) {
     if (ctx->interpreter)
         return 1;
@@ -588,9 +597,7 @@ uint32_t eng_storage_descriptors(const kiln_context *ctx, uint64_t bytes) {
     uint32_t log2 = window_log2(ctx);
     if (bytes <= range || !log2)
         return 1; /* (a storage that cannot be windowed fails with its own message) */
-    uint64_t need = (bytes + (1ull << log2) - 1) >> log2, count = 1;
-    while (count < need)
-        count *= 2;
+    uint64_t count = windows_of(bytes, log2);
     return count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
 }
 
@@ -627,9 +634,7 @@ static kiln_status storage_windows(kiln_context *ctx, const eng_kernel *k,
                                   *log2 ? "has no shaderStorageBufferArrayDynamicIndexing "
                                           "to bind it in windows"
                                         : "has no aligned window size within the range");
-        uint64_t need = (size + (1ull << *log2) - 1) >> *log2, count = 1;
-        while (count < need)
-            count *= 2;
+        uint64_t count = windows_of(size, *log2);
         if (count > caps->max_storage_buffers_per_stage)
             return base_error_set(&ctx->err, KILN_ERROR_LIMIT_EXCEEDED,
                                   "a storage of %llu bytes needs %llu windows of %llu bytes "
