@@ -3,6 +3,8 @@
  * applies one as min(profile, device) and enables only the features both have. */
 #include "vkd.h"
 
+#include <stdio.h>
+#include <string.h>
 #include <strings.h>
 
 static const vkd_profile profiles[] = {
@@ -50,4 +52,14 @@ const vkd_profile *vkd_profile_find(const char *name) {
             return &profiles[i];
     }
     return NULL;
+}
+
+void vkd_profile_names(char *buf, size_t size) {
+    if (!size)
+        return;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < vkd_profile_count(); i++) {
+        size_t len = strlen(buf);
+        snprintf(buf + len, size - len, "%s%s", i ? ", " : "", profiles[i].name);
+    }
 }

@@ -218,6 +218,8 @@ uint32_t vkd_profile_count(void);
 const vkd_profile *vkd_profile_at(uint32_t index); /* NULL past the end */
 /* The profile of that name (case-insensitive), or NULL. */
 const vkd_profile *vkd_profile_find(const char *name);
+/* The profiles' names, "mobile-low, mobile-mid", into buf (truncated to size), for messages. */
+void vkd_profile_names(char *buf, size_t size);
 
 /* How long a fence wait polls before it blocks (see vkd_wait_fence). */
 enum { VKD_FENCE_SPIN_NS = 50000 };

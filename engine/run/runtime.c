@@ -104,11 +104,8 @@ kiln_status eng_runtime_profile(kiln_context *ctx, const char *option, const vkd
     *out = vkd_profile_find(name);
     if (*out)
         return KILN_OK;
-    char known[256] = "";
-    for (uint32_t i = 0; vkd_profile_at(i); i++) {
-        size_t len = strlen(known);
-        snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "", vkd_profile_at(i)->name);
-    }
+    char known[256];
+    vkd_profile_names(known, sizeof known);
     return base_error_set(&ctx->err, KILN_ERROR_INVALID_ARGUMENT,
                           "kiln_context_create: no device profile \"%.64s\"%s (the profiles: %s, "
                           "or none)",

@@ -324,6 +324,45 @@ static void test_engine_statuses_log_before_a_context(void **state) {
     kiln_set_log_callback(NULL, NULL);
 }
 
+/* A device profile by name (kiln_context_options.profile): in force and named, the device's
+ * int64 gone; "none" is none; an unknown name is KILN_ERROR_INVALID_ARGUMENT whose message
+ * names it and lists the profiles. The interpreter takes no profile. */
+static void test_engine_statuses_device_profiles_by_name(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = NULL;
+    const char *device = f->device ? NULL : "interp";
+    kiln_context_options opt = {.device = device, .validation = f->device, .profile = "MOBILE-LOW"};
+    assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
+    if (f->device) {
+        assert_string_equal(kiln_context_profile(ctx), "mobile-low");
+        assert_false(kiln_dtype_supported(ctx, KILN_I64));
+    } else {
+        assert_null(kiln_context_profile(ctx));
+        assert_true(kiln_dtype_supported(ctx, KILN_I64));
+    }
+    assert_true(kiln_dtype_supported(ctx, KILN_U8));
+    assert_true(kiln_dtype_supported(ctx, KILN_F16));
+    assert_false(kiln_dtype_supported(ctx, KILN_DTYPE_COUNT_));
+    assert_false(kiln_dtype_supported(NULL, KILN_F32));
+    eng_fixture_context_destroy(ctx);
+    ctx = NULL;
+    opt.profile = "none";
+    assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
+    assert_null(kiln_context_profile(ctx));
+    eng_fixture_context_destroy(ctx);
+    if (!f->device)
+        return;
+    received mine = {0};
+    ctx = (kiln_context *)1;
+    opt.profile = "mobile-giant";
+    opt.log = receive;
+    opt.log_user = &mine;
+    assert_int_equal(kiln_context_create(&opt, &ctx), KILN_ERROR_INVALID_ARGUMENT);
+    assert_null(ctx);
+    assert_non_null(strstr(mine.text, "no device profile \"mobile-giant\""));
+    assert_non_null(strstr(mine.text, "mobile-low, mobile-mid"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_statuses_out_of_range),
@@ -333,6 +372,7 @@ int main(void) {
         ENG_TEST(test_engine_statuses_unbound_variable),
         ENG_TEST(test_engine_statuses_invalid_handle),
         ENG_TEST(test_engine_statuses_dtype_mismatch),
+        ENG_TEST(test_engine_statuses_device_profiles_by_name),
     };
     const struct CMUnitTest own_contexts[] = {
         cmocka_unit_test(test_engine_statuses_each_has_its_message),

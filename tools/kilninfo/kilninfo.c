@@ -362,10 +362,10 @@ int main(int argc, char **argv) {
     if (profile_name && profile_name[0] && strcmp(profile_name, "none") != 0) {
         profile = vkd_profile_find(profile_name);
         if (!profile) {
-            fprintf(stderr, "kilninfo: no device profile \"%s\" (the profiles:", profile_name);
-            for (uint32_t i = 0; vkd_profile_at(i); i++)
-                fprintf(stderr, " %s", vkd_profile_at(i)->name);
-            fprintf(stderr, ")\n");
+            char known[256];
+            vkd_profile_names(known, sizeof known);
+            fprintf(stderr, "kilninfo: no device profile \"%s\" (the profiles: %s)\n", profile_name,
+                    known);
             return 2;
         }
     }
