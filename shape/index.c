@@ -45,9 +45,21 @@ kiln_status shape_tracker_index(shape_ctx *ctx, const shape_tracker *t, const sy
             ix = shape_k(ctx, 0), ok = shape_k(ctx, 0);
             break;
         }
+        /* The later view addresses v's elements 0 .. numel - 1 in row-major order (where it
+         * is valid: elsewhere the mask is false and the index unused). A dim of size 1 has
+         * coordinate 0, and the outermost dim longer than 1 takes the whole quotient: no
+         * modulo by its size (a division by a symbolic size per element otherwise). */
+        uint32_t outer = 0;
+        while (outer + 1 < v->ndim && shape_is(v->shape[outer], 1))
+            outer++;
         const sym_node *coord[SHAPE_MAX_DIMS], *acc = shape_k(ctx, 1);
         for (uint32_t i = v->ndim; i-- > 0;) {
-            coord[i] = sym_floormod(sc, sym_floordiv(sc, ix, acc), v->shape[i]);
+            if (shape_is(v->shape[i], 1))
+                coord[i] = shape_k(ctx, 0);
+            else if (i == outer)
+                coord[i] = sym_floordiv(sc, ix, acc);
+            else
+                coord[i] = sym_floormod(sc, sym_floordiv(sc, ix, acc), v->shape[i]);
             acc = sym_mul(sc, acc, v->shape[i]);
         }
         const sym_node *vok;

@@ -1104,11 +1104,22 @@ static bool shares_load(sym_ctx *sc, const eng_kernel *k, const kast *a, const s
 /* The rows of one matrix of a batch: the size of the output's last dim longer than 1 before
  * dim `last` (the row's, whose size is the width), when it is constant and the dims before it
  * are the batch (0: no such dim). A batched matmul's output (B..., M, 1, N) has M. */
-static int64_t matrix_rows(const eng_kernel *k, uint32_t last) {
+static int64_t matrix_rows(sym_ctx *sc, const eng_kernel *k, uint32_t last) {
     for (uint32_t d = last; d-- > 0;) {
         int64_t size;
-        if (!sym_is_const(k->dims[d], &size))
+        if (!sym_is_const(k->dims[d], &size)) {
+            /* A symbolic count of rows (batch x 196: a convolution's rows for a batch
+             * Variable) divisible by a power of two m for every value: blocks of m rows, the
+             * same right operand for all of them (batched_matmul probes it), tile whole. */
+            for (int64_t m = 64; m >= 2; m /= 2) {
+                int64_t low;
+                bool whole = sym_is_const(sym_floormod_c(sc, k->dims[d], m), &low) && low == 0;
+                sym_ctx_clear_error(sc);
+                if (whole)
+                    return m;
+            }
             return 0;
+        }
         if (size != 1)
             return size;
     }
@@ -1295,7 +1306,7 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
         bool share = false, vectors = false;
         for (uint32_t i = 0; i < k->reduction_count && rows > 1 && constant; i++)
             share = share || shares_load(ctx->sym, k, k->reductions[i].value, k->gidx, width);
-        int64_t matrix = last < k->ndim ? matrix_rows(k, last) : 0;
+        int64_t matrix = last < k->ndim ? matrix_rows(ctx->sym, k, last) : 0;
         if (!constant || !share) {
             share = matrix > 1 && rows % matrix == 0 &&
                     batched_matmul(ctx->sym, k, rows / matrix, matrix, width);

@@ -693,6 +693,31 @@ static kiln_tensor *strip_split(kiln_tensor *x, ir_op op, uint32_t mask) {
             if (c % d == 0 && d * cols < want)
                 q = d;
     }
+    uint32_t reduced = 0;
+    for (uint32_t d = 0; d < v->ndim; d++)
+        reduced += (mask >> d) & 1u;
+    if (q && reduced == 1 && v->ndim + 2 <= SHAPE_MAX_DIMS) {
+        /* One reduced dim: split it alone, (rest, q, c / q), the kept dims as they are. A
+         * split of one dim stays one view; merging the kept dims into one would not (the
+         * rows come first after the permute), and its index arithmetic would divide by the
+         * symbolic row count for every element. */
+        const sym_node *blocks[SHAPE_MAX_DIMS], *strips[SHAPE_MAX_DIMS];
+        int32_t order[SHAPE_MAX_DIMS];
+        blocks[0] = rest;
+        blocks[1] = strips[0] = sym_const(ctx->sym, q);
+        blocks[2] = sym_const(ctx->sym, c / q);
+        order[0] = 1, order[1] = 0, order[2] = 2;
+        for (uint32_t d = 1; d < v->ndim; d++) {
+            blocks[d + 2] = strips[d] = view_of(y)->shape[d];
+            order[d + 2] = (int32_t)d + 2;
+        }
+        y = eng_reshape(y, v->ndim + 2, blocks);
+        y = y ? kiln_permute(y, order) : NULL;
+        kiln_tensor *part = y ? reduce_node(y, op, (1u << 1) | (1u << 2)) : NULL;
+        part = part ? eng_reshape(part, v->ndim, strips) : NULL;
+        kiln_tensor *sum = part ? reduce_node(part, op, 1u << 0) : NULL;
+        return sum ? eng_reshape(sum, v->ndim, final) : NULL;
+    }
     if (q) {
         const sym_node *flat[2] = {sym_rows, sym_const(ctx->sym, cols)};
         const sym_node *blocks[4] = {rest, sym_const(ctx->sym, q), sym_const(ctx->sym, c / q),

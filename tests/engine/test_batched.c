@@ -318,6 +318,72 @@ static void test_batched_sum_over_the_batch(void **state) {
     free(want);
 }
 
+/* A convolution's products for a symbolic batch (issue 25: the training step's batch
+ * Variable): rows batch x 196 (the output pixels of a batch of 14 x 14 images), the forward
+ * (rows, 16) @ (16, 32) register-tiled (blocks of 4 rows: 196 is a multiple of 4 for every
+ * batch, so the tile never straddles the end), and the weight gradient's pattern
+ * a^T @ g summed over the rows (a long symbolic reduction split into strips, its index
+ * arithmetic free of divisions by the symbolic row count: engine/schedule/kernel.c
+ * view_coords). One kernel set for batch 64, 5 and 1; every value exact. */
+static void test_batched_symbolic_rows(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = f->ctx;
+    enum { R = 196, K = 16, N = 32, MAX = 64 };
+    const kiln_expr *var = kiln_variable(ctx, "conv_batch", 1, MAX);
+    assert_non_null(var);
+    float *a = values((size_t)MAX * R * K, 11), *g = values((size_t)MAX * R * N, 12),
+          *w = values(K * N, 13), *want = malloc(sizeof(float) * MAX * R * N);
+    assert_non_null(want);
+    static const int64_t batches[] = {64, 5, 1};
+    for (size_t v = 0; v < 3; v++) {
+        int64_t batch = batches[v], rows = batch * R;
+        kiln_scope_begin(ctx);
+        const kiln_expr *bound = kiln_bind(ctx, var, batch);
+        const kiln_expr *sym_rows = kiln_expr_mul(ctx, bound, kiln_int(ctx, R));
+        kiln_tensor *ta = kiln_reshape_sym(fx_f32(ctx, 1, (const int64_t[]){rows * K}, a), 2,
+                                           (const kiln_expr *[]){sym_rows, kiln_int(ctx, K)});
+        kiln_tensor *tg = kiln_reshape_sym(fx_f32(ctx, 1, (const int64_t[]){rows * N}, g), 2,
+                                           (const kiln_expr *[]){sym_rows, kiln_int(ctx, N)});
+        kiln_tensor *tw = fx_f32(ctx, 2, (const int64_t[]){K, N}, w);
+        assert_int_equal(kiln_realize(ta), KILN_OK);
+        assert_int_equal(kiln_realize(tg), KILN_OK);
+        assert_int_equal(kiln_realize(tw), KILN_OK);
+
+        kiln_stats before = kiln_context_stats(ctx);
+        kiln_tensor *c = kiln_matmul(ta, tw);
+        assert_int_equal(kiln_realize(c), KILN_OK);
+        kiln_stats after = kiln_context_stats(ctx);
+        assert_int_equal(after.dispatches - before.dispatches, 1);
+        assert_int_equal(after.kernels_compiled - before.kernels_compiled, v == 0);
+        if (cpu_tiles(f) && !fx_gpu_tuned(ctx))
+            assert_true(after.items - before.items <= (uint64_t)(rows * N / 16));
+        host_batched(a, w, 1, (size_t)rows, K, N, want);
+        fx_check_f32(c, want, (size_t)(rows * N), 0, 0);
+
+        before = kiln_context_stats(ctx);
+        kiln_tensor *dw = kiln_matmul(kiln_transpose(ta, 0, 1), tg);
+        fx_assert_shape(dw, 2, (const int64_t[]){K, N});
+        assert_int_equal(kiln_realize(dw), KILN_OK);
+        after = kiln_context_stats(ctx);
+        if (v > 0)
+            assert_int_equal(after.kernels_compiled - before.kernels_compiled, 0);
+        for (size_t i = 0; i < K; i++) {
+            for (size_t j = 0; j < N; j++) {
+                float acc = 0;
+                for (size_t r = 0; r < (size_t)rows; r++)
+                    acc += a[r * K + i] * g[r * N + j];
+                want[i * N + j] = acc;
+            }
+        }
+        fx_check_f32(dw, want, (size_t)K * N, 0, 0);
+        assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    }
+    free(a);
+    free(g);
+    free(w);
+    free(want);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_batched_shapes_and_views),
@@ -326,6 +392,7 @@ int main(void) {
         ENG_TEST(test_batched_symbolic_batch),
         ENG_TEST(test_batched_symbolic_batch_specialised),
         ENG_TEST(test_batched_sum_over_the_batch),
+        ENG_TEST(test_batched_symbolic_rows),
     };
     return ENG_RUN_BOTH(tests);
 }
