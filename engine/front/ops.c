@@ -629,8 +629,8 @@ static kiln_tensor *split_reduce(kiln_tensor *x, ir_op op, uint32_t mask) {
  * contiguous columns (read as vectors) of one strip of rows, P chosen so that up to 32 x
  * parallelism outputs keep the device busy with strips of at least 256 rows (max over axis 0
  * of (4096, 4096) on lavapipe: 16 strips 7-9% faster than 8); the second combines P partials
- * per column. NULL: one stage is best. */
-static kiln_tensor *strip_split(kiln_tensor *x, ir_op op, uint32_t mask) {
+ * per column. NULL: one stage is best (or, whole_only, the rows are no whole blocks). */
+static kiln_tensor *strip_split(kiln_tensor *x, ir_op op, uint32_t mask, bool whole_only) {
     kiln_context *ctx = ENG_CTX(x);
     const shape_view *v = view_of(x);
     int64_t rows = 1, cols = 1, size, stride = 0;
@@ -693,6 +693,8 @@ static kiln_tensor *strip_split(kiln_tensor *x, ir_op op, uint32_t mask) {
             if (c % d == 0 && d * cols < want)
                 q = d;
     }
+    if (whole_only && !q)
+        return NULL;
     uint32_t reduced = 0;
     for (uint32_t d = 0; d < v->ndim; d++)
         reduced += (mask >> d) & 1u;
@@ -773,9 +775,14 @@ static kiln_tensor *reduce(const char *name, ir_op op, kiln_tensor *t, uint32_t 
                             "%s: the reduction is over 0 elements, which has no identity", name);
     }
     kiln_tensor *x = cast_to(t, acc);
-    kiln_tensor *r = x ? split_reduce(x, op, mask) : NULL;
+    /* Over a symbolic count, strips first: whole blocks of the count's constant factor need
+     * no padding, where split_reduce_sym pads (a second view, a division per element). */
+    const sym_node *count = x ? reduced_count(x, mask) : NULL;
+    kiln_tensor *r = count && !sym_is_const(count, NULL) ? strip_split(x, op, mask, true) : NULL;
     if (!r && x)
-        r = strip_split(x, op, mask);
+        r = split_reduce(x, op, mask);
+    if (!r && x)
+        r = strip_split(x, op, mask, false);
     if (!r)
         r = reduce_node(x, op, mask);
     if (type == IR_F16 || ((op == IR_MAX || op == IR_MIN) && acc != type))

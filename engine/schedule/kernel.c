@@ -14,8 +14,9 @@
  * every load reads through its view's index expression.
  *
  * Against recomputation: an inlined node is computed again at every read, so inside a
- * reduction's input (where one output element reads many), an unrealized elementwise node read
- * through a repeating view (a broadcast: stride 0 over a dim of two or more indices; or
+ * reduction's input (where one output element reads many), or in an elementwise kernel
+ * when the node has at least the device's parallelism of elements, an unrealized elementwise
+ * node read through a repeating view (a broadcast: stride 0 over a dim of two or more indices; or
  * overlapping windows: kiln_unfold with size > step, two dims whose steps meet) is realized
  * first by a kernel of its own and then loaded, when inlining it costs at least
  * RECOMPUTE_MIN_OPS (4) operations per read (its op and those of the unrealized elementwise
@@ -28,8 +29,8 @@
  * that reduction 23 -> 5 ms, the new kernel 4 ms, the step about 5% faster. The test is on
  * strides and sizes' ranges (view_repeats), never on bound values, so every binding builds the
  * same kernels. kiln_contiguous is the boundary for what the rule does not see (a node read by
- * several kernels, an elementwise kernel's repeated reads, a cheap node read very many
- * times). */
+ * several kernels, a small node's repeated reads in an elementwise kernel, a cheap node
+ * read very many times). */
 #include "eng.h"
 
 #include <stdio.h>
@@ -387,14 +388,22 @@ static uint32_t inlined_ops(const eng_node *n, uint32_t limit) {
     return ops;
 }
 
-/* The rule against recomputation: while building a reduction's input, an unrealized
- * elementwise node read through a repeating view is realized first (by a kernel of its own,
- * then loaded) when inlining it recomputes at least this many operations per read. */
+/* The rule against recomputation: an unrealized elementwise node read through a repeating
+ * view is realized first (by a kernel of its own, then loaded) when inlining it recomputes at
+ * least this many operations per read, inside a reduction's input, or in an elementwise
+ * kernel when the node has at least the device's parallelism of elements at its largest (a
+ * kernel of its own that fills the device; a small one, a scalar broadcast over a tensor,
+ * stays inlined rather than cost a dispatch). */
 enum { RECOMPUTE_MIN_OPS = 4 };
 
 static bool recomputed(kbuild *b, const eng_src *s) {
-    return b->in_reduce && s->node->kind == ENG_EW && view_repeats(s->st) &&
-           inlined_ops(s->node, RECOMPUTE_MIN_OPS) >= RECOMPUTE_MIN_OPS;
+    if (s->node->kind != ENG_EW || !view_repeats(s->st) ||
+        inlined_ops(s->node, RECOMPUTE_MIN_OPS) < RECOMPUTE_MIN_OPS)
+        return false;
+    if (b->in_reduce)
+        return true;
+    const sym_node *n = eng_numel(b->ctx, s->node->ndim, s->node->shape);
+    return n && sym_vmax(n) >= (int64_t)b->ctx->parallelism;
 }
 
 /* The value of source s at the consumer's logical index idx. */

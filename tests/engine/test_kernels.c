@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -251,6 +252,39 @@ static void test_engine_kernels_recomputed_operand_is_realized_first(void **stat
     eng_fixture_context_destroy(ctx);
 }
 
+/* The rule in an elementwise kernel: a node of four or more operations read through a
+ * broadcast (each element by 4 outputs) runs first when it has at least the device's
+ * parallelism of elements (65,536 here: a GPU's figure, a CPU's is smaller); a small one
+ * (8 elements, a broadcast of few values over many) stays fused, costing no dispatch. */
+static void test_engine_kernels_recompute_rule_elementwise(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    enum { N = 256 };
+    float *xs = malloc(sizeof(float) * N * N), *want = malloc(sizeof(float) * N * N * 4);
+    assert_true(xs && want);
+    for (int i = 0; i < N * N; i++)
+        xs[i] = (float)(i % 17 - 8) / 8;
+    for (int big = 0; big < 2; big++) {
+        int64_t rows = big ? N : 2, cols = big ? N : 4;
+        kiln_tensor *x = fx_f32(ctx, 2, (const int64_t[]){rows, cols}, xs);
+        kiln_tensor *y = kiln_expand(kiln_unsqueeze(four_ops(x), -1), 3,
+                                     (const int64_t[]){rows, cols, 4});
+        y = kiln_mul(y, kiln_arange(ctx, KILN_F32, 0, 4, 1));
+        kiln_stats before = kiln_context_stats(ctx);
+        assert_int_equal(kiln_realize(y), KILN_OK);
+        kiln_stats after = kiln_context_stats(ctx);
+        assert_int_equal(after.dispatches - before.dispatches, big ? 2 : 1);
+        for (int64_t i = 0; i < rows * cols; i++)
+            for (int k = 0; k < 4; k++)
+                want[i * 4 + k] = four_ops_host(xs[i]) * (float)k;
+        fx_check_f32(y, want, (size_t)(rows * cols * 4), 1e-5, 1e-5);
+    }
+    free(xs);
+    free(want);
+    eng_fixture_context_destroy(ctx);
+}
+
 /* A cheap operand (a scale, a relu, both: two operations) stays fused into the matmul that
  * broadcasts it, and so does a kiln_contiguous boundary's reader (the boundary is its own
  * kernel either way). */
@@ -371,6 +405,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_names_say_what_they_compute),
         ENG_TEST(test_engine_kernels_compiles_report_progress),
         ENG_TEST(test_engine_kernels_recomputed_operand_is_realized_first),
+        ENG_TEST(test_engine_kernels_recompute_rule_elementwise),
         ENG_TEST(test_engine_kernels_cheap_operand_stays_fused),
         ENG_TEST(test_engine_kernels_recompute_rule_symbolic_compiles_once),
     };
