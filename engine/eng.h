@@ -377,6 +377,7 @@ struct kiln_context {
     uint32_t graph_calls;
     int64_t progress_ns;       /* compiling longer than this reports progress (eng_testing: 0) */
     uint32_t parallelism;      /* invocations worth keeping busy (splits big reductions) */
+    uint32_t parallelism_long; /* the same for reductions of long loops (lower.c LONG_LOOP) */
     uint32_t group_lanes;      /* lanes per output of a group reduction (a power of two) */
     uint32_t test_group_lanes; /* eng_testing.group_lanes */
     bool test_gpu_tuning;      /* eng_testing.gpu_tuning */

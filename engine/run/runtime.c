@@ -17,7 +17,8 @@ static bool wants_interpreter(const char *device) {
 }
 
 /* How wide the context's kernels go: invocations worth keeping busy (2048 on a CPU, lavapipe
- * and the interpreter; 65536 on a GPU) and the lanes of a group reduction: 64 on a GPU; on a
+ * and the interpreter, 512 for reductions of long loops, whose items each do much work; 65536
+ * on a GPU) and the lanes of a group reduction: 64 on a GPU; on a
  * CPU its subgroup size (lavapipe's 8: one SIMD row, so the workgroup barriers switch
  * nothing); the test-only option's count if given; a power of two within the device's
  * workgroup limits. Output tiles (lower.c): on a CPU 8 elementwise outputs per invocation
@@ -41,6 +42,7 @@ static bool wants_interpreter(const char *device) {
  * tile_* (block rows too) then set tiles, and unshared_loads turns sharing off. */
 void eng_runtime_tune(kiln_context *ctx) {
     ctx->parallelism = 2048;
+    ctx->parallelism_long = 512;
     ctx->tile_ew = 8;
     ctx->tile_ew_one = 16;
     ctx->tile_ew_shared = 32;
@@ -70,7 +72,7 @@ void eng_runtime_tune(kiln_context *ctx) {
     if (gpu || ctx->test_unshared_loads)
         ctx->share_lanes = 0;
     if (gpu) {
-        ctx->parallelism = 65536;
+        ctx->parallelism = ctx->parallelism_long = 65536;
         ctx->tile_ew = ctx->tile_ew_one = ctx->tile_ew_shared = 1;
         ctx->tile_rows = ctx->tile_cols = ctx->tile_vector_cols = 4;
         ctx->tile_block_rows = ctx->tile_block_cols = 1;
