@@ -285,6 +285,34 @@ static void test_tiles_matmul_register_tile(void **state) {
     free(want);
 }
 
+/* A product whose outputs each sum a long loop (k = 512 >= lower.c's LONG_LOOP) keeps its
+ * 8 x 8 tile on a CPU with 512 items (32,768 outputs); with k = 24 the same outputs are
+ * 2,048 items (16 outputs each: the device's parallelism of items). */
+static void test_tiles_long_loops_keep_the_tile(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = f->ctx;
+    enum { M = 256, N = 128, KMAX = 512 };
+    float *a = values(M * KMAX, 10), *b = values(KMAX * N, 11), *want = values(M * N, 0);
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t k = pass ? 24 : KMAX;
+        host_matmul(a, b, M, (size_t)k, N, want);
+        kiln_tensor *ta = fx_f32(ctx, 2, (const int64_t[]){M, k}, a);
+        kiln_tensor *tb = fx_f32(ctx, 2, (const int64_t[]){k, N}, b);
+        assert_int_equal(kiln_realize(ta), KILN_OK);
+        assert_int_equal(kiln_realize(tb), KILN_OK);
+        kiln_stats before = kiln_context_stats(ctx);
+        kiln_tensor *out = kiln_matmul(ta, tb);
+        assert_int_equal(kiln_realize(out), KILN_OK);
+        kiln_stats after = kiln_context_stats(ctx);
+        if (cpu_tiles(f) && !fx_gpu_tuned(ctx))
+            assert_int_equal(after.items - before.items, pass ? M * N / 16 : M * N / 64);
+        fx_check_f32(out, want, (size_t)M * N, 1e-3, 1e-5);
+    }
+    free(a);
+    free(b);
+    free(want);
+}
+
 /* matmul's items in blocks of tile rows x 8 tile columns (32 x 8 on a CPU; lower.c
  * lower_tile): blocks that shrink to divide the row tiles (12 row tiles: 4 x 8), several
  * blocks along a row (40 column tiles: 5), no blocks (9 row tiles, 229 column tiles), and the
@@ -752,6 +780,7 @@ int main(void) {
         ENG_TEST(test_tiles_padded_views),
         ENG_TEST(test_tiles_flat_index_when_the_last_dim_does_not_divide),
         ENG_TEST(test_tiles_matmul_register_tile),
+        ENG_TEST(test_tiles_long_loops_keep_the_tile),
         ENG_TEST(test_tiles_matmul_blocks),
         ENG_TEST(test_tiles_reduction_with_a_2d_output),
         ENG_TEST(test_tiles_reduction_steps_load_vectors),
