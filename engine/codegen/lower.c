@@ -1101,6 +1101,16 @@ static bool shares_load(sym_ctx *sc, const eng_kernel *k, const kast *a, const s
     return false;
 }
 
+/* Whether m divides every value of e (the simplifier proves e % m == 0). */
+static bool divides_every(sym_ctx *sc, const sym_node *e, int64_t m) {
+    int64_t low;
+    if (sym_ctx_status(sc) != KILN_OK)
+        return false;
+    bool whole = sym_is_const(sym_floormod_c(sc, e, m), &low) && low == 0;
+    sym_ctx_clear_error(sc);
+    return whole;
+}
+
 /* The rows of one matrix of a batch: the size of the output's last dim longer than 1 before
  * dim `last` (the row's, whose size is the width), when it is constant and the dims before it
  * are the batch (0: no such dim). A batched matmul's output (B..., M, 1, N) has M. */
@@ -1112,10 +1122,7 @@ static int64_t matrix_rows(sym_ctx *sc, const eng_kernel *k, uint32_t last) {
              * Variable) divisible by a power of two m for every value: blocks of m rows, the
              * same right operand for all of them (batched_matmul probes it), tile whole. */
             for (int64_t m = 64; m >= 2; m /= 2) {
-                int64_t low;
-                bool whole = sym_is_const(sym_floormod_c(sc, k->dims[d], m), &low) && low == 0;
-                sym_ctx_clear_error(sc);
-                if (whole)
+                if (divides_every(sc, k->dims[d], m))
                     return m;
             }
             return 0;
@@ -1270,9 +1277,11 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
         p->per_item = (uint64_t)width;
         return;
     }
-    /* A symbolic size (a batch bound per call) tiles only as a batch of constant matrices
-     * below: the tiles are chosen for its largest value, and every value's items are the batch
-     * count times one matrix's tiles, so one kernel serves them all. */
+    /* A symbolic size (a batch bound per call) tiles only in whole tiles for every value: an
+     * elementwise kernel along constant rows (or its flat index, where the tile divides every
+     * count), a reduction as a batch of constant matrices (or of blocks of rows: a power of
+     * two dividing the rows). The tiles are chosen for its largest value, and every value's
+     * items are its count over the tile, so one kernel serves them all. */
     bool constant = sym_is_const(k->numel, &numel);
     if (!constant)
         numel = sym_vmax(k->numel);
@@ -1292,7 +1301,7 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
             break;
         }
     }
-    if (!constant && (k->reduction_count == 0 || last >= k->ndim))
+    if (!constant && last >= k->ndim)
         return;
     /* period: the rows that a tile (and a block of tiles) may span, those of a matrix of the
      * batch when the loads are shared only within one */
@@ -1328,6 +1337,10 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
         tm = share ? ctx->tile_rows : 1;
         tn = share ? ctx->tile_cols : vectors ? ctx->tile_vector_cols : 1;
     } else if (width % tn != 0) {
+        /* the flat index in tiles of tn: a symbolic count only where tn divides every value
+         * (batch x 28,224 by 8: a convolution's windows for a batch Variable) */
+        while (!constant && tn > 1 && !divides_every(ctx->sym, k->numel, tn))
+            tn /= 2;
         width = numel;
         rows = period = 1;
     } else if (ctx->tile_ew_shared > tn && width % ctx->tile_ew_shared == 0 && rows > 1 &&

@@ -313,6 +313,49 @@ static void test_tiles_long_loops_keep_the_tile(void **state) {
     free(want);
 }
 
+/* Elementwise kernels over a symbolic batch (1 .. 64): tiled along constant rows
+ * (batch, 64, 64), along the flat index where the tile divides every count (batch, 512, 3:
+ * 1,536 x batch elements, tiles of 8), untiled where no tile does (batch, 3). One kernel each
+ * for batch 5 and 1, exact. */
+static void test_tiles_symbolic_elementwise(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = f->ctx;
+    const kiln_expr *var = kiln_variable(ctx, "ew_batch", 1, 64);
+    assert_non_null(var);
+    static const int64_t shapes[3][2] = {{64, 64}, {512, 3}, {1, 3}};
+    for (int s = 0; s < 3; s++) {
+        for (int64_t batch = 5; batch >= 1; batch -= 4) {
+            int64_t per = shapes[s][0] * shapes[s][1], n = batch * per;
+            const kiln_expr *bound = kiln_bind(ctx, var, batch);
+            const kiln_expr *dims[3] = {bound, kiln_int(ctx, shapes[s][0]),
+                                        kiln_int(ctx, shapes[s][1])};
+            float *a = values((size_t)n, 12), *b = values((size_t)n, 13), *want = values((size_t)n, 0);
+            for (int64_t i = 0; i < n; i++)
+                want[i] = a[i] * b[i] + 0.5f;
+            kiln_tensor *ta = kiln_reshape_sym(fx_f32(ctx, 1, (const int64_t[]){n}, a), 3, dims);
+            kiln_tensor *tb = kiln_reshape_sym(fx_f32(ctx, 1, (const int64_t[]){n}, b), 3, dims);
+            assert_int_equal(kiln_realize(ta), KILN_OK);
+            assert_int_equal(kiln_realize(tb), KILN_OK);
+            kiln_stats before = kiln_context_stats(ctx);
+            kiln_tensor *out = kiln_add(kiln_mul(ta, tb), kiln_scalar(ctx, KILN_F32, 0.5));
+            assert_int_equal(kiln_realize(out), KILN_OK);
+            kiln_stats after = kiln_context_stats(ctx);
+            assert_int_equal(after.kernels_compiled - before.kernels_compiled, batch == 5);
+            if (cpu_tiles(f) && !fx_gpu_tuned(ctx)) {
+                uint64_t items = after.items - before.items;
+                if (s < 2)
+                    assert_int_equal(items * 8, (uint64_t)n);
+                else
+                    assert_int_equal(items, (uint64_t)n);
+            }
+            fx_check_f32(out, want, (size_t)n, 0, 0);
+            free(a);
+            free(b);
+            free(want);
+        }
+    }
+}
+
 /* matmul's items in blocks of tile rows x 8 tile columns (32 x 8 on a CPU; lower.c
  * lower_tile): blocks that shrink to divide the row tiles (12 row tiles: 4 x 8), several
  * blocks along a row (40 column tiles: 5), no blocks (9 row tiles, 229 column tiles), and the
@@ -781,6 +824,7 @@ int main(void) {
         ENG_TEST(test_tiles_flat_index_when_the_last_dim_does_not_divide),
         ENG_TEST(test_tiles_matmul_register_tile),
         ENG_TEST(test_tiles_long_loops_keep_the_tile),
+        ENG_TEST(test_tiles_symbolic_elementwise),
         ENG_TEST(test_tiles_matmul_blocks),
         ENG_TEST(test_tiles_reduction_with_a_2d_output),
         ENG_TEST(test_tiles_reduction_steps_load_vectors),
