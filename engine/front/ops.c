@@ -747,7 +747,16 @@ static kiln_tensor *strip_split(kiln_tensor *x, ir_op op, uint32_t mask, bool wh
         y = y ? eng_pad(y, pad) : NULL;
         shape[1] = chunk;
     }
-    y = y ? eng_reshape(y, 3, shape) : NULL;
+    if (!symbolic && reduced == 1 && v->ndim + 1 <= SHAPE_MAX_DIMS) {
+        /* (P, R / P, kept dims...): the kept dims as they are, one view (as above) */
+        const sym_node *strips[SHAPE_MAX_DIMS + 1];
+        strips[0] = shape[0], strips[1] = shape[1];
+        for (uint32_t d = 1; d < v->ndim; d++)
+            strips[d + 1] = view_of(y)->shape[d];
+        y = y ? eng_reshape(y, v->ndim + 1, strips) : NULL;
+    } else {
+        y = y ? eng_reshape(y, 3, shape) : NULL;
+    }
     kiln_tensor *total = reduce_node(reduce_node(y, op, 1u << 1), op, 1u << 0);
     return total ? eng_reshape(total, v->ndim, final) : NULL;
 }
