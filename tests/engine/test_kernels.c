@@ -268,8 +268,8 @@ static void test_engine_kernels_recompute_rule_elementwise(void **state) {
     for (int big = 0; big < 2; big++) {
         int64_t rows = big ? N : 2, cols = big ? N : 4;
         kiln_tensor *x = fx_f32(ctx, 2, (const int64_t[]){rows, cols}, xs);
-        kiln_tensor *y = kiln_expand(kiln_unsqueeze(four_ops(x), -1), 3,
-                                     (const int64_t[]){rows, cols, 4});
+        kiln_tensor *y =
+            kiln_expand(kiln_unsqueeze(four_ops(x), -1), 3, (const int64_t[]){rows, cols, 4});
         y = kiln_mul(y, kiln_arange(ctx, KILN_F32, 0, 4, 1));
         kiln_stats before = kiln_context_stats(ctx);
         assert_int_equal(kiln_realize(y), KILN_OK);

@@ -329,7 +329,8 @@ static void test_tiles_symbolic_elementwise(void **state) {
             const kiln_expr *bound = kiln_bind(ctx, var, batch);
             const kiln_expr *dims[3] = {bound, kiln_int(ctx, shapes[s][0]),
                                         kiln_int(ctx, shapes[s][1])};
-            float *a = values((size_t)n, 12), *b = values((size_t)n, 13), *want = values((size_t)n, 0);
+            float *a = values((size_t)n, 12), *b = values((size_t)n, 13),
+                  *want = values((size_t)n, 0);
             for (int64_t i = 0; i < n; i++)
                 want[i] = a[i] * b[i] + 0.5f;
             kiln_tensor *ta = kiln_reshape_sym(fx_f32(ctx, 1, (const int64_t[]){n}, a), 3, dims);
