@@ -245,6 +245,12 @@ kiln_status shape_tracker_simplify(shape_ctx *ctx, const shape_tracker *in, shap
  * expressions are as simplified as symbolic/ makes them (e.g. (i*3)+j, i<2). */
 kiln_status shape_tracker_index(shape_ctx *ctx, const shape_tracker *t, const sym_node *const *idx,
                                 const sym_node **index, const sym_node **valid);
+/* The indices in shape (ndim dims: the row-major layout t views) of the element t reads at
+ * idx, straight from a one-view tracker's strides where each of its dims steps one dim of
+ * shape without wrapping (permutes, splits, strided slices, broadcasts); false otherwise
+ * (then unravel shape_tracker_index's flat index). */
+bool shape_tracker_coords(shape_ctx *ctx, const shape_tracker *t, const sym_node *const *idx,
+                          uint32_t ndim, const sym_node *const *shape, const sym_node **own);
 /* t with every bound Variable replaced by its Variable (the form a kernel-cache key needs);
  * the bound values are appended to (vars, values) in order of first appearance, each Variable
  * once (capacity cap; *found is the number of Variables, which may exceed cap). */

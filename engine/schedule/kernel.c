@@ -169,58 +169,6 @@ static void unravel(kbuild *b, const sym_node *flat, uint32_t ndim, const sym_no
     }
 }
 
-/* The indices in node shape `shape` of the element that a one-view tracker at offset 0 reads
- * at idx, without going through the flat index: each view dim of nonzero stride steps one
- * dim j of the node by a constant m >= 1 (its stride m times j's row-major stride), and the
- * steps of the dims on j reach at most j's size - 1. Then flat = sum of idx[i] strides[i] is
- * exactly the row-major index of those indices, and they are the unravelled flat index;
- * found here, they skip a division and a modulo per dim, which by a symbolic size (a batch
- * Variable's rows, reshaped and permuted by a split reduction) the simplifier cannot undo.
- * false: not of that form (a reshape that merges dims, a flip or a pad's offset). */
-static bool view_coords(kbuild *b, const shape_tracker *t, const sym_node *const *idx,
-                        uint32_t ndim, const sym_node *const *shape, const sym_node **own) {
-    const shape_view *v = shape_tracker_last(t);
-    int64_t off;
-    sym_ctx *sc = b->sym;
-    if (t->nviews != 1 || !sym_is_const(v->offset, &off) || off != 0 ||
-        sym_ctx_status(sc) != KILN_OK)
-        return false;
-    const sym_node *step[SHAPE_MAX_DIMS], *reach[SHAPE_MAX_DIMS];
-    const sym_node *acc = sym_const(sc, 1);
-    for (uint32_t j = ndim; j-- > 0;) {
-        int64_t size;
-        if (sym_is_const(shape[j], &size) && size == 0)
-            return false;
-        step[j] = acc;
-        own[j] = reach[j] = sym_const(sc, 0);
-        acc = sym_mul(sc, acc, shape[j]);
-    }
-    bool ok = acc != NULL;
-    for (uint32_t i = 0; i < v->ndim && ok; i++) {
-        int64_t z;
-        if (sym_is_const(v->strides[i], &z) && z == 0)
-            continue;
-        ok = false;
-        for (uint32_t j = 0; j < ndim && !ok; j++) {
-            int64_t m, one;
-            if (sym_is_const(shape[j], &one) && one == 1)
-                continue;
-            const sym_node *q = sym_floordiv(sc, v->strides[i], step[j]);
-            if (!q || !sym_is_const(q, &m) || m < 1 || sym_mul_c(sc, step[j], m) != v->strides[i])
-                continue;
-            own[j] = sym_add(sc, own[j], sym_mul_c(sc, idx[i], m));
-            reach[j] = sym_add(sc, reach[j], sym_mul_c(sc, sym_add_c(sc, v->shape[i], -1), m));
-            ok = true;
-        }
-    }
-    for (uint32_t j = 0; j < ndim && ok; j++) {
-        const sym_node *room = sym_sub(sc, sym_add_c(sc, shape[j], -1), reach[j]);
-        ok = room && own[j] && sym_vmin(room) >= 0;
-    }
-    sym_ctx_clear_error(sc); /* a failed probe (an overflow) only means: unravel instead */
-    return ok;
-}
-
 static const sym_node *ravel(kbuild *b, uint32_t ndim, const sym_node *const *shape,
                              const sym_node *const *idx) {
     const sym_node *flat = sym_const(b->sym, 0);
@@ -439,7 +387,7 @@ static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx) 
          * output's element: a reduction read that way fuses into this kernel. */
         bool same_element = b->at_output && (identity || flat_identity(b, s));
         const sym_node *own[SHAPE_MAX_DIMS];
-        if (!identity && !view_coords(b, s->st, idx, n->ndim, n->shape, own))
+        if (!identity && !shape_tracker_coords(b->ctx->shape, s->st, idx, n->ndim, n->shape, own))
             unravel(b, index, n->ndim, n->shape, own);
         const sym_node *const *at = identity ? idx : own;
         bool outer_at_output = b->at_output;

@@ -323,8 +323,8 @@ static void test_batched_sum_over_the_batch(void **state) {
  * (rows, 16) @ (16, 32) register-tiled (blocks of 4 rows: 196 is a multiple of 4 for every
  * batch, so the tile never straddles the end), and the weight gradient's pattern
  * a^T @ g summed over the rows (a long symbolic reduction split into strips, its index
- * arithmetic free of divisions by the symbolic row count: engine/schedule/kernel.c
- * view_coords). One kernel set for batch 64, 5 and 1, and the same products for a constant
+ * arithmetic free of divisions by the symbolic row count: shape/index.c
+ * shape_tracker_coords). One kernel set for batch 64, 5 and 1, and the same products for a constant
  * 64 x 196 rows (the strips keep the kept dims apart there too); every value exact. */
 static void test_batched_symbolic_rows(void **state) {
     eng_fixture *f = *state;
