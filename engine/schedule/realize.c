@@ -125,12 +125,25 @@ static kiln_status step_start(schedule *s, frame *f) {
     return mark_dependencies(s, node->src[1].node, f->stamp);
 }
 
-/* Whether every node reading n is scheduled already (they run before the write: n's value is
- * then needed by nothing that runs later, unless a tensor holds it). */
-static bool readers_scheduled(const eng_node *n) {
-    for (const eng_reader *r = n->readers; r; r = r->next)
-        if (!r->node->storage)
+/* Readers readers_scheduled looks at, at most (beyond: counted as live). */
+enum { DEAD_READER_WALK = 64 };
+
+/* Whether every node reading n is scheduled already or dead (no tensor holds it, it is no
+ * boundary, and every node reading it is scheduled or dead in turn), looking at *budget
+ * readers at most: n's value is then needed by nothing that runs after the write, unless a
+ * tensor holds it. A forward value that only the already realized reductions of the same step
+ * read (a relu inlined into its pool's kernels) is such a dead reader. */
+static bool readers_scheduled(const eng_node *n, uint32_t *budget) {
+    for (const eng_reader *r = n->readers; r; r = r->next) {
+        const eng_node *u = r->node;
+        if (u->storage)
+            continue;
+        if (*budget == 0 || u->cells != 0 || u->boundary)
             return false;
+        --*budget;
+        if (!readers_scheduled(u, budget))
+            return false;
+    }
     return true;
 }
 
@@ -142,7 +155,8 @@ static bool readers_scheduled(const eng_node *n) {
 static eng_node *consumer_of(eng_node *reader, const eng_node *w, uint64_t stamp) {
     eng_node *n = reader;
     for (;;) {
-        if (n->cells == 0 && !n->boundary && readers_scheduled(n))
+        uint32_t budget = DEAD_READER_WALK;
+        if (n->cells == 0 && !n->boundary && readers_scheduled(n, &budget))
             return NULL;
         if (n->kind != ENG_EW || n->cells != 0 || n->boundary || !n->readers || n->readers->next)
             return n;

@@ -285,6 +285,47 @@ static void test_engine_kernels_recompute_rule_elementwise(void **state) {
     eng_fixture_context_destroy(ctx);
 }
 
+/* The rule's other half: a node of four or more operations read by two kernels of their own (a
+ * reduction and a kiln_contiguous copy, one through a negation it inlines) is realized once
+ * and loaded by both when it has at least the device's parallelism of elements (three
+ * dispatches); a small one stays inlined in both (two). Its inputs, read by it alone, are not
+ * realized. */
+static void test_engine_kernels_recompute_rule_several_kernels(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    enum { N = 256 };
+    float *xs = malloc(sizeof(float) * N * N), *want = malloc(sizeof(float) * N * N);
+    assert_true(xs && want);
+    for (int i = 0; i < N * N; i++)
+        xs[i] = (float)(i % 13 - 6) / 8;
+    for (int big = 0; big < 2; big++) {
+        int64_t rows = big ? N : 2, cols = big ? N : 4;
+        kiln_tensor *x = fx_f32(ctx, 2, (const int64_t[]){rows, cols}, xs);
+        kiln_tensor *d = four_ops(x);
+        kiln_tensor *copy = kiln_contiguous(kiln_transpose(kiln_neg(d), 0, 1));
+        kiln_tensor *sum = kiln_sum(d, 1, (const int32_t[]){0}, false);
+        kiln_stats before = kiln_context_stats(ctx);
+        assert_int_equal(kiln_realize_many(ctx, 2, (kiln_tensor *const[]){copy, sum}), KILN_OK);
+        kiln_stats after = kiln_context_stats(ctx);
+        assert_int_equal(delta(&before, &after).dispatches, big ? 3 : 2);
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cols; j++)
+                want[j * rows + i] = -four_ops_host(xs[i * cols + j]);
+        fx_check_f32(copy, want, (size_t)(rows * cols), 1e-5, 1e-5);
+        for (int64_t j = 0; j < cols; j++) {
+            float acc = 0;
+            for (int64_t i = 0; i < rows; i++)
+                acc += four_ops_host(xs[i * cols + j]);
+            want[j] = acc;
+        }
+        fx_check_f32(sum, want, (size_t)cols, 1e-4, 1e-5);
+    }
+    free(xs);
+    free(want);
+    eng_fixture_context_destroy(ctx);
+}
+
 /* A cheap operand (a scale, a relu, both: two operations) stays fused into the matmul that
  * broadcasts it, and so does a kiln_contiguous boundary's reader (the boundary is its own
  * kernel either way). */
@@ -406,6 +447,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_compiles_report_progress),
         ENG_TEST(test_engine_kernels_recomputed_operand_is_realized_first),
         ENG_TEST(test_engine_kernels_recompute_rule_elementwise),
+        ENG_TEST(test_engine_kernels_recompute_rule_several_kernels),
         ENG_TEST(test_engine_kernels_cheap_operand_stays_fused),
         ENG_TEST(test_engine_kernels_recompute_rule_symbolic_compiles_once),
     };

@@ -356,6 +356,43 @@ static void test_engine_realize_reader_consumed_after_the_write(void **state) {
     kiln_release(one);
 }
 
+/* A write realizes only the earlier readers something can still reach: y = x + p feeds two
+ * sums, through relu(y) and through (y > 0) * x, and no handle holds y or those two nodes.
+ * With both sums realized before p is overwritten, y's readers are dead: y is computed inside
+ * the sums' kernels only (three dispatches: the two sums and the write), not realized on its
+ * own for readers that nothing can reach any more. */
+static void test_engine_realize_write_skips_dead_readers(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *p = fx_f32(ctx, 1, (int64_t[]){4}, (float[]){1, -2, 3, -4});
+    kiln_tensor *x = fx_f32(ctx, 1, (int64_t[]){4}, (float[]){0.5f, 1, -1, 2});
+    kiln_tensor *zero = kiln_scalar(ctx, KILN_F32, 0), *one = kiln_scalar(ctx, KILN_F32, 1);
+    kiln_tensor *y = kiln_add(x, p); /* {1.5, -1, 2, -2} */
+    kiln_tensor *relu = kiln_relu(y), *gt = kiln_gt(y, zero), *mask = kiln_cast(gt, KILN_F32);
+    kiln_tensor *masked = kiln_mul(mask, x);
+    kiln_tensor *r1 = kiln_sum(relu, 0, NULL, false), *r2 = kiln_sum(masked, 0, NULL, false);
+    assert_non_null(r1);
+    assert_non_null(r2);
+    kiln_release(y);
+    kiln_release(relu);
+    kiln_release(gt);
+    kiln_release(mask);
+    kiln_release(masked);
+    assert_int_equal(kiln_add_(p, one), KILN_OK);
+    kiln_stats before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize_many(ctx, 3, (kiln_tensor *const[]){r1, r2, p}), KILN_OK);
+    kiln_stats after = kiln_context_stats(ctx);
+    assert_int_equal(after.dispatches - before.dispatches, 3);
+    fx_check_f32(r1, (float[]){3.5f}, 1, 0, 0);
+    fx_check_f32(r2, (float[]){-0.5f}, 1, 0, 0); /* x where y > 0: 0.5 - 1 */
+    fx_check_f32(p, (float[]){2, -1, 4, -3}, 4, 0, 0);
+    kiln_release(p);
+    kiln_release(x);
+    kiln_release(zero);
+    kiln_release(one);
+    kiln_release(r1);
+    kiln_release(r2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_realize_graph_1000_kernels_deep),
@@ -369,6 +406,7 @@ int main(void) {
         ENG_TEST(test_engine_realize_write_once_when_waiting_fails),
         ENG_TEST(test_engine_realize_two_writes_from_one_old_value),
         ENG_TEST(test_engine_realize_reader_consumed_after_the_write),
+        ENG_TEST(test_engine_realize_write_skips_dead_readers),
     };
     return ENG_RUN_BOTH(tests);
 }
