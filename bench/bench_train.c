@@ -136,9 +136,12 @@ static bool run_torch(const char *data_dir, int warmup, int steps, double *media
         printf("bench_train: no python3 with torch (python3-torch): no PyTorch reference\n");
         return false;
     }
+    /* KILN_BENCH_TRAIN_SCRIPT: the script elsewhere than in the source tree (a GPU bundle). */
+    const char *script = getenv("KILN_BENCH_TRAIN_SCRIPT");
+    script = script && *script ? script : KILN_BENCH_TRAIN_TORCH;
     char cmd[2048], line[1024] = "";
     snprintf(cmd, sizeof cmd, "%s '%s' --data '%s' --steps %d --warmup %d --batch %d --threads 2",
-             python, KILN_BENCH_TRAIN_TORCH, data_dir, steps, warmup, BATCH);
+             python, script, data_dir, steps, warmup, BATCH);
     FILE *p = popen(cmd, "r");
     if (!p)
         return false;

@@ -17,9 +17,10 @@
 #                                            back to lavapipe, which the bundle does not carry),
 #                                            then the device tests again under the device profile
 #                                            GPU_CHECK_PROFILE (default mobile-low; empty: none),
-#                                            then kilninfo --json --selftest, then bench_ops with
-#                                            KILN_BENCH_QUICK=1. Writes REPORT (default
-#                                            gpu-report/) and exits non-zero if anything failed.
+#                                            then kilninfo --json --selftest, then bench_ops and
+#                                            bench_train with KILN_BENCH_QUICK=1. Writes REPORT
+#                                            (default gpu-report/) and exits non-zero if anything
+#                                            failed.
 #
 # Budget: the run is sized for under five minutes on one GPU machine (GPU_CHECK_TEST_TIMEOUT
 # per test program, default 150 s, GPU_CHECK_JOBS programs at once, default 8;
@@ -60,7 +61,8 @@ bundle() {
         case "$(basename "$t")" in test_kilninfo_* | test_fuzz_*) continue ;; esac
         cp "$t" "$out/tests/"
     done < <(find "$build/tests" -type f -name 'test_*' -perm -u+x | sort)
-    cp "$build/tools/kilninfo/kilninfo" "$build/bench/bench_ops" "$out/bin/"
+    cp "$build/tools/kilninfo/kilninfo" "$build/bench/bench_ops" "$build/bench/bench_train" \
+        "$out/bin/"
     strip "$out"/tests/* "$out"/bin/* 2>/dev/null
     for t in "$out"/tests/* "$out"/bin/*; do copy_deps "$t" "$out/lib"; done
     # The loader (loaded with dlopen by volk, so ldd does not list it) and the validation layer.
@@ -100,7 +102,7 @@ bundle() {
     # What tests read from the source tree or the system: the trace checker (run with the
     # GPU machine's python3) and the Fashion-MNIST files of the training example's test.
     mkdir -p "$out/data" "$out/scripts"
-    cp "$root/tests/engine/check_trace.py" "$out/scripts/"
+    cp "$root/tests/engine/check_trace.py" "$root/bench/train_torch.py" "$out/scripts/"
     local fashion=${KILN_FASHION_DATA:-/usr/share/datasets/fashion-mnist}
     cp "$fashion"/*-ubyte.gz "$out/data/" || { say "no Fashion-MNIST files in $fashion"; return 1; }
     # The programs of the tests' second pass under a device profile (ctest's label "profile").
@@ -220,6 +222,14 @@ run() {
             KILN_VALIDATION=0 timeout 150 "$b/bin/bench_ops" >"$report/bench.txt" 2>&1
         rc=$?
         note "bench_ops (KILN_BENCH_QUICK=1): exit $rc"
+        [ $rc = 0 ] || failed=$((failed + 1))
+        # The training step of the training example on the GPU, against PyTorch on the CPU
+        # (2 threads, the issue's reference) when the machine's python3 imports torch.
+        KILN_BENCH_QUICK=1 KILN_FASHION_DATA="$b/data" KILN_VALIDATION=0 \
+            KILN_BENCH_TRAIN_SCRIPT="$b/scripts/train_torch.py" timeout 120 "$b/bin/bench_train" \
+            >"$report/bench_train.txt" 2>&1
+        rc=$?
+        note "bench_train (KILN_BENCH_QUICK=1): exit $rc"
         [ $rc = 0 ] || failed=$((failed + 1))
     fi
     note "gpu-check: $failed failure(s), $((SECONDS - start)) s"
