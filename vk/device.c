@@ -312,9 +312,10 @@ kiln_status vkd_device_create(const vkd_instance *inst, uint32_t index,
         .enabledExtensionCount = chain.extension_count,
         .ppEnabledExtensionNames = chain.extensions,
     };
-    kiln_status st =
-        vkd_check(inst->fn.CreateDevice(info->physical, &device_info, NULL, &dev->handle),
-                  "vkCreateDevice", err);
+    vkd_lifecycle_lock();
+    VkResult created = inst->fn.CreateDevice(info->physical, &device_info, NULL, &dev->handle);
+    vkd_lifecycle_unlock();
+    kiln_status st = vkd_check(created, "vkCreateDevice", err);
     if (st != KILN_OK)
         goto fail;
     dev->owned = true;
@@ -409,8 +410,11 @@ void vkd_device_destroy(vkd_device *dev) {
             vk->vkDestroyCommandPool(dev->handle, dev->command_pool, NULL);
         if (dev->pipeline_cache)
             vk->vkDestroyPipelineCache(dev->handle, dev->pipeline_cache, NULL);
-        if (dev->owned)
+        if (dev->owned) {
+            vkd_lifecycle_lock();
             vk->vkDestroyDevice(dev->handle, NULL);
+            vkd_lifecycle_unlock();
+        }
     }
     base_allocator alloc = dev->alloc;
     base_free(&alloc, dev, sizeof *dev);

@@ -15,6 +15,22 @@ static pthread_once_t loader_once = PTHREAD_ONCE_INIT;
 static VkResult loader_result = VK_ERROR_INITIALIZATION_FAILED;
 static pthread_mutex_t loader_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Instance and device creation and destruction, one thread at a time in the process. Vulkan
+ * allows them on several threads at once, but on NVIDIA's driver (580.159, H200 and H100, with
+ * the validation layer) contexts created and destroyed on four threads at once twice broke the
+ * process (a heap corruption, then an exit with status 255 and no message) where run one at a
+ * time they never did (docs/gpus.md). They are rare and cost milliseconds; kernels, transfers
+ * and everything else a context does run in parallel as before. */
+static pthread_mutex_t lifecycle_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void vkd_lifecycle_lock(void) {
+    pthread_mutex_lock(&lifecycle_lock);
+}
+
+void vkd_lifecycle_unlock(void) {
+    pthread_mutex_unlock(&lifecycle_lock);
+}
+
 static void load_loader(void) {
     loader_result = volkInitialize();
 }
@@ -418,9 +434,11 @@ kiln_status vkd_instance_create(const vkd_instance_options *options, vkd_instanc
                             VK_API_VERSION_MAJOR(loader), VK_API_VERSION_MINOR(loader));
         goto fail;
     }
-    if ((st = load_layers(inst, err)) != KILN_OK ||
-        (st = create_handle(inst, opt, err)) != KILN_OK ||
-        (st = load_devices(inst, err)) != KILN_OK)
+    vkd_lifecycle_lock();
+    if ((st = load_layers(inst, err)) == KILN_OK && (st = create_handle(inst, opt, err)) == KILN_OK)
+        st = load_devices(inst, err);
+    vkd_lifecycle_unlock();
+    if (st != KILN_OK)
         goto fail;
     *out = inst;
     return KILN_OK;
@@ -464,10 +482,12 @@ kiln_status vkd_instance_wrap(VkInstance handle, uint32_t api_version, const bas
 void vkd_instance_destroy(vkd_instance *inst) {
     if (!inst)
         return;
+    vkd_lifecycle_lock();
     if (inst->messenger)
         inst->fn.DestroyDebugUtilsMessengerEXT(inst->handle, inst->messenger, NULL);
     if (inst->handle && inst->owned && inst->fn.DestroyInstance)
         inst->fn.DestroyInstance(inst->handle, NULL);
+    vkd_lifecycle_unlock();
     base_allocator alloc = inst->alloc;
     base_free(&alloc, inst->layers, inst->layer_count * sizeof *inst->layers);
     base_free(&alloc, inst->devices, inst->device_capacity * sizeof *inst->devices);

@@ -113,6 +113,9 @@ kiln_status vkd_pipeline_cache_create(vkd_device *dev, base_error *err);
  * transfers. begin returns the command buffer ready for recording. */
 kiln_status vkd_transfer_begin(vkd_device *dev, VkCommandBuffer *cmd, base_error *err);
 kiln_status vkd_transfer_end(vkd_device *dev, base_error *err);
+/* Instance and device creation and destruction run one thread at a time (instance.c). */
+void vkd_lifecycle_lock(void);
+void vkd_lifecycle_unlock(void);
 /* Loads the device-level function table of a device of inst (through inst's own
  * vkGetDeviceProcAddr). */
 void vkd_load_device_table(const vkd_instance *inst, VkDevice device,
