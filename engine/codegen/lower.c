@@ -317,6 +317,25 @@ static int widest_run(lowering *l, const sym_node *s, const sym_node *at[8], uin
     return 0;
 }
 
+/* Whether outputs out, out + tn, ..., out + (w - 1) tn (one column of the tile, from a row that
+ * is a multiple of w) load w consecutive elements, the lowest a multiple of w: a matmul's
+ * left operand read transposed (a^T @ g, a weight gradient's or an input gradient's left
+ * operand), whose rows lie along the tile's column. Returns 1 (at[c]: row c's index) or 0. */
+static int column_run(lowering *l, const sym_node *s, const sym_node *at[8], uint32_t w) {
+    uint32_t tn = l->tile_n;
+    if (tn == 0 || l->outputs < tn * w || (l->outputs / tn) % w != 0 || (l->out / tn) % w != 0)
+        return 0;
+    sym_ctx *sc = l->ctx->sym;
+    for (uint32_t c = 0; c < w; c++) {
+        at[c] = for_output_at(l, s, l->out + c * tn);
+        int64_t d;
+        if (!at[c] || !sym_is_const(sym_sub(sc, at[c], at[0]), &d) || d != (int64_t)c)
+            return 0;
+    }
+    int64_t low;
+    return sym_is_const(sym_floormod_c(sc, at[0], w), &low) && low == 0 ? 1 : 0;
+}
+
 static ir_value lower_index(lowering *l, const sym_node *s) {
     const sym_node *t = for_output(l, s);
     return t ? lower_sym(l, t) : IR_NONE;
@@ -553,7 +572,12 @@ static ir_value lower_load(lowering *l, const kast *a) {
         return memo_put(l, key, v);
     const sym_node *at[8];
     uint32_t w;
-    int step = vector_load_ok(l, a, valid) ? widest_run(l, a->index, at, &w) : 0;
+    bool vectors = vector_load_ok(l, a, valid);
+    int step = vectors ? widest_run(l, a->index, at, &w) : 0;
+    for (uint32_t cw = l->ctx->octets ? 8 : 4; vectors && step == 0 && cw >= 4; cw /= 2) {
+        step = column_run(l, a->index, at, cw);
+        w = cw;
+    }
     if (step != 0)
         return lower_load_vector(l, &l->memo, a, at, valid, step, w);
     return memo_put(l, key, lower_load_uncached(l, a, index, valid));

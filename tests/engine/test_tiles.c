@@ -285,6 +285,42 @@ static void test_tiles_matmul_register_tile(void **state) {
     free(want);
 }
 
+/* a^T @ b (a weight or input gradient's product: the left operand stored transposed): a
+ * tile's rows read consecutive elements of a at each step, one vector for a column of the tile
+ * (lower.c column_run). b starts one element into its rows and has an odd number of columns
+ * (a tile of one column: no vector stores), so the only vectors are a's. */
+static void test_tiles_transposed_left_operand_reads_vectors(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = f->ctx;
+    enum { M = 128, K = 24, N = 1023 };
+    float *a = values(K * M, 3), *b = values(K * (N + 1), 4), *want = malloc(sizeof(float) * M * N);
+    float *at = malloc(sizeof(float) * M * K), *bn = malloc(sizeof(float) * K * N);
+    assert_true(want && at && bn);
+    for (size_t q = 0; q < K; q++) {
+        for (size_t i = 0; i < M; i++)
+            at[i * K + q] = a[q * M + i];
+        for (size_t j = 0; j < N; j++)
+            bn[q * N + j] = b[q * (N + 1) + 1 + j];
+    }
+    host_matmul(at, bn, M, K, N, want);
+    kiln_tensor *ta = fx_f32(ctx, 2, (const int64_t[]){K, M}, a);
+    kiln_tensor *tb = kiln_narrow(fx_f32(ctx, 2, (const int64_t[]){K, N + 1}, b), 1, 1, N);
+    kiln_stats before = kiln_context_stats(ctx);
+    kiln_tensor *out = kiln_matmul(kiln_transpose(ta, 0, 1), tb);
+    assert_int_equal(kiln_realize(out), KILN_OK);
+    kiln_stats after = kiln_context_stats(ctx);
+    if (cpu_tiles(f)) {
+        assert_int_equal(stats_delta(&before, &after).tiled, 1);
+        assert_int_equal(stats_delta(&before, &after).vector, 1);
+    }
+    fx_check_f32(out, want, (size_t)M * N, 1e-3, 1e-5);
+    free(a);
+    free(b);
+    free(at);
+    free(bn);
+    free(want);
+}
+
 /* A product whose outputs each sum a long loop (k = 512 >= lower.c's LONG_LOOP) keeps its
  * 8 x 8 tile on a CPU with 512 items (32,768 outputs); with k = 24 the same outputs are
  * 2,048 items (16 outputs each: the device's parallelism of items). */
@@ -824,6 +860,7 @@ int main(void) {
         ENG_TEST(test_tiles_padded_views),
         ENG_TEST(test_tiles_flat_index_when_the_last_dim_does_not_divide),
         ENG_TEST(test_tiles_matmul_register_tile),
+        ENG_TEST(test_tiles_transposed_left_operand_reads_vectors),
         ENG_TEST(test_tiles_long_loops_keep_the_tile),
         ENG_TEST(test_tiles_symbolic_elementwise),
         ENG_TEST(test_tiles_matmul_blocks),
