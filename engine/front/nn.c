@@ -207,12 +207,15 @@ static kiln_tensor *reshape_groups(kiln_tensor *t, uint32_t n, const uint32_t *n
     return kiln_reshape_sym(t, n, shape);
 }
 
-/* conv2d as im2col and a matrix product (docs/autograd.md): the windows (N, C, OH, OW, KH, KW)
- * are laid out as rows of a (N OH OW, C KH KW) matrix materialised once (kiln_contiguous: a
- * kernel of its own, so the product's register-tiled loop reads plain loads), multiplied by w
- * as a (C KH KW, O) matrix. The backward pass is then matrix products too (the weight gradient
- * a long reduction over N OH OW, the input gradient a product followed by folding the windows
- * back). Groups: a batch of G products over (G, N OH OW, C/G KH KW). */
+/* conv2d as im2col and a matrix product (docs/convolution.md): the windows (N, C, OH, OW, KH,
+ * KW) are laid out as rows of a (N OH OW, C KH KW) matrix materialised once (kiln_contiguous:
+ * a kernel of its own, so the product's register-tiled loop reads plain loads), multiplied by
+ * w as a (C KH KW, O) matrix. The backward pass is then matrix products too (the weight
+ * gradient a long reduction over N OH OW, the input gradient a product followed by folding the
+ * windows back). With a symbolic batch the rows of all images cannot tile in whole blocks, so
+ * each image is a product of its own instead: w as (O, C KH KW) times the image's windows as
+ * (C KH KW, OH OW), the output NCHW as stored (what the bias, relu and pools then read
+ * contiguously). Groups: a batch of G products over (G, N OH OW, C/G KH KW). */
 static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *bias,
                                    const kiln_conv2d_options *options) {
     if (!x || !w)
@@ -234,7 +237,20 @@ static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *
     kiln_tensor *win = windows(pad_spatial(x, p.padding[0], p.padding[1]), p.extent, p.stride,
                                p.dilation); /* (N, C, OH, OW, KH, KW) */
     kiln_tensor *out;
-    if (p.groups == 1) {
+    int64_t batch;
+    if (p.groups == 1 && !const_size(x, 0, &batch)) {
+        /* a symbolic batch: per image, (O, C KH KW) @ (C KH KW, OH OW), products of constant
+         * sizes whatever the batch (tiled as the constant case), the output NCHW as stored */
+        kiln_tensor *cols = kiln_contiguous(kiln_permute(win, (const int32_t[]){0, 1, 4, 5, 2, 3}));
+        cols = reshape_groups(cols, 3, (const uint32_t[]){1, 3, 2},
+                              (const uint32_t[][4]){{0}, {1, 2, 3}, {4, 5}});
+        kiln_tensor *wm =
+            reshape_groups(w, 2, (const uint32_t[]){1, 3}, (const uint32_t[][4]){{0}, {1, 2, 3}});
+        out = kiln_matmul(wm, cols); /* (N, O, OH OW) */
+        const kiln_expr *dims[4] = {kiln_tensor_size_expr(win, 0), kiln_tensor_size_expr(w, 0),
+                                    kiln_tensor_size_expr(win, 2), kiln_tensor_size_expr(win, 3)};
+        out = kiln_reshape_sym(out, 4, dims);
+    } else if (p.groups == 1) {
         /* rows (N, OH, OW), columns (C, KH, KW) */
         kiln_tensor *cols = kiln_contiguous(kiln_permute(win, (const int32_t[]){0, 2, 3, 1, 4, 5}));
         cols = reshape_groups(cols, 2, (const uint32_t[]){3, 3},

@@ -116,6 +116,53 @@ static void test_engine_nn_conv2d_ex_symbolic_batch(void **state) {
     }
 }
 
+/* The gradients of sum(conv2d(x, w, b, padding 1) * r) with a batch Variable bound to 3, then
+ * to 2 (each image a product of its own: nn.c), against torch's for those batches: d/dx
+ * through the flat tensor the batch is narrowed from (zeros past the batch), d/dw and d/db
+ * summed over the batch. The second binding compiles nothing new. */
+static void test_engine_nn_conv2d_ex_symbolic_batch_gradients(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *flat = fx_f32(ctx, 1, (const int64_t[]){N(conv_s_x)}, conv_s_x);
+    kiln_tensor *rflat = fx_f32(ctx, 1, (const int64_t[]){N(conv_s_r)}, conv_s_r);
+    kiln_tensor *w = fx_f32(ctx, 4, (const int64_t[]){4, 3, 3, 3}, conv_s_w);
+    kiln_tensor *b = fx_f32(ctx, 1, (const int64_t[]){4}, conv_s_b);
+    kiln_tensor *leaves[3] = {flat, w, b};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(kiln_requires_grad_(leaves[i], true), KILN_OK);
+    const kiln_expr *batch = kiln_variable(ctx, "images", 1, 3);
+    const float *dx[2] = {conv_s3_dx, conv_s2_dx}, *dw[2] = {conv_s3_dw, conv_s2_dw},
+                *db[2] = {conv_s3_db, conv_s2_db};
+    float *want = calloc(N(conv_s_x), sizeof(float));
+    assert_non_null(want);
+    uint64_t compiled = 0;
+    for (int64_t n = 3; n >= 2; n--) {
+        kiln_scope_begin(ctx);
+        const kiln_expr *bn = kiln_bind(ctx, batch, n);
+        const kiln_expr *xs[4] = {bn, kiln_int(ctx, 3), kiln_int(ctx, 6), kiln_int(ctx, 5)};
+        const kiln_expr *rs[4] = {bn, kiln_int(ctx, 4), kiln_int(ctx, 6), kiln_int(ctx, 5)};
+        kiln_tensor *x = kiln_reshape_sym(
+            kiln_narrow_sym(flat, 0, kiln_int(ctx, 0), kiln_expr_mul(ctx, bn, kiln_int(ctx, 90))),
+            4, xs);
+        kiln_tensor *r = kiln_reshape_sym(
+            kiln_narrow_sym(rflat, 0, kiln_int(ctx, 0), kiln_expr_mul(ctx, bn, kiln_int(ctx, 120))),
+            4, rs);
+        kiln_conv2d_options o = {.padding = {1, 1}};
+        kiln_tensor *loss = kiln_sum(kiln_mul(kiln_conv2d_ex(x, w, b, &o), r), 0, NULL, false);
+        kiln_tensor *grads[3];
+        assert_int_equal(kiln_grad(loss, 3, leaves, grads), KILN_OK);
+        memset(want, 0, N(conv_s_x) * sizeof(float));
+        memcpy(want, dx[3 - n], (size_t)n * 90 * sizeof(float));
+        fx_check_f32(grads[0], want, N(conv_s_x), ATOL, RTOL);
+        fx_check_f32(grads[1], dw[3 - n], N(conv_s3_dw), ATOL, RTOL);
+        fx_check_f32(grads[2], db[3 - n], N(conv_s3_db), ATOL, RTOL);
+        if (n == 2)
+            assert_int_equal(kiln_context_stats(ctx).kernels_compiled, compiled);
+        compiled = kiln_context_stats(ctx).kernels_compiled;
+        assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    }
+    free(want);
+}
+
 /* A channels-last input read through a permute, padded, convolved and biased: three kernels
  * (the window matrix, read straight from the permuted input with the padding folded into its
  * loads; the product; the bias added as the product is laid out as (N, O, OH, OW)). The input is
@@ -387,6 +434,7 @@ int main(void) {
         ENG_TEST(test_engine_nn_conv2d_ex_defaults_strided_inputs),
         ENG_TEST(test_engine_nn_conv2d_ex_depthwise),
         ENG_TEST(test_engine_nn_conv2d_ex_symbolic_batch),
+        ENG_TEST(test_engine_nn_conv2d_ex_symbolic_batch_gradients),
         ENG_TEST(test_engine_nn_conv2d_ex_kernels),
         ENG_TEST(test_engine_nn_max_pool2d),
         ENG_TEST(test_engine_nn_avg_pool2d),
