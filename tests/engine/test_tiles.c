@@ -499,16 +499,17 @@ static void test_tiles_reduction_steps_load_vectors(void **state) {
 }
 
 /* The order a tiled reduction adds in (lower.c lower_stage), over column tiles of the widest
- * kind (vector loads only; 16 columns per invocation on a CPU): the four elements of an unrolled
- * step first, then their sum into the output's accumulator, acc + (((v0 + v1) + v2) + v3) as a
- * hand-written kernel does; untiled, four accumulators, (a0 + a1) + (a2 + a3). Column
- * sums of 8 rows whose f32 rounding tells the orders apart: 16 against 24 (in element order
- * it would be 24 too). */
+ * kind (vector loads only; 16 columns per invocation on a CPU): the elements of an unrolled
+ * step first (eight on a device that takes octets, else four), then their sum into the
+ * output's accumulator, acc + (((v0 + v1) + v2) + v3) as a hand-written kernel does; untiled,
+ * four accumulators, (a0 + a1) + (a2 + a3). Column sums of 16 rows whose f32 rounding tells the
+ * orders apart: 48 (steps of eight), 32 (of four), 40 (four accumulators); in element order it
+ * would be 56. */
 static void test_tiles_reduction_step_order(void **state) {
     eng_fixture *f = *state;
     kiln_context *ctx = f->ctx;
-    enum { R = 8, C = 32768 }; /* wide enough for tiles of 16 columns on a CPU */
-    static const float column[R] = {1e8f, 0, 0, 0, 5, 5, 5, -1e8f};
+    enum { R = 16, C = 32768 }; /* wide enough for tiles of 16 columns on a CPU */
+    static const float column[R] = {1e8f, 0, 0, 0, 5, 5, 5, 5, 5, 5, 5, -1e8f, 0, 0, 0, 0};
     float *x = values(R * C, 0), *want = values(C, 0);
     for (size_t r = 0; r < R; r++) {
         for (size_t c = 0; c < C; c++)
@@ -519,11 +520,12 @@ static void test_tiles_reduction_step_order(void **state) {
     kiln_tensor *sum = kiln_sum(tx, 1, (const int32_t[]){0}, false);
     assert_int_equal(kiln_realize(sum), KILN_OK);
     kiln_stats after = kiln_context_stats(ctx);
-    bool tiled = stats_delta(&before, &after).tiled == 1; /* a GPU tiles 4 columns */
+    delta d = stats_delta(&before, &after);
+    bool tiled = d.tiled == 1; /* a GPU tiles 4 columns */
     if (cpu_tiles(f))
         assert_true(tiled);
     for (size_t c = 0; c < C; c++)
-        want[c] = tiled ? 16.0f : 24.0f;
+        want[c] = !tiled ? 40.0f : d.octets ? 48.0f : 32.0f;
     fx_check_f32(sum, want, C, 0, 0);
     free(x);
     free(want);
