@@ -349,6 +349,34 @@ static void test_tiles_long_loops_keep_the_tile(void **state) {
     free(want);
 }
 
+/* A row of 196 columns takes tiles 4 wide; for a short loop (k = 24) the tile keeps its area in
+ * rows, 16 x 4 (3,136 items of 64 outputs on a CPU), for a long one (k = 256) it stays 8 x 4
+ * (6,272 items): a per-image convolution product of the training step. */
+static void test_tiles_narrow_rows_take_taller_tiles(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = f->ctx;
+    enum { M = 1024, N = 196, KMAX = 256 };
+    float *a = values(M * KMAX, 12), *b = values(KMAX * N, 13), *want = values(M * N, 0);
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t k = pass ? KMAX : 24;
+        host_matmul(a, b, M, (size_t)k, N, want);
+        kiln_tensor *ta = fx_f32(ctx, 2, (const int64_t[]){M, k}, a);
+        kiln_tensor *tb = fx_f32(ctx, 2, (const int64_t[]){k, N}, b);
+        assert_int_equal(kiln_realize(ta), KILN_OK);
+        assert_int_equal(kiln_realize(tb), KILN_OK);
+        kiln_stats before = kiln_context_stats(ctx);
+        kiln_tensor *out = kiln_matmul(ta, tb);
+        assert_int_equal(kiln_realize(out), KILN_OK);
+        kiln_stats after = kiln_context_stats(ctx);
+        if (cpu_tiles(f) && !fx_gpu_tuned(ctx))
+            assert_int_equal(after.items - before.items, pass ? M * N / 32 : M * N / 64);
+        fx_check_f32(out, want, (size_t)M * N, 1e-3, 1e-5);
+    }
+    free(a);
+    free(b);
+    free(want);
+}
+
 /* Elementwise kernels over a symbolic batch (1 .. 64): tiled along constant rows
  * (batch, 64, 64), along the flat index where the tile divides every count (batch, 512, 3:
  * 1,536 x batch elements, tiles of 8), untiled where no tile does (batch, 3). One kernel each
@@ -864,6 +892,7 @@ int main(void) {
         ENG_TEST(test_tiles_matmul_register_tile),
         ENG_TEST(test_tiles_transposed_left_operand_reads_vectors),
         ENG_TEST(test_tiles_long_loops_keep_the_tile),
+        ENG_TEST(test_tiles_narrow_rows_take_taller_tiles),
         ENG_TEST(test_tiles_symbolic_elementwise),
         ENG_TEST(test_tiles_matmul_blocks),
         ENG_TEST(test_tiles_reduction_with_a_2d_output),
