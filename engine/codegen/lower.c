@@ -1374,10 +1374,10 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
     }
     while (tn > 1 && width % tn != 0)
         tn /= 2;
-    /* A tile of shared loads narrowed by its row's width (196 columns: 4) keeps half of what it
-     * lost in rows, for a short loop (the per-image convolution products of the training step,
-     * 16 x 4 instead of 8 x 4: forward 5%, input gradient 13% faster on lavapipe; a long
-     * loop's 16 rows spilled: 7x slower) */
+    /* A tile of shared loads narrowed by its row's width (196 columns: 4 wide) takes twice the
+     * rows for a short loop (the per-image convolution products of the training step, 16 x 4
+     * instead of 8 x 4: forward 5%, input gradient 13% faster on lavapipe; a long loop's 16
+     * rows spilled: 7x slower) */
     if (tm > 1 && tn > 1 && tn < ctx->tile_cols && k->reduce_count &&
         sym_vmax(k->reduce_count) < LONG_LOOP && tm * 2 * tn <= MAX_TILE)
         tm *= 2;
