@@ -116,51 +116,106 @@ static void test_engine_nn_conv2d_ex_symbolic_batch(void **state) {
     }
 }
 
-/* The gradients of sum(conv2d(x, w, b, padding 1) * r) with a batch Variable bound to 3, then
- * to 2 (each image a product of its own: nn.c), against torch's for those batches: d/dx
- * through the flat tensor the batch is narrowed from (zeros past the batch), d/dw and d/db
- * summed over the batch. The second binding compiles nothing new. */
-static void test_engine_nn_conv2d_ex_symbolic_batch_gradients(void **state) {
-    kiln_context *ctx = fx_ctx(state);
-    kiln_tensor *flat = fx_f32(ctx, 1, (const int64_t[]){N(conv_s_x)}, conv_s_x);
-    kiln_tensor *rflat = fx_f32(ctx, 1, (const int64_t[]){N(conv_s_r)}, conv_s_r);
-    kiln_tensor *w = fx_f32(ctx, 4, (const int64_t[]){4, 3, 3, 3}, conv_s_w);
-    kiln_tensor *b = fx_f32(ctx, 1, (const int64_t[]){4}, conv_s_b);
+/* A case of the symbolic-batch gradient test: the inputs of 3 images and torch's gradients for
+ * batches of 3 and 2 (index 0 and 1). */
+typedef struct conv_grad_case {
+    const char *var; /* the batch Variable's name (one per case: a context keeps its ranges) */
+    const float *x, *w, *b, *r;
+    int64_t xs[3], ws[4], rs[3]; /* per image: x (C, H, W), w, r (O, OH, OW) */
+    size_t nx, nw, nb, nr;
+    kiln_conv2d_options o;
+    const float *dx[2], *dw[2], *db[2];
+} conv_grad_case;
+
+/* The gradients of sum(conv2d(x, w, b) * r) with the batch a Variable bound to 3, then to 2 (each
+ * image a product of its own: nn.c), against torch's for those batches: d/dx through the flat
+ * tensor the batch is narrowed from (zeros past the batch), d/dw and d/db summed over the
+ * batch. The second binding compiles nothing new. */
+static void check_conv_grad_case(kiln_context *ctx, const conv_grad_case *c) {
+    kiln_tensor *flat = fx_f32(ctx, 1, (const int64_t[]){(int64_t)c->nx}, c->x);
+    kiln_tensor *rflat = fx_f32(ctx, 1, (const int64_t[]){(int64_t)c->nr}, c->r);
+    kiln_tensor *w = fx_f32(ctx, 4, c->ws, c->w);
+    kiln_tensor *b = c->b ? fx_f32(ctx, 1, (const int64_t[]){(int64_t)c->nb}, c->b) : NULL;
     kiln_tensor *leaves[3] = {flat, w, b};
-    for (int i = 0; i < 3; i++)
+    uint32_t nleaves = b ? 3 : 2;
+    for (uint32_t i = 0; i < nleaves; i++)
         assert_int_equal(kiln_requires_grad_(leaves[i], true), KILN_OK);
-    const kiln_expr *batch = kiln_variable(ctx, "images", 1, 3);
-    const float *dx[2] = {conv_s3_dx, conv_s2_dx}, *dw[2] = {conv_s3_dw, conv_s2_dw},
-                *db[2] = {conv_s3_db, conv_s2_db};
-    float *want = calloc(N(conv_s_x), sizeof(float));
+    const kiln_expr *batch = kiln_variable(ctx, c->var, 1, 3);
+    float *want = calloc(c->nx, sizeof(float));
     assert_non_null(want);
+    int64_t per_x = c->xs[0] * c->xs[1] * c->xs[2], per_r = c->rs[0] * c->rs[1] * c->rs[2];
     uint64_t compiled = 0;
     for (int64_t n = 3; n >= 2; n--) {
         kiln_scope_begin(ctx);
         const kiln_expr *bn = kiln_bind(ctx, batch, n);
-        const kiln_expr *xs[4] = {bn, kiln_int(ctx, 3), kiln_int(ctx, 6), kiln_int(ctx, 5)};
-        const kiln_expr *rs[4] = {bn, kiln_int(ctx, 4), kiln_int(ctx, 6), kiln_int(ctx, 5)};
-        kiln_tensor *x = kiln_reshape_sym(
-            kiln_narrow_sym(flat, 0, kiln_int(ctx, 0), kiln_expr_mul(ctx, bn, kiln_int(ctx, 90))),
-            4, xs);
-        kiln_tensor *r = kiln_reshape_sym(
-            kiln_narrow_sym(rflat, 0, kiln_int(ctx, 0), kiln_expr_mul(ctx, bn, kiln_int(ctx, 120))),
-            4, rs);
-        kiln_conv2d_options o = {.padding = {1, 1}};
-        kiln_tensor *loss = kiln_sum(kiln_mul(kiln_conv2d_ex(x, w, b, &o), r), 0, NULL, false);
+        const kiln_expr *xs[4] = {bn, kiln_int(ctx, c->xs[0]), kiln_int(ctx, c->xs[1]),
+                                  kiln_int(ctx, c->xs[2])};
+        const kiln_expr *rs[4] = {bn, kiln_int(ctx, c->rs[0]), kiln_int(ctx, c->rs[1]),
+                                  kiln_int(ctx, c->rs[2])};
+        kiln_tensor *x =
+            kiln_reshape_sym(kiln_narrow_sym(flat, 0, kiln_int(ctx, 0),
+                                             kiln_expr_mul(ctx, bn, kiln_int(ctx, per_x))),
+                             4, xs);
+        kiln_tensor *r =
+            kiln_reshape_sym(kiln_narrow_sym(rflat, 0, kiln_int(ctx, 0),
+                                             kiln_expr_mul(ctx, bn, kiln_int(ctx, per_r))),
+                             4, rs);
+        kiln_tensor *loss = kiln_sum(kiln_mul(kiln_conv2d_ex(x, w, b, &c->o), r), 0, NULL, false);
         kiln_tensor *grads[3];
-        assert_int_equal(kiln_grad(loss, 3, leaves, grads), KILN_OK);
-        memset(want, 0, N(conv_s_x) * sizeof(float));
-        memcpy(want, dx[3 - n], (size_t)n * 90 * sizeof(float));
-        fx_check_f32(grads[0], want, N(conv_s_x), ATOL, RTOL);
-        fx_check_f32(grads[1], dw[3 - n], N(conv_s3_dw), ATOL, RTOL);
-        fx_check_f32(grads[2], db[3 - n], N(conv_s3_db), ATOL, RTOL);
+        assert_int_equal(kiln_grad(loss, nleaves, leaves, grads), KILN_OK);
+        memset(want, 0, c->nx * sizeof(float));
+        memcpy(want, c->dx[3 - n], (size_t)(n * per_x) * sizeof(float));
+        fx_check_f32(grads[0], want, c->nx, ATOL, RTOL);
+        fx_check_f32(grads[1], c->dw[3 - n], c->nw, ATOL, RTOL);
+        if (b)
+            fx_check_f32(grads[2], c->db[3 - n], c->nb, ATOL, RTOL);
         if (n == 2)
             assert_int_equal(kiln_context_stats(ctx).kernels_compiled, compiled);
         compiled = kiln_context_stats(ctx).kernels_compiled;
         assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
     }
     free(want);
+}
+
+/* Padding 1 with a bias; stride (2, 1), padding (2, 1), dilation (2, 1) without one. */
+static void test_engine_nn_conv2d_ex_symbolic_batch_gradients(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    const conv_grad_case cases[2] = {
+        {"images_s",
+         conv_s_x,
+         conv_s_w,
+         conv_s_b,
+         conv_s_r,
+         {3, 6, 5},
+         {4, 3, 3, 3},
+         {4, 6, 5},
+         N(conv_s_x),
+         N(conv_s_w),
+         N(conv_s_b),
+         N(conv_s_r),
+         {.padding = {1, 1}},
+         {conv_s3_dx, conv_s2_dx},
+         {conv_s3_dw, conv_s2_dw},
+         {conv_s3_db, conv_s2_db}},
+        {"images_t",
+         conv_t_x,
+         conv_t_w,
+         NULL,
+         conv_t_r,
+         {3, 7, 5},
+         {4, 3, 3, 2},
+         {4, 4, 6},
+         N(conv_t_x),
+         N(conv_t_w),
+         0,
+         N(conv_t_r),
+         {.stride = {2, 1}, .padding = {2, 1}, .dilation = {2, 1}},
+         {conv_t3_dx, conv_t2_dx},
+         {conv_t3_dw, conv_t2_dw},
+         {NULL, NULL}},
+    };
+    for (int i = 0; i < 2; i++)
+        check_conv_grad_case(ctx, &cases[i]);
 }
 
 /* A channels-last input read through a permute, padded, convolved and biased: three kernels
