@@ -351,7 +351,7 @@ static uint32_t inlined_ops(const eng_node *n, uint32_t limit) {
 enum { SEVERAL_WALK = 32 };
 
 static bool read_by_several_kernels(const eng_node *n) {
-    const eng_node *todo[SEVERAL_WALK], *first = NULL, *direct = NULL;
+    const eng_node *pending[SEVERAL_WALK], *first = NULL, *direct = NULL;
     bool fork = false;
     for (const eng_reader *r = n->readers; r && !fork; r = r->next) {
         if (!r->node->storage) {
@@ -362,9 +362,9 @@ static bool read_by_several_kernels(const eng_node *n) {
     if (!fork)
         return false;
     uint32_t count = 0, seen = 0;
-    todo[count++] = n;
+    pending[count++] = n;
     while (count > 0 && seen < SEVERAL_WALK) {
-        const eng_node *m = todo[--count];
+        const eng_node *m = pending[--count];
         seen++;
         for (const eng_reader *r = m->readers; r; r = r->next) {
             const eng_node *u = r->node;
@@ -375,7 +375,7 @@ static bool read_by_several_kernels(const eng_node *n) {
                     return true;
                 first = u;
             } else if (u->kind == ENG_EW && count < SEVERAL_WALK) {
-                todo[count++] = u;
+                pending[count++] = u;
             }
         }
     }
