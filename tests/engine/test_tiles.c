@@ -321,19 +321,20 @@ static void test_tiles_transposed_left_operand_reads_vectors(void **state) {
     free(want);
 }
 
-/* A product whose outputs each sum a long loop (k = 512 >= lower.c's LONG_LOOP) keeps its
- * 8 x 8 tile on a CPU with 512 items (32,768 outputs); with k = 24 the same outputs are
- * 2,048 items (16 outputs each: the device's parallelism of items). */
-static void test_tiles_long_loops_keep_the_tile(void **state) {
-    eng_fixture *f = *state;
+/* a (m, k) @ b (k, n) for k = ks[0], then ks[1] (a and b the first elements of values of
+ * m * kmax and kmax * n), exact against the host; on a CPU (not GPU-tuned) each realize runs
+ * m * n / per_item[pass] items (the tile's outputs). */
+static void check_matmul_items(eng_fixture *f, int64_t m, int64_t n, const int64_t ks[2],
+                               const uint64_t per_item[2]) {
     kiln_context *ctx = f->ctx;
-    enum { M = 256, N = 128, KMAX = 512 };
-    float *a = values(M * KMAX, 10), *b = values(KMAX * N, 11), *want = values(M * N, 0);
+    int64_t kmax = ks[0] > ks[1] ? ks[0] : ks[1];
+    float *a = values((size_t)(m * kmax), 10), *b = values((size_t)(kmax * n), 11);
+    float *want = values((size_t)(m * n), 0);
     for (int pass = 0; pass < 2; pass++) {
-        int64_t k = pass ? 24 : KMAX;
-        host_matmul(a, b, M, (size_t)k, N, want);
-        kiln_tensor *ta = fx_f32(ctx, 2, (const int64_t[]){M, k}, a);
-        kiln_tensor *tb = fx_f32(ctx, 2, (const int64_t[]){k, N}, b);
+        int64_t k = ks[pass];
+        host_matmul(a, b, (size_t)m, (size_t)k, (size_t)n, want);
+        kiln_tensor *ta = fx_f32(ctx, 2, (const int64_t[]){m, k}, a);
+        kiln_tensor *tb = fx_f32(ctx, 2, (const int64_t[]){k, n}, b);
         assert_int_equal(kiln_realize(ta), KILN_OK);
         assert_int_equal(kiln_realize(tb), KILN_OK);
         kiln_stats before = kiln_context_stats(ctx);
@@ -341,40 +342,26 @@ static void test_tiles_long_loops_keep_the_tile(void **state) {
         assert_int_equal(kiln_realize(out), KILN_OK);
         kiln_stats after = kiln_context_stats(ctx);
         if (cpu_tiles(f) && !fx_gpu_tuned(ctx))
-            assert_int_equal(after.items - before.items, pass ? M * N / 16 : M * N / 64);
-        fx_check_f32(out, want, (size_t)M * N, 1e-3, 1e-5);
+            assert_int_equal(after.items - before.items, (uint64_t)(m * n) / per_item[pass]);
+        fx_check_f32(out, want, (size_t)(m * n), 1e-3, 1e-5);
     }
     free(a);
     free(b);
     free(want);
 }
 
+/* A product whose outputs each sum a long loop (k = 512 >= lower.c's LONG_LOOP) keeps its
+ * 8 x 8 tile on a CPU with 512 items (32,768 outputs); with k = 24 the same outputs are
+ * 2,048 items (16 outputs each: the device's parallelism of items). */
+static void test_tiles_long_loops_keep_the_tile(void **state) {
+    check_matmul_items(*state, 256, 128, (const int64_t[]){512, 24}, (const uint64_t[]){64, 16});
+}
+
 /* A row of 196 columns takes tiles 4 wide; for a short loop (k = 24) the tile keeps its area in
  * rows, 16 x 4 (3,136 items of 64 outputs on a CPU), for a long one (k = 256) it stays 8 x 4
  * (6,272 items): a per-image convolution product of the training step. */
 static void test_tiles_narrow_rows_take_taller_tiles(void **state) {
-    eng_fixture *f = *state;
-    kiln_context *ctx = f->ctx;
-    enum { M = 1024, N = 196, KMAX = 256 };
-    float *a = values(M * KMAX, 12), *b = values(KMAX * N, 13), *want = values(M * N, 0);
-    for (int pass = 0; pass < 2; pass++) {
-        int64_t k = pass ? KMAX : 24;
-        host_matmul(a, b, M, (size_t)k, N, want);
-        kiln_tensor *ta = fx_f32(ctx, 2, (const int64_t[]){M, k}, a);
-        kiln_tensor *tb = fx_f32(ctx, 2, (const int64_t[]){k, N}, b);
-        assert_int_equal(kiln_realize(ta), KILN_OK);
-        assert_int_equal(kiln_realize(tb), KILN_OK);
-        kiln_stats before = kiln_context_stats(ctx);
-        kiln_tensor *out = kiln_matmul(ta, tb);
-        assert_int_equal(kiln_realize(out), KILN_OK);
-        kiln_stats after = kiln_context_stats(ctx);
-        if (cpu_tiles(f) && !fx_gpu_tuned(ctx))
-            assert_int_equal(after.items - before.items, pass ? M * N / 32 : M * N / 64);
-        fx_check_f32(out, want, (size_t)M * N, 1e-3, 1e-5);
-    }
-    free(a);
-    free(b);
-    free(want);
+    check_matmul_items(*state, 1024, 196, (const int64_t[]){24, 256}, (const uint64_t[]){64, 32});
 }
 
 /* Elementwise kernels over a symbolic batch (1 .. 64): tiled along constant rows
