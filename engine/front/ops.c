@@ -623,6 +623,17 @@ static kiln_tensor *split_reduce(kiln_tensor *x, ir_op op, uint32_t mask) {
     return total ? eng_reshape(total, v->ndim, final) : NULL;
 }
 
+/* out = lead[0 .. nlead) followed by y's dims after its first (the kept dims of a reduction
+ * whose reduced dim, y's first, is split into the lead dims). */
+static void with_kept_dims(kiln_tensor *y, const sym_node *const *lead, uint32_t nlead,
+                           const sym_node **out) {
+    const shape_view *v = view_of(y);
+    for (uint32_t d = 0; d < nlead; d++)
+        out[d] = lead[d];
+    for (uint32_t d = 1; d < v->ndim; d++)
+        out[nlead + d - 1] = v->shape[d];
+}
+
 /* A column reduction (the kept dims' last one contiguous in memory, constant sizes) on a
  * device that tiles reductions over columns (CPUs: lower.c): the reduced dims moved first, as
  * (P, R / P, C) reduced over its middle dim, then over P. The first stage's tiles are runs of
@@ -704,15 +715,12 @@ static kiln_tensor *strip_split(kiln_tensor *x, ir_op op, uint32_t mask, bool wh
          * rows come first after the permute), and its index arithmetic would divide by the
          * symbolic row count for every element. */
         const sym_node *blocks[SHAPE_MAX_DIMS], *strips[SHAPE_MAX_DIMS];
+        const sym_node *lead[3] = {rest, sym_const(ctx->sym, q), sym_const(ctx->sym, c / q)};
         int32_t order[SHAPE_MAX_DIMS];
-        blocks[0] = rest;
-        blocks[1] = strips[0] = sym_const(ctx->sym, q);
-        blocks[2] = sym_const(ctx->sym, c / q);
-        order[0] = 1, order[1] = 0, order[2] = 2;
-        for (uint32_t d = 1; d < v->ndim; d++) {
-            blocks[d + 2] = strips[d] = view_of(y)->shape[d];
-            order[d + 2] = (int32_t)d + 2;
-        }
+        with_kept_dims(y, lead, 3, blocks);
+        with_kept_dims(y, lead + 1, 1, strips);
+        for (uint32_t d = 0; d < v->ndim + 2; d++)
+            order[d] = d < 2 ? 1 - (int32_t)d : (int32_t)d;
         y = eng_reshape(y, v->ndim + 2, blocks);
         y = y ? kiln_permute(y, order) : NULL;
         kiln_tensor *part = y ? reduce_node(y, op, (1u << 1) | (1u << 2)) : NULL;
@@ -750,9 +758,8 @@ static kiln_tensor *strip_split(kiln_tensor *x, ir_op op, uint32_t mask, bool wh
     if (!symbolic && reduced == 1 && v->ndim + 1 <= SHAPE_MAX_DIMS) {
         /* (P, R / P, kept dims...): the kept dims as they are, one view (as above) */
         const sym_node *strips[SHAPE_MAX_DIMS + 1];
-        strips[0] = shape[0], strips[1] = shape[1];
-        for (uint32_t d = 1; d < v->ndim; d++)
-            strips[d + 1] = view_of(y)->shape[d];
+        if (y)
+            with_kept_dims(y, shape, 2, strips);
         y = y ? eng_reshape(y, v->ndim + 1, strips) : NULL;
     } else {
         y = y ? eng_reshape(y, 3, shape) : NULL;
