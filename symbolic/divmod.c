@@ -5,7 +5,8 @@
  *   - (x // k) // c = x // (k*c); (x % k) % c = x % c when c divides k;
  *   - sums (and terms coeff*base): terms divisible by c leave the division, the constant is
  *     split into c*q + r; a common factor g of what remains and c cancels; a remainder whose
- *     bounds allow vanishes: (a*c + b) // c = a when 0 <= b < c;
+ *     bounds allow vanishes: (a*c + b) // c = a when 0 <= b < c, and (d*S + r) // c =
+ *     S // (c/d) when d divides c and 0 <= r < d;
  *   - modulo makes the same split as division (multiples of c drop out, the constant goes into
  *     [0, c)), so that x % c + c*(x // c) folds back into x in sum.c; a common factor comes
  *     out, (d*S + r) % c = d*(S % (c/d)) + r when 0 <= r < d, and a sum whose coefficients
@@ -61,13 +62,50 @@ static bool has_div_term(const sym_node *a) {
 
 /* ---- by a positive constant ------------------------------------------------------------- */
 
+/* Whether every value of n lies in [0, c). */
+static bool in_mod_range(const sym_node *n, int64_t c) {
+    return n && n->vmin >= 0 && n->vmax < c;
+}
+
+/* (d*S + r) // c = S // (c/d) when d divides c and 0 <= r < d, for d one of the coefficients
+ * ((x*56 + (y%28)*2 + z%2) // 784 = x // 14: an index through a permuted, merged view). NULL
+ * when no d applies. The division's twin of mod_split. */
+static const sym_node *div_split(sym_ctx *ctx, const sym_terms *p, int64_t c) {
+    const sym_node *out = NULL;
+    for (size_t i = 0; i < p->len && !out; i++) {
+        int64_t d = p->data[i].coeff;
+        if (d <= 1 || c % d != 0)
+            continue;
+        sym_terms s, r;
+        sym_terms_init(&s, ctx);
+        sym_terms_init(&r, ctx);
+        r.konst = p->konst;
+        for (size_t j = 0; j < p->len; j++) {
+            sym_term t = p->data[j];
+            if (t.coeff % d == 0)
+                sym_terms_push(&s, t.base, t.coeff / d);
+            else
+                sym_terms_push(&r, t.base, t.coeff);
+        }
+        const sym_node *rn = sym_terms_build(&r);
+        if (in_mod_range(rn, d))
+            out = sym_floordiv_c(ctx, sym_terms_build(&s), c / d);
+        sym_terms_finish(&s);
+        sym_terms_finish(&r);
+    }
+    return out;
+}
+
 /* rest // c for a rest whose coefficients c does not divide and whose constant is in
- * [0, c): bounds, then a coefficient d dividing c when rest // d leaves no division behind
- * ((x*4 + y) // 16 = ((x*4 + y) // 4) // 4 = x // 4 when 0 <= y < 4). */
+ * [0, c): bounds, then div_split, then a coefficient d dividing c when rest // d leaves no
+ * division behind ((x*4 + y) // 16 = ((x*4 + y) // 4) // 4 = x // 4 when 0 <= y < 4). */
 static const sym_node *div_rest(sym_ctx *ctx, const sym_node *rest, const sym_terms *r, int64_t c) {
     int64_t q;
     if (one_quotient(rest, c, &q))
         return sym_make_const(ctx, q);
+    const sym_node *split = div_split(ctx, r, c);
+    if (split)
+        return split;
     for (size_t i = 0; i < r->len; i++) {
         int64_t d = r->data[i].coeff;
         if (d <= 1 || c % d != 0)
@@ -142,11 +180,6 @@ static const sym_node *div_const(sym_ctx *ctx, const sym_node *a, int64_t c) {
     if (a->kind == SYM_ADD || is_mul_const(a))
         return div_terms(ctx, a, c);
     return make_div(ctx, a, c);
-}
-
-/* Whether every value of n lies in [0, c). */
-static bool in_mod_range(const sym_node *n, int64_t c) {
-    return n && n->vmin >= 0 && n->vmax < c;
 }
 
 /* (d*S + r) % c = d*(S % (c/d)) + r when d divides c and 0 <= r < d, for d one of the

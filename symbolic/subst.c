@@ -16,6 +16,9 @@ typedef struct rebuilder {
     base_map memo;
     sym_leaf_fn leaf;
     void *user;
+    const sym_node *const *from; /* nodes of any kind replaced whole (sym_given) */
+    const sym_node *const *to;
+    size_t count;
 } rebuilder;
 
 static bool memo_eq(const void *stored, const void *key, void *user) {
@@ -62,6 +65,10 @@ static const sym_node *sym_rebuild(sym_ctx *ctx, const sym_node *n, const sym_no
 }
 
 static const sym_node *rebuild_rec(rebuilder *rb, const sym_node *n) {
+    for (size_t i = 0; i < rb->count; i++) {
+        if (rb->from[i] == n)
+            return rb->to[i];
+    }
     if (n->kind == SYM_CONST)
         return n;
     if (n->kind == SYM_VAR || n->kind == SYM_BIND)
@@ -85,14 +92,20 @@ static const sym_node *rebuild_rec(rebuilder *rb, const sym_node *n) {
     return r;
 }
 
-static const sym_node *rebuild(sym_ctx *ctx, const sym_node *n, sym_leaf_fn leaf, void *user) {
-    rebuilder rb = {.ctx = ctx, .leaf = leaf, .user = user};
+static const sym_node *rebuild_map(sym_ctx *ctx, const sym_node *n, sym_leaf_fn leaf, void *user,
+                                   const sym_node *const *from, const sym_node *const *to,
+                                   size_t count) {
+    rebuilder rb = {.ctx = ctx, .leaf = leaf, .user = user, .from = from, .to = to, .count = count};
     base_arena_init(&rb.arena, &ctx->alloc, 4096);
     base_map_init(&rb.memo, &ctx->alloc);
     const sym_node *r = rebuild_rec(&rb, n);
     base_map_finish(&rb.memo);
     base_arena_finish(&rb.arena);
     return r;
+}
+
+static const sym_node *rebuild(sym_ctx *ctx, const sym_node *n, sym_leaf_fn leaf, void *user) {
+    return rebuild_map(ctx, n, leaf, user, NULL, NULL, 0);
 }
 
 /* ---- substitution ----------------------------------------------------------------------- */
@@ -180,4 +193,93 @@ const sym_node *sym_unbind_all(sym_ctx *ctx, const sym_node *n, const sym_node *
         *found = u.seen.len;
     BASE_VEC_FREE(&ctx->alloc, &u.seen);
     return r;
+}
+
+/* ---- simplification under a condition --------------------------------------------------- */
+
+static const sym_node *leaf_as_is(sym_ctx *ctx, const sym_node *leaf, void *user) {
+    (void)ctx, (void)user;
+    return leaf;
+}
+
+enum { GIVEN_MAX = 8 }; /* distinct bounded expressions one call looks at */
+
+typedef struct given_bounds {
+    const sym_node *x[GIVEN_MAX];
+    int64_t lo[GIVEN_MAX], hi[GIVEN_MAX];
+    uint32_t n;
+} given_bounds;
+
+/* Narrows x's range to [lo, hi] in g (a new entry, or the intersection with x's). */
+static void given_narrow(given_bounds *g, const sym_node *x, int64_t lo, int64_t hi) {
+    uint32_t i = 0;
+    while (i < g->n && g->x[i] != x)
+        i++;
+    if (i == g->n) {
+        if (g->n == GIVEN_MAX)
+            return;
+        g->x[g->n] = x, g->lo[g->n] = x->vmin, g->hi[g->n] = x->vmax;
+        g->n++;
+    }
+    g->lo[i] = lo > g->lo[i] ? lo : g->lo[i];
+    g->hi[i] = hi < g->hi[i] ? hi : g->hi[i];
+}
+
+/* The bounds conjunct c of a condition gives: x < k (x <= k - 1), and x*-1 < k (x >= 1 - k,
+ * how a lower bound is written); conjuncts of an AND in turn. */
+static void given_collect(given_bounds *g, const sym_node *c) {
+    if (c->kind == SYM_AND) {
+        given_collect(g, c->src[0]);
+        given_collect(g, c->src[1]);
+        return;
+    }
+    int64_t k = 0;
+    if (c->kind != SYM_LT || !sym_is_const(c->src[1], &k) || k == INT64_MIN ||
+        sym_is_const(c->src[0], NULL))
+        return;
+    const sym_node *x = c->src[0];
+    if (x->kind == SYM_MUL && sym_is_const(x->src[1], NULL) && x->src[1]->value == -1 &&
+        !sym_is_const(x->src[0], NULL) && k > INT64_MIN + 1)
+        given_narrow(g, x->src[0], 1 - k, INT64_MAX);
+    else
+        given_narrow(g, x, INT64_MIN, k - 1);
+}
+
+/* n simplified where cond holds (tinygrad's uop_given_valid): each expression cond bounds
+ * (x < k, -x < k) is replaced by x clamped to those bounds, min(max(x, lo), hi), equal to x
+ * wherever cond holds and with the narrower range, which lets division and modulo simplify
+ * (((y%16)%14) is y%16 where y%16 < 14); then each clamp still standing is x again. Where
+ * cond does not hold the result may differ from n: for a masked load's index. n itself when
+ * nothing narrows or cond can never hold. */
+const sym_node *sym_given(sym_ctx *ctx, const sym_node *n, const sym_node *cond) {
+    if (!ctx || !n || !cond || sym_ctx_status(ctx) != KILN_OK)
+        return n;
+    given_bounds g = {.n = 0};
+    given_collect(&g, cond);
+    const sym_node *from[GIVEN_MAX], *to[GIVEN_MAX];
+    size_t count = 0;
+    for (uint32_t i = 0; i < g.n; i++) {
+        if (g.lo[i] > g.hi[i])
+            return n; /* never true: any index does */
+        if (g.lo[i] == g.x[i]->vmin && g.hi[i] == g.x[i]->vmax)
+            continue;
+        const sym_node *c = sym_min(ctx, sym_max(ctx, g.x[i], sym_make_const(ctx, g.lo[i])),
+                                    sym_make_const(ctx, g.hi[i]));
+        if (!c)
+            return n;
+        from[count] = g.x[i], to[count++] = c;
+    }
+    if (!count)
+        return n;
+    const sym_node *r = rebuild_map(ctx, n, leaf_as_is, NULL, from, to, count);
+    /* Back: a clamp that folded to a constant (x has one value where cond holds) stays; any
+     * other constant must not become x. */
+    const sym_node *back_from[GIVEN_MAX], *back_to[GIVEN_MAX];
+    size_t back = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (to[i]->kind != SYM_CONST)
+            back_from[back] = to[i], back_to[back++] = from[i];
+    }
+    r = r && back ? rebuild_map(ctx, r, leaf_as_is, NULL, back_from, back_to, back) : r;
+    return r && sym_ctx_status(ctx) == KILN_OK ? r : n;
 }

@@ -162,6 +162,10 @@ kiln_status sym_eval(const sym_node *n, const sym_assignment *a, int64_t *out, b
  * KILN_ERROR_INVALID_ARGUMENT; a NULL to[i] gives NULL. */
 const sym_node *sym_substitute(sym_ctx *ctx, const sym_node *n, const sym_node *const *from,
                                const sym_node *const *to, size_t count);
+/* n simplified where the condition cond holds: the ranges cond's comparisons give (x < k,
+ * -x < k) narrow those expressions in n (tinygrad's uop_given_valid). Equal to n wherever cond
+ * holds, not elsewhere: for the index of a load masked by cond. n when nothing narrows. */
+const sym_node *sym_given(sym_ctx *ctx, const sym_node *n, const sym_node *cond);
 /* n with every bound node replaced by its Variable; the bound values are appended to
  * (vars, values) in order of first appearance, each Variable once (capacity cap; the return is
  * the number found, which may exceed cap). Used for kernel-cache keys. One Variable

@@ -71,6 +71,41 @@ static void test_symbolic_rules_div_of_terms(void **state) {
     CHECK(sym_floordiv_c(ctx, sym_floordiv_c(ctx, a, 3), 5), 0, 6, "(a//15)");
     /* (a*8) // 12 = (a*2) // 3 */
     CHECK(sym_floordiv_c(ctx, sym_mul_c(ctx, a, 8), 12), 0, 66, "((a*2)//3)");
+    /* (d*S + r) // c = S // (c/d) for 0 <= r < d, S with a division of its own (an index
+     * through a permuted, merged view): ((x//56)*56 + (x%28)*2 + b%2) // 784 = x // 784 */
+    const sym_node *x = VAR("x", 0, 99999);
+    const sym_node *s = sym_add(
+        ctx, sym_mul_c(ctx, sym_floordiv_c(ctx, x, 56), 56),
+        sym_add(ctx, sym_mul_c(ctx, sym_floormod_c(ctx, x, 28), 2), sym_floormod_c(ctx, b, 2)));
+    CHECK(sym_floordiv_c(ctx, s, 784), 0, 127, "(x//784)");
+}
+
+/* sym_given: an index simplified where a mask holds (the masks bound y's range). */
+static void test_symbolic_rules_given(void **state) {
+    sym_ctx *ctx = *state;
+    const sym_node *y = VAR("y", 0, 15), *g = VAR("g", 0, 999);
+    /* upper bound: y%14 and y//14 under y < 14 */
+    const sym_node *n =
+        sym_add(ctx, sym_floormod_c(ctx, y, 14), sym_mul_c(ctx, sym_floordiv_c(ctx, y, 14), 100));
+    CHECK(n, 0, 113, "(((y//14)*100)+(y%14))");
+    CHECK(sym_given(ctx, n, sym_lt_c(ctx, y, 14)), 0, 15, "y");
+    /* lower and upper: 1 <= y < 15 (the lower bound as -y < 0) */
+    const sym_node *both = sym_and(ctx, sym_lt_c(ctx, sym_neg(ctx, y), 0), sym_lt_c(ctx, y, 15));
+    const sym_node *m = sym_add(ctx, sym_floordiv_c(ctx, sym_add_c(ctx, y, -1), 14), g);
+    CHECK(sym_given(ctx, m, both), 0, 999, "g");
+    /* one value: y < 1 makes y 0; the result has no y, and other constants stay constants */
+    CHECK(sym_given(ctx, sym_add(ctx, sym_mul_c(ctx, y, 5), sym_add_c(ctx, g, 3)),
+                    sym_lt_c(ctx, y, 1)),
+          3, 1002, "(g+3)");
+    /* the (x+k)*14 // 224 of a merged row, bounded by the mask */
+    const sym_node *row = sym_add(ctx, sym_mul_c(ctx, g, 14), y);
+    CHECK(sym_given(ctx, sym_floordiv_c(ctx, row, 14), sym_lt_c(ctx, y, 14)), 0, 999, "g");
+    /* a condition that never holds, one that narrows nothing, a condition with no bounds */
+    const sym_node *never = sym_and(ctx, sym_lt_c(ctx, sym_neg(ctx, y), -14), sym_lt_c(ctx, y, 14));
+    assert_ptr_equal(sym_given(ctx, n, never), n);
+    assert_ptr_equal(sym_given(ctx, n, sym_lt_c(ctx, g, 500)), n);
+    assert_ptr_equal(sym_given(ctx, n, sym_eq(ctx, y, g)), n);
+    assert_int_equal(sym_ctx_status(ctx), KILN_OK);
 }
 
 static void test_symbolic_rules_div_by_negative_constant(void **state) {
@@ -252,6 +287,7 @@ int main(void) {
         T(test_symbolic_rules_mul_distributes_constants_and_orders_factors),
         T(test_symbolic_rules_div_removed_by_bounds),
         T(test_symbolic_rules_div_of_terms),
+        T(test_symbolic_rules_given),
         T(test_symbolic_rules_div_by_negative_constant),
         T(test_symbolic_rules_mod_removed_or_shifted_by_bounds),
         T(test_symbolic_rules_mod_of_terms),
