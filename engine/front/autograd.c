@@ -567,6 +567,56 @@ static kiln_tensor *scatter_strided(kiln_context *ctx, kiln_tensor *g, uint32_t 
     return eng_pad(g, pads);
 }
 
+/* The gradient of an unfold whose windows do not overlap (step >= size): each input element
+ * is in at most one window, so the windows' gradients are laid back by movement alone. g is
+ * (.., W, .., size) with W windows at dim: the window elements' dim moved next to it, padded to
+ * step (zeros for the elements between windows), the two merged, then cut or padded to n. No
+ * masked sum over the window positions, which the general rule needs where windows overlap. */
+static kiln_tensor *unfold_grad_disjoint(kiln_context *ctx, kiln_tensor *g, uint32_t dim,
+                                         int64_t size, int64_t step, const sym_node *n) {
+    if (!g)
+        return NULL;
+    uint32_t nd = view_of(g)->ndim; /* the input's dims and the window's */
+    int32_t perm[SHAPE_MAX_DIMS];
+    for (uint32_t d = 0, o = 0; d + 1 < nd; d++) {
+        perm[o++] = (int32_t)d;
+        if (d == dim)
+            perm[o++] = (int32_t)nd - 1;
+    }
+    g = kiln_permute(g, perm);
+    if (g && step > size) {
+        const sym_node *pads[2 * SHAPE_MAX_DIMS];
+        for (uint32_t d = 0; d < nd; d++) {
+            pads[2 * d] = cnst(ctx, 0);
+            pads[2 * d + 1] = cnst(ctx, d == dim + 1 ? step - size : 0);
+        }
+        g = eng_pad(g, pads);
+    }
+    if (!g)
+        return NULL;
+    const shape_view *v = view_of(g);
+    const sym_node *windows = v->shape[dim], *shape[SHAPE_MAX_DIMS];
+    for (uint32_t d = 0, o = 0; d < nd; d++) {
+        if (d != dim + 1)
+            shape[o++] = d == dim ? sym_mul_c(ctx->sym, windows, step) : v->shape[d];
+    }
+    g = eng_reshape(g, nd - 1, shape);
+    /* The elements the windows cover: (W - 1) step + size, the rest of n zeros. */
+    const sym_node *len =
+        sym_add_c(ctx->sym, sym_mul_c(ctx->sym, sym_add_c(ctx->sym, windows, -1), step), size);
+    if (g && step > size)
+        g = kiln_narrow_sym(g, (int32_t)dim, eng_expr_handle(ctx, cnst(ctx, 0)),
+                            eng_expr_handle(ctx, len));
+    if (!g)
+        return NULL;
+    const sym_node *pads[2 * SHAPE_MAX_DIMS];
+    for (uint32_t d = 0; d + 1 < nd; d++) {
+        pads[2 * d] = cnst(ctx, 0);
+        pads[2 * d + 1] = d == dim ? sym_sub(ctx->sym, n, len) : cnst(ctx, 0);
+    }
+    return eng_pad(g, pads);
+}
+
 static kiln_tensor *unsupported(grad_run *g, const char *why) {
     g->failed = true;
     return eng_fail(g->ctx, KILN_ERROR_UNSUPPORTED, "kiln_grad: the gradient of a %s op %s",
@@ -918,6 +968,8 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
         kiln_tensor *sum = NULL;
         if (size == 0)
             return zeros_of(ctx, gt, iv->ndim, iv->shape);
+        if (step >= size)
+            return unfold_grad_disjoint(ctx, g, dim, size, step, iv->shape[dim]);
         for (int64_t k = 0; k < size; k++) {
             kiln_tensor *gk = kiln_select(g, -1, k);
             kiln_tensor *s = scatter_strided(ctx, gk, dim, cnst(ctx, k), step, iv->shape[dim]);

@@ -397,6 +397,43 @@ static void on_log(void *user, kiln_log_level level, const char *module, const c
 /* A realize that compiles reports "compiling kernels: i of n" through the log callback once
  * compiling has taken a second; the test hook makes that from the first kernel. Kernels from
  * the memory cache report nothing, nor does a quick compile without the hook. */
+/* The float additions of a kernel's code. */
+static uint32_t float_adds(const eng_program *p) {
+    uint32_t n = 0;
+    for (size_t i = 0; i < p->ir.insts.len; i++)
+        n += p->ir.insts.data[i].op == IR_ADD && p->ir.insts.data[i].type == IR_F32;
+    return n;
+}
+
+/* Windows that do not overlap (a 2 x 2 max pool with stride 2) give their gradient back by
+ * movement alone (autograd.c unfold_grad_disjoint): the kernel writing d/dx adds nothing,
+ * where overlapping windows (stride 1) sum each element's window positions. */
+static void test_engine_kernels_disjoint_windows_gradient_adds_nothing(void **state) {
+    eng_fixture *f = *state;
+    for (int64_t stride = 2; stride >= 1; stride--) {
+        kiln_context *ctx = eng_context_new(f->device);
+        assert_non_null(ctx);
+        const int64_t shape[4] = {2, 3, 8, 8};
+        kiln_tensor *x = kiln_rand(ctx, KILN_F32, 4, shape, 7);
+        assert_int_equal(kiln_requires_grad_(x, true), KILN_OK);
+        kiln_tensor *y = kiln_max_pool2d(x, 2, stride, 0);
+        kiln_tensor *dx = NULL;
+        assert_int_equal(kiln_grad(kiln_sum(y, 0, NULL, false), 1, &x, &dx), KILN_OK);
+        assert_int_equal(kiln_realize(dx), KILN_OK);
+        const eng_program *grad = NULL;
+        for (const eng_program *p = ctx->program_list; p; p = p->next) {
+            if (p->name[0] == 'E' && strstr(p->name, "_2x3x8x8"))
+                grad = p;
+        }
+        assert_non_null(grad);
+        if (stride == 2)
+            assert_int_equal(float_adds(grad), 0);
+        else
+            assert_true(float_adds(grad) > 0);
+        eng_fixture_context_destroy(ctx);
+    }
+}
+
 static void test_engine_kernels_compiles_report_progress(void **state) {
     eng_fixture *f = *state;
     progress_log log = {0};
@@ -444,6 +481,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_mean_and_matmul_are_one_kernel),
         ENG_TEST(test_engine_kernels_cache_tells_graphs_apart),
         ENG_TEST(test_engine_kernels_names_say_what_they_compute),
+        ENG_TEST(test_engine_kernels_disjoint_windows_gradient_adds_nothing),
         ENG_TEST(test_engine_kernels_compiles_report_progress),
         ENG_TEST(test_engine_kernels_recomputed_operand_is_realized_first),
         ENG_TEST(test_engine_kernels_recompute_rule_elementwise),

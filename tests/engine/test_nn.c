@@ -255,6 +255,45 @@ static void test_engine_nn_max_pool2d(void **state) {
     fx_check_f32(kiln_max_pool2d(n, 2, 2, 0), maxpool_nan, N(maxpool_nan), 0, 0);
 }
 
+/* The gradients of sum(pool(x) * r) against torch's: disjoint windows (kernel 2, stride 2;
+ * the last row is in none), windows with gaps (stride 3), overlapping windows (kernel 3,
+ * stride 2, padding 1), the mean over disjoint windows. x has ties: the first maximum takes
+ * the gradient. */
+static void test_engine_nn_pool_gradients(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    const struct {
+        bool max;
+        int64_t kernel, stride, padding;
+        const float *r, *dx;
+        size_t nr, ndx;
+    } cases[] = {
+        {true, 2, 2, 0, pgrad_max_k2s2_r, pgrad_max_k2s2_dx, N(pgrad_max_k2s2_r),
+         N(pgrad_max_k2s2_dx)},
+        {true, 2, 3, 0, pgrad_max_k2s3_r, pgrad_max_k2s3_dx, N(pgrad_max_k2s3_r),
+         N(pgrad_max_k2s3_dx)},
+        {true, 3, 2, 1, pgrad_max_k3s2p1_r, pgrad_max_k3s2p1_dx, N(pgrad_max_k3s2p1_r),
+         N(pgrad_max_k3s2p1_dx)},
+        {false, 2, 2, 0, pgrad_avg_k2s2_r, pgrad_avg_k2s2_dx, N(pgrad_avg_k2s2_r),
+         N(pgrad_avg_k2s2_dx)},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        kiln_tensor *x = fx_f32(ctx, 4, (const int64_t[]){2, 3, 7, 6}, pgrad_x);
+        assert_int_equal(kiln_requires_grad_(x, true), KILN_OK);
+        kiln_tensor *y =
+            cases[i].max ? kiln_max_pool2d(x, cases[i].kernel, cases[i].stride, cases[i].padding)
+                         : kiln_avg_pool2d(x, cases[i].kernel, cases[i].stride, cases[i].padding);
+        assert_non_null(y);
+        int64_t shape[4];
+        assert_int_equal(kiln_tensor_shape(y, shape), KILN_OK);
+        assert_int_equal((size_t)(shape[0] * shape[1] * shape[2] * shape[3]), cases[i].nr);
+        kiln_tensor *loss =
+            kiln_sum(kiln_mul(y, fx_f32(ctx, 4, shape, cases[i].r)), 0, NULL, false);
+        kiln_tensor *dx = NULL;
+        assert_int_equal(kiln_grad(loss, 1, &x, &dx), KILN_OK);
+        fx_check_f32(dx, cases[i].dx, cases[i].ndx, ATOL, RTOL);
+    }
+}
+
 static void test_engine_nn_avg_pool2d(void **state) {
     kiln_context *ctx = fx_ctx(state);
     kiln_tensor *x = fx_f32(ctx, 4, (const int64_t[]){2, 3, 7, 6}, pool_x);
@@ -492,6 +531,7 @@ int main(void) {
         ENG_TEST(test_engine_nn_conv2d_ex_symbolic_batch_gradients),
         ENG_TEST(test_engine_nn_conv2d_ex_kernels),
         ENG_TEST(test_engine_nn_max_pool2d),
+        ENG_TEST(test_engine_nn_pool_gradients),
         ENG_TEST(test_engine_nn_avg_pool2d),
         ENG_TEST(test_engine_nn_clamp),
         ENG_TEST(test_engine_nn_gather),
