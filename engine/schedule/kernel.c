@@ -427,7 +427,8 @@ static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx) 
         kast *load = kast_new(b, KAST_LOAD, IR_CONST, n->storage->type);
         if (load) {
             load->buffer = buffer_slot(b, n->storage);
-            load->index = index;
+            /* Only where the masks hold is the index used: simplified under them. */
+            load->index = is_true(b->valid) ? index : sym_given(b->sym, index, b->valid);
             load->valid = b->valid;
         }
         value = load;
