@@ -442,13 +442,6 @@ void eng_node_discard(kiln_context *ctx, eng_node *candidate);
 /* A node of its own copying src read through st (taken), of the given sizes (graph.c). */
 eng_node *eng_node_copy(kiln_context *ctx, eng_node *src, const shape_tracker *st, uint32_t ndim,
                         const sym_node *const *shape);
-/* Operations recomputed per read of unrealized elementwise node n: its op and those of the
- * unrealized elementwise nodes it inlines (counted per path, as a kernel inlines them),
- * stopping at limit. Stored values, reductions, writes and boundaries are loads: they count 0
- * (graph.c; the rule against recomputation in kernel.c, a product's gradient in autograd.c). */
-uint32_t eng_inlined_ops(const eng_node *n, uint32_t limit);
-/* The operations per read from which the rule against recomputation realizes a node. */
-enum { ENG_RECOMPUTE_MIN_OPS = 4 };
 /* The hash-consing equality of two nodes (base_map_eq_fn). */
 bool eng_node_same(const void *stored, const void *key, void *user);
 /* A compact copy of st (only its views), owned by the caller (eng_tracker_free). */

@@ -1155,11 +1155,8 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
             continue;
         run.fn = f;
         /* A product's gradient is read by the two products of its rule, each element many
-         * times: materialised once rather than recomputed inside their loops. A gradient of
-         * ENG_RECOMPUTE_MIN_OPS or more operations is realized by the rule against recomputation
-         * (kernel.c) where the products read it: a copy of it would be a second kernel. */
-        if (f->op == ENG_AG_MATMUL &&
-            eng_inlined_ops(ENG_BASE(g), ENG_RECOMPUTE_MIN_OPS) < ENG_RECOMPUTE_MIN_OPS) {
+         * times: materialised once rather than recomputed inside their loops. */
+        if (f->op == ENG_AG_MATMUL) {
             g = kiln_contiguous(g);
             run.failed = !g;
         }

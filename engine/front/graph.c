@@ -182,15 +182,6 @@ const shape_tracker *eng_tracker_contiguous(kiln_context *ctx, uint32_t ndim,
     return eng_tracker_keep(ctx, &st);
 }
 
-uint32_t eng_inlined_ops(const eng_node *n, uint32_t limit) {
-    if (!n || n->storage || n->kind != ENG_EW || n->boundary)
-        return 0;
-    uint32_t ops = 1;
-    for (uint32_t i = 0; i < n->nsrc && ops < limit; i++)
-        ops += eng_inlined_ops(n->src[i].node, limit - ops);
-    return ops;
-}
-
 /* A node of its own (never shared) whose value is src read through st (taken: freed on
  * failure), of ndim sizes shape: a storage's private copy before a write, or a write's source
  * read completely before the write. Live, held by nothing yet. */

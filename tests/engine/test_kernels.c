@@ -397,66 +397,6 @@ static void on_log(void *user, kiln_log_level level, const char *module, const c
 /* A realize that compiles reports "compiling kernels: i of n" through the log callback once
  * compiling has taken a second; the test hook makes that from the first kernel. Kernels from
  * the memory cache report nothing, nor does a quick compile without the hook. */
-/* A product's gradient read by two kernels (a bias gradient's sum and the weight gradient's
- * product) is made a kernel of its own once: a cheap one (a relu's backward, two operations) by
- * the kiln_contiguous copy the matmul rule takes of its gradient, which the sum inlines; an
- * expensive one (four_ops' derivative) by the rule against recomputation, with no copy of it
- * besides (autograd.c; a fourth kernel before). The gradients are checked on the host. */
-static void test_engine_kernels_product_gradient_realized_once(void **state) {
-    eng_fixture *f = *state;
-    float xs[64 * 32], ws[32 * 16], bs[16], rs[64 * 16];
-    for (int i = 0; i < 64 * 32; i++)
-        xs[i] = (float)(i % 13 - 6) / 8;
-    for (int i = 0; i < 32 * 16; i++)
-        ws[i] = (float)(i % 7 - 3) / 16;
-    for (int i = 0; i < 16; i++)
-        bs[i] = (float)(i % 3 - 1) / 4;
-    for (int i = 0; i < 64 * 16; i++)
-        rs[i] = (float)(i % 5 - 2) / 4;
-    for (int expensive = 0; expensive < 2; expensive++) {
-        kiln_context *ctx = eng_context_new(f->device);
-        assert_non_null(ctx);
-        kiln_tensor *x = fx_f32(ctx, 2, (const int64_t[]){64, 32}, xs);
-        kiln_tensor *w = fx_f32(ctx, 2, (const int64_t[]){32, 16}, ws);
-        kiln_tensor *b = fx_f32(ctx, 1, (const int64_t[]){16}, bs);
-        kiln_tensor *r = fx_f32(ctx, 2, (const int64_t[]){64, 16}, rs);
-        assert_int_equal(kiln_requires_grad_(w, true), KILN_OK);
-        assert_int_equal(kiln_requires_grad_(b, true), KILN_OK);
-        kiln_tensor *y = kiln_add(kiln_matmul(x, w), b);
-        kiln_tensor *loss =
-            kiln_sum(kiln_mul(expensive ? four_ops(y) : kiln_relu(y), r), 0, NULL, false);
-        kiln_tensor *leaves[2] = {w, b}, *grads[2] = {NULL, NULL};
-        assert_int_equal(kiln_grad(loss, 2, leaves, grads), KILN_OK);
-        kiln_stats before = kiln_context_stats(ctx);
-        assert_int_equal(kiln_realize_many(ctx, 2, grads), KILN_OK);
-        kiln_stats after = kiln_context_stats(ctx);
-        /* the gradient (the forward product inlined), d/dw, d/db */
-        assert_int_equal(delta(&before, &after).dispatches, 3);
-        /* dloss/dy = r * (y > 0), or r * (exp(y) (1 + y) + 1); d/dw = x^T @ it, d/db its sum */
-        float got[32 * 16], want[32 * 16] = {0}, want_b[16] = {0}, gy[64 * 16];
-        for (int i = 0; i < 64; i++)
-            for (int j = 0; j < 16; j++) {
-                double yv = bs[j];
-                for (int k = 0; k < 32; k++)
-                    yv += (double)xs[i * 32 + k] * ws[k * 16 + j];
-                gy[i * 16 + j] =
-                    (float)(rs[i * 16 + j] * (expensive ? exp(yv) * (1 + yv) + 1 : yv > 0));
-                want_b[j] += gy[i * 16 + j];
-            }
-        for (int k = 0; k < 32; k++)
-            for (int j = 0; j < 16; j++)
-                for (int i = 0; i < 64; i++)
-                    want[k * 16 + j] += xs[i * 32 + k] * gy[i * 16 + j];
-        fx_read(grads[0], KILN_F32, got, 32 * 16);
-        for (int i = 0; i < 32 * 16; i++)
-            assert_true(fabsf(got[i] - want[i]) <= 1e-4f + 1e-4f * fabsf(want[i]));
-        fx_read(grads[1], KILN_F32, got, 16);
-        for (int i = 0; i < 16; i++)
-            assert_true(fabsf(got[i] - want_b[i]) <= 1e-4f + 1e-4f * fabsf(want_b[i]));
-        eng_fixture_context_destroy(ctx);
-    }
-}
-
 /* The float additions of a kernel's code. */
 static uint32_t float_adds(const eng_program *p) {
     uint32_t n = 0;
@@ -542,7 +482,6 @@ int main(void) {
         ENG_TEST(test_engine_kernels_cache_tells_graphs_apart),
         ENG_TEST(test_engine_kernels_names_say_what_they_compute),
         ENG_TEST(test_engine_kernels_disjoint_windows_gradient_adds_nothing),
-        ENG_TEST(test_engine_kernels_product_gradient_realized_once),
         ENG_TEST(test_engine_kernels_compiles_report_progress),
         ENG_TEST(test_engine_kernels_recomputed_operand_is_realized_first),
         ENG_TEST(test_engine_kernels_recompute_rule_elementwise),
