@@ -19,9 +19,11 @@ static pthread_mutex_t loader_lock = PTHREAD_MUTEX_INITIALIZER;
  * allows them on several threads at once, but on NVIDIA's driver (580.159, H200 and H100, with
  * the validation layer) contexts created and destroyed on four threads at once broke the
  * process: of 24 runs of test_engine_errors2 on an H100, 7 failed (exits with status 255,
- * aborts, hangs; on an H200 once a corrupted heap); with this lock, 0 of 24 (docs/gpus.md).
- * These calls are rare and cost milliseconds; kernels, transfers and everything else a context
- * does still run in parallel. */
+ * aborts, hangs; on an H200 once a corrupted heap); with this lock fewer, but not none: the
+ * driver also fails when one device is created or destroyed while another works, which only
+ * serializing whole context lifetimes avoided (docs/gpus.md). These calls are rare and cost
+ * milliseconds; kernels, transfers and everything else a context does still run in
+ * parallel. */
 static pthread_mutex_t lifecycle_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void vkd_lifecycle_lock(void) {
