@@ -1349,16 +1349,18 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
             if (share)
                 period = matrix;
         }
-        if (!constant && !share)
-            return;
         if (!share && width % 4 == 0) { /* else columns pay only when their loads are vectors
-                                         * (then wider: nothing else is in registers) */
+                                         * (then wider: nothing else is in registers; so too
+                                         * along the constant rows of a symbolic count: a
+                                         * linear layer's input gradient, batch x 1568 over 10) */
             char name[48];
             snprintf(name, sizeof name, "tile_probe:%lld", (long long)(numel / 4 - 1));
             const sym_node *probe = sym_var(ctx->sym, name, 0, numel / 4 - 1);
             for (uint32_t i = 0; i < k->reduction_count && probe; i++)
                 vectors = vectors || steps_by_one(ctx->sym, k, k->reductions[i].value, probe);
         }
+        if (!constant && !share && !vectors)
+            return;
         tm = share ? ctx->tile_rows : 1;
         tn = share ? ctx->tile_cols : vectors ? ctx->tile_vector_cols : 1;
     } else if (width % tn != 0) {

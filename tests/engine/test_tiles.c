@@ -364,6 +364,48 @@ static void test_tiles_narrow_rows_take_taller_tiles(void **state) {
     check_matmul_items(*state, 1024, 196, (const int64_t[]){24, 256}, (const uint64_t[]){64, 32});
 }
 
+/* A product over a symbolic row count with no rows to share (batch, 10) @ (10, 96) (a linear
+ * layer's input gradient: the left operand is one row, its right operand read along the output
+ * columns): tiles of consecutive columns reading the right operand as vectors, whole tiles in
+ * every row whatever the batch (fewer items than outputs on a CPU: one output per invocation
+ * before); one kernel for batches 5 and 3, exact (quarters in f32). */
+static void test_tiles_symbolic_rows_tile_columns(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = f->ctx;
+    const kiln_expr *var = kiln_variable(ctx, "col_batch", 1, 64);
+    assert_non_null(var);
+    float *a = values(64 * 10, 3), *w = values(10 * 96, 4), *want = values(64 * 96, 0);
+    kiln_tensor *tw = fx_f32(ctx, 2, (const int64_t[]){10, 96}, w);
+    kiln_tensor *flat = fx_f32(ctx, 1, (const int64_t[]){64 * 10}, a);
+    for (int64_t batch = 5; batch >= 3; batch -= 2) {
+        const kiln_expr *bound = kiln_bind(ctx, var, batch);
+        const kiln_expr *dims[2] = {bound, kiln_int(ctx, 10)};
+        kiln_tensor *ta =
+            kiln_reshape_sym(kiln_narrow_sym(flat, 0, kiln_int(ctx, 0),
+                                             kiln_expr_mul(ctx, bound, kiln_int(ctx, 10))),
+                             2, dims);
+        kiln_stats before = kiln_context_stats(ctx);
+        kiln_tensor *out = kiln_matmul(ta, tw);
+        assert_int_equal(kiln_realize(out), KILN_OK);
+        kiln_stats after = kiln_context_stats(ctx);
+        assert_int_equal(after.kernels_compiled - before.kernels_compiled, batch == 5);
+        if (cpu_tiles(f) && !fx_gpu_tuned(ctx)) /* tiles of 2 or more (as many as keep the
+                                                 * device busy at the largest batch) */
+            assert_true((after.items - before.items) * 2 <= (uint64_t)(batch * 96));
+        for (int64_t i = 0; i < batch; i++)
+            for (int64_t j = 0; j < 96; j++) {
+                float acc = 0;
+                for (int64_t k = 0; k < 10; k++)
+                    acc += a[i * 10 + k] * w[k * 96 + j];
+                want[i * 96 + j] = acc;
+            }
+        fx_check_f32(out, want, (size_t)(batch * 96), 0, 0);
+    }
+    free(a);
+    free(w);
+    free(want);
+}
+
 /* Elementwise kernels over a symbolic batch (1 .. 64): tiled along constant rows
  * (batch, 64, 64), along the flat index where the tile divides every count (batch, 512, 3:
  * 1,536 x batch elements, tiles of 8), untiled where no tile does (batch, 3). One kernel each
@@ -880,6 +922,7 @@ int main(void) {
         ENG_TEST(test_tiles_transposed_left_operand_reads_vectors),
         ENG_TEST(test_tiles_long_loops_keep_the_tile),
         ENG_TEST(test_tiles_narrow_rows_take_taller_tiles),
+        ENG_TEST(test_tiles_symbolic_rows_tile_columns),
         ENG_TEST(test_tiles_symbolic_elementwise),
         ENG_TEST(test_tiles_matmul_blocks),
         ENG_TEST(test_tiles_reduction_with_a_2d_output),
