@@ -67,14 +67,15 @@ static bool in_mod_range(const sym_node *n, int64_t c) {
     return n && n->vmin >= 0 && n->vmax < c;
 }
 
-/* (d*S + r) // c = S // (c/d) when d divides c and 0 <= r < d, for d one of the coefficients
- * ((x*56 + (y%28)*2 + z%2) // 784 = x // 14: an index through a permuted, merged view). NULL
- * when no d applies. The division's twin of mod_split. */
-static const sym_node *div_split(sym_ctx *ctx, const sym_terms *p, int64_t c) {
-    const sym_node *out = NULL;
-    for (size_t i = 0; i < p->len && !out; i++) {
-        int64_t d = p->data[i].coeff;
-        if (d <= 1 || c % d != 0)
+/* The split of p by a coefficient d of its own that divides c: p = d*S + r with 0 <= r < d
+ * (the terms whose coefficients d divides make S, the rest and the constant r). Tries each
+ * coefficient in turn; false when none gives such an r. */
+static bool split_by_coefficient(sym_ctx *ctx, const sym_terms *p, int64_t c, int64_t *d,
+                                 const sym_node **s_out, const sym_node **r_out) {
+    bool found = false;
+    for (size_t i = 0; i < p->len && !found; i++) {
+        *d = p->data[i].coeff;
+        if (*d <= 1 || c % *d != 0)
             continue;
         sym_terms s, r;
         sym_terms_init(&s, ctx);
@@ -82,18 +83,28 @@ static const sym_node *div_split(sym_ctx *ctx, const sym_terms *p, int64_t c) {
         r.konst = p->konst;
         for (size_t j = 0; j < p->len; j++) {
             sym_term t = p->data[j];
-            if (t.coeff % d == 0)
-                sym_terms_push(&s, t.base, t.coeff / d);
+            if (t.coeff % *d == 0)
+                sym_terms_push(&s, t.base, t.coeff / *d);
             else
                 sym_terms_push(&r, t.base, t.coeff);
         }
-        const sym_node *rn = sym_terms_build(&r);
-        if (in_mod_range(rn, d))
-            out = sym_floordiv_c(ctx, sym_terms_build(&s), c / d);
+        *r_out = sym_terms_build(&r);
+        found = in_mod_range(*r_out, *d);
+        if (found)
+            *s_out = sym_terms_build(&s);
         sym_terms_finish(&s);
         sym_terms_finish(&r);
     }
-    return out;
+    return found;
+}
+
+/* (d*S + r) // c = S // (c/d) when d divides c and 0 <= r < d, for d one of the coefficients
+ * ((x*56 + (y%28)*2 + z%2) // 784 = x // 14: an index through a permuted, merged view). NULL
+ * when no d applies. The division's twin of mod_split. */
+static const sym_node *div_split(sym_ctx *ctx, const sym_terms *p, int64_t c) {
+    int64_t d;
+    const sym_node *sn, *rn;
+    return split_by_coefficient(ctx, p, c, &d, &sn, &rn) ? sym_floordiv_c(ctx, sn, c / d) : NULL;
 }
 
 /* rest // c for a rest whose coefficients c does not divide and whose constant is in
@@ -185,30 +196,11 @@ static const sym_node *div_const(sym_ctx *ctx, const sym_node *a, int64_t c) {
 /* (d*S + r) % c = d*(S % (c/d)) + r when d divides c and 0 <= r < d, for d one of the
  * coefficients: ((x*3 + y) % 6 = (x % 2)*3 + y when 0 <= y < 3). NULL when no d applies. */
 static const sym_node *mod_split(sym_ctx *ctx, const sym_terms *p, int64_t c) {
-    const sym_node *out = NULL;
-    for (size_t i = 0; i < p->len && !out; i++) {
-        int64_t d = p->data[i].coeff;
-        if (d <= 1 || c % d != 0)
-            continue;
-        sym_terms s, r;
-        sym_terms_init(&s, ctx);
-        sym_terms_init(&r, ctx);
-        r.konst = p->konst;
-        for (size_t j = 0; j < p->len; j++) {
-            sym_term t = p->data[j];
-            if (t.coeff % d == 0)
-                sym_terms_push(&s, t.base, t.coeff / d);
-            else
-                sym_terms_push(&r, t.base, t.coeff);
-        }
-        const sym_node *rn = sym_terms_build(&r);
-        if (in_mod_range(rn, d))
-            out = sym_add(ctx, sym_mul_c(ctx, sym_floormod_c(ctx, sym_terms_build(&s), c / d), d),
-                          rn);
-        sym_terms_finish(&s);
-        sym_terms_finish(&r);
-    }
-    return out;
+    int64_t d;
+    const sym_node *sn, *rn;
+    if (!split_by_coefficient(ctx, p, c, &d, &sn, &rn))
+        return NULL;
+    return sym_add(ctx, sym_mul_c(ctx, sym_floormod_c(ctx, sn, c / d), d), rn);
 }
 
 /* a % c for a sum or a term. Terms that are multiples of c drop out and the constant is
