@@ -281,5 +281,8 @@ const sym_node *sym_given(sym_ctx *ctx, const sym_node *n, const sym_node *cond)
             back_from[back] = to[i], back_to[back++] = from[i];
     }
     r = r && back ? rebuild_map(ctx, r, leaf_as_is, NULL, back_from, back_to, back) : r;
-    return r && sym_ctx_status(ctx) == KILN_OK ? r : n;
+    if (r && sym_ctx_status(ctx) == KILN_OK)
+        return r;
+    sym_ctx_clear_error(ctx); /* (OK on entry: a failed simplification leaves no error) */
+    return n;
 }
