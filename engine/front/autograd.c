@@ -449,18 +449,20 @@ static kiln_tensor *sum_to(kiln_tensor *g, uint32_t ndim, const sym_node *const 
     uint32_t lead = v->ndim - ndim;
     int32_t axes[SHAPE_MAX_DIMS];
     uint32_t n = 0;
+    /* The broadcast dims of size 1 first, then the leading dims: a bias's gradient sums each
+     * image's rows (contiguous runs) before the images. */
+    for (uint32_t d = 0; d < ndim; d++) {
+        int64_t one;
+        if (sym_is_const(shape[d], &one) && one == 1 && v->shape[lead + d] != shape[d])
+            axes[n++] = (int32_t)(lead + d);
+    }
+    if (n)
+        g = kiln_sum(g, n, axes, true);
+    n = 0;
     for (uint32_t d = 0; d < lead; d++)
         axes[n++] = (int32_t)d;
-    if (n)
-        g = kiln_sum(g, n, axes, false);
-    n = 0;
-    for (uint32_t d = 0; d < ndim && g; d++) {
-        int64_t one;
-        if (sym_is_const(shape[d], &one) && one == 1 && view_of(g)->shape[d] != shape[d])
-            axes[n++] = (int32_t)d;
-    }
     if (n && g)
-        g = kiln_sum(g, n, axes, true);
+        g = kiln_sum(g, n, axes, false);
     return g;
 }
 

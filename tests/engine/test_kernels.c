@@ -397,6 +397,32 @@ static void on_log(void *user, kiln_log_level level, const char *module, const c
 /* A realize that compiles reports "compiling kernels: i of n" through the log callback once
  * compiling has taken a second; the test hook makes that from the first kernel. Kernels from
  * the memory cache report nothing, nor does a quick compile without the hook. */
+/* A bias's gradient (a (4, 1, 1) bias broadcast over (3, 4, 8, 8)) sums each image's rows, 64
+ * contiguous elements, first (a kernel whose output is (3, 4, 1, 1)), then the images; the sum
+ * is exact (multiples of 1/4). */
+static void test_engine_kernels_bias_gradient_sums_rows_first(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    float rs[3 * 4 * 64], want[4] = {0};
+    for (int i = 0; i < 3 * 4 * 64; i++) {
+        rs[i] = (float)(i % 9 - 4) / 4;
+        want[(i / 64) % 4] += rs[i];
+    }
+    kiln_tensor *x = kiln_zeros(ctx, KILN_F32, 4, (const int64_t[]){3, 4, 8, 8});
+    kiln_tensor *r = fx_f32(ctx, 4, (const int64_t[]){3, 4, 8, 8}, rs);
+    kiln_tensor *b = kiln_zeros(ctx, KILN_F32, 3, (const int64_t[]){4, 1, 1});
+    assert_int_equal(kiln_requires_grad_(b, true), KILN_OK);
+    kiln_tensor *loss = kiln_sum(kiln_mul(kiln_add(x, b), r), 0, NULL, false);
+    kiln_tensor *db = NULL;
+    assert_int_equal(kiln_grad(loss, 1, &b, &db), KILN_OK);
+    fx_check_f32(db, want, 4, 0, 0);
+    char names[512];
+    program_names(ctx, names, sizeof names);
+    assert_non_null(strstr(names, "_3x4x1x1"));
+    eng_fixture_context_destroy(ctx);
+}
+
 /* The float additions of a kernel's code. */
 static uint32_t float_adds(const eng_program *p) {
     uint32_t n = 0;
@@ -482,6 +508,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_cache_tells_graphs_apart),
         ENG_TEST(test_engine_kernels_names_say_what_they_compute),
         ENG_TEST(test_engine_kernels_disjoint_windows_gradient_adds_nothing),
+        ENG_TEST(test_engine_kernels_bias_gradient_sums_rows_first),
         ENG_TEST(test_engine_kernels_compiles_report_progress),
         ENG_TEST(test_engine_kernels_recomputed_operand_is_realized_first),
         ENG_TEST(test_engine_kernels_recompute_rule_elementwise),
