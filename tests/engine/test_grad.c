@@ -569,6 +569,43 @@ static void test_grad_symbolic_slice_expand(void **state) {
     }
 }
 
+/* The gradient of disjoint windows (unfold with step >= size: autograd.c unfold_grad_disjoint)
+ * over a dim of symbolic size, bound to 9 then 8: windows of 2 every 3 (gaps, and elements past
+ * the last window) and of 2 every 2, weighted by the window position. */
+static void test_grad_symbolic_disjoint_windows(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    float xall[16];
+    for (int i = 0; i < 16; i++)
+        xall[i] = (float)(i % 5) / 4;
+    const kiln_expr *n = kiln_variable(ctx, "win_len", 4, 16);
+    for (int64_t len = 9; len >= 8; len--) {
+        for (int64_t step = 3; step >= 2; step--) {
+            kiln_scope_begin(ctx);
+            const kiln_expr *b = kiln_bind(ctx, n, len);
+            kiln_tensor *src = fx_f32(ctx, 1, (const int64_t[]){16}, xall);
+            kiln_tensor *x = kiln_empty_sym(ctx, KILN_F32, 1, &b);
+            assert_int_equal(kiln_copy_(x, kiln_narrow_sym(src, 0, kiln_int(ctx, 0), b)), KILN_OK);
+            assert_int_equal(kiln_requires_grad_(x, true), KILN_OK);
+            kiln_tensor *w = kiln_unfold(x, 0, 2, step); /* (windows, 2) */
+            assert_non_null(w);
+            /* loss = sum over windows of (first + 3 * second) */
+            kiln_tensor *weights = fx_f32(ctx, 1, (const int64_t[]){2}, (const float[]){1, 3});
+            kiln_tensor *loss = kiln_sum(kiln_mul(w, weights), 0, NULL, false);
+            kiln_tensor *g = NULL;
+            assert_int_equal(kiln_grad(loss, 1, &x, &g), KILN_OK);
+            float got[16], want[16] = {0};
+            for (int64_t k = 0; k + 2 <= len; k += step) {
+                want[k] = 1;
+                want[k + 1] = 3;
+            }
+            fx_read(g, KILN_F32, got, (size_t)len);
+            for (int64_t i = 0; i < len; i++)
+                assert_float_equal(got[i], want[i], 0);
+            assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+        }
+    }
+}
+
 /* Inputs other than plain f32 leaves: an f16 leaf (its gradient is f16), an intermediate
  * tensor, a view of a leaf, the same input twice; and kiln_grad twice on one graph. */
 static void test_grad_inputs(void **state) {
@@ -987,6 +1024,7 @@ int main(void) {
         ENG_TEST(test_grad_overwritten_before_use),
         ENG_TEST(test_grad_symbolic_batch),
         ENG_TEST(test_grad_symbolic_slice_expand),
+        ENG_TEST(test_grad_symbolic_disjoint_windows),
         ENG_TEST(test_grad_inputs),
         ENG_TEST(test_grad_deep_chain_and_rebind),
         ENG_TEST(test_grad_larger_sizes),
