@@ -282,6 +282,16 @@ static const sym_node *for_output(lowering *l, const sym_node *s) {
     return for_output_at(l, s, l->out);
 }
 
+/* Whether the w elements at[c] are consecutive and the first a multiple of w. */
+static bool aligned_run(sym_ctx *sc, const sym_node *const *at, uint32_t w) {
+    int64_t d, low;
+    for (uint32_t c = 1; c < w; c++) {
+        if (!at[c] || !sym_is_const(sym_sub(sc, at[c], at[0]), &d) || d != (int64_t)c)
+            return false;
+    }
+    return at[0] && sym_is_const(sym_floormod_c(sc, at[0], w), &low) && low == 0;
+}
+
 /* Whether outputs out .. out + w - 1 (of one row of the tile; w: 4 or 8) access w elements
  * of a buffer that one vector access serves: index + c for output c (returns 1) or index - c
  * (a flipped view, returns -1), the lowest of them a multiple of w; else 0. at[c] receives
@@ -306,17 +316,6 @@ static int vector_run(lowering *l, const sym_node *s, const sym_node *at[8], uin
     return aligned ? (int)step : 0;
 }
 
-/* The widest vector run (8 where the device takes octets, else 4) of the outputs from out;
- * *w receives its width. */
-static int widest_run(lowering *l, const sym_node *s, const sym_node *at[8], uint32_t *w) {
-    for (*w = l->ctx->octets ? 8 : 4; *w >= 4; *w /= 2) {
-        int step = vector_run(l, s, at, *w);
-        if (step != 0)
-            return step;
-    }
-    return 0;
-}
-
 /* Whether outputs out, out + tn, ..., out + (w - 1) tn (one column of the tile, from a row that
  * is a multiple of w) load w consecutive elements, the lowest a multiple of w: a matmul's
  * left operand read transposed (a^T @ g, a weight gradient's or an input gradient's left
@@ -326,14 +325,21 @@ static int column_run(lowering *l, const sym_node *s, const sym_node *at[8], uin
     if (tn == 0 || l->outputs < tn * w || (l->outputs / tn) % w != 0 || (l->out / tn) % w != 0)
         return 0;
     sym_ctx *sc = l->ctx->sym;
-    for (uint32_t c = 0; c < w; c++) {
+    for (uint32_t c = 0; c < w; c++)
         at[c] = for_output_at(l, s, l->out + c * tn);
-        int64_t d;
-        if (!at[c] || !sym_is_const(sym_sub(sc, at[c], at[0]), &d) || d != (int64_t)c)
-            return 0;
+    return aligned_run(sc, at, w) ? 1 : 0;
+}
+
+/* The widest run (8 where the device takes octets, else 4) that run (vector_run, column_run)
+ * finds from output out; *w receives its width. */
+static int widest_run(lowering *l, const sym_node *s, const sym_node *at[8], uint32_t *w,
+                      int (*run)(lowering *, const sym_node *, const sym_node *[8], uint32_t)) {
+    for (*w = l->ctx->octets ? 8 : 4; *w >= 4; *w /= 2) {
+        int step = run(l, s, at, *w);
+        if (step != 0)
+            return step;
     }
-    int64_t low;
-    return sym_is_const(sym_floormod_c(sc, at[0], w), &low) && low == 0 ? 1 : 0;
+    return 0;
 }
 
 static ir_value lower_index(lowering *l, const sym_node *s) {
@@ -480,16 +486,6 @@ static const sym_node *at_step(lowering *l, const sym_node *s, uint32_t u) {
     return s && to[0] ? sym_substitute(sc, s, from, to, 1) : s;
 }
 
-/* Whether the w elements at[c] are consecutive and the first a multiple of w. */
-static bool aligned_run(sym_ctx *sc, const sym_node *const *at, uint32_t w) {
-    int64_t d, low;
-    for (uint32_t c = 1; c < w; c++) {
-        if (!at[c] || !sym_is_const(sym_sub(sc, at[c], at[0]), &d) || d != (int64_t)c)
-            return false;
-    }
-    return at[0] && sym_is_const(sym_floormod_c(sc, at[0], w), &low) && low == 0;
-}
-
 /* In a team kernel, a vector load at step 0 (four elements at[c] for the output being lowered)
  * whose elements depend on the output's tile row di but not on its column nor on the tile
  * column (a matmul's left operand): lane L of the team loads the vector of its tile's row L
@@ -572,12 +568,9 @@ static ir_value lower_load(lowering *l, const kast *a) {
         return memo_put(l, key, v);
     const sym_node *at[8];
     uint32_t w;
-    bool vectors = vector_load_ok(l, a, valid);
-    int step = vectors ? widest_run(l, a->index, at, &w) : 0;
-    for (uint32_t cw = l->ctx->octets ? 8 : 4; vectors && step == 0 && cw >= 4; cw /= 2) {
-        step = column_run(l, a->index, at, cw);
-        w = cw;
-    }
+    int step = 0;
+    if (vector_load_ok(l, a, valid) && (step = widest_run(l, a->index, at, &w, vector_run)) == 0)
+        step = widest_run(l, a->index, at, &w, column_run);
     if (step != 0)
         return lower_load_vector(l, &l->memo, a, at, valid, step, w);
     return memo_put(l, key, lower_load_uncached(l, a, index, valid));
@@ -1522,8 +1515,9 @@ static void lower_outputs(lowering *l, bool tiled) {
     for (l->out = 0; l->out < l->outputs;) {
         const sym_node *run[8];
         uint32_t w = 1;
-        int step =
-            vector_stores ? widest_run(l, k->out_index ? k->out_index : k->gidx, run, &w) : 0;
+        int step = vector_stores
+                       ? widest_run(l, k->out_index ? k->out_index : k->gidx, run, &w, vector_run)
+                       : 0;
         uint32_t n = step != 0 ? w : 1;
         ir_value v[8];
         for (uint32_t c = 0; c < n; c++, l->out++) {
