@@ -509,52 +509,41 @@ static kiln_tensor *ones_like_mask(kiln_tensor *m, ir_type type) {
     return m ? kiln_cast(m, eng_dtype(type)) : NULL;
 }
 
-/* Scatters g (sizes: count along dim) into a tensor of size n along dim whose element
- * first + k * step is g's k-th (step >= 1); the other elements are 0. */
-static kiln_tensor *scatter_strided(kiln_context *ctx, kiln_tensor *g, uint32_t dim,
-                                    const sym_node *first, int64_t step, const sym_node *n) {
+/* Scatters blocks into a tensor of size n along dim: g is (.., count, size, ..) with a block
+ * dim of size elements (size <= step) after dim, and element e of block k lands at first +
+ * k * step + e; the other elements are 0. The blocks padded with zeros to step, merged with
+ * dim, the zeros after the last block dropped, then padded to n. */
+static kiln_tensor *scatter_blocks(kiln_context *ctx, kiln_tensor *g, uint32_t dim, int64_t size,
+                                   const sym_node *first, int64_t step, const sym_node *n) {
     if (!g)
         return NULL;
     const shape_view *v = view_of(g);
-    uint32_t ndim = v->ndim;
-    const sym_node *count = v->shape[dim];
+    uint32_t ndim = v->ndim - 1; /* without the block dim */
+    const sym_node *count = v->shape[dim], *shape[SHAPE_MAX_DIMS];
+    for (uint32_t d = 0, o = 0; d <= ndim; d++) {
+        if (d != dim + 1)
+            shape[o++] = d == dim ? sym_mul_c(ctx->sym, count, step) : v->shape[d];
+    }
     int64_t c;
     if (sym_is_const(count, &c) && c == 0) {
-        const sym_node *shape[SHAPE_MAX_DIMS];
-        memcpy(shape, v->shape, ndim * sizeof *shape);
         shape[dim] = n;
         return zeros_of(ctx, type_of(g), ndim, shape);
     }
-    const sym_node *len = count; /* elements g covers: (count - 1) * step + 1 */
-    if (step > 1) {
-        /* (.., count, ..) -> (.., count, step) with zeros after each element -> flat, then
-         * the trailing step - 1 zeros dropped. */
+    if (step > size) {
         const sym_node *pads[2 * SHAPE_MAX_DIMS];
-        g = kiln_unsqueeze(g, (int32_t)dim + 1);
-        if (!g)
-            return NULL;
         for (uint32_t d = 0; d <= ndim; d++) {
             pads[2 * d] = cnst(ctx, 0);
-            pads[2 * d + 1] = cnst(ctx, d == dim + 1 ? step - 1 : 0);
+            pads[2 * d + 1] = cnst(ctx, d == dim + 1 ? step - size : 0);
         }
-        const kiln_expr *pe[2 * SHAPE_MAX_DIMS];
-        for (uint32_t i = 0; i < 2 * (ndim + 1); i++)
-            pe[i] = eng_expr_handle(ctx, pads[i]);
-        g = kiln_pad_sym(g, pe);
-        const sym_node *shape[SHAPE_MAX_DIMS];
-        const shape_view *w = g ? view_of(g) : NULL;
-        if (!w)
-            return NULL;
-        for (uint32_t d = 0, o = 0; d <= ndim; d++) {
-            if (d == dim + 1)
-                continue;
-            shape[o++] = d == dim ? sym_mul_c(ctx->sym, count, step) : w->shape[d];
-        }
-        g = eng_reshape(g, ndim, shape);
-        len = sym_add_c(ctx->sym, sym_mul_c(ctx->sym, sym_add_c(ctx->sym, count, -1), step), 1);
+        g = eng_pad(g, pads);
+    }
+    g = g ? eng_reshape(g, ndim, shape) : NULL;
+    /* the elements the blocks cover: (count - 1) step + size */
+    const sym_node *len =
+        sym_add_c(ctx->sym, sym_mul_c(ctx->sym, sym_add_c(ctx->sym, count, -1), step), size);
+    if (g && step > size)
         g = kiln_narrow_sym(g, (int32_t)dim, eng_expr_handle(ctx, cnst(ctx, 0)),
                             eng_expr_handle(ctx, len));
-    }
     if (!g || !len)
         return NULL;
     /* The amount after may be provably non-negative only at the bound values (a forward slice
@@ -569,11 +558,19 @@ static kiln_tensor *scatter_strided(kiln_context *ctx, kiln_tensor *g, uint32_t 
     return eng_pad(g, pads);
 }
 
+/* Scatters g (sizes: count along dim) into a tensor of size n along dim whose element
+ * first + k * step is g's k-th (step >= 1); the other elements are 0: blocks of one. */
+static kiln_tensor *scatter_strided(kiln_context *ctx, kiln_tensor *g, uint32_t dim,
+                                    const sym_node *first, int64_t step, const sym_node *n) {
+    return g ? scatter_blocks(ctx, kiln_unsqueeze(g, (int32_t)dim + 1), dim, 1, first, step, n)
+             : NULL;
+}
+
 /* The gradient of an unfold whose windows do not overlap (step >= size): each input element
  * is in at most one window, so the windows' gradients are laid back by movement alone. g is
- * (.., W, .., size) with W windows at dim: the window elements' dim moved next to it, padded to
- * step (zeros for the elements between windows), the two merged, then cut or padded to n. No
- * masked sum over the window positions, which the general rule needs where windows overlap. */
+ * (.., W, .., size) with W windows at dim: the window elements' dim moved next to it and the
+ * windows scattered as blocks. No masked sum over the window positions, which the general
+ * rule needs where windows overlap. */
 static kiln_tensor *unfold_grad_disjoint(kiln_context *ctx, kiln_tensor *g, uint32_t dim,
                                          int64_t size, int64_t step, const sym_node *n) {
     if (!g)
@@ -585,38 +582,7 @@ static kiln_tensor *unfold_grad_disjoint(kiln_context *ctx, kiln_tensor *g, uint
         if (d == dim)
             perm[o++] = (int32_t)nd - 1;
     }
-    g = kiln_permute(g, perm);
-    if (g && step > size) {
-        const sym_node *pads[2 * SHAPE_MAX_DIMS];
-        for (uint32_t d = 0; d < nd; d++) {
-            pads[2 * d] = cnst(ctx, 0);
-            pads[2 * d + 1] = cnst(ctx, d == dim + 1 ? step - size : 0);
-        }
-        g = eng_pad(g, pads);
-    }
-    if (!g)
-        return NULL;
-    const shape_view *v = view_of(g);
-    const sym_node *windows = v->shape[dim], *shape[SHAPE_MAX_DIMS];
-    for (uint32_t d = 0, o = 0; d < nd; d++) {
-        if (d != dim + 1)
-            shape[o++] = d == dim ? sym_mul_c(ctx->sym, windows, step) : v->shape[d];
-    }
-    g = eng_reshape(g, nd - 1, shape);
-    /* The elements the windows cover: (W - 1) step + size, the rest of n zeros. */
-    const sym_node *len =
-        sym_add_c(ctx->sym, sym_mul_c(ctx->sym, sym_add_c(ctx->sym, windows, -1), step), size);
-    if (g && step > size)
-        g = kiln_narrow_sym(g, (int32_t)dim, eng_expr_handle(ctx, cnst(ctx, 0)),
-                            eng_expr_handle(ctx, len));
-    if (!g)
-        return NULL;
-    const sym_node *pads[2 * SHAPE_MAX_DIMS];
-    for (uint32_t d = 0; d + 1 < nd; d++) {
-        pads[2 * d] = cnst(ctx, 0);
-        pads[2 * d + 1] = d == dim ? sym_sub(ctx->sym, n, len) : cnst(ctx, 0);
-    }
-    return eng_pad(g, pads);
+    return scatter_blocks(ctx, kiln_permute(g, perm), dim, size, cnst(ctx, 0), step, n);
 }
 
 static kiln_tensor *unsupported(grad_run *g, const char *why) {
