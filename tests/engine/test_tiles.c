@@ -261,6 +261,21 @@ static void test_tiles_flat_index_when_the_last_dim_does_not_divide(void **state
     free(want);
 }
 
+/* Realizes product out (the tensors it reads realized before), then, on a CPU, checks that it
+ * ran as one tiled kernel with vector loads; its values against want (n of them). */
+static void check_one_tiled_vector_product(eng_fixture *f, kiln_tensor *out, const float *want,
+                                           size_t n) {
+    kiln_context *ctx = f->ctx;
+    kiln_stats before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize(out), KILN_OK);
+    kiln_stats after = kiln_context_stats(ctx);
+    if (cpu_tiles(f)) {
+        assert_int_equal(stats_delta(&before, &after).tiled, 1);
+        assert_int_equal(stats_delta(&before, &after).vector, 1);
+    }
+    fx_check_f32(out, want, n, 1e-3, 1e-5);
+}
+
 /* matmul: an 8 x 8 register tile on a CPU, loads of a's row and b's column shared, both read
  * as vectors (a's along the unrolled steps over k). */
 static void test_tiles_matmul_register_tile(void **state) {
@@ -271,15 +286,8 @@ static void test_tiles_matmul_register_tile(void **state) {
     host_matmul(a, b, M, K, N, want);
     kiln_tensor *ta = fx_f32(ctx, 2, (const int64_t[]){M, K}, a);
     kiln_tensor *tb = fx_f32(ctx, 2, (const int64_t[]){K, N}, b);
-    kiln_stats before = kiln_context_stats(ctx);
-    kiln_tensor *out = kiln_matmul(ta, tb);
-    assert_int_equal(kiln_realize(out), KILN_OK);
-    kiln_stats after = kiln_context_stats(ctx);
-    if (cpu_tiles(f)) { /* a's rows read as vectors along k, b's along its columns */
-        assert_int_equal(stats_delta(&before, &after).tiled, 1);
-        assert_int_equal(stats_delta(&before, &after).vector, 1);
-    }
-    fx_check_f32(out, want, (size_t)M * N, 1e-3, 1e-5);
+    /* a's rows read as vectors along k, b's along its columns */
+    check_one_tiled_vector_product(f, kiln_matmul(ta, tb), want, (size_t)M * N);
     free(a);
     free(b);
     free(want);
@@ -305,15 +313,8 @@ static void test_tiles_transposed_left_operand_reads_vectors(void **state) {
     host_matmul(at, bn, M, K, N, want);
     kiln_tensor *ta = fx_f32(ctx, 2, (const int64_t[]){K, M}, a);
     kiln_tensor *tb = kiln_narrow(fx_f32(ctx, 2, (const int64_t[]){K, N + 1}, b), 1, 1, N);
-    kiln_stats before = kiln_context_stats(ctx);
-    kiln_tensor *out = kiln_matmul(kiln_transpose(ta, 0, 1), tb);
-    assert_int_equal(kiln_realize(out), KILN_OK);
-    kiln_stats after = kiln_context_stats(ctx);
-    if (cpu_tiles(f)) {
-        assert_int_equal(stats_delta(&before, &after).tiled, 1);
-        assert_int_equal(stats_delta(&before, &after).vector, 1);
-    }
-    fx_check_f32(out, want, (size_t)M * N, 1e-3, 1e-5);
+    check_one_tiled_vector_product(f, kiln_matmul(kiln_transpose(ta, 0, 1), tb), want,
+                                   (size_t)M * N);
     free(a);
     free(b);
     free(at);
