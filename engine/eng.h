@@ -493,6 +493,10 @@ void eng_node_unref(kiln_context *ctx, eng_node *n);
 /* n's i-th source becomes src read through st (taken), in place of the one it had. */
 void eng_node_set_src(kiln_context *ctx, eng_node *n, uint32_t i, eng_node *src,
                       const shape_tracker *st);
+/* n reads its sources that are `from` from `to` instead, through the same views: to holds
+ * from's value (a copy of the same shape), so n stays the same computation (its sources' ids,
+ * and so its hash, are kept). */
+void eng_node_move_src(kiln_context *ctx, eng_node *n, eng_node *from, eng_node *to);
 /* n is realized: it lets its sources go (and leaves their readers lists). */
 void eng_node_let_go(kiln_context *ctx, eng_node *n);
 /* A new storage joins the context's live storages, held once (by the caller). */

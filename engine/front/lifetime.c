@@ -273,6 +273,18 @@ void eng_node_set_src(kiln_context *ctx, eng_node *n, uint32_t i, eng_node *src,
     eng_node_unref(ctx, old);
 }
 
+void eng_node_move_src(kiln_context *ctx, eng_node *n, eng_node *from, eng_node *to) {
+    for (uint32_t i = 0; i < n->nsrc; i++) {
+        if (n->src[i].node != from)
+            continue;
+        reader_leave(from, &n->as_reader[i]);
+        n->src[i].node = to;
+        eng_node_ref(to);
+        reader_join(to, &n->as_reader[i]);
+        eng_node_unref(ctx, from);
+    }
+}
+
 void eng_node_let_go(kiln_context *ctx, eng_node *n) {
     eng_node *work = NULL;
     drop_sources(ctx, n, &work);

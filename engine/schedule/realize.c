@@ -21,6 +21,7 @@ typedef struct frame {
     frame_step step;
     uint64_t stamp;     /* STEP_READERS: the mark of the nodes the write's value depends on */
     eng_reader *reader; /* STEP_READERS: the reader scheduled last (NULL: none yet) */
+    eng_node *snapshot; /* STEP_READERS: the target's old value copied (NULL: none yet) */
     uint32_t need_count, next_need;
     eng_node *needs[MAX_NEEDS];
 } frame;
@@ -121,6 +122,7 @@ static kiln_status step_start(schedule *s, frame *f) {
     }
     f->step = STEP_READERS;
     f->reader = NULL;
+    f->snapshot = NULL;
     f->stamp = ++s->ctx->next_mark;
     return mark_dependencies(s, node->src[1].node, f->stamp);
 }
@@ -206,22 +208,66 @@ static eng_node *shared_old_reader(schedule *s, eng_node *w, eng_node *target, u
     return NULL;
 }
 
+/* The most elements n holds (its storage's, or its shape's under the largest bound values). */
+static int64_t most_elements(kiln_context *ctx, const eng_node *n) {
+    if (n->storage)
+        return (int64_t)n->storage->elements;
+    const sym_node *numel = eng_numel(ctx, n->ndim, n->shape);
+    if (!numel) {
+        sym_ctx_clear_error(ctx->sym);
+        return INT64_MAX;
+    }
+    return sym_vmax(numel);
+}
+
+/* Whether the readers of target that must see its old values read a copy of it instead of
+ * being realized (the write still overwrites target in place): when the copy is smaller than
+ * what one of them would realize (a bias that an optimizer overwrites while the step's tensors
+ * still hold its forward sum with a batch of activations: 16 floats copied where 64 x 16 x 28
+ * x 28 were computed and stored). */
+static bool snapshot_pays(kiln_context *ctx, const eng_node *target, const eng_node *run) {
+    return most_elements(ctx, target) < most_elements(ctx, run);
+}
+
 /* Program order: readers of the storage write w overwrites that were built before w, and that
  * w's own value does not consume (the nodes marked with the frame's stamp), must read the old
- * values: they are realized first, one frame each, in the order of the target's reader list.
- * So are the nodes of w's own value that read the old values and are read outside it too. */
+ * values: they are realized first, one frame each, in the order of the target's reader list,
+ * or, where that is cheaper (snapshot_pays), made to read a copy of the old values, realized
+ * first (the frame's snapshot, one for all of them). So are the nodes of w's own value that
+ * read the old values and are read outside it too. */
 static kiln_status step_readers(schedule *s, frame *f) {
     eng_node *w = f->node;
     eng_node *target = w->src[0].node;
-    for (eng_reader *r = f->reader ? f->reader->next : target->readers; r; r = r->next) {
+    kiln_context *ctx = s->ctx;
+    eng_reader *next;
+    for (eng_reader *r = f->reader ? f->reader->next : target->readers; r; r = next) {
+        next = r->next;
         eng_node *reader = r->node;
-        if (reader == w || reader->storage || reader->mark == f->stamp)
+        if (reader == w || reader->storage || reader->mark == f->stamp || reader == f->snapshot)
             continue;
         eng_node *run = consumer_of(reader, w, f->stamp);
         if (!run)
             continue;
+        if (snapshot_pays(ctx, target, run)) {
+            if (f->snapshot) {
+                eng_node_move_src(ctx, reader, target, f->snapshot);
+                continue;
+            }
+            eng_node *copy =
+                eng_node_copy(ctx, target, eng_tracker_contiguous(ctx, target->ndim, target->shape),
+                              target->ndim, target->shape);
+            if (!copy)
+                return ctx->err.status ? ctx->err.status : no_memory(ctx);
+            eng_node_ref(copy); /* the frame's, until its readers hold it */
+            f->snapshot = copy;
+            return push_frame(s, copy); /* f is stale from here; this reader comes again */
+        }
         f->reader = r;
         return push_frame(s, run); /* f is stale from here */
+    }
+    if (f->snapshot) {
+        eng_node_unref(ctx, f->snapshot);
+        f->snapshot = NULL;
     }
     kiln_status st;
     eng_node *shared = shared_old_reader(s, w, target, f->stamp, &st);
@@ -280,6 +326,11 @@ static kiln_status schedule_node(schedule *s, eng_node *root) {
             st = step_needs(s, f);
             break;
         }
+    }
+    for (size_t i = 0; st != KILN_OK && i < s->stack.len; i++) {
+        frame *f = &s->stack.data[i]; /* a failure leaves frames: their snapshots go */
+        if (f->step == STEP_READERS && f->snapshot)
+            eng_node_unref(s->ctx, f->snapshot);
     }
     return st;
 }

@@ -393,6 +393,48 @@ static void test_engine_realize_write_skips_dead_readers(void **state) {
     kiln_release(r2);
 }
 
+/* A write whose target is smaller than what its earlier readers would realize gives them a
+ * copy of the old values instead (realize.c snapshot_pays): y = x + p and z = x * p (3 x 4)
+ * read the bias p (4) that p += 1 overwrites; realizing p runs two kernels (the copy, shared
+ * by both readers, and the write), not y and z, which keep the old values. A reader built
+ * after the write reads the new ones; a second write makes a second copy. */
+static void test_engine_realize_write_copies_a_small_target(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    const float xs[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    kiln_tensor *x = fx_f32(ctx, 2, (int64_t[]){3, 4}, xs);
+    kiln_tensor *p = fx_f32(ctx, 1, (int64_t[]){4}, (float[]){1, -2, 3, -4});
+    kiln_tensor *one = kiln_scalar(ctx, KILN_F32, 1);
+    kiln_tensor *y = kiln_add(x, p), *z = kiln_mul(x, p);
+    assert_int_equal(kiln_add_(p, one), KILN_OK);
+    kiln_tensor *after = kiln_add(x, p);
+    kiln_stats before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize(p), KILN_OK);
+    kiln_stats done = kiln_context_stats(ctx);
+    assert_int_equal(done.dispatches - before.dispatches, 2);
+    fx_check_f32(p, (float[]){2, -1, 4, -3}, 4, 0, 0);
+    /* y and z read the first copy; after reads the first write's value: a copy for it */
+    assert_int_equal(kiln_add_(p, one), KILN_OK);
+    assert_int_equal(kiln_realize(p), KILN_OK);
+    assert_int_equal(kiln_context_stats(ctx).dispatches - done.dispatches, 2);
+    fx_check_f32(p, (float[]){3, 0, 5, -2}, 4, 0, 0);
+    float want_y[12], want_z[12], want_after[12];
+    const float old[4] = {1, -2, 3, -4}, new1[4] = {2, -1, 4, -3};
+    for (int i = 0; i < 12; i++) {
+        want_y[i] = xs[i] + old[i % 4];
+        want_z[i] = xs[i] * old[i % 4];
+        want_after[i] = xs[i] + new1[i % 4];
+    }
+    fx_check_f32(y, want_y, 12, 0, 0);
+    fx_check_f32(z, want_z, 12, 0, 0);
+    fx_check_f32(after, want_after, 12, 0, 0);
+    kiln_release(x);
+    kiln_release(p);
+    kiln_release(one);
+    kiln_release(y);
+    kiln_release(z);
+    kiln_release(after);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_realize_graph_1000_kernels_deep),
@@ -407,6 +449,7 @@ int main(void) {
         ENG_TEST(test_engine_realize_two_writes_from_one_old_value),
         ENG_TEST(test_engine_realize_reader_consumed_after_the_write),
         ENG_TEST(test_engine_realize_write_skips_dead_readers),
+        ENG_TEST(test_engine_realize_write_copies_a_small_target),
     };
     return ENG_RUN_BOTH(tests);
 }
