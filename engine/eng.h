@@ -575,6 +575,7 @@ typedef enum eng_ag_op {
     ENG_AG_TRANSPOSE,
     ENG_AG_NARROW,
     ENG_AG_INDEX_SELECT, /* ints: dim; the gradient scatters (adds) into the rows indexed */
+    ENG_AG_MAX_FIRST,    /* a max over the last dim whose first maximum takes the gradient */
 } eng_ag_op;
 
 /* The arguments of an op that records how to differentiate itself. */
@@ -801,6 +802,10 @@ kiln_tensor *eng_count_tensor(kiln_context *ctx, uint32_t ndim, const sym_node *
 /* An identity node over t (t read lazily through its view, with a plain view of its own: what
  * unfold needs of a padded tensor); differentiable (autograd.c). */
 kiln_tensor *eng_identity(kiln_tensor *t);
+/* The maximum of t's last dim (removed), recorded so that each row's gradient reaches its
+ * first maximum only (torch's max_pool2d; a NaN is the maximum), where kiln_max shares it
+ * among the elements equal to the result. call names the public call for messages. */
+kiln_tensor *eng_max_first(const char *call, kiln_tensor *t);
 /* kiln_argmax's indices as i32 (ops.c), for composites whose indices are small (a pooling
  * window's): no 64-bit integers in their kernels. */
 kiln_tensor *eng_argmax_i32(kiln_tensor *t, int32_t dim, bool keepdim);

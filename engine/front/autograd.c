@@ -392,15 +392,15 @@ typedef struct grad_run {
 
 static const char *op_name(uint32_t op) {
     static const char *const names[] = {
-        "none",        "leaf",     "identity", "add",         "sub",       "mul",
-        "div",         "pow",      "maximum",  "minimum",     "where",     "neg",
-        "abs",         "exp",      "log",      "sqrt",        "rsqrt",     "sin",
-        "cos",         "tanh",     "sigmoid",  "relu",        "cast",      "add_scalar",
-        "mul_scalar",  "sum",      "prod",     "max",         "min",       "mean",
-        "var",         "std",      "softmax",  "log_softmax", "matmul",    "reshape",
-        "permute",     "expand",   "pad",      "shrink",      "flip",      "slice",
-        "select",      "diagonal", "unfold",   "as_strided",  "transpose", "narrow",
-        "index_select"};
+        "none",         "leaf",     "identity", "add",         "sub",       "mul",
+        "div",          "pow",      "maximum",  "minimum",     "where",     "neg",
+        "abs",          "exp",      "log",      "sqrt",        "rsqrt",     "sin",
+        "cos",          "tanh",     "sigmoid",  "relu",        "cast",      "add_scalar",
+        "mul_scalar",   "sum",      "prod",     "max",         "min",       "mean",
+        "var",          "std",      "softmax",  "log_softmax", "matmul",    "reshape",
+        "permute",      "expand",   "pad",      "shrink",      "flip",      "slice",
+        "select",       "diagonal", "unfold",   "as_strided",  "transpose", "narrow",
+        "index_select", "max_first"};
     return op < sizeof names / sizeof names[0] ? names[op] : "?";
 }
 
@@ -808,6 +808,15 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
         kiln_tensor *count = kiln_sum(kiln_cast(hit, eng_dtype(gt)), n, axes, true);
         kiln_tensor *share = kiln_div(unreduce(f, g, false), count);
         return kiln_where(hit, expand_to(share, iv->ndim, iv->shape), scalar(ctx, gt, 0));
+    }
+    case ENG_AG_MAX_FIRST: {
+        /* The row's first maximum (a NaN is the maximum) takes the gradient: its index is an
+         * arg reduction of the saved input, made by the backward only (a forward that is not
+         * differentiated never computes it). */
+        kiln_tensor *first = eng_argmax_i32(in_value(r, 0), -1, true);
+        kiln_tensor *at =
+            kiln_arange_sym(ctx, KILN_I32, eng_expr_handle(ctx, iv->shape[iv->ndim - 1]));
+        return kiln_where(kiln_eq(first, at), unreduce(f, g, true), scalar(ctx, gt, 0));
     }
     case ENG_AG_VAR:
     case ENG_AG_STD: {

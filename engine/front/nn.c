@@ -341,9 +341,10 @@ static kiln_tensor *pad_minus_inf(kiln_tensor *x, int64_t padding) {
     return kiln_where(inside, kiln_pad(x, pad), kiln_scalar(ctx, dtype_of(x), -(double)INFINITY));
 }
 
-/* Each window's elements flattened to a last dim of kernel^2; the output selects the first
- * maximum of each (argmax, then a sum of the one element its one-hot mask keeps), so that a
- * gradient through it reaches that element only, as torch's does. A NaN is the maximum. */
+/* Each window's elements flattened to a last dim of kernel^2; the output is each window's
+ * maximum (a NaN is the maximum), whose gradient reaches the window's first maximum only, as
+ * torch's does (eng_max_first: the forward is one max reduction; the backward finds the first
+ * maximum's index, an arg reduction, from the saved windows). */
 static kiln_tensor *max_pool2d_impl(kiln_tensor *x, int64_t kernel, int64_t stride,
                                     int64_t padding) {
     if (!x || !pool_check(x, "kiln_max_pool2d", kernel, &stride, padding))
@@ -354,12 +355,7 @@ static kiln_tensor *max_pool2d_impl(kiln_tensor *x, int64_t kernel, int64_t stri
     kiln_tensor *win = windows(pad_minus_inf(x, padding), k, s, one); /* (..., OH, OW, K, K) */
     const kiln_expr *area = kiln_int(ctx, kernel * kernel);
     kiln_tensor *flat = reshape_tail(win, nd, 1, &area); /* (..., OH, OW, K * K) */
-    /* The window's index in i32 (a window is far smaller than 2^31): no 64-bit integers, which
-     * many mobile GPUs lack. */
-    kiln_tensor *first = eng_argmax_i32(flat, -1, true);
-    kiln_tensor *mask = kiln_eq(first, kiln_arange(ctx, KILN_I32, 0, (double)(kernel * kernel), 1));
-    kiln_tensor *picked = kiln_where(mask, flat, kiln_scalar(ctx, dtype_of(x), 0));
-    return kiln_sum(picked, 1, (const int32_t[]){-1}, false);
+    return eng_max_first("kiln_max_pool2d", flat);
 }
 
 /* The mean of each window, zero padding counted (count_include_pad, torch's default). */

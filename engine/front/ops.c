@@ -1260,6 +1260,12 @@ kiln_tensor *kiln_max(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool 
            max_impl(t, naxes, axes, keepdim), t);
 }
 
+kiln_tensor *eng_max_first(const char *call, kiln_tensor *t) {
+    static const int32_t last[1] = {-1};
+    ENG_OP(call, ENG_AG(.op = ENG_AG_MAX_FIRST, .dims = last, .ndims = 1),
+           max_impl(t, 1, last, false), t);
+}
+
 kiln_tensor *kiln_min(kiln_tensor *t, uint32_t naxes, const int32_t *axes, bool keepdim) {
     ENG_OP("kiln_min", ENG_AG(.op = ENG_AG_MIN, .dims = axes, .ndims = axes ? naxes : 0),
            min_impl(t, naxes, axes, keepdim), t);

@@ -460,6 +460,38 @@ static void test_engine_kernels_disjoint_windows_gradient_adds_nothing(void **st
     }
 }
 
+/* Whether some kernel ctx compiled has an arg reduction (its name says argmax). */
+static bool compiled_argmax(const kiln_context *ctx) {
+    for (const eng_program *p = ctx->program_list; p; p = p->next) {
+        if (strstr(p->name, "argmax"))
+            return true;
+    }
+    return false;
+}
+
+/* A max pool's forward is one max reduction (nn.c eng_max_first): the first maximum's index,
+ * an arg reduction, is made by the backward only. Before: an argmax and a one-hot sum, two
+ * kernels, also for a forward that is never differentiated. */
+static void test_engine_kernels_max_pool_forward_is_one_max(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    kiln_tensor *x = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){2, 3, 8, 8}, 7);
+    assert_int_equal(kiln_realize(x), KILN_OK);
+    kiln_stats before = kiln_context_stats(ctx);
+    kiln_tensor *y = kiln_max_pool2d(x, 2, 2, 0);
+    assert_int_equal(kiln_realize(y), KILN_OK);
+    assert_int_equal(kiln_context_stats(ctx).dispatches - before.dispatches, 1);
+    assert_false(compiled_argmax(ctx));
+    assert_int_equal(kiln_requires_grad_(x, true), KILN_OK);
+    kiln_tensor *dx = NULL;
+    assert_int_equal(kiln_grad(kiln_sum(kiln_max_pool2d(x, 2, 2, 0), 0, NULL, false), 1, &x, &dx),
+                     KILN_OK);
+    assert_int_equal(kiln_realize(dx), KILN_OK);
+    assert_true(compiled_argmax(ctx));
+    eng_fixture_context_destroy(ctx);
+}
+
 static void test_engine_kernels_compiles_report_progress(void **state) {
     eng_fixture *f = *state;
     progress_log log = {0};
@@ -509,6 +541,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_names_say_what_they_compute),
         ENG_TEST(test_engine_kernels_disjoint_windows_gradient_adds_nothing),
         ENG_TEST(test_engine_kernels_bias_gradient_sums_rows_first),
+        ENG_TEST(test_engine_kernels_max_pool_forward_is_one_max),
         ENG_TEST(test_engine_kernels_compiles_report_progress),
         ENG_TEST(test_engine_kernels_recomputed_operand_is_realized_first),
         ENG_TEST(test_engine_kernels_recompute_rule_elementwise),
