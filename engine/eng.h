@@ -378,18 +378,22 @@ struct kiln_context {
     int64_t progress_ns;       /* compiling longer than this reports progress (eng_testing: 0) */
     uint32_t parallelism;      /* invocations worth keeping busy (splits big reductions) */
     uint32_t parallelism_long; /* the same for reductions of long loops (lower.c LONG_LOOP) */
-    uint32_t group_lanes;      /* lanes per output of a group reduction (a power of two) */
-    uint32_t test_group_lanes; /* eng_testing.group_lanes */
-    bool test_gpu_tuning;      /* eng_testing.gpu_tuning */
-    uint32_t test_tile[5];     /* eng_testing.tile_ew, _rows, _cols, _vector_cols,
-                                * _block_rows */
-    uint32_t tile_ew;          /* outputs per invocation of an elementwise kernel */
-    uint32_t tile_ew_one;      /* of one that reads a single buffer (lower.c) */
-    uint32_t tile_ew_shared;   /* of one that reads an element for a whole row (lower.c) */
-    bool opaque_multipliers;   /* emit_options.opaque_multipliers: CPU devices */
-    bool paired_vectors;       /* emit_options.paired_vectors: CPU devices with int64 */
-    bool octets;               /* vector accesses of eight elements where they line up
-                                  (LOAD8/STORE8, lower.c): with paired_vectors */
+    /* Workgroups a kernel should have at least: narrower ones where it has fewer items (a
+     * CPU's threads each run whole workgroups; 0: never narrowed, a GPU's) */
+    uint32_t min_workgroups;
+    bool whole_short_rows;         /* a reduction's short row is one tile (lower.c; a CPU's) */
+    uint32_t group_lanes;          /* lanes per output of a group reduction (a power of two) */
+    uint32_t test_group_lanes;     /* eng_testing.group_lanes */
+    bool test_gpu_tuning;          /* eng_testing.gpu_tuning */
+    uint32_t test_tile[5];         /* eng_testing.tile_ew, _rows, _cols, _vector_cols,
+                                    * _block_rows */
+    uint32_t tile_ew;              /* outputs per invocation of an elementwise kernel */
+    uint32_t tile_ew_one;          /* of one that reads a single buffer (lower.c) */
+    uint32_t tile_ew_shared;       /* of one that reads an element for a whole row (lower.c) */
+    bool opaque_multipliers;       /* emit_options.opaque_multipliers: CPU devices */
+    bool paired_vectors;           /* emit_options.paired_vectors: CPU devices with int64 */
+    bool octets;                   /* vector accesses of eight elements where they line up
+                                      (LOAD8/STORE8, lower.c): with paired_vectors */
     uint32_t tile_rows, tile_cols; /* register tile of a reduction with a 2-D output */
     uint32_t tile_vector_cols;     /* columns of a reduction's tile that only reads vectors */
     uint32_t tile_block_rows, tile_block_cols; /* items of a load-sharing tiled kernel in blocks */

@@ -776,6 +776,7 @@ static uint32_t stage_unroll(const kiln_context *ctx, const eng_kernel *k, const
     uint32_t unroll = REDUCE_UNROLL;
     if (known && constant < 2 * REDUCE_UNROLL)
         unroll = 1;
+
     else if (known && ctx->octets && !p->group_lanes && constant % 8 == 0)
         unroll = MAX_UNROLL; /* an octet per step: one LOAD8 where the elements line up */
     for (uint32_t i = 0; i < k->reduction_count; i++)
@@ -1394,9 +1395,10 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
      * (9 in 9 tiles of 1, 10 in 5 of 2) is one tile wide, its rows fewer to fit: conv1's
      * weight gradient per image (16 x 9 over 784) in tiles of 4 x 9 instead of 8 x 1, with
      * runtime.c's narrower workgroups 1.7 -> 1.3 ms on lavapipe; the linear layer's weight
-     * gradient (1568 x 10) 0.80 -> 0.66 ms. */
-    if (k->reduction_count > 0 && tn * 2 < (int64_t)ctx->tile_cols && width > tn &&
-        width <= 2 * (int64_t)ctx->tile_cols) {
+     * gradient (1568 x 10) 0.80 -> 0.66 ms. A CPU's rule (ctx->whole_short_rows): on an H100
+     * bench_ops' conv2d weight gradient took 2x the time with it. */
+    if (ctx->whole_short_rows && k->reduction_count > 0 && tn * 2 < (int64_t)ctx->tile_cols &&
+        width > tn && width <= 2 * (int64_t)ctx->tile_cols) {
         tn = width;
         while (tm > 1 && tm * tn > MAX_TILE)
             tm /= 2;

@@ -43,6 +43,8 @@ static bool wants_interpreter(const char *device) {
 void eng_runtime_tune(kiln_context *ctx) {
     ctx->parallelism = 2048;
     ctx->parallelism_long = 512;
+    ctx->min_workgroups = 8;
+    ctx->whole_short_rows = true;
     ctx->tile_ew = 8;
     ctx->tile_ew_one = 16;
     ctx->tile_ew_shared = 32;
@@ -73,6 +75,8 @@ void eng_runtime_tune(kiln_context *ctx) {
         ctx->share_lanes = 0;
     if (gpu) {
         ctx->parallelism = ctx->parallelism_long = 65536;
+        ctx->min_workgroups = 0;
+        ctx->whole_short_rows = false;
         ctx->tile_ew = ctx->tile_ew_one = ctx->tile_ew_shared = 1;
         ctx->tile_rows = ctx->tile_cols = ctx->tile_vector_cols = 4;
         ctx->tile_block_rows = ctx->tile_block_cols = 1;
@@ -772,17 +776,18 @@ static kiln_status lower_variant(kiln_context *ctx, const eng_kernel *k, eng_pro
     return st == KILN_OK ? ir_verify(&p->ir, &ctx->err) : st;
 }
 
-/* A kernel of few items (its largest count) runs workgroups narrowed down to 32 invocations
- * while it has fewer than 8 of them: lavapipe runs each workgroup on one thread, so one
- * workgroup of 256 kept a core idle (conv1's weight gradient per image in tiles of 4 x 9: 256
- * items, 1.7 -> 1.3 ms in 8 workgroups of 32). Whole subgroups of the device still (32 is a
- * multiple of every team, and of a GPU's subgroups up to 32). */
-static void narrow_workgroups(const eng_kernel *k, eng_program *p) {
-    if (p->group_lanes || !p->per_item)
+/* On a CPU (ctx->min_workgroups), a kernel of few items (its largest count) runs workgroups
+ * narrowed down to 32 invocations while it has fewer than min_workgroups of them: lavapipe
+ * runs each workgroup on one thread, so one workgroup of 256 kept a core idle (conv1's weight
+ * gradient per image in tiles of 4 x 9: 256 items, 1.7 -> 1.3 ms in 8 workgroups of 32).
+ * Whole teams still (32 is a multiple of every team). Not on a GPU: on an H100 the narrowed
+ * workgroups made bench_ops' conv2d weight gradient 2.4x slower (0.46-0.64 -> 1.14-1.25 ms). */
+static void narrow_workgroups(const kiln_context *ctx, const eng_kernel *k, eng_program *p) {
+    if (!ctx->min_workgroups || p->group_lanes || !p->per_item)
         return;
     int64_t items = sym_vmax(k->numel) / (int64_t)p->per_item;
     while (p->workgroup_size > 32 && p->workgroup_size % 2 == 0 &&
-           items < (int64_t)p->workgroup_size * 8)
+           items < (int64_t)p->workgroup_size * ctx->min_workgroups)
         p->workgroup_size /= 2;
 }
 
@@ -794,7 +799,7 @@ static kiln_status compile_variant(kiln_context *ctx, const eng_kernel *k, eng_p
     if (p->group_lanes)
         p->workgroup_size = p->group_lanes;
     eng_kernel_tile(ctx, k, p);
-    narrow_workgroups(k, p);
+    narrow_workgroups(ctx, k, p);
     choose_variant(ctx, k, p);
     eng_kernel_share(ctx, p);
     uint8_t asked[ENG_MAX_PARAMS] = {0};
