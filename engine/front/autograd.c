@@ -585,6 +585,59 @@ static kiln_tensor *unfold_grad_disjoint(kiln_context *ctx, kiln_tensor *g, uint
     return scatter_blocks(ctx, kiln_permute(g, perm), dim, size, cnst(ctx, 0), step, n);
 }
 
+/* The pad rule's shrink of g (the kept part [b, e) of each dim), moved into g's node where
+ * that node is a fresh elementwise computation g alone holds (through its plain view) and
+ * nothing reads yet: a node of the same op over the kept part, its sources read through their
+ * views shrunk alike, so that what a kernel realizes is the kept part only. The gradient of a
+ * convolution's padded input, the fold of its nine windows, is such a sum: conv2's 16 x 16
+ * per channel of which the 14 x 14 inside are kept. Otherwise a plain shrink of g. */
+static kiln_tensor *shrink_grad(kiln_context *ctx, kiln_tensor *g, const sym_node *const *b,
+                                const sym_node *const *e) {
+    if (!g)
+        return NULL;
+    eng_node *n = eng_resolve(g);
+    const shape_tracker *gst = ENG_ST(g);
+    const shape_view *gv = shape_tracker_last(gst);
+    bool into = n->kind == ENG_EW && !n->storage && !n->readers && n->cells == 1 && !n->boundary &&
+                !n->unique && !n->written && shape_tracker_contiguous(gst) && gv->ndim == n->ndim;
+    for (uint32_t d = 0; into && d < n->ndim; d++)
+        into = gv->shape[d] == n->shape[d];
+    const sym_node *kept[SHAPE_MAX_DIMS];
+    for (uint32_t d = 0; into && d < n->ndim; d++)
+        into = (kept[d] = sym_sub(ctx->sym, e[d], b[d])) != NULL;
+    eng_node *m = into ? eng_node_new(ctx, ENG_EW, n->op, n->type, n->ndim, kept) : NULL;
+    if (m) {
+        m->nsrc = n->nsrc;
+        for (uint32_t i = 0; i < n->nsrc; i++) {
+            shape_tracker st;
+            const shape_tracker *from = n->src[i].st;
+            memcpy(&st, from, offsetof(shape_tracker, views) + from->nviews * sizeof(shape_view));
+            shape_view *last = &st.views[st.nviews - 1];
+            shape_view out;
+            kiln_status vs = shape_view_shrink(ctx->shape, last, b, e, &out);
+            if (vs != KILN_OK) {
+                eng_node_discard(ctx, m);
+                return eng_fail_from_shape(ctx, vs);
+            }
+            *last = out;
+            m->src[i] = (eng_src){n->src[i].node, eng_tracker_keep(ctx, &st), 0};
+            if (!m->src[i].st) {
+                eng_node_discard(ctx, m);
+                return NULL;
+            }
+        }
+        m = eng_node_intern(ctx, m);
+        return m ? eng_tensor_new(ctx, m, eng_tracker_contiguous(ctx, m->ndim, m->shape)) : NULL;
+    }
+    sym_ctx_clear_error(ctx->sym);
+    const kiln_expr *bh[SHAPE_MAX_DIMS], *eh[SHAPE_MAX_DIMS];
+    for (uint32_t d = 0; d < gv->ndim; d++) {
+        bh[d] = eng_expr_handle(ctx, b[d]);
+        eh[d] = eng_expr_handle(ctx, e[d]);
+    }
+    return kiln_shrink_sym(g, bh, eh);
+}
+
 static kiln_tensor *unsupported(grad_run *g, const char *why) {
     g->failed = true;
     return eng_fail(g->ctx, KILN_ERROR_UNSUPPORTED, "kiln_grad: the gradient of a %s op %s",
@@ -899,12 +952,12 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
         return sum_to_in(f, 0, g);
     case ENG_AG_PAD: {
         /* syms: before, after per dim */
-        const kiln_expr *b[SHAPE_MAX_DIMS], *e[SHAPE_MAX_DIMS];
+        const sym_node *b[SHAPE_MAX_DIMS], *e[SHAPE_MAX_DIMS];
         for (uint32_t d = 0; d < iv->ndim; d++) {
-            b[d] = eng_expr_handle(ctx, f->syms[2 * d]);
-            e[d] = eng_expr_handle(ctx, sym_add(ctx->sym, f->syms[2 * d], iv->shape[d]));
+            b[d] = f->syms[2 * d];
+            e[d] = sym_add(ctx->sym, f->syms[2 * d], iv->shape[d]);
         }
-        return kiln_shrink_sym(g, b, e);
+        return shrink_grad(ctx, g, b, e);
     }
     case ENG_AG_SHRINK: {
         /* syms: begin per dim, then end per dim */

@@ -492,6 +492,48 @@ static void test_engine_kernels_max_pool_forward_is_one_max(void **state) {
     eng_fixture_context_destroy(ctx);
 }
 
+/* The gradient of a padded input is the fold of the windows shrunk to the input: the shrink
+ * moves into the fold's node (autograd.c shrink_grad), so the kernel that realizes it computes
+ * the input's 6 x 6 per channel, not the padded 8 x 8 it would then cut. */
+static void test_engine_kernels_conv_input_gradient_skips_the_padding(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    kiln_tensor *x = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){2, 3, 6, 6}, 3);
+    kiln_tensor *w = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){4, 3, 3, 3}, 4);
+    assert_int_equal(kiln_requires_grad_(x, true), KILN_OK);
+    kiln_tensor *dx = NULL;
+    kiln_tensor *y = kiln_conv2d(x, w, 1, 1);
+    assert_int_equal(kiln_grad(kiln_sum(y, 0, NULL, false), 1, &x, &dx), KILN_OK);
+    assert_int_equal(kiln_realize(dx), KILN_OK);
+    bool inside = false;
+    for (const eng_program *p = ctx->program_list; p; p = p->next) {
+        assert_null(strstr(p->name, "_2x3x8x8"));
+        inside = inside || (p->name[0] == 'E' && strstr(p->name, "_2x3x6x6"));
+    }
+    assert_true(inside);
+    /* each input element's gradient: the sum of w over the taps whose window holds it */
+    float xs[2 * 3 * 6 * 6], ws[4 * 3 * 3 * 3], got[2 * 3 * 6 * 6];
+    assert_int_equal(kiln_read(x, xs, sizeof xs), KILN_OK);
+    assert_int_equal(kiln_read(w, ws, sizeof ws), KILN_OK);
+    assert_int_equal(kiln_read(dx, got, sizeof got), KILN_OK);
+    for (int n = 0; n < 2; n++)
+        for (int c = 0; c < 3; c++)
+            for (int i = 0; i < 6; i++)
+                for (int j = 0; j < 6; j++) {
+                    double want = 0;
+                    for (int o = 0; o < 4; o++)
+                        for (int kh = 0; kh < 3; kh++)
+                            for (int kw = 0; kw < 3; kw++) {
+                                int oi = i + 1 - kh, oj = j + 1 - kw; /* the output it feeds */
+                                if (oi >= 0 && oi < 6 && oj >= 0 && oj < 6)
+                                    want += ws[((o * 3 + c) * 3 + kh) * 3 + kw];
+                            }
+                    assert_float_equal(got[((n * 3 + c) * 6 + i) * 6 + j], want, 1e-4);
+                }
+    eng_fixture_context_destroy(ctx);
+}
+
 static void test_engine_kernels_compiles_report_progress(void **state) {
     eng_fixture *f = *state;
     progress_log log = {0};
@@ -542,6 +584,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_disjoint_windows_gradient_adds_nothing),
         ENG_TEST(test_engine_kernels_bias_gradient_sums_rows_first),
         ENG_TEST(test_engine_kernels_max_pool_forward_is_one_max),
+        ENG_TEST(test_engine_kernels_conv_input_gradient_skips_the_padding),
         ENG_TEST(test_engine_kernels_compiles_report_progress),
         ENG_TEST(test_engine_kernels_recomputed_operand_is_realized_first),
         ENG_TEST(test_engine_kernels_recompute_rule_elementwise),
