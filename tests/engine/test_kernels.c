@@ -534,6 +534,55 @@ static void test_engine_kernels_conv_input_gradient_skips_the_padding(void **sta
     eng_fixture_context_destroy(ctx);
 }
 
+/* Whether p's kernel has an IF inside a RANGE (a bounds check inside a loop). */
+static bool checks_in_loop(const eng_program *p) {
+    uint32_t depth = 0;
+    for (size_t i = 0; i < p->ir.insts.len; i++) {
+        ir_op op = p->ir.insts.data[i].op;
+        depth += op == IR_RANGE;
+        depth -= op == IR_ENDRANGE;
+        if (op == IR_IF && depth > 0)
+            return true;
+    }
+    return false;
+}
+
+/* A tiled product over 9 elements (a 3 x 3 window of one channel) steps by three, exactly:
+ * no bounds check inside its loop (lower.c stage_unroll); over 10 it steps by four, and the
+ * last step's elements are checked. Both against the host's sums. */
+static void test_engine_kernels_nine_elements_step_by_three(void **state) {
+    eng_fixture *f = *state;
+    for (int64_t k = 9; k <= 10; k++) {
+        kiln_context *ctx = eng_context_new(f->device);
+        assert_non_null(ctx);
+        kiln_tensor *a = kiln_rand(ctx, KILN_F32, 2, (const int64_t[]){16, k}, 5);
+        kiln_tensor *b = kiln_rand(ctx, KILN_F32, 2, (const int64_t[]){k, 256}, 6);
+        assert_int_equal(kiln_realize_many(ctx, 2, (kiln_tensor *const[]){a, b}), KILN_OK);
+        kiln_tensor *y = kiln_matmul(a, b);
+        assert_int_equal(kiln_realize(y), KILN_OK);
+        const eng_program *product = NULL;
+        for (const eng_program *p = ctx->program_list; p; p = p->next) {
+            if (p->name[0] == 'R')
+                product = p;
+        }
+        assert_non_null(product);
+        if (product->per_item > 1) /* a tile's rule; untiled, the values are checked alone */
+            assert_int_equal(checks_in_loop(product), k == 10);
+        float as[16 * 10], bs[10 * 256], got[16 * 256];
+        assert_int_equal(kiln_read(a, as, sizeof(float) * (size_t)(16 * k)), KILN_OK);
+        assert_int_equal(kiln_read(b, bs, sizeof(float) * (size_t)(k * 256)), KILN_OK);
+        assert_int_equal(kiln_read(y, got, sizeof got), KILN_OK);
+        for (int i = 0; i < 16; i++)
+            for (int j = 0; j < 256; j++) {
+                double want = 0;
+                for (int e = 0; e < k; e++)
+                    want += (double)as[i * k + e] * bs[e * 256 + j];
+                assert_float_equal(got[i * 256 + j], want, 1e-4);
+            }
+        eng_fixture_context_destroy(ctx);
+    }
+}
+
 static void test_engine_kernels_compiles_report_progress(void **state) {
     eng_fixture *f = *state;
     progress_log log = {0};
@@ -585,6 +634,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_bias_gradient_sums_rows_first),
         ENG_TEST(test_engine_kernels_max_pool_forward_is_one_max),
         ENG_TEST(test_engine_kernels_conv_input_gradient_skips_the_padding),
+        ENG_TEST(test_engine_kernels_nine_elements_step_by_three),
         ENG_TEST(test_engine_kernels_compiles_report_progress),
         ENG_TEST(test_engine_kernels_recomputed_operand_is_realized_first),
         ENG_TEST(test_engine_kernels_recompute_rule_elementwise),
