@@ -9,7 +9,10 @@
  * graph building: forward, kiln_grad and the optimizer's step; the realize with the loss's
  * read-back, of which device time from kiln_stats' timestamps), its code generation, and the
  * kernels compiled in the warm-up and in the timed steps (the disk cache is off: KILN_CACHE=0,
- * so every kernel the step needs is generated). Data: $KILN_FASHION_DATA, else
+ * so every kernel the step needs is generated). A second row times the forward alone, without
+ * gradients (examples/fashion_net.c fnet_evaluate: upload, forward, the logits read back;
+ * PyTorch: the model under torch.no_grad()), on the same batches, after the training steps.
+ * Data: $KILN_FASHION_DATA, else
  * /usr/share/datasets/fashion-mnist (dataset-fashion-mnist); without it, or without a python3
  * that imports torch (python3-torch), the row says so and the other side still runs. */
 #include "../examples/fashion_net.h"
@@ -29,8 +32,9 @@ enum { BATCH = 64 };
 
 typedef struct kiln_result {
     double median_ms, mean_ms, first_ms;
-    double build_ms, realize_ms, device_ms; /* medians per timed step */
-    double codegen_ms;                      /* over the whole run */
+    double build_ms, realize_ms, device_ms;    /* medians per timed step */
+    double codegen_ms;                         /* over the whole run */
+    double forward_median_ms, forward_mean_ms; /* the forward alone (fnet_evaluate) */
     uint64_t compiled_warmup, compiled_timed;
     float first_loss, last_loss;
 } kiln_result;
@@ -85,7 +89,16 @@ static bool run_kiln(const idx_dataset *data, int warmup, int steps, kiln_result
         realize[t] = net.realize_ms;
         device[t] = (double)(after.device_time_ns - before.device_time_ns) / 1e6;
     }
-    bool ok = st == KILN_OK && total && build && realize && device;
+    /* The forward alone, on the same batches (its own kernels: warm-up first). */
+    double *forward = calloc((size_t)steps, sizeof(double));
+    for (int s = 0; st == KILN_OK && s < warmup + steps && forward; s++) {
+        int64_t correct, first = ((int64_t)s * BATCH) % (data->count - BATCH + 1);
+        double start = bench_now_ms();
+        st = fnet_evaluate(&net, data, first, BATCH, &correct);
+        if (s >= warmup)
+            forward[s - warmup] = bench_now_ms() - start;
+    }
+    bool ok = st == KILN_OK && total && build && realize && device && forward;
     if (ok) {
         double sum = 0;
         for (int t = 0; t < steps; t++)
@@ -96,6 +109,11 @@ static bool run_kiln(const idx_dataset *data, int warmup, int steps, kiln_result
         r->realize_ms = bench_median(realize, steps);
         r->device_ms = bench_median(device, steps);
         r->codegen_ms = (double)kiln_context_stats(ctx).codegen_ns / 1e6;
+        sum = 0;
+        for (int t = 0; t < steps; t++)
+            sum += forward[t];
+        r->forward_mean_ms = sum / steps;
+        r->forward_median_ms = bench_median(forward, steps);
     } else {
         printf("bench_train: kiln: %s\n",
                st != KILN_OK ? kiln_context_message(ctx) : "out of memory");
@@ -104,6 +122,7 @@ static bool run_kiln(const idx_dataset *data, int warmup, int steps, kiln_result
     free(build);
     free(realize);
     free(device);
+    free(forward);
     fnet_finish(&net); /* a no-op after a failed fnet_init */
     kiln_context_destroy(ctx);
     return ok;
@@ -129,8 +148,12 @@ static double json_number(const char *json, const char *key) {
     return p ? strtod(p + strlen(quoted), NULL) : -1;
 }
 
-static bool run_torch(const char *data_dir, int warmup, int steps, double *median_ms,
-                      double *mean_ms, double *first_loss, double *last_loss) {
+typedef struct torch_result {
+    double median_ms, mean_ms, first_loss, last_loss;
+    double forward_median_ms, forward_mean_ms;
+} torch_result;
+
+static bool run_torch(const char *data_dir, int warmup, int steps, torch_result *r) {
     const char *python = torch_python();
     if (!python) {
         printf("bench_train: no python3 with torch (python3-torch): no PyTorch reference\n");
@@ -148,11 +171,13 @@ static bool run_torch(const char *data_dir, int warmup, int steps, double *media
     while (fgets(line, sizeof line, p) && !strstr(line, "ms_per_step_median"))
         ;
     int rc = pclose(p);
-    *median_ms = json_number(line, "ms_per_step_median");
-    *mean_ms = json_number(line, "ms_per_step_mean");
-    *first_loss = json_number(line, "first_loss");
-    *last_loss = json_number(line, "last_loss");
-    if (rc != 0 || *median_ms <= 0) {
+    r->median_ms = json_number(line, "ms_per_step_median");
+    r->mean_ms = json_number(line, "ms_per_step_mean");
+    r->first_loss = json_number(line, "first_loss");
+    r->last_loss = json_number(line, "last_loss");
+    r->forward_median_ms = json_number(line, "forward_ms_median");
+    r->forward_mean_ms = json_number(line, "forward_ms_mean");
+    if (rc != 0 || r->median_ms <= 0) {
         printf("bench_train: %s failed (status %d)\n", cmd, rc);
         return false;
     }
@@ -172,8 +197,8 @@ int main(void) {
     kiln_result k = {0};
     bool have_kiln = run_kiln(&data, warmup, steps, &k);
     idx_dataset_finish(&data);
-    double t_median = -1, t_mean = -1, t_first = -1, t_last = -1;
-    bool have_torch = run_torch(dir, warmup, steps, &t_median, &t_mean, &t_first, &t_last);
+    torch_result t = {0};
+    bool have_torch = run_torch(dir, warmup, steps, &t);
 
     printf("training step, CNN of examples/train_fashion.c, batch %d, Adam; %d timed steps "
            "after %d warm-up\n",
@@ -183,9 +208,17 @@ int main(void) {
         printf("%-10s %12.2f %12.2f %12.4f %12.4f\n", "kiln", k.median_ms, k.mean_ms,
                (double)k.first_loss, (double)k.last_loss);
     if (have_torch)
-        printf("%-10s %12.2f %12.2f %12.4f %12.4f\n", "pytorch", t_median, t_mean, t_first, t_last);
+        printf("%-10s %12.2f %12.2f %12.4f %12.4f\n", "pytorch", t.median_ms, t.mean_ms,
+               t.first_loss, t.last_loss);
     if (have_kiln && have_torch)
-        printf("kiln/pytorch (medians): %.2f\n", k.median_ms / t_median);
+        printf("kiln/pytorch (medians): %.2f\n", k.median_ms / t.median_ms);
+    printf("forward alone (no gradients, logits read back), batch %d\n", BATCH);
+    if (have_kiln)
+        printf("%-10s %12.2f %12.2f\n", "kiln", k.forward_median_ms, k.forward_mean_ms);
+    if (have_torch && t.forward_median_ms > 0)
+        printf("%-10s %12.2f %12.2f\n", "pytorch", t.forward_median_ms, t.forward_mean_ms);
+    if (have_kiln && have_torch && t.forward_median_ms > 0)
+        printf("forward kiln/pytorch (medians): %.2f\n", k.forward_median_ms / t.forward_median_ms);
     if (have_kiln) {
         printf("kiln per step (medians): graph build %.2f ms, realize + read %.2f ms (device "
                "time %.2f ms); first step %.0f ms\n",

@@ -7,8 +7,10 @@ max_pool2d 2, linear 1568->10, torch's default initialisation), cross entropy, A
 torch's defaults (lr 1e-3), pixels / 255 (ToTensor, no normalisation), on the same IDX files.
 
   --steps N [--warmup W]   time N training steps after W warm-up steps on the batches of
-                           consecutive training images (0-63, 64-127, ...) and print one JSON
-                           line: median and mean ms per step, the losses, torch's version
+                           consecutive training images (0-63, 64-127, ...), then as many
+                           forward passes alone (torch.no_grad()) on the same batches, and
+                           print one JSON line: median and mean ms per step and per forward,
+                           the losses, torch's version
   --epochs N               train N epochs (shuffled every epoch from --seed), print the test
                            accuracy after each: the accuracy Kiln's one-epoch run compares with
 """
@@ -98,8 +100,18 @@ def main():
             losses.append(step(model, opt, x, y))
             if s >= a.warmup:
                 times.append((time.perf_counter() - start) * 1e3)
+        forward = []
+        with torch.no_grad():
+            for s in range(a.warmup + a.steps):
+                x = images[s * a.batch:(s + 1) * a.batch]
+                start = time.perf_counter()
+                model(x).numpy()
+                if s >= a.warmup:
+                    forward.append((time.perf_counter() - start) * 1e3)
         print(json.dumps({"ms_per_step_median": statistics.median(times),
-                          "ms_per_step_mean": statistics.fmean(times), "steps": a.steps,
+                          "ms_per_step_mean": statistics.fmean(times),
+                          "forward_ms_median": statistics.median(forward),
+                          "forward_ms_mean": statistics.fmean(forward), "steps": a.steps,
                           "warmup": a.warmup, "batch": a.batch, "threads": a.threads,
                           "first_loss": losses[0], "last_loss": losses[-1],
                           "torch": torch.__version__}))
