@@ -780,8 +780,9 @@ static kiln_status lower_variant(kiln_context *ctx, const eng_kernel *k, eng_pro
  * narrowed down to 32 invocations while it has fewer than min_workgroups of them: lavapipe
  * runs each workgroup on one thread, so one workgroup of 256 kept a core idle (conv1's weight
  * gradient per image in tiles of 4 x 9: 256 items, 1.7 -> 1.3 ms in 8 workgroups of 32).
- * Whole teams still (32 is a multiple of every team). Not on a GPU: on an H100 the narrowed
- * workgroups made bench_ops' conv2d weight gradient 2.4x slower (0.46-0.64 -> 1.14-1.25 ms). */
+ * Whole teams still (32 is a multiple of every team). A CPU's rule: measured on lavapipe only
+ * (on an H100 the weight gradient that slowed down with the CPU's two rules did so from the
+ * short-row tiles, lower.c, and both are kept off a GPU). */
 static void narrow_workgroups(const kiln_context *ctx, const eng_kernel *k, eng_program *p) {
     if (!ctx->min_workgroups || p->group_lanes || !p->per_item)
         return;
