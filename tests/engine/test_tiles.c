@@ -261,6 +261,35 @@ static void test_tiles_flat_index_when_the_last_dim_does_not_divide(void **state
     free(want);
 }
 
+/* A short row that the tile does not divide (14 columns; tiles of 8 for two loads, 16 for
+ * one): an elementwise kernel of two loads takes one row per item (lower.c: its indices
+ * affine along the row), one of a single load (a copy) keeps tiles of the flat index. */
+static void test_tiles_short_rows_one_per_item(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = f->ctx;
+    enum { R = 4096, C = 14 };
+    float *x = values(R * C, 3), *y = values(R * C, 4), *want = values(R * C, 0);
+    kiln_tensor *tx = fx_f32(ctx, 2, (const int64_t[]){R, C}, x);
+    kiln_tensor *ty = fx_f32(ctx, 2, (const int64_t[]){R, C}, y);
+    for (int two = 1; two >= 0; two--) {
+        for (size_t i = 0; i < (size_t)R * C; i++)
+            want[i] = two ? x[i] + y[i] : x[i] * 2.0f;
+        kiln_tensor *out = two ? kiln_add(tx, ty) : kiln_mul_scalar(tx, 2.0);
+        kiln_stats before = kiln_context_stats(ctx);
+        assert_int_equal(kiln_realize(out), KILN_OK);
+        kiln_stats after = kiln_context_stats(ctx);
+        if (cpu_tiles(f))
+            assert_int_equal(after.items - before.items, two ? R : R * C / 16);
+        fx_check_f32(out, want, (size_t)R * C, 0, 0);
+        kiln_release(out);
+    }
+    kiln_release(tx);
+    kiln_release(ty);
+    free(x);
+    free(y);
+    free(want);
+}
+
 /* Realizes product out (the tensors it reads realized before), then, on a CPU, checks that it
  * ran as one tiled kernel with vector loads; its values against want (n of them). */
 static void check_one_tiled_vector_product(eng_fixture *f, kiln_tensor *out, const float *want,
@@ -919,6 +948,7 @@ int main(void) {
         ENG_TEST(test_tiles_copy_into_a_flipped_view),
         ENG_TEST(test_tiles_padded_views),
         ENG_TEST(test_tiles_flat_index_when_the_last_dim_does_not_divide),
+        ENG_TEST(test_tiles_short_rows_one_per_item),
         ENG_TEST(test_tiles_matmul_register_tile),
         ENG_TEST(test_tiles_transposed_left_operand_reads_vectors),
         ENG_TEST(test_tiles_long_loops_keep_the_tile),
