@@ -7,6 +7,7 @@
  * tile does not divide (the flat index is tiled), column reductions (in strips), an in-place
  * write (scalar stores), types without vector access. On a CPU device and on the interpreter
  * the statistics must show the tiled and vector kernels. */
+#include "eng.h"
 #include "engine_fixture.h"
 
 #include <math.h>
@@ -385,6 +386,24 @@ static void check_matmul_items(eng_fixture *f, int64_t m, int64_t n, const int64
  * 2,048 items (16 outputs each: the device's parallelism of items). */
 static void test_tiles_long_loops_keep_the_tile(void **state) {
     check_matmul_items(*state, 256, 128, (const int64_t[]){512, 24}, (const uint64_t[]){64, 16});
+}
+
+/* A row of 9 columns, which tiles of 8 (or 4, 2) do not divide, is one tile wide on a CPU
+ * (lower.c whole_short_rows), its rows fewer to fit 64 outputs: 4 x 9 tiles, 1,024 items for
+ * a short and a long loop (8 x 1 tiles before: 4,608 items). With 1,024 items the kernel runs
+ * workgroups of 128 (runtime.c narrow_workgroups: at least 8 workgroups on a CPU). */
+static void test_tiles_short_rows_are_one_tile(void **state) {
+    eng_fixture *f = *state;
+    check_matmul_items(f, 4096, 9, (const int64_t[]){64, 784}, (const uint64_t[]){36, 36});
+    bool found = false;
+    for (const eng_program *p = f->ctx->program_list; p; p = p->next) {
+        if (p->name[0] != 'R' || !strstr(p->name, "_4096x1x9"))
+            continue;
+        found = true;
+        if (cpu_tiles(f) && !fx_gpu_tuned(f->ctx))
+            assert_int_equal(p->workgroup_size, 128);
+    }
+    assert_true(found);
 }
 
 /* A row of 196 columns takes tiles 4 wide; for a short loop (k = 24) the tile keeps its area in
@@ -949,6 +968,7 @@ int main(void) {
         ENG_TEST(test_tiles_padded_views),
         ENG_TEST(test_tiles_flat_index_when_the_last_dim_does_not_divide),
         ENG_TEST(test_tiles_short_rows_one_per_item),
+        ENG_TEST(test_tiles_short_rows_are_one_tile),
         ENG_TEST(test_tiles_matmul_register_tile),
         ENG_TEST(test_tiles_transposed_left_operand_reads_vectors),
         ENG_TEST(test_tiles_long_loops_keep_the_tile),
