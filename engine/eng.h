@@ -381,7 +381,9 @@ struct kiln_context {
     /* Workgroups a kernel should have at least: narrower ones where it has fewer items (a
      * CPU's threads each run whole workgroups; 0: never narrowed, a GPU's) */
     uint32_t min_workgroups;
-    bool whole_short_rows;         /* a reduction's short row is one tile (lower.c; a CPU's) */
+    bool whole_short_rows;         /* a short row the tile does not divide is one tile
+                                    * (lower.c; a CPU's: a reduction's, and an elementwise
+                                    * kernel's of several loads) */
     uint32_t group_lanes;          /* lanes per output of a group reduction (a power of two) */
     uint32_t test_group_lanes;     /* eng_testing.group_lanes */
     bool test_gpu_tuning;          /* eng_testing.gpu_tuning */
@@ -796,7 +798,11 @@ kiln_tensor *eng_constant(kiln_context *ctx, ir_type type, uint32_t ndim,
 bool eng_value_fits(kiln_context *ctx, const char *op, ir_type type, double value);
 /* ops.c: PyTorch's promotion of two dtypes (torch.result_type, kiln.h's elementwise rule). */
 ir_type eng_promote(ir_type a, ir_type b);
-/* ops.c: an elementwise node over already broadcast, already typed sources. */
+/* ops.c: an elementwise node over already broadcast, already typed sources (at most 3); _of:
+ * over nodes read through views (copied) of the given shape. */
+kiln_tensor *eng_elementwise_of(kiln_context *ctx, ir_op op, ir_type type, uint32_t ndim,
+                                const sym_node *const *shape, uint32_t nsrc, eng_node *const *nodes,
+                                const shape_tracker *const *views);
 kiln_tensor *eng_elementwise(kiln_context *ctx, ir_op op, ir_type type, uint32_t nsrc,
                              kiln_tensor *const *srcs);
 /* A 0-d tensor of type holding the number of elements a reduction over the dims in mask of

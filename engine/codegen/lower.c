@@ -1369,7 +1369,7 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
             return;
         tm = share ? ctx->tile_rows : 1;
         tn = share ? ctx->tile_cols : vectors ? ctx->tile_vector_cols : 1;
-    } else if (width % tn != 0 && 2 * width >= tn && width <= 2 * tn &&
+    } else if (ctx->whole_short_rows && width % tn != 0 && 2 * width >= tn && width <= 2 * tn &&
                loads_in(k->value, 2) >= 2) {
         /* a short row (14, 28 columns) that the tile does not divide, in a kernel of several
          * loads per output: one row per item, its indices affine along the row, where tiles of

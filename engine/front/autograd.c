@@ -605,29 +605,23 @@ static kiln_tensor *shrink_grad(kiln_context *ctx, kiln_tensor *g, const sym_nod
     const sym_node *kept[SHAPE_MAX_DIMS];
     for (uint32_t d = 0; into && d < n->ndim; d++)
         into = (kept[d] = sym_sub(ctx->sym, e[d], b[d])) != NULL;
-    eng_node *m = into ? eng_node_new(ctx, ENG_EW, n->op, n->type, n->ndim, kept) : NULL;
-    if (m) {
-        m->nsrc = n->nsrc;
+    if (into) {
+        shape_tracker shrunk[3];
+        eng_node *nodes[3];
+        const shape_tracker *views[3];
         for (uint32_t i = 0; i < n->nsrc; i++) {
-            shape_tracker st;
             const shape_tracker *from = n->src[i].st;
-            memcpy(&st, from, offsetof(shape_tracker, views) + from->nviews * sizeof(shape_view));
-            shape_view *last = &st.views[st.nviews - 1];
-            shape_view out;
+            memcpy(&shrunk[i], from,
+                   offsetof(shape_tracker, views) + from->nviews * sizeof(shape_view));
+            shape_view *last = &shrunk[i].views[shrunk[i].nviews - 1], out;
             kiln_status vs = shape_view_shrink(ctx->shape, last, b, e, &out);
-            if (vs != KILN_OK) {
-                eng_node_discard(ctx, m);
+            if (vs != KILN_OK)
                 return eng_fail_from_shape(ctx, vs);
-            }
             *last = out;
-            m->src[i] = (eng_src){n->src[i].node, eng_tracker_keep(ctx, &st), 0};
-            if (!m->src[i].st) {
-                eng_node_discard(ctx, m);
-                return NULL;
-            }
+            nodes[i] = n->src[i].node;
+            views[i] = &shrunk[i];
         }
-        m = eng_node_intern(ctx, m);
-        return m ? eng_tensor_new(ctx, m, eng_tracker_contiguous(ctx, m->ndim, m->shape)) : NULL;
+        return eng_elementwise_of(ctx, n->op, n->type, n->ndim, kept, n->nsrc, nodes, views);
     }
     sym_ctx_clear_error(ctx->sym);
     const kiln_expr *bh[SHAPE_MAX_DIMS], *eh[SHAPE_MAX_DIMS];

@@ -15,15 +15,15 @@ static ir_type type_of(kiln_tensor *t) {
     return ENG_BASE(t)->type;
 }
 
-kiln_tensor *eng_elementwise(kiln_context *ctx, ir_op op, ir_type type, uint32_t nsrc,
-                             kiln_tensor *const *srcs) {
-    const shape_view *v = view_of(srcs[0]);
-    eng_node *n = eng_node_new(ctx, ENG_EW, op, type, v->ndim, v->shape);
+kiln_tensor *eng_elementwise_of(kiln_context *ctx, ir_op op, ir_type type, uint32_t ndim,
+                                const sym_node *const *shape, uint32_t nsrc, eng_node *const *nodes,
+                                const shape_tracker *const *views) {
+    eng_node *n = eng_node_new(ctx, ENG_EW, op, type, ndim, shape);
     if (!n)
         return NULL;
     n->nsrc = nsrc;
     for (uint32_t i = 0; i < nsrc; i++) {
-        n->src[i] = (eng_src){eng_resolve(srcs[i]), eng_tracker_keep(ctx, ENG_ST(srcs[i])), 0};
+        n->src[i] = (eng_src){nodes[i], eng_tracker_keep(ctx, views[i]), 0};
         if (!n->src[i].st) {
             eng_node_discard(ctx, n);
             return NULL;
@@ -33,6 +33,18 @@ kiln_tensor *eng_elementwise(kiln_context *ctx, ir_op op, ir_type type, uint32_t
     if (!n)
         return NULL;
     return eng_tensor_new(ctx, n, eng_tracker_contiguous(ctx, n->ndim, n->shape));
+}
+
+kiln_tensor *eng_elementwise(kiln_context *ctx, ir_op op, ir_type type, uint32_t nsrc,
+                             kiln_tensor *const *srcs) {
+    const shape_view *v = view_of(srcs[0]);
+    eng_node *nodes[3];
+    const shape_tracker *views[3];
+    for (uint32_t i = 0; i < nsrc; i++) {
+        nodes[i] = eng_resolve(srcs[i]);
+        views[i] = ENG_ST(srcs[i]);
+    }
+    return eng_elementwise_of(ctx, op, type, v->ndim, v->shape, nsrc, nodes, views);
 }
 
 /* ---- broadcasting and promotion ----------------------------------------------------------------
