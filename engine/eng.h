@@ -599,6 +599,9 @@ typedef struct eng_ag_args {
 /* Whether the op about to run with these operands records: none is being recorded around it,
  * and an operand needs a gradient (then nested ops are blocked until eng_ag_end). */
 bool eng_ag_begin(kiln_context *ctx, size_t count, kiln_tensor *const *ins);
+/* Whether an op reading t now would be recorded: t has a history (or is a leaf that needs a
+ * gradient) and no recording is under way around the call. */
+bool eng_ag_records(kiln_context *ctx, kiln_tensor *t);
 /* Records the op that made result (NULL: failed) from ins; returns result. */
 kiln_tensor *eng_ag_end(kiln_context *ctx, kiln_tensor *result, const eng_ag_args *args,
                         size_t count, kiln_tensor *const *ins);

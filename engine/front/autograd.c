@@ -130,6 +130,10 @@ bool eng_ag_begin(kiln_context *ctx, size_t count, kiln_tensor *const *ins) {
     return false;
 }
 
+bool eng_ag_records(kiln_context *ctx, kiln_tensor *t) {
+    return ctx->ag_block == 0 && t && eng_t(t)->fn;
+}
+
 /* Whether op's rule reads the op's output. */
 static bool reads_output(uint32_t op) {
     switch (op) {

@@ -534,6 +534,59 @@ static void test_engine_kernels_conv_input_gradient_skips_the_padding(void **sta
     eng_fixture_context_destroy(ctx);
 }
 
+/* conv2d (3 x 3, padding 1) of a batch of Variable size: its host value for batch image n. */
+static float conv_host(const float *xs, const float *ws, int n, int o, int i, int j) {
+    double s = 0;
+    for (int c = 0; c < 3; c++)
+        for (int kh = 0; kh < 3; kh++)
+            for (int kw = 0; kw < 3; kw++) {
+                int y = i + kh - 1, x = j + kw - 1;
+                if (y >= 0 && y < 6 && x >= 0 && x < 6)
+                    s += (double)xs[((n * 3 + c) * 6 + y) * 6 + x] *
+                         ws[((o * 3 + c) * 3 + kh) * 3 + kw];
+            }
+    return (float)s;
+}
+
+/* The per-image window matrices of a symbolic batch (nn.c window_matrix): an inference
+ * forward reads them in place, one kernel (the product, the padding folded into its loads);
+ * where the weights need a gradient, whose product reads them again, they are laid out once
+ * first (a copy kernel, which the forward's product then reads). Values against the host. */
+static void test_engine_kernels_inference_conv_reads_windows_in_place(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    kiln_tensor *flat = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){2 * 3 * 6 * 6}, 5);
+    kiln_tensor *w = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){4, 3, 3, 3}, 6);
+    assert_int_equal(kiln_realize(flat), KILN_OK);
+    assert_int_equal(kiln_realize(w), KILN_OK);
+    float xs[2 * 3 * 6 * 6], ws[4 * 3 * 3 * 3], got[2 * 4 * 6 * 6];
+    assert_int_equal(kiln_read(flat, xs, sizeof xs), KILN_OK);
+    assert_int_equal(kiln_read(w, ws, sizeof ws), KILN_OK);
+    const kiln_expr *batch = kiln_bind(ctx, kiln_variable(ctx, "images", 1, 4), 2);
+    const kiln_expr *shape[4] = {batch, kiln_int(ctx, 3), kiln_int(ctx, 6), kiln_int(ctx, 6)};
+    kiln_tensor *x = kiln_reshape_sym(flat, 4, shape);
+    const kiln_conv2d_options same = {.padding = {1, 1}};
+    for (int train = 0; train < 2; train++) {
+        kiln_tensor *wt = train ? kiln_detach(w) : w;
+        if (train)
+            assert_int_equal(kiln_requires_grad_(wt, true), KILN_OK);
+        kiln_stats before = kiln_context_stats(ctx);
+        kiln_tensor *y = kiln_conv2d_ex(x, wt, NULL, &same);
+        assert_int_equal(kiln_realize(y), KILN_OK);
+        kiln_stats after = kiln_context_stats(ctx);
+        assert_int_equal(delta(&before, &after).dispatches, train ? 2 : 1);
+        assert_int_equal(kiln_read(y, got, sizeof got), KILN_OK);
+        for (int n = 0; n < 2; n++)
+            for (int o = 0; o < 4; o++)
+                for (int i = 0; i < 6; i++)
+                    for (int j = 0; j < 6; j++)
+                        assert_float_equal(got[((n * 4 + o) * 6 + i) * 6 + j],
+                                           conv_host(xs, ws, n, o, i, j), 1e-5);
+    }
+    eng_fixture_context_destroy(ctx);
+}
+
 /* Whether p's kernel has an IF inside a RANGE (a bounds check inside a loop). */
 static bool checks_in_loop(const eng_program *p) {
     uint32_t depth = 0;
@@ -641,6 +694,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_recompute_rule_several_kernels),
         ENG_TEST(test_engine_kernels_cheap_operand_stays_fused),
         ENG_TEST(test_engine_kernels_recompute_rule_symbolic_compiles_once),
+        ENG_TEST(test_engine_kernels_inference_conv_reads_windows_in_place),
     };
     return ENG_RUN_BOTH(tests);
 }
