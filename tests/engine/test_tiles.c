@@ -413,6 +413,40 @@ static void test_tiles_narrow_rows_take_taller_tiles(void **state) {
     check_matmul_items(*state, 1024, 196, (const int64_t[]){24, 256}, (const uint64_t[]){64, 32});
 }
 
+/* A long loop (k = 288) whose right operand is read through padding (a masked load at every
+ * step: a convolution's windows read in place) takes the taller tile too, 16 x 4 (3,136 items
+ * on a CPU), where the same product of a plain operand stays 8 x 4 (6,272). Exact against the
+ * host (the padding zeros). */
+static void test_tiles_masked_long_loops_take_taller_tiles(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = f->ctx;
+    enum { M = 1024, N = 196, K = 288, PAD = 2 };
+    float *a = values(M * K, 14), *b = values(K * N, 15), *want = values(M * N, 0);
+    for (int i = 0; i < PAD * N; i++) /* the rows the padding supplies */
+        b[i] = b[(K - PAD) * N + i] = 0;
+    host_matmul(a, b, M, K, N, want);
+    kiln_tensor *ta = fx_f32(ctx, 2, (const int64_t[]){M, K}, a);
+    kiln_tensor *inner = fx_f32(ctx, 2, (const int64_t[]){K - 2 * PAD, N}, b + PAD * N);
+    kiln_tensor *plain = fx_f32(ctx, 2, (const int64_t[]){K, N}, b);
+    assert_int_equal(kiln_realize(ta), KILN_OK);
+    assert_int_equal(kiln_realize(inner), KILN_OK);
+    assert_int_equal(kiln_realize(plain), KILN_OK);
+    for (int pass = 0; pass < 2; pass++) {
+        kiln_tensor *tb = pass ? plain : kiln_pad(inner, (const int64_t[]){PAD, PAD, 0, 0});
+        kiln_stats before = kiln_context_stats(ctx);
+        kiln_tensor *out = kiln_matmul(ta, tb);
+        assert_int_equal(kiln_realize(out), KILN_OK);
+        kiln_stats after = kiln_context_stats(ctx);
+        assert_int_equal(after.dispatches - before.dispatches, 1); /* the padding read in place */
+        if (cpu_tiles(f) && !fx_gpu_tuned(ctx))
+            assert_int_equal(after.items - before.items, pass ? M * N / 32 : M * N / 64);
+        fx_check_f32(out, want, (size_t)M * N, 1e-3, 1e-5);
+    }
+    free(a);
+    free(b);
+    free(want);
+}
+
 /* A product over a symbolic row count with no rows to share (batch, 10) @ (10, 96) (a linear
  * layer's input gradient: the left operand is one row, its right operand read along the output
  * columns): tiles of consecutive columns reading the right operand as vectors, whole tiles in
@@ -973,6 +1007,7 @@ int main(void) {
         ENG_TEST(test_tiles_transposed_left_operand_reads_vectors),
         ENG_TEST(test_tiles_long_loops_keep_the_tile),
         ENG_TEST(test_tiles_narrow_rows_take_taller_tiles),
+        ENG_TEST(test_tiles_masked_long_loops_take_taller_tiles),
         ENG_TEST(test_tiles_symbolic_rows_tile_columns),
         ENG_TEST(test_tiles_symbolic_elementwise),
         ENG_TEST(test_tiles_matmul_blocks),
