@@ -582,6 +582,10 @@ typedef enum eng_ag_op {
     ENG_AG_NARROW,
     ENG_AG_INDEX_SELECT, /* ints: dim; the gradient scatters (adds) into the rows indexed */
     ENG_AG_MAX_FIRST,    /* a max over the last dim whose first maximum takes the gradient */
+    /* conv2d's input gradient: the value is input 0's (the convolution), whose gradient passes
+     * through; input 1 (x) takes a convolution of it with the flipped weights (input 2, read
+     * only). ints: padding, dilation (2 each) of a convolution of stride 1, one group. */
+    ENG_AG_CONV_INPUT,
 } eng_ag_op;
 
 /* The arguments of an op that records how to differentiate itself. */

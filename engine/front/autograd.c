@@ -396,15 +396,15 @@ typedef struct grad_run {
 
 static const char *op_name(uint32_t op) {
     static const char *const names[] = {
-        "none",         "leaf",     "identity", "add",         "sub",       "mul",
-        "div",          "pow",      "maximum",  "minimum",     "where",     "neg",
-        "abs",          "exp",      "log",      "sqrt",        "rsqrt",     "sin",
-        "cos",          "tanh",     "sigmoid",  "relu",        "cast",      "add_scalar",
-        "mul_scalar",   "sum",      "prod",     "max",         "min",       "mean",
-        "var",          "std",      "softmax",  "log_softmax", "matmul",    "reshape",
-        "permute",      "expand",   "pad",      "shrink",      "flip",      "slice",
-        "select",       "diagonal", "unfold",   "as_strided",  "transpose", "narrow",
-        "index_select", "max_first"};
+        "none",         "leaf",      "identity",  "add",         "sub",       "mul",
+        "div",          "pow",       "maximum",   "minimum",     "where",     "neg",
+        "abs",          "exp",       "log",       "sqrt",        "rsqrt",     "sin",
+        "cos",          "tanh",      "sigmoid",   "relu",        "cast",      "add_scalar",
+        "mul_scalar",   "sum",       "prod",      "max",         "min",       "mean",
+        "var",          "std",       "softmax",   "log_softmax", "matmul",    "reshape",
+        "permute",      "expand",    "pad",       "shrink",      "flip",      "slice",
+        "select",       "diagonal",  "unfold",    "as_strided",  "transpose", "narrow",
+        "index_select", "max_first", "conv_input"};
     return op < sizeof names / sizeof names[0] ? names[op] : "?";
 }
 
@@ -421,6 +421,12 @@ static kiln_tensor *saved(grad_run *g, const eng_saved *s, const char *what) {
                         (unsigned long long)s->cell->version);
     }
     return eng_cell_handle(g->ctx, s->cell, s->st);
+}
+
+/* Whether t is a fresh kiln_contiguous, read through its own row-major view. */
+static bool laid_out(kiln_tensor *t) {
+    const shape_tracker *st = ENG_ST(t);
+    return ENG_BASE(t)->boundary && st->nviews == 1 && st->views[0].contiguous;
 }
 
 static kiln_tensor *in_value(grad_run *g, uint32_t i) {
@@ -727,6 +733,37 @@ static kiln_tensor *index_select_grad(grad_run *r, kiln_tensor *g) {
     return kiln_permute(kiln_matmul(kiln_permute(g, perm), hot), back);
 }
 
+/* The input gradient of a convolution of stride 1, one group (ENG_AG_CONV_INPUT): input
+ * element i takes w[k] g[i + p - d k] summed over the taps k, a convolution (dilation d) of g
+ * padded by d (K - 1) - p (cropped where that is negative) with w's channels swapped and its
+ * taps flipped. Its product reads g's windows in place (nothing records inside kiln_grad):
+ * no window matrix of the gradient and no fold of it (docs/convolution.md). */
+static kiln_tensor *conv_input_grad(grad_run *r, kiln_tensor *g) {
+    const eng_fn *f = r->fn;
+    kiln_tensor *w = in_value(r, 2);
+    if (!w)
+        return NULL;
+    const shape_view *wv = in_view(f, 2), *gv = shape_tracker_last(ENG_ST(g));
+    int64_t pad[8] = {0}, dilation[2], k, n;
+    kiln_tensor *ext = g;
+    for (uint32_t a = 0; a < 2 && ext; a++) {
+        dilation[a] = f->ints[2 + a];
+        if (!sym_is_const(wv->shape[2 + a], &k) || !sym_is_const(gv->shape[2 + a], &n))
+            return eng_fail(r->ctx, KILN_ERROR_INTERNAL,
+                            "kiln_grad: conv_input needs constant kernel and output sizes");
+        int64_t margin = dilation[a] * (k - 1) - f->ints[a];
+        if (margin >= 0)
+            pad[2 * (2 + a)] = pad[2 * (2 + a) + 1] = margin;
+        else
+            ext = kiln_narrow(ext, (int32_t)(2 + a), -margin, n + 2 * margin);
+    }
+    ext = kiln_pad(ext, pad);
+    /* the flipped weights laid out (a small copy): the product's rows read them as vectors */
+    kiln_tensor *wt = kiln_contiguous(kiln_flip(kiln_flip(kiln_transpose(w, 0, 1), 2), 3));
+    const kiln_conv2d_options o = {.dilation = {dilation[0], dilation[1]}};
+    return kiln_conv2d_ex(ext, wt, NULL, &o);
+}
+
 /* The gradient of f's input i from g, the gradient of f's output. */
 static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
     kiln_context *ctx = r->ctx;
@@ -869,6 +906,8 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
             kiln_arange_sym(ctx, KILN_I32, eng_expr_handle(ctx, iv->shape[iv->ndim - 1]));
         return kiln_where(kiln_eq(first, at), unreduce(f, g, true), scalar(ctx, gt, 0));
     }
+    case ENG_AG_CONV_INPUT:
+        return i == 0 ? g : conv_input_grad(r, g);
     case ENG_AG_VAR:
     case ENG_AG_STD: {
         kiln_tensor *x = in_value(r, 0);
@@ -1183,8 +1222,10 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
             continue;
         run.fn = f;
         /* A product's gradient is read by the two products of its rule, each element many
-         * times: materialised once rather than recomputed inside their loops. */
-        if (f->op == ENG_AG_MATMUL) {
+         * times: materialised once rather than recomputed inside their loops (a convolution's,
+         * read by the input gradient's product and passed on to the product that made the
+         * convolution, once for both). */
+        if ((f->op == ENG_AG_MATMUL || f->op == ENG_AG_CONV_INPUT) && !laid_out(g)) {
             g = kiln_contiguous(g);
             run.failed = !g;
         }

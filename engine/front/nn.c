@@ -218,6 +218,24 @@ static kiln_tensor *window_matrix(kiln_tensor *win, kiln_tensor *w) {
     return win && eng_ag_records(ENG_CTX(win), w) ? kiln_contiguous(win) : win;
 }
 
+static kiln_tensor *tap_impl(kiln_tensor *out) {
+    return out ? eng_view_new(ENG_CTX(out), out, eng_tracker_keep(ENG_CTX(out), ENG_ST(out)))
+               : NULL;
+}
+
+/* out, the convolution of x (stride 1, one group) by w, recorded as the op that gives x its
+ * gradient (autograd.c conv_input_grad: a convolution of out's gradient with the flipped
+ * weights, its windows read in place) where the product's own rule would make the gradient's
+ * window matrix and fold it back (conv2's input gradient in the training example: a product
+ * of 144 x 196 per image and a fold of nine masked loads per element). The windows that made
+ * out were x's value without its history; w's gradient still comes from the product's rule. */
+static kiln_tensor *conv_input_tap(kiln_tensor *out, kiln_tensor *x, kiln_tensor *w,
+                                   const conv_params *p) {
+    const int64_t ints[4] = {p->padding[0], p->padding[1], p->dilation[0], p->dilation[1]};
+    ENG_OP("kiln_conv2d_ex", ENG_AG(.op = ENG_AG_CONV_INPUT, .ints = ints, .nints = 4),
+           tap_impl(out), out, x, w);
+}
+
 /* conv2d as im2col and a matrix product (docs/convolution.md): the windows (N, C, OH, OW, KH,
  * KW) laid out as rows of a (N OH OW, C KH KW) matrix materialised once (kiln_contiguous: a
  * kernel of its own, so the product's register-tiled loop reads plain loads; read in place as
@@ -247,11 +265,15 @@ static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *
                         kiln_dtype_name(dtype_of(x)), kiln_dtype_name(dtype_of(w)));
     if (!conv_check_channels(x, w, bias, &p) || !conv_check_sizes(x, w, &p))
         return NULL;
-    kiln_tensor *win = windows(pad_spatial(x, p.padding[0], p.padding[1]), p.extent, p.stride,
-                               p.dilation); /* (N, C, OH, OW, KH, KW) */
+    int64_t batch, h, wd;
+    bool per_image = p.groups == 1 && !const_size(x, 0, &batch);
+    /* x's gradient by conv_input_tap where it applies: the windows then read x's value only */
+    bool tap = per_image && p.stride[0] == 1 && p.stride[1] == 1 && const_size(x, 2, &h) &&
+               const_size(x, 3, &wd) && eng_ag_records(ctx, x);
+    kiln_tensor *win = windows(pad_spatial(tap ? kiln_detach(x) : x, p.padding[0], p.padding[1]),
+                               p.extent, p.stride, p.dilation); /* (N, C, OH, OW, KH, KW) */
     kiln_tensor *out;
-    int64_t batch;
-    if (p.groups == 1 && !const_size(x, 0, &batch)) {
+    if (per_image) {
         /* a symbolic batch: per image, (O, C KH KW) @ (C KH KW, OH OW), products of constant
          * sizes whatever the batch (tiled as the constant case), the output NCHW as stored */
         kiln_tensor *cols =
@@ -264,6 +286,8 @@ static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *
         const kiln_expr *dims[4] = {kiln_tensor_size_expr(win, 0), kiln_tensor_size_expr(w, 0),
                                     kiln_tensor_size_expr(win, 2), kiln_tensor_size_expr(win, 3)};
         out = kiln_reshape_sym(out, 4, dims);
+        if (tap)
+            out = conv_input_tap(out, x, kiln_detach(w), &p);
     } else if (p.groups == 1) {
         /* rows (N, OH, OW), columns (C, KH, KW) */
         kiln_tensor *cols = kiln_contiguous(kiln_permute(win, (const int32_t[]){0, 2, 3, 1, 4, 5}));

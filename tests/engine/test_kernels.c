@@ -587,6 +587,54 @@ static void test_engine_kernels_inference_conv_reads_windows_in_place(void **sta
     eng_fixture_context_destroy(ctx);
 }
 
+/* The input gradient of a convolution of stride 1 over a symbolic batch is a convolution of the
+ * output's gradient with the flipped weights (autograd.c conv_input_grad): one product of 3
+ * channels x 36 pixels per image reading the gradient's windows in place, where the product's
+ * own rule made the gradient's window matrix (27 x 36 per image) and folded it back. Values
+ * against the host. */
+static void test_engine_kernels_conv_input_gradient_is_a_convolution(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    kiln_tensor *flat = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){2 * 3 * 6 * 6}, 7);
+    kiln_tensor *w = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){4, 3, 3, 3}, 8);
+    assert_int_equal(kiln_realize(flat), KILN_OK);
+    assert_int_equal(kiln_realize(w), KILN_OK);
+    assert_int_equal(kiln_requires_grad_(flat, true), KILN_OK);
+    const kiln_expr *batch = kiln_bind(ctx, kiln_variable(ctx, "images", 1, 4), 2);
+    const kiln_expr *shape[4] = {batch, kiln_int(ctx, 3), kiln_int(ctx, 6), kiln_int(ctx, 6)};
+    const kiln_conv2d_options same = {.padding = {1, 1}};
+    kiln_tensor *y = kiln_conv2d_ex(kiln_reshape_sym(flat, 4, shape), w, NULL, &same);
+    kiln_tensor *dx = NULL;
+    assert_int_equal(kiln_grad(kiln_sum(y, 0, NULL, false), 1, &flat, &dx), KILN_OK);
+    assert_int_equal(kiln_realize(dx), KILN_OK);
+    bool convolution = false;
+    for (const eng_program *p = ctx->program_list; p; p = p->next) {
+        assert_null(strstr(p->name, "_27x1x36"));
+        convolution = convolution || (p->name[0] == 'R' && strstr(p->name, "_3x1x36"));
+    }
+    assert_true(convolution);
+    /* each input element's gradient: the sum of w over the taps whose window holds it */
+    float ws[4 * 3 * 3 * 3], got[2 * 3 * 6 * 6];
+    assert_int_equal(kiln_read(w, ws, sizeof ws), KILN_OK);
+    assert_int_equal(kiln_read(dx, got, sizeof got), KILN_OK);
+    for (int n = 0; n < 2; n++)
+        for (int c = 0; c < 3; c++)
+            for (int i = 0; i < 6; i++)
+                for (int j = 0; j < 6; j++) {
+                    double want = 0;
+                    for (int o = 0; o < 4; o++)
+                        for (int kh = 0; kh < 3; kh++)
+                            for (int kw = 0; kw < 3; kw++) {
+                                int oi = i + 1 - kh, oj = j + 1 - kw;
+                                if (oi >= 0 && oi < 6 && oj >= 0 && oj < 6)
+                                    want += ws[((o * 3 + c) * 3 + kh) * 3 + kw];
+                            }
+                    assert_float_equal(got[((n * 3 + c) * 6 + i) * 6 + j], want, 1e-4);
+                }
+    eng_fixture_context_destroy(ctx);
+}
+
 /* Whether p's kernel has an IF inside a RANGE (a bounds check inside a loop). */
 static bool checks_in_loop(const eng_program *p) {
     uint32_t depth = 0;
@@ -695,6 +743,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_cheap_operand_stays_fused),
         ENG_TEST(test_engine_kernels_recompute_rule_symbolic_compiles_once),
         ENG_TEST(test_engine_kernels_inference_conv_reads_windows_in_place),
+        ENG_TEST(test_engine_kernels_conv_input_gradient_is_a_convolution),
     };
     return ENG_RUN_BOTH(tests);
 }

@@ -177,10 +177,13 @@ static void check_conv_grad_case(kiln_context *ctx, const conv_grad_case *c) {
     free(want);
 }
 
-/* Padding 1 with a bias; stride (2, 1), padding (2, 1), dilation (2, 1) without one. */
+/* Padding 1 with a bias; stride (2, 1), padding (2, 1), dilation (2, 1) without one; stride 1,
+ * padding (3, 0), dilation (1, 2) (the input gradient as a convolution of the output's
+ * gradient, cropped by a row at each end and padded by two columns: autograd.c
+ * conv_input_grad). */
 static void test_engine_nn_conv2d_ex_symbolic_batch_gradients(void **state) {
     kiln_context *ctx = fx_ctx(state);
-    const conv_grad_case cases[2] = {
+    const conv_grad_case cases[3] = {
         {"images_s",
          conv_s_x,
          conv_s_w,
@@ -213,8 +216,24 @@ static void test_engine_nn_conv2d_ex_symbolic_batch_gradients(void **state) {
          {conv_t3_dx, conv_t2_dx},
          {conv_t3_dw, conv_t2_dw},
          {NULL, NULL}},
+        {"images_u",
+         conv_u_x,
+         conv_u_w,
+         NULL,
+         conv_u_r,
+         {2, 6, 7},
+         {3, 2, 3, 2},
+         {3, 10, 5},
+         N(conv_u_x),
+         N(conv_u_w),
+         0,
+         N(conv_u_r),
+         {.padding = {3, 0}, .dilation = {1, 2}},
+         {conv_u3_dx, conv_u2_dx},
+         {conv_u3_dw, conv_u2_dw},
+         {NULL, NULL}},
     };
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         check_conv_grad_case(ctx, &cases[i]);
 }
 
