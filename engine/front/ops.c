@@ -157,6 +157,14 @@ static kiln_tensor *cast_to(kiln_tensor *t, ir_type type) {
     return eng_elementwise(ENG_CTX(t), IR_CAST, type, 1, &t);
 }
 
+/* A product's operand of a small integer type (bool, i8, u8) as i32, the type its sums give:
+ * the products are then exact, not wrapped in the operands' type before the widened sum
+ * (u8 [3] . [255] is 765, as the i32 result promises). */
+static kiln_tensor *widen_small(kiln_tensor *t) {
+    ir_type type = t ? type_of(t) : IR_F32;
+    return type == IR_BOOL || type == IR_I8 || type == IR_U8 ? cast_to(t, IR_I32) : t;
+}
+
 static kiln_tensor *cast_impl(kiln_tensor *t, kiln_dtype dtype) {
     if (!t)
         return NULL;
@@ -984,7 +992,8 @@ static kiln_tensor *matmul_impl(kiln_tensor *a, kiln_tensor *b) {
                         eng_shape_render(vb->ndim, vb->shape, sb, sizeof sb), inner_a, inner_b);
     }
     int32_t k_axis = -2;
-    kiln_tensor *prod = kiln_mul(kiln_unsqueeze(x, -1), kiln_unsqueeze(y, -3));
+    kiln_tensor *prod =
+        kiln_mul(kiln_unsqueeze(widen_small(x), -1), kiln_unsqueeze(widen_small(y), -3));
     kiln_tensor *r = reduce("kiln_matmul", IR_ADD, prod, 1, &k_axis, false, false);
     if (r && na == 1)
         r = kiln_squeeze(r, -2);
@@ -1098,7 +1107,7 @@ static kiln_tensor *conv2d_impl(kiln_tensor *x, kiln_tensor *w, int64_t stride, 
     /* w as (1, O, C, 1, 1, KH, KW). */
     kiln_tensor *wk = kiln_unsqueeze(kiln_unsqueeze(kiln_unsqueeze(w, 0), 3), 3);
     int32_t axes[3] = {2, 5, 6};
-    kiln_tensor *prod = kiln_mul(win, wk);
+    kiln_tensor *prod = kiln_mul(widen_small(win), widen_small(wk));
     /* Floats through kiln_sum (recorded for autograd); integers accumulate in i32 as before. */
     if (prod && ir_type_is_float(type_of(prod)))
         return kiln_sum(prod, 3, axes, false);

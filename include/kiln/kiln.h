@@ -500,8 +500,9 @@ kiln_tensor *kiln_log_softmax(kiln_tensor *t, int32_t dim);
  * KILN_I64 (as PyTorch). */
 kiln_tensor *kiln_argmax(kiln_tensor *t, int32_t dim, bool keepdim);
 /* torch.matmul for ndim >= 1 operands, batched and broadcasting, in the operands' promoted
- * dtype (i32 @ i32 is i32, wrapping; bool, i8 and u8 give i32). Inner dims that differ (or a
- * 0-d operand) are KILN_ERROR_SHAPE_MISMATCH, naming both shapes. */
+ * dtype (i32 @ i32 is i32, wrapping; bool, i8 and u8 give i32, their products and sums taken
+ * in i32: u8 [3] @ [255] is 765). Inner dims that differ (or a 0-d operand) are
+ * KILN_ERROR_SHAPE_MISMATCH, naming both shapes. */
 kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b);
 /* A lazy kernel boundary (tinygrad's .contiguous()): a new tensor with t's values in a
  * row-major storage of its own, computed by a kernel of its own when something that reads it is
@@ -509,7 +510,8 @@ kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b);
  * many times, a view read inside a reduction). Nothing runs now. */
 kiln_tensor *kiln_contiguous(kiln_tensor *t);
 /* A 2-d convolution (no bias, one group): x (N, C, H, W), w (O, C, KH, KW) -> (N, O, OH, OW)
- * with OH = (H + 2 padding - KH) / stride + 1, built from movement ops and one reduction. */
+ * with OH = (H + 2 padding - KH) / stride + 1, built from movement ops and one reduction
+ * (floats: kiln_conv2d_ex; integers in the dtype kiln_matmul gives them). */
 kiln_tensor *kiln_conv2d(kiln_tensor *x, kiln_tensor *w, int64_t stride, int64_t padding);
 
 /* ---- neural-network ops ----------------------------------------------------------------- */

@@ -483,6 +483,24 @@ static kiln_tensor *matmul(kiln_context *ctx, const void *arg) {
     return kiln_matmul(a, b);
 }
 
+/* (1, 2) @ (2, 2) */
+static kiln_tensor *matmul_row(kiln_context *ctx, const void *arg) {
+    const matmul_case *c = arg;
+    kiln_tensor *a = kiln_from_data(ctx, c->dtype, 2, (int64_t[]){1, 2}, c->a);
+    kiln_tensor *b = kiln_from_data(ctx, c->dtype, 2, (int64_t[]){2, 2}, c->b);
+    return kiln_matmul(a, b);
+}
+
+/* kiln_conv2d of u8 (1, 1, 2, 2) by u8 (1, 1, 2, 2): one output */
+static kiln_tensor *conv_u8(kiln_context *ctx, const void *arg) {
+    (void)arg;
+    kiln_tensor *x =
+        kiln_from_data(ctx, KILN_U8, 4, (int64_t[]){1, 1, 2, 2}, (const uint8_t[]){200, 255, 3, 0});
+    kiln_tensor *w =
+        kiln_from_data(ctx, KILN_U8, 4, (int64_t[]){1, 1, 2, 2}, (const uint8_t[]){255, 2, 1, 1});
+    return kiln_conv2d(x, w, 1, 0);
+}
+
 static void test_packed_reductions(void **state) {
     /* (3, 5) */
     static const uint8_t u[15] = {3, 250, 7, 0, 1, 255, 2, 2, 9, 128, 0, 0, 0, 0, 1};
@@ -510,17 +528,23 @@ static void test_packed_reductions(void **state) {
            KILN_F16, (const uint16_t[]){0x6801, 0xbd00, 0x7c00}, 3);
     expect(state, "f16 max over columns", reduce, &(reduce_case){KILN_F16, h, 3, 3, 0, kiln_max},
            KILN_F16, (const uint16_t[]){0x7bff, 0x7bff, 0x3c00}, 3);
-    /* matmuls of small integers give i32, the products wrapping in the operands' type first
-     * (ops.c: the elementwise product, then a sum that widens): [[1, 2, 3], [200, 255, 0]] @
-     * [[1, 0, 2], [0, 1, 2], [1, 1, 255]] = [[4, 5, 2 + 4 + (765 - 512)], [200, 255, (400 -
-     * 256) + (510 - 256)]] */
+    /* matmuls of small integers give i32, their products exact in i32 (ops.c widen_small; they
+     * once wrapped in the operands' type before the widened sum): [[1, 2, 3], [200, 255, 0]] @
+     * [[1, 0, 2], [0, 1, 2], [1, 1, 255]] = [[4, 5, 2 + 4 + 765], [200, 255, 400 + 510]] */
     static const uint8_t ma[6] = {1, 2, 3, 200, 255, 0}, mb[9] = {1, 0, 2, 0, 1, 2, 1, 1, 255};
     expect(state, "u8 matmul", matmul, &(matmul_case){KILN_U8, ma, mb}, KILN_I32,
-           (const int32_t[]){4, 5, 259, 200, 255, 398}, 6);
+           (const int32_t[]){4, 5, 771, 200, 255, 910}, 6);
     /* i8: a = [[1, 2, 3], [-56, -1, 0]], b = [[1, 0, 2], [0, 1, 2], [1, 1, -1]]:
      * [[1 + 3, 2 + 3, 2 + 4 - 3], [-56, -1, -112 - 2]] */
     expect(state, "i8 matmul", matmul, &(matmul_case){KILN_I8, ma, mb}, KILN_I32,
            (const int32_t[]){4, 5, 3, -56, -1, -114}, 6);
+    /* i8 products past i8's range: [[-128, 127]] @ [[-128, 1], [127, -128]] = [[16384 + 16129,
+     * -128 - 16256]] */
+    static const uint8_t na[2] = {128, 127}, nb[4] = {128, 1, 127, 128};
+    /* an integer convolution's products likewise: 200 * 255 + 255 * 2 + 3 * 1 + 0 * 1 */
+    expect(state, "u8 conv2d", conv_u8, NULL, KILN_I32, (const int32_t[]){51513}, 1);
+    expect(state, "i8 matmul, wide products", matmul_row, &(matmul_case){KILN_I8, na, nb}, KILN_I32,
+           (const int32_t[]){32513, -16384}, 2);
 }
 
 /* Integer sums and products of small types accumulate in 64 bits (KILN_I64): run where the
