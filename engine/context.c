@@ -103,6 +103,7 @@ kiln_status eng_context_create(const kiln_context_options *opt, const eng_extern
     base_arena_init(&ctx->arena, &alloc, 64 * 1024);
     base_map_init(&ctx->nodes, &alloc);
     base_map_init(&ctx->programs, &alloc);
+    base_map_init(&ctx->refused, &alloc);
     base_map_init(&ctx->exprs, &alloc);
     ctx->free_expr = UINT32_MAX;
     kiln_status st = eng_registry_add(ctx);
@@ -137,6 +138,7 @@ void kiln_context_destroy(kiln_context *ctx) {
     sym_ctx_destroy(ctx->sym);
     base_map_finish(&ctx->nodes);
     base_map_finish(&ctx->programs);
+    base_map_finish(&ctx->refused);
     base_arena_finish(&ctx->arena);
     base_allocator alloc = ctx->alloc;
     base_log_route_set(ctx->log_prev); /* however deep: nothing of ctx runs after this */

@@ -333,6 +333,7 @@ struct kiln_context {
     shape_ctx *shape;
     base_map nodes;    /* hash-consing of graph nodes */
     base_map programs; /* memory cache of compiled kernels */
+    base_map refused;  /* kernels the device cannot run for their value types (runtime.c) */
     eng_program *program_list;
     eng_storage *storage_list; /* live storages */
     eng_node *node_list;       /* live nodes */

@@ -184,6 +184,27 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
     return KILN_OK;
 }
 
+/* A kernel the device refused for its value types (check_types: 64-bit integers without
+ * shaderInt64), by its hash and storage windows: a later realize of it fails with the same
+ * message without lowering it again. Index types are not remembered (they follow the sizes a
+ * variant is compiled for). */
+typedef struct refusal {
+    uint64_t hash;
+    uint32_t windows[ENG_MAX_BUFFERS], log2;
+    char message[BASE_ERROR_MESSAGE_MAX];
+} refusal;
+
+static bool refusal_eq(const void *stored, const void *key, void *user) {
+    (void)user;
+    const refusal *a = stored, *b = key;
+    return a->hash == b->hash && a->log2 == b->log2 &&
+           memcmp(a->windows, b->windows, sizeof a->windows) == 0;
+}
+
+static uint64_t refusal_hash(const refusal *r) {
+    return base_hash_bytes(r->windows, sizeof r->windows, base_hash_u64(r->hash, r->log2));
+}
+
 void eng_runtime_finish(kiln_context *ctx) {
     for (eng_program *p = ctx->program_list; p;) {
         eng_program *next = p->next;
@@ -194,6 +215,9 @@ void eng_runtime_finish(kiln_context *ctx) {
         p = next;
     }
     ctx->program_list = NULL;
+    void *r;
+    for (size_t i = 0; base_map_next(&ctx->refused, &i, &r);)
+        base_free(&ctx->alloc, r, sizeof(refusal));
     if (ctx->bounds_flag) {
         eng_storage_free(ctx, ctx->bounds_flag);
         base_free(&ctx->alloc, ctx->bounds_flag, sizeof *ctx->bounds_flag);
@@ -983,6 +1007,11 @@ kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program 
         *out = p;
         return KILN_OK;
     }
+    refusal key = {.hash = k->hash, .log2 = log2};
+    memcpy(key.windows, windows, sizeof key.windows);
+    const refusal *known = base_map_find(&ctx->refused, refusal_hash(&key), &key, refusal_eq, NULL);
+    if (known)
+        return base_error_set(&ctx->err, KILN_ERROR_UNSUPPORTED, "%s", known->message);
     kiln_status bound = check_bound(ctx, k);
     if (bound != KILN_OK)
         return bound;
@@ -999,6 +1028,15 @@ kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program 
     eng_program *head = base_map_find(&ctx->programs, k->hash, &k->hash, program_eq, NULL);
     if (st == KILN_OK && !head && base_map_insert(&ctx->programs, p->hash, p) != KILN_OK)
         st = base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for the cache");
+    if (st == KILN_ERROR_UNSUPPORTED && p->ir.index_type != IR_I64) {
+        refusal *r = base_malloc(&ctx->alloc, sizeof *r);
+        if (r) {
+            *r = key;
+            snprintf(r->message, sizeof r->message, "%s", base_error_message(&ctx->err));
+            if (base_map_insert(&ctx->refused, refusal_hash(r), r) != KILN_OK)
+                base_free(&ctx->alloc, r, sizeof *r); /* not remembered: lowered again */
+        }
+    }
     if (st != KILN_OK) {
         vkd_pipeline_destroy(p->pipeline);
         ir_kernel_finish(&p->ir);

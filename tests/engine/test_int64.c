@@ -229,8 +229,9 @@ static void test_engine_int64_casts_with_special_values(void **state) {
 
 /* A device without shaderInt64 (forced on lavapipe): kernels that compute with 64-bit integers
  * are refused with KILN_ERROR_UNSUPPORTED at realize, the message naming the call and "no
- * shaderInt64"; an i64 storage is still written and read (no kernel), and other kernels run.
- * The interpreter runs everything. */
+ * shaderInt64" (a second realize of the kernel refused from memory, not lowered again); an i64
+ * storage is still written and read (no kernel), and other kernels run. The interpreter runs
+ * everything. */
 static void test_engine_int64_device_without_shader_int64(void **state) {
     eng_fixture *fx = *state;
     eng_testing_set(&(eng_testing){.no_int64 = true});
@@ -247,6 +248,16 @@ static void test_engine_int64_device_without_shader_int64(void **state) {
         print_message("no shaderInt64: %s\n", msg);
         assert_non_null(strstr(msg, "kiln_read"));
         assert_non_null(strstr(msg, "no shaderInt64"));
+        char first[512];
+        snprintf(first, sizeof first, "%s", msg);
+        kiln_context_clear_error(ctx);
+        /* the refusal is remembered: the same sum again fails alike without being lowered */
+        uint64_t compiled = kiln_context_stats(ctx).kernels_compiled;
+        kiln_tensor *again =
+            kiln_sum(fx_i32(ctx, 1, (int64_t[]){3}, (int32_t[]){4, 5, 6}), 0, NULL, false);
+        assert_int_equal(kiln_read(again, &total, sizeof total), KILN_ERROR_UNSUPPORTED);
+        assert_string_equal(kiln_context_message(ctx), first);
+        assert_int_equal(kiln_context_stats(ctx).kernels_compiled, compiled);
         kiln_context_clear_error(ctx);
     } else {
         assert_int_equal(st, KILN_OK);
