@@ -485,6 +485,13 @@ kiln_tensor *eng_view_new(kiln_context *ctx, kiln_tensor *t, const shape_tracker
 #define ENG_BASE(h) (eng_resolve(h))
 /* The node t reads now (its storage's current value). */
 eng_node *eng_resolve(kiln_tensor *t);
+/* Operations recomputed per read of unrealized elementwise node n: its op and those of the
+ * unrealized elementwise nodes it inlines (counted per path, as a kernel inlines them),
+ * stopping at limit. Stored values, reductions, writes and boundaries are loads: they count 0.
+ * A value of RECOMPUTE_MIN_OPS or more is materialised rather than recomputed where it is read
+ * many times (schedule/kernel.c, autograd.c). */
+uint32_t eng_node_inlined_ops(const eng_node *n, uint32_t limit);
+enum { RECOMPUTE_MIN_OPS = 4 };
 /* Makes n the current value of t's storage (a write). */
 void eng_cell_set(kiln_context *ctx, eng_tensor *t, eng_node *n);
 void eng_tensor_release(kiln_context *ctx, eng_tensor *t);

@@ -855,3 +855,12 @@ kiln_tensor *kiln_randn_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
     size_t mark = eng_temps_begin(ctx);
     return eng_temps_end(ctx, mark, randn_sym_impl(ctx, dtype, ndim, shape, seed));
 }
+
+uint32_t eng_node_inlined_ops(const eng_node *n, uint32_t limit) {
+    if (!n || n->storage || n->kind != ENG_EW || n->boundary)
+        return 0;
+    uint32_t ops = 1;
+    for (uint32_t i = 0; i < n->nsrc && ops < limit; i++)
+        ops += eng_node_inlined_ops(n->src[i].node, limit - ops);
+    return ops;
+}

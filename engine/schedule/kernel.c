@@ -328,18 +328,6 @@ static bool view_repeats(const shape_tracker *t) {
     return false;
 }
 
-/* Operations recomputed per read of unrealized elementwise node n: its op and those of the
- * unrealized elementwise nodes it inlines (counted per path, as the kernel inlines them),
- * stopping at limit. Stored values, reductions, writes and boundaries are loads: they count 0. */
-static uint32_t inlined_ops(const eng_node *n, uint32_t limit) {
-    if (!n || n->storage || n->kind != ENG_EW || n->boundary)
-        return 0;
-    uint32_t ops = 1;
-    for (uint32_t i = 0; i < n->nsrc && ops < limit; i++)
-        ops += inlined_ops(n->src[i].node, limit - ops);
-    return ops;
-}
-
 /* Whether n is where reads of two or more kernels part: two distinct unrealized nodes read n
  * directly, and the nodes that always run as kernels of their own (reductions and
  * kiln_contiguous boundaries) reached from them, directly or through unrealized elementwise
@@ -389,10 +377,10 @@ static bool read_by_several_kernels(const eng_node *n) {
  * kernel of its own that fills the device; a small one, a scalar broadcast over a tensor,
  * stays inlined rather than cost a dispatch). So is such a node of that many elements that
  * several kernels read (read_by_several_kernels), through any view. */
-enum { RECOMPUTE_MIN_OPS = 4 };
 
 static bool recomputed(kbuild *b, const eng_src *s) {
-    if (s->node->kind != ENG_EW || inlined_ops(s->node, RECOMPUTE_MIN_OPS) < RECOMPUTE_MIN_OPS)
+    if (s->node->kind != ENG_EW ||
+        eng_node_inlined_ops(s->node, RECOMPUTE_MIN_OPS) < RECOMPUTE_MIN_OPS)
         return false;
     bool repeats = view_repeats(s->st);
     if (!repeats && !read_by_several_kernels(s->node))

@@ -635,6 +635,73 @@ static void test_engine_kernels_conv_input_gradient_is_a_convolution(void **stat
     eng_fixture_context_destroy(ctx);
 }
 
+/* The gradients of y = x @ w + b through a costly expression of y: the gradient reaching the
+ * sum, read by the bias's sum and by the product's two rules, is materialised once by the copy
+ * the product's rule asks for (autograd.c: a sum that passes a costly gradient to both of its
+ * operands lays it out first), not realized and then copied. Values against the host. */
+static void test_engine_kernels_fanned_out_gradient_is_laid_out_once(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    enum { M = 8, K = 16, N = 12 };
+    kiln_tensor *x = kiln_rand(ctx, KILN_F32, 2, (const int64_t[]){M, K}, 11);
+    kiln_tensor *w = kiln_rand(ctx, KILN_F32, 2, (const int64_t[]){K, N}, 12);
+    kiln_tensor *b = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){N}, 13);
+    kiln_tensor *leaves[3] = {x, w, b};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(kiln_realize(leaves[i]), KILN_OK);
+        assert_int_equal(kiln_requires_grad_(leaves[i], true), KILN_OK);
+    }
+    kiln_tensor *y = kiln_add(kiln_matmul(x, w), b);
+    /* d/dy of sum(sin(y) * y) = cos(y) y + sin(y): four operations or more per element */
+    kiln_tensor *loss = kiln_sum(kiln_mul(kiln_sin(y), y), 0, NULL, false);
+    kiln_tensor *grads[3];
+    assert_int_equal(kiln_grad(loss, 3, leaves, grads), KILN_OK);
+    kiln_stats before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize_many(ctx, 3, grads), KILN_OK);
+    kiln_stats after = kiln_context_stats(ctx);
+    counts c = delta(&before, &after);
+    print_message("fanned-out gradient: %llu dispatches\n", (unsigned long long)c.dispatches);
+    /* the gradient (the forward product fused into it), the bias's sum and the two products;
+     * realized and then copied, the gradient took one kernel more */
+    assert_int_equal(c.dispatches, 4);
+    float xs[M * K], ws[K * N], bs[N], dx[M * K], dw[K * N], db[N], g[M * N];
+    assert_int_equal(kiln_read(x, xs, sizeof xs), KILN_OK);
+    assert_int_equal(kiln_read(w, ws, sizeof ws), KILN_OK);
+    assert_int_equal(kiln_read(b, bs, sizeof bs), KILN_OK);
+    assert_int_equal(kiln_read(grads[0], dx, sizeof dx), KILN_OK);
+    assert_int_equal(kiln_read(grads[1], dw, sizeof dw), KILN_OK);
+    assert_int_equal(kiln_read(grads[2], db, sizeof db), KILN_OK);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double v = bs[j];
+            for (int k = 0; k < K; k++)
+                v += (double)xs[i * K + k] * ws[k * N + j];
+            g[i * N + j] = (float)(cos(v) * v + sin(v));
+        }
+    for (int j = 0; j < N; j++) {
+        double want = 0;
+        for (int i = 0; i < M; i++)
+            want += g[i * N + j];
+        assert_float_equal(db[j], want, 1e-3);
+    }
+    for (int k = 0; k < K; k++)
+        for (int j = 0; j < N; j++) {
+            double want = 0;
+            for (int i = 0; i < M; i++)
+                want += (double)xs[i * K + k] * g[i * N + j];
+            assert_float_equal(dw[k * N + j], want, 1e-3);
+        }
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++) {
+            double want = 0;
+            for (int j = 0; j < N; j++)
+                want += (double)g[i * N + j] * ws[k * N + j];
+            assert_float_equal(dx[i * K + k], want, 1e-3);
+        }
+    eng_fixture_context_destroy(ctx);
+}
+
 /* Whether p's kernel has an IF inside a RANGE (a bounds check inside a loop). */
 static bool checks_in_loop(const eng_program *p) {
     uint32_t depth = 0;
@@ -744,6 +811,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_recompute_rule_symbolic_compiles_once),
         ENG_TEST(test_engine_kernels_inference_conv_reads_windows_in_place),
         ENG_TEST(test_engine_kernels_conv_input_gradient_is_a_convolution),
+        ENG_TEST(test_engine_kernels_fanned_out_gradient_is_laid_out_once),
     };
     return ENG_RUN_BOTH(tests);
 }
