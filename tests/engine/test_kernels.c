@@ -394,9 +394,6 @@ static void on_log(void *user, kiln_log_level level, const char *module, const c
     snprintf(log->last, sizeof log->last, "%s", msg);
 }
 
-/* A realize that compiles reports "compiling kernels: i of n" through the log callback once
- * compiling has taken a second; the test hook makes that from the first kernel. Kernels from
- * the memory cache report nothing, nor does a quick compile without the hook. */
 /* A bias's gradient (a (4, 1, 1) bias broadcast over (3, 4, 8, 8)) sums each image's rows, 64
  * contiguous elements, first (a kernel whose output is (3, 4, 1, 1)), then the images; the sum
  * is exact (multiples of 1/4). */
@@ -751,6 +748,9 @@ static void test_engine_kernels_nine_elements_step_by_three(void **state) {
     }
 }
 
+/* A realize that compiles reports "compiling kernels: i of n" through the log callback once
+ * compiling has taken a second; the test hook makes that from the first kernel. Kernels from
+ * the memory cache report nothing, nor does a quick compile without the hook. */
 static void test_engine_kernels_compiles_report_progress(void **state) {
     eng_fixture *f = *state;
     progress_log log = {0};
