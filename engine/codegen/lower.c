@@ -1385,14 +1385,15 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
             return;
         tm = share ? ctx->tile_rows : 1;
         tn = share ? ctx->tile_cols : vectors ? ctx->tile_vector_cols : 1;
-    } else if (ctx->whole_short_rows && width % tn != 0 && 2 * width >= tn && width <= 2 * tn &&
+    } else if (ctx->whole_short_rows && width % tn != 0 && 2 * width >= tn && width <= 4 * tn &&
                loads_in(k->value, 2) >= 2) {
         /* a short row (14, 28 columns) that the tile does not divide, in a kernel of several
          * loads per output: one row per item, its indices affine along the row, where tiles of
          * the flat index redo every output's division into dims (the fold of conv2's input
          * gradient, nine masked loads per output: 2.7 -> 2.3 ms on lavapipe; conv2's pool
-         * backward 0.87 -> 0.75 ms). A copy (one load) keeps flat tiles and their aligned
-         * vector stores: conv2's im2col copy took 8% longer in rows. */
+         * backward 0.87 -> 0.75 ms; conv1's, rows of 28, 1.58-1.61 -> 1.27 ms). A copy (one
+         * load) keeps flat tiles and their aligned vector stores: conv2's im2col copy took 8%
+         * longer in rows. */
         tn = width;
     } else if (width % tn != 0) {
         /* the flat index in tiles of tn: a symbolic count only where tn divides every value

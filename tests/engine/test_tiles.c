@@ -262,30 +262,32 @@ static void test_tiles_flat_index_when_the_last_dim_does_not_divide(void **state
     free(want);
 }
 
-/* A short row that the tile does not divide (14 columns; tiles of 8 for two loads, 16 for
+/* Short rows that the tile does not divide (14 and 28 columns; tiles of 8 for two loads, 16 for
  * one): an elementwise kernel of two loads takes one row per item (lower.c: its indices
  * affine along the row), one of a single load (a copy) keeps tiles of the flat index. */
 static void test_tiles_short_rows_one_per_item(void **state) {
     eng_fixture *f = *state;
     kiln_context *ctx = f->ctx;
-    enum { R = 4096, C = 14 };
-    float *x = values(R * C, 3), *y = values(R * C, 4), *want = values(R * C, 0);
-    kiln_tensor *tx = fx_f32(ctx, 2, (const int64_t[]){R, C}, x);
-    kiln_tensor *ty = fx_f32(ctx, 2, (const int64_t[]){R, C}, y);
-    for (int two = 1; two >= 0; two--) {
-        for (size_t i = 0; i < (size_t)R * C; i++)
-            want[i] = two ? x[i] + y[i] : x[i] * 2.0f;
-        kiln_tensor *out = two ? kiln_add(tx, ty) : kiln_mul_scalar(tx, 2.0);
-        kiln_stats before = kiln_context_stats(ctx);
-        assert_int_equal(kiln_realize(out), KILN_OK);
-        kiln_stats after = kiln_context_stats(ctx);
-        if (cpu_tiles(f))
-            assert_int_equal(after.items - before.items, two ? R : R * C / 16);
-        fx_check_f32(out, want, (size_t)R * C, 0, 0);
-        kiln_release(out);
+    enum { R = 4096, CMAX = 28 };
+    float *x = values(R * CMAX, 3), *y = values(R * CMAX, 4), *want = values(R * CMAX, 0);
+    for (int64_t c = 14; c <= CMAX; c += 14) {
+        kiln_tensor *tx = fx_f32(ctx, 2, (const int64_t[]){R, c}, x);
+        kiln_tensor *ty = fx_f32(ctx, 2, (const int64_t[]){R, c}, y);
+        for (int two = 1; two >= 0; two--) {
+            for (size_t i = 0; i < (size_t)(R * c); i++)
+                want[i] = two ? x[i] + y[i] : x[i] * 2.0f;
+            kiln_tensor *out = two ? kiln_add(tx, ty) : kiln_mul_scalar(tx, 2.0);
+            kiln_stats before = kiln_context_stats(ctx);
+            assert_int_equal(kiln_realize(out), KILN_OK);
+            kiln_stats after = kiln_context_stats(ctx);
+            if (cpu_tiles(f))
+                assert_int_equal(after.items - before.items, two ? R : R * c / 16);
+            fx_check_f32(out, want, (size_t)(R * c), 0, 0);
+            kiln_release(out);
+        }
+        kiln_release(tx);
+        kiln_release(ty);
     }
-    kiln_release(tx);
-    kiln_release(ty);
     free(x);
     free(y);
     free(want);
