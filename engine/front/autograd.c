@@ -1227,10 +1227,6 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
         if (!g || !need.data[k] || f->op == ENG_AG_LEAF)
             continue;
         run.fn = f;
-        /* A product's gradient is read by the two products of its rule, each element many
-         * times: materialised once rather than recomputed inside their loops (a convolution's,
-         * read by the input gradient's product and passed on to the product that made the
-         * convolution, once for both). */
         /* A costly gradient that a sum or difference passes to both its operands (a layer's
          * output and its bias) is read by two kernels at least: materialised here once, where
          * the scheduler would realize it and a product's rule then copy it again (conv1's
@@ -1241,6 +1237,10 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
             g = kiln_contiguous(g);
             run.failed = !g;
         }
+        /* A product's gradient is read by the two products of its rule, each element many
+         * times: materialised once rather than recomputed inside their loops (a convolution's,
+         * read by the input gradient's product and passed on to the product that made the
+         * convolution, once for both). */
         if ((f->op == ENG_AG_MATMUL || f->op == ENG_AG_CONV_INPUT) && !laid_out(g)) {
             g = kiln_contiguous(g);
             run.failed = !g;

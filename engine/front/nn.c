@@ -213,7 +213,7 @@ static kiln_tensor *reshape_groups(kiln_tensor *t, uint32_t n, const uint32_t *n
  * neither one vector nor free of masks; the forward then reads the copy too), and read in place
  * by the forward's product otherwise (inference: no copy kernel, the padding a select per
  * load of the product's right operand; conv2's forward in the training example 2.0 + 6.3 ->
- * 6.6 ms on lavapipe, the forward alone 14.5 -> 12.5 ms). */
+ * 6.6 ms on lavapipe, the forward alone 14.5 -> 12.1-12.5 ms). */
 static kiln_tensor *window_matrix(kiln_tensor *win, kiln_tensor *w) {
     return win && eng_ag_records(ENG_CTX(win), w) ? kiln_contiguous(win) : win;
 }
@@ -245,8 +245,9 @@ static kiln_tensor *conv_input_tap(kiln_tensor *out, kiln_tensor *x, kiln_tensor
  * folding the windows back). With a symbolic batch the rows of all images cannot tile in
  * whole blocks, so each image is a product of its own instead: w as (O, C KH KW) times the
  * image's windows as (C KH KW, OH OW) (window_matrix), the output NCHW as stored (what the
- * bias, relu and pools then read contiguously). Groups: a batch of G products over (G, N OH
- * OW, C/G KH KW). */
+ * bias, relu and pools then read contiguously), and x's gradient for stride 1 a convolution
+ * of the output's gradient (conv_input_tap). Groups: a batch of G products over (G, N OH OW,
+ * C/G KH KW). */
 static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *bias,
                                    const kiln_conv2d_options *options) {
     if (!x || !w)

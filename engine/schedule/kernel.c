@@ -376,8 +376,8 @@ static bool read_by_several_kernels(const eng_node *n) {
  * kernel when the node has at least the device's parallelism of elements at its largest (a
  * kernel of its own that fills the device; a small one, a scalar broadcast over a tensor,
  * stays inlined rather than cost a dispatch). So is such a node of that many elements that
- * several kernels read (read_by_several_kernels), through any view. */
-
+ * several kernels read (read_by_several_kernels), through any view (RECOMPUTE_MIN_OPS:
+ * eng.h). */
 static bool recomputed(kbuild *b, const eng_src *s) {
     if (s->node->kind != ENG_EW ||
         eng_node_inlined_ops(s->node, RECOMPUTE_MIN_OPS) < RECOMPUTE_MIN_OPS)
