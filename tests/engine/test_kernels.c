@@ -489,6 +489,28 @@ static void test_engine_kernels_max_pool_forward_is_one_max(void **state) {
     eng_fixture_context_destroy(ctx);
 }
 
+/* dx, the gradient of sum(conv2d(x, w, padding 1)) for x (2, 3, 6, 6) and w (4, 3, 3, 3): each
+ * input element's gradient is the sum of w over the taps whose window holds it. */
+static void check_input_gradient_of_sum(kiln_tensor *w, kiln_tensor *dx) {
+    float ws[4 * 3 * 3 * 3], got[2 * 3 * 6 * 6];
+    assert_int_equal(kiln_read(w, ws, sizeof ws), KILN_OK);
+    assert_int_equal(kiln_read(dx, got, sizeof got), KILN_OK);
+    for (int n = 0; n < 2; n++)
+        for (int c = 0; c < 3; c++)
+            for (int i = 0; i < 6; i++)
+                for (int j = 0; j < 6; j++) {
+                    double want = 0;
+                    for (int o = 0; o < 4; o++)
+                        for (int kh = 0; kh < 3; kh++)
+                            for (int kw = 0; kw < 3; kw++) {
+                                int oi = i + 1 - kh, oj = j + 1 - kw; /* the output it feeds */
+                                if (oi >= 0 && oi < 6 && oj >= 0 && oj < 6)
+                                    want += ws[((o * 3 + c) * 3 + kh) * 3 + kw];
+                            }
+                    assert_float_equal(got[((n * 3 + c) * 6 + i) * 6 + j], want, 1e-4);
+                }
+}
+
 /* The gradient of a padded input is the fold of the windows shrunk to the input: the shrink
  * moves into the fold's node (autograd.c shrink_grad), so the kernel that realizes it computes
  * the input's 6 x 6 per channel, not the padded 8 x 8 it would then cut. */
@@ -509,25 +531,7 @@ static void test_engine_kernels_conv_input_gradient_skips_the_padding(void **sta
         inside = inside || (p->name[0] == 'E' && strstr(p->name, "_2x3x6x6"));
     }
     assert_true(inside);
-    /* each input element's gradient: the sum of w over the taps whose window holds it */
-    float xs[2 * 3 * 6 * 6], ws[4 * 3 * 3 * 3], got[2 * 3 * 6 * 6];
-    assert_int_equal(kiln_read(x, xs, sizeof xs), KILN_OK);
-    assert_int_equal(kiln_read(w, ws, sizeof ws), KILN_OK);
-    assert_int_equal(kiln_read(dx, got, sizeof got), KILN_OK);
-    for (int n = 0; n < 2; n++)
-        for (int c = 0; c < 3; c++)
-            for (int i = 0; i < 6; i++)
-                for (int j = 0; j < 6; j++) {
-                    double want = 0;
-                    for (int o = 0; o < 4; o++)
-                        for (int kh = 0; kh < 3; kh++)
-                            for (int kw = 0; kw < 3; kw++) {
-                                int oi = i + 1 - kh, oj = j + 1 - kw; /* the output it feeds */
-                                if (oi >= 0 && oi < 6 && oj >= 0 && oj < 6)
-                                    want += ws[((o * 3 + c) * 3 + kh) * 3 + kw];
-                            }
-                    assert_float_equal(got[((n * 3 + c) * 6 + i) * 6 + j], want, 1e-4);
-                }
+    check_input_gradient_of_sum(w, dx);
     eng_fixture_context_destroy(ctx);
 }
 
@@ -611,24 +615,7 @@ static void test_engine_kernels_conv_input_gradient_is_a_convolution(void **stat
         convolution = convolution || (p->name[0] == 'R' && strstr(p->name, "_3x1x36"));
     }
     assert_true(convolution);
-    /* each input element's gradient: the sum of w over the taps whose window holds it */
-    float ws[4 * 3 * 3 * 3], got[2 * 3 * 6 * 6];
-    assert_int_equal(kiln_read(w, ws, sizeof ws), KILN_OK);
-    assert_int_equal(kiln_read(dx, got, sizeof got), KILN_OK);
-    for (int n = 0; n < 2; n++)
-        for (int c = 0; c < 3; c++)
-            for (int i = 0; i < 6; i++)
-                for (int j = 0; j < 6; j++) {
-                    double want = 0;
-                    for (int o = 0; o < 4; o++)
-                        for (int kh = 0; kh < 3; kh++)
-                            for (int kw = 0; kw < 3; kw++) {
-                                int oi = i + 1 - kh, oj = j + 1 - kw;
-                                if (oi >= 0 && oi < 6 && oj >= 0 && oj < 6)
-                                    want += ws[((o * 3 + c) * 3 + kh) * 3 + kw];
-                            }
-                    assert_float_equal(got[((n * 3 + c) * 6 + i) * 6 + j], want, 1e-4);
-                }
+    check_input_gradient_of_sum(w, dx);
     eng_fixture_context_destroy(ctx);
 }
 
