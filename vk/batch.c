@@ -398,7 +398,7 @@ kiln_status vkd_batch_submit(vkd_batch *b, base_error *err) {
         .pCommandBuffers = &b->cmd,
     };
     if (st == KILN_OK)
-        st = vkd_check(vk->vkQueueSubmit(dev->queue, 1, &submit, b->fence), "vkQueueSubmit", err);
+        st = vkd_check(vkd_queue_submit(dev, &submit, b->fence), "vkQueueSubmit", err);
     if (st != KILN_OK)
         return st;
     b->submitted = true;

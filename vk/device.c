@@ -2,7 +2,31 @@
  * pipeline cache, memory-type choice, and the one-shot transfer submission. */
 #include "vkd_internal.h"
 
+#include <pthread.h>
 #include <string.h>
+
+/* ---- shared devices ------------------------------------------------------------------------ */
+
+/* What makes two devices of one physical device interchangeable: the features enabled (the
+ * extensions follow from the physical device). */
+typedef struct feature_key {
+    VkBool32 flags[13];
+} feature_key;
+
+struct vkd_core {
+    struct vkd_core *next;
+    uint32_t refs;
+    const vkd_instance *inst;
+    VkPhysicalDevice physical;
+    feature_key key;
+    VkDevice handle;
+    VkQueue queue;
+    struct VolkDeviceTable vk;
+    pthread_mutex_t queue_lock;
+};
+
+/* Every shared device of the process (under the lifecycle lock). */
+static vkd_core *cores;
 
 /* The features Kiln enables when present, chained for vkCreateDevice. */
 typedef struct feature_chain {
@@ -107,6 +131,114 @@ static void profile_features(const vkd_profile *p, feature_chain *c, vkd_caps *c
     c->float16_int8.shaderFloat16 &= (VkBool32)p->float16;
     c->storage8.storageBuffer8BitAccess &= (VkBool32)p->storage_buffer_8bit;
     c->storage16.storageBuffer16BitAccess &= (VkBool32)p->storage_buffer_16bit;
+}
+
+static feature_key chain_key(const feature_chain *c) {
+    feature_key k = {{
+        c->f2.features.shaderInt64,
+        c->f2.features.shaderInt16,
+        c->f2.features.shaderFloat64,
+        c->f2.features.shaderStorageBufferArrayDynamicIndexing,
+        c->storage16.storageBuffer16BitAccess,
+        c->storage8.storageBuffer8BitAccess,
+        c->float16_int8.shaderFloat16,
+        c->float16_int8.shaderInt8,
+        c->maintenance4.maintenance4,
+        c->subgroup_size_control.subgroupSizeControl,
+        c->subgroup_size_control.computeFullSubgroups,
+        c->extension_count,
+    }};
+    return k;
+}
+
+/* The shared device of inst's physical device with the chain's features: an existing one,
+ * counted, or a new one (vkCreateDevice). */
+static kiln_status core_acquire(const vkd_instance *inst, const vkd_device_info *info,
+                                const feature_chain *chain, vkd_core **out, base_error *err) {
+    feature_key key = chain_key(chain);
+    *out = NULL;
+    vkd_lifecycle_lock();
+    for (vkd_core *c = cores; c; c = c->next) {
+        if (c->inst == inst && c->physical == info->physical &&
+            memcmp(&c->key, &key, sizeof key) == 0) {
+            c->refs++;
+            vkd_lifecycle_unlock();
+            *out = c;
+            return KILN_OK;
+        }
+    }
+    vkd_core *c = base_calloc(&inst->alloc, 1, sizeof *c);
+    if (!c || pthread_mutex_init(&c->queue_lock, NULL) != 0) {
+        vkd_lifecycle_unlock();
+        base_allocator alloc = inst->alloc;
+        base_free(&alloc, c, sizeof *c);
+        return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for device");
+    }
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo queue_info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+        .queueFamilyIndex = (uint32_t)info->compute_family,
+        .queueCount = 1,
+        .pQueuePriorities = &priority,
+    };
+    VkDeviceCreateInfo device_info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = &chain->f2,
+        .queueCreateInfoCount = 1,
+        .pQueueCreateInfos = &queue_info,
+        .enabledExtensionCount = chain->extension_count,
+        .ppEnabledExtensionNames = chain->extensions,
+    };
+    kiln_status st =
+        vkd_check(inst->fn.CreateDevice(info->physical, &device_info, NULL, &c->handle),
+                  "vkCreateDevice", err);
+    if (st != KILN_OK) {
+        vkd_lifecycle_unlock();
+        pthread_mutex_destroy(&c->queue_lock);
+        base_allocator alloc = inst->alloc;
+        base_free(&alloc, c, sizeof *c);
+        return st;
+    }
+    c->refs = 1;
+    c->inst = inst;
+    c->physical = info->physical;
+    c->key = key;
+    vkd_load_device_table(inst, c->handle, &c->vk);
+    c->vk.vkGetDeviceQueue(c->handle, (uint32_t)info->compute_family, 0, &c->queue);
+    c->next = cores;
+    cores = c;
+    vkd_lifecycle_unlock();
+    *out = c;
+    return KILN_OK;
+}
+
+/* Drops a holder of c; the last destroys the VkDevice. */
+static void core_release(vkd_core *c) {
+    vkd_lifecycle_lock();
+    if (--c->refs > 0) {
+        vkd_lifecycle_unlock();
+        return;
+    }
+    for (vkd_core **p = &cores; *p; p = &(*p)->next) {
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    }
+    c->vk.vkDestroyDevice(c->handle, NULL);
+    vkd_lifecycle_unlock();
+    pthread_mutex_destroy(&c->queue_lock);
+    base_allocator alloc = c->inst->alloc;
+    base_free(&alloc, c, sizeof *c);
+}
+
+VkResult vkd_queue_submit(vkd_device *dev, const VkSubmitInfo *submit, VkFence fence) {
+    if (dev->core)
+        pthread_mutex_lock(&dev->core->queue_lock);
+    VkResult r = dev->vk.vkQueueSubmit(dev->queue, 1, submit, fence);
+    if (dev->core)
+        pthread_mutex_unlock(&dev->core->queue_lock);
+    return r;
 }
 
 static uint32_t min_u32(uint32_t a, uint32_t b) {
@@ -297,30 +429,13 @@ kiln_status vkd_device_create(const vkd_instance *inst, uint32_t index,
     if (dev->options.profile)
         profile_features(dev->options.profile, &chain, &dev->caps);
     fill_caps(info, &dev->options, &dev->caps);
-    float priority = 1.0f;
-    VkDeviceQueueCreateInfo queue_info = {
-        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
-        .queueFamilyIndex = dev->queue_family,
-        .queueCount = 1,
-        .pQueuePriorities = &priority,
-    };
-    VkDeviceCreateInfo device_info = {
-        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-        .pNext = &chain.f2,
-        .queueCreateInfoCount = 1,
-        .pQueueCreateInfos = &queue_info,
-        .enabledExtensionCount = chain.extension_count,
-        .ppEnabledExtensionNames = chain.extensions,
-    };
-    vkd_lifecycle_lock();
-    VkResult created = inst->fn.CreateDevice(info->physical, &device_info, NULL, &dev->handle);
-    vkd_lifecycle_unlock();
-    kiln_status st = vkd_check(created, "vkCreateDevice", err);
+    kiln_status st = core_acquire(inst, info, &chain, &dev->core, err);
     if (st != KILN_OK)
         goto fail;
     dev->owned = true;
-    vkd_load_device_table(inst, dev->handle, &dev->vk);
-    dev->vk.vkGetDeviceQueue(dev->handle, dev->queue_family, 0, &dev->queue);
+    dev->handle = dev->core->handle;
+    dev->queue = dev->core->queue;
+    dev->vk = dev->core->vk;
     choose_memory(dev);
     if ((st = create_objects(dev, err)) != KILN_OK)
         goto fail;
@@ -398,10 +513,14 @@ void vkd_device_destroy(vkd_device *dev) {
         return;
     if (dev->handle) {
         const struct VolkDeviceTable *vk = &dev->vk;
-        if (dev->owned)
-            vk->vkDeviceWaitIdle(dev->handle);
-        else if (dev->queue) /* the application's device: only Kiln's own work */
+        /* Only this device's objects go: its work, and the sharers' on the same queue, ends
+         * first (the application's device: only Kiln's own work). */
+        if (dev->core)
+            pthread_mutex_lock(&dev->core->queue_lock);
+        if (dev->queue)
             vk->vkQueueWaitIdle(dev->queue);
+        if (dev->core)
+            pthread_mutex_unlock(&dev->core->queue_lock);
         vkd_staging_release(dev);
         vkd_memory_finish(dev);
         if (dev->transfer_fence)
@@ -410,12 +529,9 @@ void vkd_device_destroy(vkd_device *dev) {
             vk->vkDestroyCommandPool(dev->handle, dev->command_pool, NULL);
         if (dev->pipeline_cache)
             vk->vkDestroyPipelineCache(dev->handle, dev->pipeline_cache, NULL);
-        if (dev->owned) {
-            vkd_lifecycle_lock();
-            vk->vkDestroyDevice(dev->handle, NULL);
-            vkd_lifecycle_unlock();
-        }
     }
+    if (dev->core)
+        core_release(dev->core);
     base_allocator alloc = dev->alloc;
     base_free(&alloc, dev, sizeof *dev);
 }
@@ -508,8 +624,7 @@ kiln_status vkd_transfer_end(vkd_device *dev, base_error *err) {
     };
     st = vkd_check(vk->vkResetFences(dev->handle, 1, &dev->transfer_fence), "vkResetFences", err);
     if (st == KILN_OK)
-        st = vkd_check(vk->vkQueueSubmit(dev->queue, 1, &submit, dev->transfer_fence),
-                       "vkQueueSubmit", err);
+        st = vkd_check(vkd_queue_submit(dev, &submit, dev->transfer_fence), "vkQueueSubmit", err);
     if (st == KILN_OK) {
         dev->stats.submits++;
         st = vkd_wait_fence(dev, dev->transfer_fence, "a buffer transfer", err);

@@ -2,6 +2,7 @@
 #include "vkd_internal.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,15 +16,14 @@ static pthread_once_t loader_once = PTHREAD_ONCE_INIT;
 static VkResult loader_result = VK_ERROR_INITIALIZATION_FAILED;
 static pthread_mutex_t loader_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Instance and device creation and destruction, one thread at a time in the process. Vulkan
- * allows them on several threads at once, but on NVIDIA's driver (580.159, H200 and H100, with
- * the validation layer) contexts created and destroyed on four threads at once broke the
- * process: of 24 runs of test_engine_errors2 on an H100, 7 failed (exits with status 255,
- * aborts, hangs; on an H200 once a corrupted heap); with this lock fewer, but not none: the
- * driver also fails when one device is created or destroyed while another works, which only
- * serializing whole context lifetimes avoided (docs/gpus.md). These calls are rare and cost
- * milliseconds; kernels, transfers and everything else a context does still run in
- * parallel. */
+/* Instance and device creation and destruction, one thread at a time in the process, and the
+ * lists of shared instances (below) and devices (device.c). Vulkan allows them on several
+ * threads at once, but on NVIDIA's driver (580.159, H200 and H100) contexts created and
+ * destroyed on four threads at once broke the process (exits with status 255, aborts, hangs,
+ * a corrupted heap); this lock made it rarer, but the driver also fails when one VkDevice is
+ * created or destroyed while another works (docs/gpus.md). So contexts with the same options
+ * share one instance and one device per physical device: a device is created by the first of
+ * them and destroyed by the last, never beside another of its kind. */
 static pthread_mutex_t lifecycle_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void vkd_lifecycle_lock(void) {
@@ -59,14 +59,15 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL messenger_callback(
     (void)types;
     vkd_instance *inst = user;
     const char *msg = data && data->pMessage ? data->pMessage : "(no message)";
+    /* Atomic: the contexts sharing the instance call from their own threads. */
     if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
-        inst->messages.errors++;
+        __atomic_add_fetch(&inst->messages.errors, 1, __ATOMIC_RELAXED);
         base_log(BASE_LOG_ERROR, "validation", "%s", msg);
     } else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
-        inst->messages.warnings++;
+        __atomic_add_fetch(&inst->messages.warnings, 1, __ATOMIC_RELAXED);
         base_log(BASE_LOG_WARN, "validation", "%s", msg);
     } else {
-        inst->messages.infos++;
+        __atomic_add_fetch(&inst->messages.infos, 1, __ATOMIC_RELAXED);
         base_log(BASE_LOG_DEBUG, "validation", "%s", msg);
     }
     return VK_FALSE; /* never abort the call that triggered the message */
@@ -412,6 +413,14 @@ free_list:
     return st;
 }
 
+/* The instances Kiln created, each shared by every vkd_instance_create with its options (under
+ * lifecycle_lock). */
+static vkd_instance *shared_instances;
+
+static bool same_allocator(const base_allocator *a, const base_allocator *b) {
+    return a->fn == b->fn && a->user == b->user;
+}
+
 kiln_status vkd_instance_create(const vkd_instance_options *options, vkd_instance **out,
                                 base_error *err) {
     static const vkd_instance_options defaults = {0};
@@ -422,32 +431,51 @@ kiln_status vkd_instance_create(const vkd_instance_options *options, vkd_instanc
                               "the Vulkan loader (libvulkan.so.1) could not be loaded "
                               "(Debian: apt-get install libvulkan1 mesa-vulkan-drivers)");
     base_allocator alloc = opt->alloc ? *opt->alloc : base_allocator_make(NULL, NULL);
+    bool validation = opt->validation || env_flag("KILN_VALIDATION");
+    const char *app_name = opt->app_name ? opt->app_name : "kiln";
+    vkd_lifecycle_lock();
+    for (vkd_instance *s = shared_instances; s; s = s->next) {
+        if (s->validation == validation && s->sync_validation == opt->sync_validation &&
+            same_allocator(&s->alloc, &alloc) &&
+            strncmp(s->app_name, app_name, sizeof s->app_name - 1) == 0) {
+            s->refs++;
+            vkd_lifecycle_unlock();
+            *out = s;
+            return KILN_OK;
+        }
+    }
     vkd_instance *inst = base_calloc(&alloc, 1, sizeof *inst);
-    if (!inst)
+    if (!inst) {
+        vkd_lifecycle_unlock();
         return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for instance");
+    }
     inst->alloc = alloc;
-    inst->validation = opt->validation || env_flag("KILN_VALIDATION");
+    inst->validation = validation;
+    inst->sync_validation = opt->sync_validation;
+    snprintf(inst->app_name, sizeof inst->app_name, "%s", app_name);
     uint32_t loader = volkGetInstanceVersion();
     inst->loader_version = loader;
     inst->api_version = loader < VK_API_VERSION_1_3 ? loader : VK_API_VERSION_1_3;
     kiln_status st = KILN_OK;
-    if (inst->api_version < VK_API_VERSION_1_1) {
+    if (inst->api_version < VK_API_VERSION_1_1)
         st = base_error_set(err, KILN_ERROR_UNSUPPORTED,
                             "the Vulkan loader offers version %u.%u; Kiln needs 1.1",
                             VK_API_VERSION_MAJOR(loader), VK_API_VERSION_MINOR(loader));
-        goto fail;
-    }
-    vkd_lifecycle_lock();
-    if ((st = load_layers(inst, err)) == KILN_OK && (st = create_handle(inst, opt, err)) == KILN_OK)
+    if (st == KILN_OK && (st = load_layers(inst, err)) == KILN_OK &&
+        (st = create_handle(inst, opt, err)) == KILN_OK)
         st = load_devices(inst, err);
+    if (st == KILN_OK) {
+        inst->refs = 1;
+        inst->next = shared_instances;
+        shared_instances = inst;
+    }
     vkd_lifecycle_unlock();
-    if (st != KILN_OK)
-        goto fail;
+    if (st != KILN_OK) {
+        vkd_instance_destroy(inst);
+        return st;
+    }
     *out = inst;
     return KILN_OK;
-fail:
-    vkd_instance_destroy(inst);
-    return st;
 }
 
 kiln_status vkd_instance_wrap(VkInstance handle, uint32_t api_version, const base_allocator *alloc,
@@ -466,6 +494,7 @@ kiln_status vkd_instance_wrap(VkInstance handle, uint32_t api_version, const bas
     inst->alloc = a;
     inst->handle = handle;
     inst->owned = false;
+    inst->refs = 1; /* the application's: never shared */
     inst->loader_version = volkGetInstanceVersion();
     inst->api_version = api_version < VK_API_VERSION_1_3 ? api_version : VK_API_VERSION_1_3;
     load_instance_globals(handle);
@@ -486,6 +515,17 @@ void vkd_instance_destroy(vkd_instance *inst) {
     if (!inst)
         return;
     vkd_lifecycle_lock();
+    if (inst->refs > 1) { /* another holder keeps it */
+        inst->refs--;
+        vkd_lifecycle_unlock();
+        return;
+    }
+    for (vkd_instance **p = &shared_instances; *p; p = &(*p)->next) {
+        if (*p == inst) {
+            *p = inst->next;
+            break;
+        }
+    }
     if (inst->messenger)
         inst->fn.DestroyDebugUtilsMessengerEXT(inst->handle, inst->messenger, NULL);
     if (inst->handle && inst->owned && inst->fn.DestroyInstance)
@@ -514,7 +554,11 @@ bool vkd_instance_validation(const vkd_instance *inst) {
 }
 
 vkd_message_counts vkd_instance_messages(const vkd_instance *inst) {
-    return inst->messages;
+    vkd_message_counts c;
+    c.errors = __atomic_load_n(&inst->messages.errors, __ATOMIC_RELAXED);
+    c.warnings = __atomic_load_n(&inst->messages.warnings, __ATOMIC_RELAXED);
+    c.infos = __atomic_load_n(&inst->messages.infos, __ATOMIC_RELAXED);
+    return c;
 }
 
 uint32_t vkd_instance_layer_count(const vkd_instance *inst) {

@@ -108,6 +108,10 @@ typedef struct vkd_device_info {
     int32_t compute_family; /* a family with compute (compute-only preferred); -1: none */
 } vkd_device_info;
 
+/* Instances are shared: a create with the options (validation, synchronization validation,
+ * app_name, allocator) of an instance alive in the process returns that one, counted; destroy
+ * drops the count and destroys the VkInstance with the last holder. Its message counts are
+ * then every holder's. */
 kiln_status vkd_instance_create(const vkd_instance_options *options, vkd_instance **out,
                                 base_error *err);
 /* An instance the application created (interop): used, never destroyed, by Kiln. api_version
@@ -245,9 +249,14 @@ typedef struct vkd_device_options {
     size_t pipeline_cache_size;
 } vkd_device_options;
 
+/* Each vkd_device has its own objects (pipeline cache, command pool, memory blocks, staging,
+ * caps and statistics), but devices of one instance on one physical device with the same
+ * features enabled share the VkDevice and its queue (vkd_device_handle is the same): the
+ * first creates it, the last destroys it. */
 kiln_status vkd_device_create(const vkd_instance *inst, uint32_t index,
                               const vkd_device_options *options, vkd_device **out, base_error *err);
-void vkd_device_destroy(vkd_device *dev); /* NULL is a no-op; waits for the device to idle */
+/* NULL is a no-op; waits for the device's queue to idle (the work of every device sharing it). */
+void vkd_device_destroy(vkd_device *dev);
 
 /* A device the application created (interop). Kiln uses queue (family, index) from one thread
  * at a time with the application, and only the features the application says it enabled. */

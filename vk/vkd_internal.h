@@ -27,7 +27,13 @@ struct vkd_instance {
     vkd_instance_fns fn;
     base_allocator alloc;
     VkInstance handle;
-    bool owned;              /* false: the application's (interop) */
+    bool owned; /* false: the application's (interop) */
+    /* Kiln's own instances are shared by every vkd_instance_create with the same options
+     * (instance.c): refs counts the holders; next links the process's list of them. */
+    uint32_t refs;
+    struct vkd_instance *next;
+    bool sync_validation;
+    char app_name[64];
     uint32_t api_version;    /* what Kiln asks for: min(loader, 1.3) */
     uint32_t loader_version; /* what the loader offers */
     bool validation;
@@ -40,12 +46,20 @@ struct vkd_instance {
     vkd_device_info *devices;
 };
 
+/* A VkDevice Kiln created, shared by every vkd_device of one instance on one physical device
+ * with the same features enabled (device.c): NVIDIA's driver fails when one VkDevice of the
+ * process is created or destroyed while another works (docs/gpus.md), and one device per
+ * physical device is what a process needs. The queue is shared too: submissions and waits for
+ * idle take queue_lock (Vulkan requires a queue's calls to be externally synchronized). */
+typedef struct vkd_core vkd_core;
+
 struct vkd_device {
     base_allocator alloc;
     const vkd_instance *inst;
     const vkd_device_info *info;
     VkDevice handle;
-    bool owned; /* false: the application's (interop) */
+    bool owned;     /* false: the application's (interop) */
+    vkd_core *core; /* the shared device of an owned one; NULL: the application's */
     struct VolkDeviceTable vk;
     VkQueue queue;
     uint32_t queue_family;
@@ -120,6 +134,8 @@ void vkd_lifecycle_unlock(void);
  * vkGetDeviceProcAddr). */
 void vkd_load_device_table(const vkd_instance *inst, VkDevice device,
                            struct VolkDeviceTable *table);
+/* vkQueueSubmit of one submission on the device's queue (under the shared queue's lock). */
+VkResult vkd_queue_submit(vkd_device *dev, const VkSubmitInfo *submit, VkFence fence);
 /* Waits for fence with the device's timeout; device loss and timeouts become statuses. */
 kiln_status vkd_wait_fence(vkd_device *dev, VkFence fence, const char *what, base_error *err);
 

@@ -1,6 +1,7 @@
 /* vk/: instance, device selection and device creation. */
 #include "vk_fixture.h"
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -289,6 +290,101 @@ static void test_vk_device_instances_are_independent(void **state) {
     vk_fixture_assert_no_messages(f); /* the fixture's instance is untouched */
 }
 
+/* Fills a buffer of dev with value and reads it back; false on any failure. */
+static bool fill_and_read(vkd_device *dev, uint32_t value) {
+    base_error err = {0};
+    vkd_buffer *buf = NULL;
+    uint32_t v[64] = {0};
+    bool ok = vkd_buffer_create(dev, sizeof v, &buf, &err) == KILN_OK &&
+              vkd_buffer_fill(buf, 0, sizeof v, value, &err) == KILN_OK &&
+              vkd_buffer_download(buf, 0, v, sizeof v, &err) == KILN_OK && v[0] == value &&
+              v[63] == value;
+    vkd_buffer_destroy(buf);
+    return ok;
+}
+
+/* Devices with the same options share the VkDevice and its queue (NVIDIA's driver fails when
+ * one VkDevice is created or destroyed while another works: docs/gpus.md); each keeps its own
+ * objects, and the VkDevice lives until its last holder goes. */
+static void test_vk_device_same_options_share_one_vkdevice(void **state) {
+    vk_fixture *f = *state;
+    base_error err = {0};
+    vkd_instance *same = NULL, *other = NULL;
+    vkd_instance_options opt = {
+        .validation = true, .sync_validation = true, .app_name = "kiln-tests"};
+    assert_int_equal(vkd_instance_create(&opt, &same, &err), KILN_OK);
+    assert_ptr_equal(same, f->inst);
+    opt.app_name = "kiln-tests-other";
+    assert_int_equal(vkd_instance_create(&opt, &other, &err), KILN_OK);
+    assert_ptr_not_equal(vkd_instance_handle(other), vkd_instance_handle(f->inst));
+    vkd_instance_destroy(same); /* the fixture's holds it still */
+    assert_non_null(vkd_instance_handle(f->inst));
+
+    vkd_device *a = NULL, *b = NULL, *narrow = NULL, *elsewhere = NULL;
+    assert_int_equal(vkd_device_create(f->inst, f->device_index, NULL, &a, &err), KILN_OK);
+    assert_int_equal(vkd_device_create(f->inst, f->device_index, NULL, &b, &err), KILN_OK);
+    assert_ptr_not_equal(a, b);
+    assert_ptr_equal(vkd_device_handle(a), vkd_device_handle(f->dev));
+    assert_ptr_equal(vkd_device_handle(b), vkd_device_handle(f->dev));
+    /* Other features enabled, or another instance: a VkDevice of its own. */
+    vkd_device_options no_int64 = {.no_int64 = true};
+    assert_int_equal(vkd_device_create(f->inst, f->device_index, &no_int64, &narrow, &err),
+                     KILN_OK);
+    if (vkd_device_info_of(f->dev)->features.shaderInt64)
+        assert_ptr_not_equal(vkd_device_handle(narrow), vkd_device_handle(f->dev));
+    assert_false(vkd_device_caps(narrow)->int64);
+    assert_int_equal(vkd_device_create(other, f->device_index, NULL, &elsewhere, &err), KILN_OK);
+    assert_ptr_not_equal(vkd_device_handle(elsewhere), vkd_device_handle(f->dev));
+    /* Each works after the others sharing its VkDevice are gone. */
+    assert_true(fill_and_read(a, 11));
+    vkd_device_destroy(a);
+    assert_true(fill_and_read(b, 12));
+    vkd_device_destroy(b);
+    assert_true(fill_and_read(f->dev, 13));
+    assert_true(fill_and_read(narrow, 14));
+    assert_true(fill_and_read(elsewhere, 15));
+    vkd_device_destroy(narrow);
+    vkd_device_destroy(elsewhere);
+    vkd_instance_destroy(other);
+    vk_fixture_assert_no_messages(f);
+}
+
+typedef struct sharer {
+    const vk_fixture *f;
+    uint32_t seed;
+    int failures;
+} sharer;
+
+static void *share_rounds(void *arg) {
+    sharer *s = arg;
+    for (uint32_t r = 0; r < 8; r++) {
+        base_error err = {0};
+        vkd_device *dev = NULL;
+        if (vkd_device_create(s->f->inst, s->f->device_index, NULL, &dev, &err) != KILN_OK ||
+            !fill_and_read(dev, s->seed * 100 + r) || !fill_and_read(dev, s->seed * 100 + r + 50))
+            s->failures++;
+        vkd_device_destroy(dev);
+    }
+    return NULL;
+}
+
+/* Devices made, used (submissions on the shared queue) and destroyed on four threads at once. */
+static void test_vk_device_shared_vkdevice_on_several_threads(void **state) {
+    vk_fixture *f = *state;
+    pthread_t threads[4];
+    sharer s[4];
+    for (uint32_t i = 0; i < 4; i++) {
+        s[i] = (sharer){.f = f, .seed = i + 1};
+        assert_int_equal(pthread_create(&threads[i], NULL, share_rounds, &s[i]), 0);
+    }
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_join(threads[i], NULL), 0);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(s[i].failures, 0);
+    assert_true(fill_and_read(f->dev, 99));
+    vk_fixture_assert_no_messages(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vk_device_create_enables_what_it_reports),
@@ -300,6 +396,8 @@ int main(void) {
         cmocka_unit_test(test_vk_device_profiles_never_raise_a_limit),
         cmocka_unit_test(test_vk_device_profile_over_a_smaller_device_keeps_the_device_limits),
         cmocka_unit_test(test_vk_device_instances_are_independent),
+        cmocka_unit_test(test_vk_device_same_options_share_one_vkdevice),
+        cmocka_unit_test(test_vk_device_shared_vkdevice_on_several_threads),
         cmocka_unit_test(test_vk_device_known_driver_issues_match_by_version),
     };
     return cmocka_run_group_tests(tests, vk_fixture_setup, vk_fixture_teardown);
