@@ -77,10 +77,10 @@
  *
  * Thread-safety: a context and everything made from it is used by one thread at a time;
  * distinct contexts are independent. kiln_status_string and kiln_set_log_callback are
- * thread-safe. Contexts of the process on one device with the same options (validation,
- * profile, allocator) share one VkInstance and one VkDevice, created by the first and destroyed
- * by the last (docs/gpus.md: a driver that failed otherwise); each keeps its own memory,
- * pipelines and statistics, their submissions take turns on the device's queue, and a
+ * thread-safe. Contexts of the process on one device with the same validation, allocator and
+ * enabled features (a profile's) share one VkInstance and one VkDevice, created by the first
+ * and destroyed by the last (docs/gpus.md: a driver that failed otherwise); each keeps its own
+ * memory, pipelines and statistics, their submissions take turns on the device's queue, and a
  * context's destruction waits for the queue's work, its sharers' included.
  *
  * Log messages (warnings such as a cache directory that cannot be used, statistics with
