@@ -224,6 +224,34 @@ static void test_offsets_varying_pad(void **state) {
     eng_fixture_context_destroy(ctx);
 }
 
+/* Sums over windows of 5 of x padded by (p, 4 - p), p = 1, 2, 3 (a one-dimensional
+ * convolution of ones): the mask of the padding changes along the sum's loop, so its bounds
+ * stay code (kernel.c mask_in_loop: constant bounds fold into the comparisons made at every
+ * step) and each padding compiles its own kernel, where an elementwise pad (above) compiles
+ * one for every padding. Values against the host. */
+static void test_offsets_mask_in_a_loop_keeps_its_bounds(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    float *x = ramp(100), want[100];
+    kiln_tensor *t = fx_f32(ctx, 1, (const int64_t[]){100}, x);
+    uint64_t before = compiled(ctx);
+    for (int64_t p = 1; p <= 3; p++) {
+        kiln_scope_begin(ctx);
+        for (int64_t i = 0; i < 100; i++) {
+            want[i] = 0;
+            for (int64_t r = 0; r < 5; r++)
+                want[i] += i + r - p >= 0 && i + r - p < 100 ? x[i + r - p] : 0;
+        }
+        kiln_tensor *windows = kiln_unfold(kiln_pad(t, (const int64_t[]){p, 4 - p}), 0, 5, 1);
+        fx_check_f32(kiln_sum(windows, 1, (const int32_t[]){1}, false), want, 100, 0, 1e-4);
+        assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    }
+    assert_int_equal(compiled(ctx) - before, 3);
+    free(x);
+    eng_fixture_context_destroy(ctx);
+}
+
 /* The window [s, s + 100) of x padded by 8 on each side: a shrink of a pad, whose mask
  * bounds move with s. Starts 0..7 keep the lower bound only, 9..16 the upper one, 8 none:
  * three kernels for seventeen starts. */
@@ -346,6 +374,7 @@ int main(void) {
         ENG_TEST(test_offsets_aligned_and_unaligned_starts),
         ENG_TEST(test_offsets_narrow_and_slice_starts),
         ENG_TEST(test_offsets_varying_pad),
+        ENG_TEST(test_offsets_mask_in_a_loop_keeps_its_bounds),
         ENG_TEST(test_offsets_window_of_a_padded_view),
         ENG_TEST(test_offsets_write_rows),
         ENG_TEST(test_offsets_symbolic_starts_compile_once),
