@@ -207,15 +207,38 @@ static kiln_tensor *reshape_groups(kiln_tensor *t, uint32_t n, const uint32_t *n
     return kiln_reshape_sym(t, n, shape);
 }
 
-/* The per-image window matrices (C KH KW, OH OW) of a symbolic batch, laid out once
- * (kiln_contiguous: a copy kernel of its own) where the weight gradient will read them (w
- * records: that product reduces over the pixels, along which the windows of a padded input are
- * neither one vector nor free of masks; the forward then reads the copy too), and read in place
- * by the forward's product otherwise (inference: no copy kernel, the padding a select per
- * load of the product's right operand; conv2's forward in the training example 2.0 + 6.3 ->
- * 6.6 ms on lavapipe, the forward alone 14.5 -> 12.1-12.5 ms). */
-static kiln_tensor *window_matrix(kiln_tensor *win, kiln_tensor *w) {
-    return win && eng_ag_records(ENG_CTX(win), w) ? kiln_contiguous(win) : win;
+/* The per-image window matrices (C KH KW, OH OW) of a symbolic batch from its windows
+ * permuted to (N, C, KH, KW, OH, OW), laid out once (kiln_contiguous: a copy kernel of its
+ * own) where the weight gradient will read them (w records: that product reduces over the
+ * pixels, along which the windows of a padded input are neither one vector nor free of masks;
+ * the forward then reads the copy too), and read in place by the forward's product otherwise
+ * (inference: no copy kernel, the padding a select per load of the product's right operand;
+ * conv2's forward in the training example 2.0 + 6.3 -> 6.6 ms on lavapipe, the forward alone
+ * 14.5 -> 12.1-12.5 ms).
+ *
+ * On a device that takes octets (a CPU's eight-element loads, lower.c) a laid-out matrix's
+ * rows are padded with zeros to a multiple of eight where that adds at most a sixteenth (*pad:
+ * the columns added; the caller narrows the product back): conv2's 196 pixels as 200, so the
+ * forward product tiles 8 x 8 with octet loads instead of 16 x 4 with vectors of four, and
+ * the weight gradient reads rows of 200 as octets. On lavapipe, per step of the training
+ * example: the forward product 6.8-7.1 -> 5.4 ms, the weight gradient 5.1-5.3 -> 4.6-4.8, for
+ * a copy of the output's gradient padded alike (0.6 ms) and a slower window copy (2.3-2.8 ->
+ * 3.0-3.1). */
+static kiln_tensor *window_matrix(kiln_tensor *win, kiln_tensor *w, int64_t *pad) {
+    *pad = 0;
+    if (!win)
+        return NULL;
+    kiln_context *ctx = ENG_CTX(win);
+    bool laid = eng_ag_records(ctx, w);
+    int64_t oh, ow;
+    if (laid && ctx->octets && const_size(win, 4, &oh) && const_size(win, 5, &ow)) {
+        int64_t more = (8 - oh * ow % 8) % 8;
+        *pad = more * 16 <= oh * ow ? more : 0;
+    }
+    kiln_tensor *m = laid && !*pad ? kiln_contiguous(win) : win;
+    m = reshape_groups(m, 3, (const uint32_t[]){1, 3, 2},
+                       (const uint32_t[][4]){{0}, {1, 2, 3}, {4, 5}});
+    return *pad ? kiln_contiguous(kiln_pad(m, (const int64_t[]){0, 0, 0, 0, 0, *pad})) : m;
 }
 
 static kiln_tensor *tap_impl(kiln_tensor *out) {
@@ -277,13 +300,14 @@ static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *
     if (per_image) {
         /* a symbolic batch: per image, (O, C KH KW) @ (C KH KW, OH OW), products of constant
          * sizes whatever the batch (tiled as the constant case), the output NCHW as stored */
+        int64_t pad, columns;
         kiln_tensor *cols =
-            window_matrix(kiln_permute(win, (const int32_t[]){0, 1, 4, 5, 2, 3}), w);
-        cols = reshape_groups(cols, 3, (const uint32_t[]){1, 3, 2},
-                              (const uint32_t[][4]){{0}, {1, 2, 3}, {4, 5}});
+            window_matrix(kiln_permute(win, (const int32_t[]){0, 1, 4, 5, 2, 3}), w, &pad);
         kiln_tensor *wm =
             reshape_groups(w, 2, (const uint32_t[]){1, 3}, (const uint32_t[][4]){{0}, {1, 2, 3}});
-        out = kiln_matmul(wm, cols); /* (N, O, OH OW) */
+        out = kiln_matmul(wm, cols); /* (N, O, OH OW [+ pad]) */
+        if (pad && out && const_size(out, 2, &columns))
+            out = kiln_narrow(out, 2, 0, columns - pad);
         const kiln_expr *dims[4] = {kiln_tensor_size_expr(win, 0), kiln_tensor_size_expr(w, 0),
                                     kiln_tensor_size_expr(win, 2), kiln_tensor_size_expr(win, 3)};
         out = kiln_reshape_sym(out, 4, dims);

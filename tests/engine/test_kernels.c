@@ -536,14 +536,16 @@ static void test_engine_kernels_conv_input_gradient_skips_the_padding(void **sta
 }
 
 /* conv2d (3 x 3, padding 1) of a batch of Variable size: its host value for batch image n. */
-static float conv_host(const float *xs, const float *ws, int n, int o, int i, int j) {
+/* Output (n, o, i, j) of a 3 x 3 convolution with padding 1 of images size x size of three
+ * channels. */
+static float conv_host(const float *xs, const float *ws, int size, int n, int o, int i, int j) {
     double s = 0;
     for (int c = 0; c < 3; c++)
         for (int kh = 0; kh < 3; kh++)
             for (int kw = 0; kw < 3; kw++) {
                 int y = i + kh - 1, x = j + kw - 1;
-                if (y >= 0 && y < 6 && x >= 0 && x < 6)
-                    s += (double)xs[((n * 3 + c) * 6 + y) * 6 + x] *
+                if (y >= 0 && y < size && x >= 0 && x < size)
+                    s += (double)xs[((n * 3 + c) * size + y) * size + x] *
                          ws[((o * 3 + c) * 3 + kh) * 3 + kw];
             }
     return (float)s;
@@ -583,8 +585,59 @@ static void test_engine_kernels_inference_conv_reads_windows_in_place(void **sta
                 for (int i = 0; i < 6; i++)
                     for (int j = 0; j < 6; j++)
                         assert_float_equal(got[((n * 4 + o) * 6 + i) * 6 + j],
-                                           conv_host(xs, ws, n, o, i, j), 1e-5);
+                                           conv_host(xs, ws, 6, n, o, i, j), 1e-5);
     }
+    eng_fixture_context_destroy(ctx);
+}
+
+/* A training convolution's window matrices (nn.c window_matrix) with 14 x 14 = 196 pixels per
+ * image: on a device that takes octets their rows are laid out 200 wide (zeros after the
+ * pixels), so the per-image product's rows are a multiple of its 8-wide tile, and the product
+ * is narrowed back; elsewhere 196. Forward values and the weights' gradient against the host. */
+static void test_engine_kernels_training_conv_pads_window_rows(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    enum { S = 14 };
+    kiln_tensor *flat = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){2 * 3 * S * S}, 9);
+    kiln_tensor *w = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){4, 3, 3, 3}, 10);
+    assert_int_equal(kiln_requires_grad_(w, true), KILN_OK);
+    float xs[2 * 3 * S * S], ws[4 * 3 * 3 * 3], got[2 * 4 * S * S], dw[4 * 3 * 3 * 3];
+    assert_int_equal(kiln_read(flat, xs, sizeof xs), KILN_OK);
+    assert_int_equal(kiln_read(w, ws, sizeof ws), KILN_OK);
+    const kiln_expr *batch = kiln_bind(ctx, kiln_variable(ctx, "images", 1, 4), 2);
+    const kiln_expr *shape[4] = {batch, kiln_int(ctx, 3), kiln_int(ctx, S), kiln_int(ctx, S)};
+    kiln_tensor *y = kiln_conv2d_ex(kiln_reshape_sym(flat, 4, shape), w, NULL,
+                                    &(kiln_conv2d_options){.padding = {1, 1}});
+    kiln_tensor *gw = NULL;
+    assert_int_equal(kiln_grad(kiln_sum(y, 0, NULL, false), 1, &w, &gw), KILN_OK);
+    assert_int_equal(kiln_read(y, got, sizeof got), KILN_OK);
+    assert_int_equal(kiln_read(gw, dw, sizeof dw), KILN_OK);
+    for (int n = 0; n < 2; n++)
+        for (int o = 0; o < 4; o++)
+            for (int i = 0; i < S; i++)
+                for (int j = 0; j < S; j++)
+                    assert_float_equal(got[((n * 4 + o) * S + i) * S + j],
+                                       conv_host(xs, ws, S, n, o, i, j), 1e-5);
+    for (int o = 0; o < 4; o++)
+        for (int c = 0; c < 3; c++)
+            for (int kh = 0; kh < 3; kh++)
+                for (int kw = 0; kw < 3; kw++) {
+                    double want = 0; /* d sum(y) / dw: the window's inputs, summed */
+                    for (int n = 0; n < 2; n++)
+                        for (int i = 0; i < S; i++)
+                            for (int j = 0; j < S; j++) {
+                                int yy = i + kh - 1, xx = j + kw - 1;
+                                if (yy >= 0 && yy < S && xx >= 0 && xx < S)
+                                    want += xs[((n * 3 + c) * S + yy) * S + xx];
+                            }
+                    assert_float_equal(dw[((o * 3 + c) * 3 + kh) * 3 + kw], want, 1e-3);
+                }
+    const char *product = ctx->octets ? "R_mul_sum_images_x_4x1x200" : "R_mul_sum_images_x_4x1x196";
+    bool found = false; /* the per-image product, its rows that wide */
+    for (const eng_program *p = ctx->program_list; p; p = p->next)
+        found = found || strncmp(p->name, product, strlen(product)) == 0;
+    assert_true(found);
     eng_fixture_context_destroy(ctx);
 }
 
@@ -798,6 +851,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_recompute_rule_symbolic_compiles_once),
         ENG_TEST(test_engine_kernels_inference_conv_reads_windows_in_place),
         ENG_TEST(test_engine_kernels_conv_input_gradient_is_a_convolution),
+        ENG_TEST(test_engine_kernels_training_conv_pads_window_rows),
         ENG_TEST(test_engine_kernels_fanned_out_gradient_is_laid_out_once),
     };
     return ENG_RUN_BOTH(tests);
