@@ -10,7 +10,7 @@
 /* What makes two devices of one physical device interchangeable: the features enabled (the
  * extensions follow from the physical device). */
 typedef struct feature_key {
-    VkBool32 flags[13];
+    VkBool32 flags[12];
 } feature_key;
 
 struct vkd_core {
