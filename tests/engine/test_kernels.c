@@ -535,9 +535,8 @@ static void test_engine_kernels_conv_input_gradient_skips_the_padding(void **sta
     eng_fixture_context_destroy(ctx);
 }
 
-/* conv2d (3 x 3, padding 1) of a batch of Variable size: its host value for batch image n. */
-/* Output (n, o, i, j) of a 3 x 3 convolution with padding 1 of images size x size of three
- * channels. */
+/* conv2d (3 x 3, padding 1, three channels) of size x size images: the host value of output
+ * (n, o, i, j). */
 static float conv_host(const float *xs, const float *ws, int size, int n, int o, int i, int j) {
     double s = 0;
     for (int c = 0; c < 3; c++)
