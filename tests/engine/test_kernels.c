@@ -535,17 +535,18 @@ static void test_engine_kernels_conv_input_gradient_skips_the_padding(void **sta
     eng_fixture_context_destroy(ctx);
 }
 
-/* conv2d (3 x 3, padding 1, three channels) of size x size images: the host value of output
+/* conv2d (3 x 3, padding 1) of size x size images of ch channels: the host value of output
  * (n, o, i, j). */
-static float conv_host(const float *xs, const float *ws, int size, int n, int o, int i, int j) {
+static float conv_host(const float *xs, const float *ws, int ch, int size, int n, int o, int i,
+                       int j) {
     double s = 0;
-    for (int c = 0; c < 3; c++)
+    for (int c = 0; c < ch; c++)
         for (int kh = 0; kh < 3; kh++)
             for (int kw = 0; kw < 3; kw++) {
                 int y = i + kh - 1, x = j + kw - 1;
                 if (y >= 0 && y < size && x >= 0 && x < size)
-                    s += (double)xs[((n * 3 + c) * size + y) * size + x] *
-                         ws[((o * 3 + c) * 3 + kh) * 3 + kw];
+                    s += (double)xs[((n * ch + c) * size + y) * size + x] *
+                         ws[((o * ch + c) * 3 + kh) * 3 + kw];
             }
     return (float)s;
 }
@@ -584,8 +585,56 @@ static void test_engine_kernels_inference_conv_reads_windows_in_place(void **sta
                 for (int i = 0; i < 6; i++)
                     for (int j = 0; j < 6; j++)
                         assert_float_equal(got[((n * 4 + o) * 6 + i) * 6 + j],
-                                           conv_host(xs, ws, 6, n, o, i, j), 1e-5);
+                                           conv_host(xs, ws, 3, 6, n, o, i, j), 1e-5);
     }
+    eng_fixture_context_destroy(ctx);
+}
+
+/* A convolution of one channel (nine taps, nn.c SHORT_WINDOW) over a symbolic batch reads its
+ * windows in place even where the weights need a gradient: the forward is one dispatch (the
+ * product, no window copy), and the weights' gradient reads the windows in place too. Values
+ * against the host. */
+static void test_engine_kernels_short_windows_read_in_place(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    kiln_tensor *flat = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){2 * 6 * 6}, 11);
+    kiln_tensor *w = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){4, 1, 3, 3}, 12);
+    assert_int_equal(kiln_requires_grad_(w, true), KILN_OK);
+    float xs[2 * 6 * 6], ws[4 * 9], got[2 * 4 * 6 * 6], dw[4 * 9];
+    assert_int_equal(kiln_read(flat, xs, sizeof xs), KILN_OK);
+    assert_int_equal(kiln_read(w, ws, sizeof ws), KILN_OK);
+    const kiln_expr *batch = kiln_bind(ctx, kiln_variable(ctx, "images", 1, 4), 2);
+    const kiln_expr *shape[4] = {batch, kiln_int(ctx, 1), kiln_int(ctx, 6), kiln_int(ctx, 6)};
+    kiln_tensor *y = kiln_conv2d_ex(kiln_reshape_sym(flat, 4, shape), w, NULL,
+                                    &(kiln_conv2d_options){.padding = {1, 1}});
+    kiln_stats before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize(y), KILN_OK);
+    kiln_stats after = kiln_context_stats(ctx);
+    assert_int_equal(delta(&before, &after).dispatches, 1);
+    kiln_tensor *gw = NULL;
+    assert_int_equal(kiln_grad(kiln_sum(y, 0, NULL, false), 1, &w, &gw), KILN_OK);
+    assert_int_equal(kiln_read(y, got, sizeof got), KILN_OK);
+    assert_int_equal(kiln_read(gw, dw, sizeof dw), KILN_OK);
+    for (int n = 0; n < 2; n++)
+        for (int o = 0; o < 4; o++)
+            for (int i = 0; i < 6; i++)
+                for (int j = 0; j < 6; j++)
+                    assert_float_equal(got[((n * 4 + o) * 6 + i) * 6 + j],
+                                       conv_host(xs, ws, 1, 6, n, o, i, j), 1e-5);
+    for (int o = 0; o < 4; o++)
+        for (int kh = 0; kh < 3; kh++)
+            for (int kw = 0; kw < 3; kw++) {
+                double want = 0; /* d sum(y) / dw: the window's inputs, summed */
+                for (int n = 0; n < 2; n++)
+                    for (int i = 0; i < 6; i++)
+                        for (int j = 0; j < 6; j++) {
+                            int yy = i + kh - 1, xx = j + kw - 1;
+                            if (yy >= 0 && yy < 6 && xx >= 0 && xx < 6)
+                                want += xs[(n * 6 + yy) * 6 + xx];
+                        }
+                assert_float_equal(dw[(o * 3 + kh) * 3 + kw], want, 1e-4);
+            }
     eng_fixture_context_destroy(ctx);
 }
 
@@ -617,7 +666,7 @@ static void test_engine_kernels_training_conv_pads_window_rows(void **state) {
             for (int i = 0; i < S; i++)
                 for (int j = 0; j < S; j++)
                     assert_float_equal(got[((n * 4 + o) * S + i) * S + j],
-                                       conv_host(xs, ws, S, n, o, i, j), 1e-5);
+                                       conv_host(xs, ws, 3, S, n, o, i, j), 1e-5);
     for (int o = 0; o < 4; o++)
         for (int c = 0; c < 3; c++)
             for (int kh = 0; kh < 3; kh++)
@@ -851,6 +900,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_inference_conv_reads_windows_in_place),
         ENG_TEST(test_engine_kernels_conv_input_gradient_is_a_convolution),
         ENG_TEST(test_engine_kernels_training_conv_pads_window_rows),
+        ENG_TEST(test_engine_kernels_short_windows_read_in_place),
         ENG_TEST(test_engine_kernels_fanned_out_gradient_is_laid_out_once),
     };
     return ENG_RUN_BOTH(tests);
