@@ -678,6 +678,11 @@ void eng_lifetime_finish(kiln_context *ctx);
 kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, eng_node **needs,
                              uint32_t cap, uint32_t *need_count);
 
+/* Whether expression e (an index, a mask) of kernel k changes along its reduction's loop:
+ * e with ridx + 1 for ridx is another expression (kernel.c keeps such a mask's bounds as code,
+ * lower.c shapes tiles around such loads). False without a reduction. */
+bool eng_kernel_varies_in_loop(sym_ctx *sc, const eng_kernel *k, const sym_node *e);
+
 /* The kernel's name, tinygrad style: its kind (R: reductions, W: a write into a view of an
  * existing storage, C: a copy, no arithmetic; E: elementwise), the ops it runs (reductions as
  * sum, prod, max, argmax, min; at most six, in the order they first run) and its output dims,

@@ -1098,10 +1098,7 @@ static bool reads_buffer0(const eng_kernel *k) {
 /* Whether a load's element changes along the reduction (a load in its loop; the others are
  * made once per output and matter little). */
 static bool in_loop(sym_ctx *sc, const eng_kernel *k, const kast *a) {
-    const sym_node *from[1] = {k->ridx}, *to[1] = {sym_add_c(sc, k->ridx, 1)};
-    bool varies = to[0] && sym_substitute(sc, a->index, from, to, 1) != a->index;
-    sym_ctx_clear_error(sc);
-    return varies;
+    return eng_kernel_varies_in_loop(sc, k, a->index);
 }
 
 /* Whether some load in the reduction's loop reads the same element for output `at` and

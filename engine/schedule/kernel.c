@@ -862,19 +862,24 @@ static void lift_seed(kbuild *b, kast *a) {
     memcpy(a->key, key, sizeof key);
 }
 
+bool eng_kernel_varies_in_loop(sym_ctx *sc, const eng_kernel *k, const sym_node *e) {
+    if (!e || k->reduction_count == 0 || !k->ridx)
+        return false;
+    const sym_node *from[1] = {k->ridx}, *to[1] = {sym_add_c(sc, k->ridx, 1)};
+    bool varies = to[0] && sym_substitute(sc, e, from, to, 1) != e;
+    sym_ctx_clear_error(sc);
+    return varies;
+}
+
 /* Whether mask s changes along the kernel's reduction loop (the windows of a padded input read
  * in place: conv2's input gradient as a convolution, an inference convolution). Its bounds then
  * stay code: evaluated at every step of the loop, constant bounds fold into the comparisons,
  * where pushed ones are compared at run time (on lavapipe conv2's input gradient 6.83 -> 6.55
- * ms, the inference forward's product 6.98 -> 6.74). What a lifted bound buys, one kernel for views
- * that differ in it, matters for rows of tables and slices, not for a padding, which is the layer's
- * for good. */
+ * ms, the inference forward's product 6.98 -> 6.74). What a lifted bound buys, one kernel for
+ * views that differ in it, matters for rows of tables and slices, not for a padding, which is
+ * the layer's for good. */
 static bool mask_in_loop(kbuild *b, const sym_node *s) {
-    const eng_kernel *k = b->k;
-    if (!s || k->reduction_count == 0 || !k->ridx)
-        return false;
-    const sym_node *from[1] = {k->ridx}, *to[1] = {sym_const(b->sym, 0)};
-    return to[0] && sym_substitute(b->sym, s, from, to, 1) != s;
+    return eng_kernel_varies_in_loop(b->sym, b->k, s);
 }
 
 /* The values of a's expressions lifted out of the code. */
