@@ -590,6 +590,57 @@ static void test_engine_kernels_inference_conv_reads_windows_in_place(void **sta
     eng_fixture_context_destroy(ctx);
 }
 
+/* y = conv2d (3 x 3, padding 1) of two size x size images of ch channels, their batch a
+ * Variable, by four random filters *w that need a gradient; xs and ws receive the values. */
+static kiln_tensor *conv_of_images(kiln_context *ctx, int ch, int size, float *xs, float *ws,
+                                   kiln_tensor **w) {
+    kiln_tensor *flat = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){2 * ch * size * size}, 9);
+    *w = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){4, ch, 3, 3}, 10);
+    assert_int_equal(kiln_requires_grad_(*w, true), KILN_OK);
+    assert_int_equal(kiln_read(flat, xs, sizeof(float) * 2 * ch * size * size), KILN_OK);
+    assert_int_equal(kiln_read(*w, ws, sizeof(float) * 4 * ch * 9), KILN_OK);
+    const kiln_expr *batch = kiln_bind(ctx, kiln_variable(ctx, "images", 1, 4), 2);
+    const kiln_expr *shape[4] = {batch, kiln_int(ctx, ch), kiln_int(ctx, size),
+                                 kiln_int(ctx, size)};
+    return kiln_conv2d_ex(kiln_reshape_sym(flat, 4, shape), *w, NULL,
+                          &(kiln_conv2d_options){.padding = {1, 1}});
+}
+
+/* y (conv_of_images) and w's gradient of sum(y) against the host: each output, and for each
+ * tap the sum of the inputs it reads (to within tol). */
+static void check_conv_and_weight_gradient(kiln_tensor *y, kiln_tensor *w, const float *xs,
+                                           const float *ws, int ch, int size, double tol) {
+    kiln_tensor *gw = NULL;
+    assert_int_equal(kiln_grad(kiln_sum(y, 0, NULL, false), 1, &w, &gw), KILN_OK);
+    float *got = malloc(sizeof(float) * 2 * 4 * size * size),
+          *dw = malloc(sizeof(float) * 4 * ch * 9);
+    assert_true(got && dw);
+    assert_int_equal(kiln_read(y, got, sizeof(float) * 2 * 4 * size * size), KILN_OK);
+    assert_int_equal(kiln_read(gw, dw, sizeof(float) * 4 * ch * 9), KILN_OK);
+    for (int n = 0; n < 2; n++)
+        for (int o = 0; o < 4; o++)
+            for (int i = 0; i < size; i++)
+                for (int j = 0; j < size; j++)
+                    assert_float_equal(got[((n * 4 + o) * size + i) * size + j],
+                                       conv_host(xs, ws, ch, size, n, o, i, j), 1e-5);
+    for (int o = 0; o < 4; o++)
+        for (int c = 0; c < ch; c++)
+            for (int kh = 0; kh < 3; kh++)
+                for (int kw = 0; kw < 3; kw++) {
+                    double want = 0;
+                    for (int n = 0; n < 2; n++)
+                        for (int i = 0; i < size; i++)
+                            for (int j = 0; j < size; j++) {
+                                int yy = i + kh - 1, xx = j + kw - 1;
+                                if (yy >= 0 && yy < size && xx >= 0 && xx < size)
+                                    want += xs[((n * ch + c) * size + yy) * size + xx];
+                            }
+                    assert_float_equal(dw[((o * ch + c) * 3 + kh) * 3 + kw], want, tol);
+                }
+    free(got);
+    free(dw);
+}
+
 /* A convolution of one channel (nine taps, nn.c SHORT_WINDOW) over a symbolic batch reads its
  * windows in place even where the weights need a gradient: the forward is one dispatch (the
  * product, no window copy), and the weights' gradient reads the windows in place too. Values
@@ -598,43 +649,13 @@ static void test_engine_kernels_short_windows_read_in_place(void **state) {
     eng_fixture *f = *state;
     kiln_context *ctx = eng_context_new(f->device);
     assert_non_null(ctx);
-    kiln_tensor *flat = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){2 * 6 * 6}, 11);
-    kiln_tensor *w = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){4, 1, 3, 3}, 12);
-    assert_int_equal(kiln_requires_grad_(w, true), KILN_OK);
-    float xs[2 * 6 * 6], ws[4 * 9], got[2 * 4 * 6 * 6], dw[4 * 9];
-    assert_int_equal(kiln_read(flat, xs, sizeof xs), KILN_OK);
-    assert_int_equal(kiln_read(w, ws, sizeof ws), KILN_OK);
-    const kiln_expr *batch = kiln_bind(ctx, kiln_variable(ctx, "images", 1, 4), 2);
-    const kiln_expr *shape[4] = {batch, kiln_int(ctx, 1), kiln_int(ctx, 6), kiln_int(ctx, 6)};
-    kiln_tensor *y = kiln_conv2d_ex(kiln_reshape_sym(flat, 4, shape), w, NULL,
-                                    &(kiln_conv2d_options){.padding = {1, 1}});
+    float xs[2 * 6 * 6], ws[4 * 9];
+    kiln_tensor *w = NULL, *y = conv_of_images(ctx, 1, 6, xs, ws, &w);
     kiln_stats before = kiln_context_stats(ctx);
     assert_int_equal(kiln_realize(y), KILN_OK);
     kiln_stats after = kiln_context_stats(ctx);
     assert_int_equal(delta(&before, &after).dispatches, 1);
-    kiln_tensor *gw = NULL;
-    assert_int_equal(kiln_grad(kiln_sum(y, 0, NULL, false), 1, &w, &gw), KILN_OK);
-    assert_int_equal(kiln_read(y, got, sizeof got), KILN_OK);
-    assert_int_equal(kiln_read(gw, dw, sizeof dw), KILN_OK);
-    for (int n = 0; n < 2; n++)
-        for (int o = 0; o < 4; o++)
-            for (int i = 0; i < 6; i++)
-                for (int j = 0; j < 6; j++)
-                    assert_float_equal(got[((n * 4 + o) * 6 + i) * 6 + j],
-                                       conv_host(xs, ws, 1, 6, n, o, i, j), 1e-5);
-    for (int o = 0; o < 4; o++)
-        for (int kh = 0; kh < 3; kh++)
-            for (int kw = 0; kw < 3; kw++) {
-                double want = 0; /* d sum(y) / dw: the window's inputs, summed */
-                for (int n = 0; n < 2; n++)
-                    for (int i = 0; i < 6; i++)
-                        for (int j = 0; j < 6; j++) {
-                            int yy = i + kh - 1, xx = j + kw - 1;
-                            if (yy >= 0 && yy < 6 && xx >= 0 && xx < 6)
-                                want += xs[(n * 6 + yy) * 6 + xx];
-                        }
-                assert_float_equal(dw[(o * 3 + kh) * 3 + kw], want, 1e-4);
-            }
+    check_conv_and_weight_gradient(y, w, xs, ws, 1, 6, 1e-4);
     eng_fixture_context_destroy(ctx);
 }
 
@@ -646,41 +667,9 @@ static void test_engine_kernels_training_conv_pads_window_rows(void **state) {
     eng_fixture *f = *state;
     kiln_context *ctx = eng_context_new(f->device);
     assert_non_null(ctx);
-    enum { S = 14 };
-    kiln_tensor *flat = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){2 * 3 * S * S}, 9);
-    kiln_tensor *w = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){4, 3, 3, 3}, 10);
-    assert_int_equal(kiln_requires_grad_(w, true), KILN_OK);
-    float xs[2 * 3 * S * S], ws[4 * 3 * 3 * 3], got[2 * 4 * S * S], dw[4 * 3 * 3 * 3];
-    assert_int_equal(kiln_read(flat, xs, sizeof xs), KILN_OK);
-    assert_int_equal(kiln_read(w, ws, sizeof ws), KILN_OK);
-    const kiln_expr *batch = kiln_bind(ctx, kiln_variable(ctx, "images", 1, 4), 2);
-    const kiln_expr *shape[4] = {batch, kiln_int(ctx, 3), kiln_int(ctx, S), kiln_int(ctx, S)};
-    kiln_tensor *y = kiln_conv2d_ex(kiln_reshape_sym(flat, 4, shape), w, NULL,
-                                    &(kiln_conv2d_options){.padding = {1, 1}});
-    kiln_tensor *gw = NULL;
-    assert_int_equal(kiln_grad(kiln_sum(y, 0, NULL, false), 1, &w, &gw), KILN_OK);
-    assert_int_equal(kiln_read(y, got, sizeof got), KILN_OK);
-    assert_int_equal(kiln_read(gw, dw, sizeof dw), KILN_OK);
-    for (int n = 0; n < 2; n++)
-        for (int o = 0; o < 4; o++)
-            for (int i = 0; i < S; i++)
-                for (int j = 0; j < S; j++)
-                    assert_float_equal(got[((n * 4 + o) * S + i) * S + j],
-                                       conv_host(xs, ws, 3, S, n, o, i, j), 1e-5);
-    for (int o = 0; o < 4; o++)
-        for (int c = 0; c < 3; c++)
-            for (int kh = 0; kh < 3; kh++)
-                for (int kw = 0; kw < 3; kw++) {
-                    double want = 0; /* d sum(y) / dw: the window's inputs, summed */
-                    for (int n = 0; n < 2; n++)
-                        for (int i = 0; i < S; i++)
-                            for (int j = 0; j < S; j++) {
-                                int yy = i + kh - 1, xx = j + kw - 1;
-                                if (yy >= 0 && yy < S && xx >= 0 && xx < S)
-                                    want += xs[((n * 3 + c) * S + yy) * S + xx];
-                            }
-                    assert_float_equal(dw[((o * 3 + c) * 3 + kh) * 3 + kw], want, 1e-3);
-                }
+    float xs[2 * 3 * 14 * 14], ws[4 * 3 * 9];
+    kiln_tensor *w = NULL, *y = conv_of_images(ctx, 3, 14, xs, ws, &w);
+    check_conv_and_weight_gradient(y, w, xs, ws, 3, 14, 1e-3);
     const char *product = ctx->octets ? "R_mul_sum_images_x_4x1x200" : "R_mul_sum_images_x_4x1x196";
     bool found = false; /* the per-image product, its rows that wide */
     for (const eng_program *p = ctx->program_list; p; p = p->next)
