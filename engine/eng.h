@@ -111,6 +111,7 @@ typedef struct eng_node {
     uint64_t id;                   /* creation order, never reused */
     uint64_t mark;                 /* scratch for graph walks (a stamp per walk) */
     uint64_t mark2;                /* scratch for a walk inside another (realize.c) */
+    uint64_t wanted;               /* a realize's mark: it needs this node (realize.c) */
     uint64_t hash;
     struct eng_node *next, *prev; /* the context's live nodes */
 } eng_node;
@@ -227,6 +228,8 @@ typedef struct kast {
 } kast;
 
 enum { ENG_MAX_BUFFERS = 16, ENG_MAX_PARAMS = 32, ENG_MAX_REDUCTIONS = 4 };
+/* Outputs of one kernel: its node's, and those of sibling reductions (kernel.c). */
+enum { ENG_MAX_OUTPUTS = 4 };
 enum { ENG_MAX_TILE = 64 };    /* outputs per invocation of a tiled kernel */
 enum { ENG_MAX_GATHERS = 32 }; /* gathers in one kernel (more are realized first) */
 /* The loop passes (a loop of n iterations makes n + 1) one invocation of a kernel may run in
@@ -242,6 +245,13 @@ typedef struct eng_reduction {
     kast *value;    /* the value combined, over ridx */
     eng_node *node;
 } eng_reduction;
+
+/* A kernel's sibling output (below). */
+typedef struct eng_sibling {
+    eng_node *node;
+    kast *value; /* a KAST_REDUCE of the kernel */
+    uint32_t buffer;
+} eng_sibling;
 
 typedef struct eng_kernel {
     kast *value; /* stored at the output element gidx */
@@ -269,6 +279,12 @@ typedef struct eng_kernel {
     uint32_t offset_params; /* bit p: params[p] is a lifted offset (its alignment may matter) */
     uint64_t hash;
     eng_node *output; /* the node this kernel realizes */
+    /* Sibling outputs: other reductions of the same input over the same dims that this realize
+     * wants (kernel.c add_siblings: a max pool's maximum and, for its backward, the index of
+     * the first maximum), each computed in the same loop and stored at gidx in its own buffer
+     * (assigned by the scheduler, as buffer 0). */
+    uint32_t sibling_count;
+    eng_sibling siblings[ENG_MAX_OUTPUTS - 1];
 } eng_kernel;
 
 /* A compiled kernel, kept in the context's memory cache by AST hash. */
@@ -453,6 +469,8 @@ eng_node *eng_node_copy(kiln_context *ctx, eng_node *src, const shape_tracker *s
 bool eng_node_same(const void *stored, const void *key, void *user);
 /* A compact copy of st (only its views), owned by the caller (eng_tracker_free). */
 const shape_tracker *eng_tracker_keep(kiln_context *ctx, const shape_tracker *st);
+/* Whether two trackers view alike (their canonical fields). */
+bool eng_tracker_equal(const shape_tracker *a, const shape_tracker *b);
 const shape_tracker *eng_tracker_contiguous(kiln_context *ctx, uint32_t ndim,
                                             const sym_node *const *shape);
 void eng_tracker_free(kiln_context *ctx, const shape_tracker *st);
@@ -674,9 +692,10 @@ void eng_lifetime_finish(kiln_context *ctx);
 
 /* kernel.c: the AST of the kernel realizing node (its unrealized inputs must be realized by
  * earlier kernels: needs[] receives them, and KILN_ERROR_NOT_FOUND says to schedule those
- * first). */
+ * first). wanted: nonzero, the mark (eng_node wanted) of the unrealized nodes the realize
+ * needs, of which a reduction's siblings join its kernel (0: none join). */
 kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, eng_node **needs,
-                             uint32_t cap, uint32_t *need_count);
+                             uint32_t cap, uint32_t *need_count, uint64_t wanted);
 
 /* Whether expression e (an index, a mask) of kernel k changes along its reduction's loop:
  * e with ridx + 1 for ridx is another expression (kernel.c keeps such a mask's bounds as code,

@@ -1564,7 +1564,8 @@ static void lower_outputs(lowering *l, bool tiled) {
     const eng_kernel *k = l->k;
     ir_kernel *ir = l->ir;
     uint32_t group_lanes = ir->group_lanes;
-    bool vector_stores = tiled && ir_vector_type(k->buffer_types[0]) && !reads_buffer0(k);
+    bool vector_stores =
+        tiled && ir_vector_type(k->buffer_types[0]) && !reads_buffer0(k) && k->sibling_count == 0;
     for (l->out = 0; l->out < l->outputs;) {
         const sym_node *run[8];
         uint32_t w = 1;
@@ -1593,6 +1594,13 @@ static void lower_outputs(lowering *l, bool tiled) {
                       : tiled      ? lower_sym(l, l->out_gidx[l->out])
                                    : l->gid;
         ir_store(ir, 0, at, v[0]);
+        for (uint32_t j = 0; j < k->sibling_count; j++) { /* each sibling output, alike */
+            const eng_sibling *sib = &k->siblings[j];
+            ir_value sv = lower_value(l, sib->value);
+            if (sv != IR_NONE && ir->insts.data[sv].type != k->buffer_types[sib->buffer])
+                sv = ir_cast(ir, k->buffer_types[sib->buffer], sv);
+            ir_store(ir, sib->buffer, at, sv);
+        }
         if (group_lanes)
             ir_endif(ir);
         l->out++;

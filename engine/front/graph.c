@@ -57,7 +57,7 @@ eng_node *eng_node_new(kiln_context *ctx, eng_kind kind, ir_op op, ir_type type,
     return n;
 }
 
-static bool tracker_equal(const shape_tracker *a, const shape_tracker *b) {
+bool eng_tracker_equal(const shape_tracker *a, const shape_tracker *b) {
     if (a == b)
         return true;
     if (a->nviews != b->nviews)
@@ -124,7 +124,7 @@ bool eng_node_same(const void *stored, const void *key, void *user) {
             return false;
     }
     for (uint32_t s = 0; s < a->nsrc; s++) {
-        if (a->src[s].id != b->src[s].id || !tracker_equal(a->src[s].st, b->src[s].st))
+        if (a->src[s].id != b->src[s].id || !eng_tracker_equal(a->src[s].st, b->src[s].st))
             return false;
     }
     return true;

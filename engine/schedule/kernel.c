@@ -625,6 +625,45 @@ static kast *reduction_input(kbuild *b, eng_node *r, const sym_node *const *out_
     return a;
 }
 
+/* Sibling outputs: the unrealized reductions this realize wants (marked wanted) that read
+ * r's input through the same view over the same dims (a max pool's maximum, and the first
+ * maximum's index its backward asks for) join r's kernel: one loop reads the input for all of
+ * them, each stores its own output. Outputs of four bytes only (a packed type's stores would
+ * share words between outputs' lanes). */
+static void add_siblings(kbuild *b, eng_node *r, uint64_t wanted) {
+    eng_kernel *k = b->k;
+    eng_node *in = r->src[0].node;
+    if (!wanted || !in || r->boundary || eng_type_size(r->type) != 4)
+        return;
+    for (eng_reader *rd = in->readers; rd && b->status == KILN_OK; rd = rd->next) {
+        eng_node *s = rd->node;
+        if (k->sibling_count == ENG_MAX_OUTPUTS - 1 || k->buffer_count == ENG_MAX_BUFFERS)
+            return;
+        if (s == r || s->kind != ENG_REDUCE || s->storage || s->wanted != wanted || s->boundary ||
+            s->src[0].node != in || s->reduce_mask != r->reduce_mask || s->ndim != r->ndim ||
+            eng_type_size(s->type) != 4 || !eng_tracker_equal(s->src[0].st, r->src[0].st) ||
+            !joins_range(b, s))
+            continue;
+        bool same = true;
+        for (uint32_t d = 0; d < r->ndim && same; d++)
+            same = s->shape[d] == r->shape[d];
+        for (uint32_t j = 0; j < k->sibling_count && same; j++)
+            same = k->siblings[j].node != s;
+        uint64_t bytes = (uint64_t)sym_vmax(k->numel) * 4;
+        uint32_t descriptors = eng_storage_descriptors(b->ctx, bytes);
+        if (!same || b->descriptors + descriptors > b->max_descriptors)
+            continue;
+        kast *value = reduction_input(b, s, b->out_idx);
+        if (!value)
+            return;
+        b->descriptors += descriptors;
+        uint32_t slot = k->buffer_count++;
+        k->buffers[slot] = NULL; /* the scheduler's (realize.c assign_storage) */
+        k->buffer_types[slot] = s->type;
+        k->siblings[k->sibling_count++] = (eng_sibling){s, value, slot};
+    }
+}
+
 /* ---- parameters and hash -----------------------------------------------------------------------
  */
 
@@ -956,6 +995,8 @@ static void finish_kernel(kbuild *b) {
                                  ((uint64_t)r->type << 8) | r->arg);
         h = base_hash_u64(h, finish_tree(b, r->value));
     }
+    for (uint32_t j = 0; j < k->sibling_count; j++)
+        h = base_hash_u64(h, (finish_tree(b, k->siblings[j].value) << 5) ^ k->siblings[j].buffer);
     h = base_hash_u64(h, sym_hash_or_zero(k->reduce_count));
     h = base_hash_u64(h, sym_hash_or_zero(k->ridx));
     h = base_hash_u64(h, k->rows);
@@ -1030,7 +1071,7 @@ static void build_write(kbuild *b, eng_node *w) {
 }
 
 kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, eng_node **needs,
-                             uint32_t cap, uint32_t *need_count) {
+                             uint32_t cap, uint32_t *need_count, uint64_t wanted) {
     memset(k, 0, sizeof *k);
     kbuild b = {.ctx = ctx, .sym = ctx->sym, .k = k, .needs = needs, .need_cap = cap};
     b.valid = sym_const(ctx->sym, 1);
@@ -1065,9 +1106,11 @@ kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, e
     b.row_ok = b.row_ok && (ctx->tile_ew > 1 || rows >= (int64_t)ctx->parallelism);
     if (node->kind == ENG_WRITE)
         build_write(&b, node);
-    else if (node->kind == ENG_REDUCE)
+    else if (node->kind == ENG_REDUCE) {
         k->value = reduction_input(&b, node, idx);
-    else
+        if (k->value && b.status == KILN_OK)
+            add_siblings(&b, node, wanted);
+    } else
         k->value = node_value(&b, node, idx);
     *need_count = b.need_count;
     if (b.status == KILN_OK && (!k->value || sym_ctx_status(ctx->sym) != KILN_OK))
@@ -1201,6 +1244,13 @@ size_t eng_kernel_dump(const eng_kernel *k, char *buf, size_t cap) {
     put(&t, "] = ");
     put_kast(&t, k->value);
     put(&t, "\n");
+    for (uint32_t j = 0; j < k->sibling_count; j++) {
+        put(&t, "  b%u[", k->siblings[j].buffer);
+        put_sym(&t, k->gidx);
+        put(&t, "] = ");
+        put_kast(&t, k->siblings[j].value);
+        put(&t, "\n");
+    }
     return t.len;
 }
 

@@ -32,37 +32,60 @@ typedef struct schedule {
     BASE_VEC(frame) stack;
     BASE_VEC(eng_node *) walk; /* mark_dependencies' work list */
     size_t ran;                /* after run_schedule: the kernels that ran (the first ones) */
+    uint64_t wanted;           /* the mark of the unrealized nodes the roots depend on */
 } schedule;
 
 static kiln_status no_memory(kiln_context *ctx) {
     return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory to schedule");
 }
 
-/* Storage for node's result (its row-major elements under the bound sizes); a write's result
- * is the storage it writes. */
-static kiln_status assign_storage(kiln_context *ctx, eng_node *node, eng_kernel *k) {
-    if (node->kind == ENG_WRITE) {
-        node->storage = node->src[0].node->storage;
-        eng_storage_ref(node->storage);
-        k->buffers[0] = node->storage;
-        return KILN_OK;
-    }
+/* Fresh storage for node's result: its row-major elements under the bound sizes. */
+static eng_storage *result_storage(kiln_context *ctx, eng_node *node, kiln_status *st) {
     const sym_node *numel = eng_numel(ctx, node->ndim, node->shape);
     int64_t n = 0;
-    if (!numel) /* eng_numel recorded why */
-        return ctx->err.status ? ctx->err.status : KILN_ERROR_OVERFLOW;
-    kiln_status st = eng_eval(ctx, "result size", numel, &n);
-    if (st != KILN_OK)
-        return st;
+    if (!numel) { /* eng_numel recorded why */
+        *st = ctx->err.status ? ctx->err.status : KILN_ERROR_OVERFLOW;
+        return NULL;
+    }
+    *st = eng_eval(ctx, "result size", numel, &n);
+    if (*st != KILN_OK)
+        return NULL;
     eng_storage *storage = eng_storage_new(ctx, node->type, (uint64_t)n);
-    if (!storage)
-        return ctx->err.status ? ctx->err.status : KILN_ERROR_OUT_OF_HOST_MEMORY;
+    if (!storage) {
+        *st = ctx->err.status ? ctx->err.status : KILN_ERROR_OUT_OF_HOST_MEMORY;
+        return NULL;
+    }
     int64_t most = sym_vmax(numel);
     if (most > n)
         storage->bound = (uint64_t)most;
-    node->storage = storage;
-    k->buffers[0] = storage;
-    return KILN_OK;
+    return storage;
+}
+
+/* Storage for the kernel's outputs: node's (a write's is the storage it writes) and its
+ * siblings'. On failure none is left assigned. */
+static kiln_status assign_storage(kiln_context *ctx, eng_node *node, eng_kernel *k) {
+    kiln_status st = KILN_OK;
+    if (node->kind == ENG_WRITE) {
+        node->storage = node->src[0].node->storage;
+        eng_storage_ref(node->storage);
+    } else {
+        node->storage = result_storage(ctx, node, &st);
+    }
+    k->buffers[0] = node->storage;
+    for (uint32_t j = 0; j < k->sibling_count && st == KILN_OK; j++) {
+        eng_node *sib = k->siblings[j].node;
+        sib->storage = result_storage(ctx, sib, &st);
+        k->buffers[k->siblings[j].buffer] = sib->storage;
+        if (st != KILN_OK) {
+            for (uint32_t i = 0; i < j; i++) {
+                eng_storage_unref(ctx, k->siblings[i].node->storage);
+                k->siblings[i].node->storage = NULL;
+            }
+            eng_storage_unref(ctx, node->storage);
+            node->storage = NULL;
+        }
+    }
+    return st;
 }
 
 /* Appends node's kernel k to the schedule and gives node its storage: every kernel in the
@@ -100,6 +123,29 @@ static kiln_status mark_dependencies(schedule *s, eng_node *n, uint64_t stamp) {
         if (n->storage || n->mark == stamp)
             continue;
         n->mark = stamp;
+        for (uint32_t i = 0; i < n->nsrc; i++) {
+            if (BASE_VEC_PUSH(&ctx->alloc, &s->walk, n->src[i].node) != KILN_OK)
+                return no_memory(ctx);
+        }
+    }
+    return KILN_OK;
+}
+
+/* Marks the unrealized nodes the roots depend on (eng_node wanted): a kernel's sibling
+ * outputs are nodes the realize computes anyway (kernel.c add_siblings). */
+static kiln_status mark_wanted(schedule *s, uint32_t count, eng_node *const *roots) {
+    kiln_context *ctx = s->ctx;
+    s->wanted = ++ctx->next_mark;
+    s->walk.len = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        if (BASE_VEC_PUSH(&ctx->alloc, &s->walk, roots[i]) != KILN_OK)
+            return no_memory(ctx);
+    }
+    while (s->walk.len > 0) {
+        eng_node *n = s->walk.data[--s->walk.len];
+        if (!n || n->storage || n->wanted == s->wanted)
+            continue;
+        n->wanted = s->wanted;
         for (uint32_t i = 0; i < n->nsrc; i++) {
             if (BASE_VEC_PUSH(&ctx->alloc, &s->walk, n->src[i].node) != KILN_OK)
                 return no_memory(ctx);
@@ -284,7 +330,7 @@ static kiln_status step_readers(schedule *s, frame *f) {
 static kiln_status step_build(schedule *s, frame *f) {
     eng_kernel k;
     uint32_t count = 0;
-    kiln_status st = eng_kernel_build(s->ctx, f->node, &k, f->needs, MAX_NEEDS, &count);
+    kiln_status st = eng_kernel_build(s->ctx, f->node, &k, f->needs, MAX_NEEDS, &count, s->wanted);
     if (st == KILN_ERROR_NOT_FOUND && count > 0) {
         f->step = STEP_NEEDS;
         f->need_count = count;
@@ -501,9 +547,12 @@ static kiln_status check_bounds(schedule *s, const char *call, bool report) {
  * recorded one was never submitted. */
 static void unassign(schedule *s) {
     for (size_t i = s->ran; i < s->kernels.len; i++) {
-        eng_node *n = s->kernels.data[i].output;
-        eng_storage_unref(s->ctx, n->storage);
-        n->storage = NULL;
+        eng_kernel *k = &s->kernels.data[i];
+        for (uint32_t j = 0; j <= k->sibling_count; j++) {
+            eng_node *n = j ? k->siblings[j - 1].node : k->output;
+            eng_storage_unref(s->ctx, n->storage);
+            n->storage = NULL;
+        }
     }
 }
 
@@ -511,12 +560,20 @@ static void unassign(schedule *s) {
  * freed). */
 static void let_go(schedule *s) {
     /* Held meanwhile: one realized node may be all that held another. */
-    for (size_t i = 0; i < s->ran; i++)
-        eng_node_ref(s->kernels.data[i].output);
-    for (size_t i = 0; i < s->ran; i++)
-        eng_node_let_go(s->ctx, s->kernels.data[i].output);
-    for (size_t i = 0; i < s->ran; i++)
-        eng_node_unref(s->ctx, s->kernels.data[i].output);
+    for (int pass = 0; pass < 3; pass++) {
+        for (size_t i = 0; i < s->ran; i++) {
+            const eng_kernel *k = &s->kernels.data[i];
+            for (uint32_t j = 0; j <= k->sibling_count; j++) {
+                eng_node *n = j ? k->siblings[j - 1].node : k->output;
+                if (pass == 0)
+                    eng_node_ref(n);
+                else if (pass == 1)
+                    eng_node_let_go(s->ctx, n);
+                else
+                    eng_node_unref(s->ctx, n);
+            }
+        }
+    }
 }
 
 /* KILN_DEBUG=1: two lines per realize, this realize's figures (the difference from before)
@@ -567,7 +624,7 @@ static kiln_status realize_impl(kiln_context *ctx, const char *call, uint32_t co
         ctx->graph_calls = 0;
         ctx->graph_own_ns = 0;
     }
-    kiln_status st = KILN_OK;
+    kiln_status st = mark_wanted(&s, count, nodes);
     for (uint32_t i = 0; st == KILN_OK && i < count; i++)
         st = schedule_node(&s, nodes[i]);
     eng_trace_span(ctx, ENG_TRACE_HOST, "schedule", "schedule", start, base_now_ns(), NULL);

@@ -489,6 +489,73 @@ static void test_engine_kernels_max_pool_forward_is_one_max(void **state) {
     eng_fixture_context_destroy(ctx);
 }
 
+/* The pooled values and dx of sum(max_pool2d(x) * c) for x (2, 3, 8, 8) read through a
+ * transpose of its last two dims, its values i % 5 (ties in most windows: the first maximum
+ * of each window, row-major, takes the gradient, as torch's does). */
+static void realize_pool_and_gradient(kiln_context *ctx, bool together, float *y_out,
+                                      float *dx_out) {
+    float xs[2 * 3 * 8 * 8], cs[2 * 3 * 4 * 4];
+    for (int i = 0; i < 2 * 3 * 8 * 8; i++)
+        xs[i] = (float)(i % 5);
+    for (int i = 0; i < 2 * 3 * 4 * 4; i++)
+        cs[i] = (float)(i % 7) - 3;
+    kiln_tensor *base = kiln_from_data(ctx, KILN_F32, 4, (const int64_t[]){2, 3, 8, 8}, xs);
+    assert_int_equal(kiln_requires_grad_(base, true), KILN_OK);
+    kiln_tensor *x = kiln_transpose(base, 2, 3);
+    kiln_tensor *c = kiln_from_data(ctx, KILN_F32, 4, (const int64_t[]){2, 3, 4, 4}, cs);
+    kiln_tensor *y = kiln_max_pool2d(x, 2, 2, 0), *dx = NULL;
+    assert_int_equal(kiln_grad(kiln_sum(kiln_mul(y, c), 0, NULL, false), 1, &base, &dx), KILN_OK);
+    if (together) {
+        assert_int_equal(kiln_realize_many(ctx, 2, (kiln_tensor *[]){y, dx}), KILN_OK);
+    } else {
+        assert_int_equal(kiln_realize(y), KILN_OK);
+        assert_int_equal(kiln_realize(dx), KILN_OK);
+    }
+    assert_int_equal(kiln_read(y, y_out, 2 * 3 * 4 * 4 * sizeof *y_out), KILN_OK);
+    assert_int_equal(kiln_read(dx, dx_out, 2 * 3 * 8 * 8 * sizeof *dx_out), KILN_OK);
+    for (int nc = 0; nc < 6; nc++) /* the host's: x[nc][i][j] = xs[nc][j][i] */
+        for (int oi = 0; oi < 4; oi++)
+            for (int oj = 0; oj < 4; oj++) {
+                int first = -1;
+                float best = 0;
+                for (int a = 0; a < 2; a++)
+                    for (int b = 0; b < 2; b++) {
+                        int i = 2 * oi + a, j = 2 * oj + b, at = nc * 64 + j * 8 + i;
+                        if (first < 0 || xs[at] > best) {
+                            first = at;
+                            best = xs[at];
+                        }
+                    }
+                int o = (nc * 4 + oi) * 4 + oj;
+                assert_float_equal(y_out[o], best, 0);
+                for (int a = 0; a < 2; a++)
+                    for (int b = 0; b < 2; b++) {
+                        int at = nc * 64 + (2 * oj + b) * 8 + 2 * oi + a;
+                        assert_float_equal(dx_out[at], at == first ? cs[o] : 0, 0);
+                    }
+            }
+}
+
+/* In training a max pool's forward maximum and its backward's first-maximum index read the
+ * same windows: realized together, one kernel computes both (kernel.c add_siblings: a sibling
+ * output), one kernel fewer than realizing them apart, with the same values. */
+static void test_engine_kernels_max_pool_maximum_and_index_in_one_kernel(void **state) {
+    eng_fixture *f = *state;
+    float y[2][2 * 3 * 4 * 4], dx[2][2 * 3 * 8 * 8];
+    uint64_t dispatches[2];
+    for (int together = 0; together < 2; together++) {
+        kiln_context *ctx = eng_context_new(f->device);
+        assert_non_null(ctx);
+        kiln_stats before = kiln_context_stats(ctx);
+        realize_pool_and_gradient(ctx, together, y[together], dx[together]);
+        dispatches[together] = kiln_context_stats(ctx).dispatches - before.dispatches;
+        eng_fixture_context_destroy(ctx);
+    }
+    assert_int_equal(dispatches[1] + 1, dispatches[0]);
+    assert_memory_equal(y[0], y[1], sizeof y[0]);
+    assert_memory_equal(dx[0], dx[1], sizeof dx[0]);
+}
+
 /* dx, the gradient of sum(conv2d(x, w, padding 1)) for x (2, 3, 6, 6) and w (4, 3, 3, 3): each
  * input element's gradient is the sum of w over the taps whose window holds it. */
 static void check_input_gradient_of_sum(kiln_tensor *w, kiln_tensor *dx) {
@@ -878,6 +945,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_disjoint_windows_gradient_adds_nothing),
         ENG_TEST(test_engine_kernels_bias_gradient_sums_rows_first),
         ENG_TEST(test_engine_kernels_max_pool_forward_is_one_max),
+        ENG_TEST(test_engine_kernels_max_pool_maximum_and_index_in_one_kernel),
         ENG_TEST(test_engine_kernels_conv_input_gradient_skips_the_padding),
         ENG_TEST(test_engine_kernels_nine_elements_step_by_three),
         ENG_TEST(test_engine_kernels_compiles_report_progress),
