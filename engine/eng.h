@@ -112,6 +112,8 @@ typedef struct eng_node {
     uint64_t mark;                 /* scratch for graph walks (a stamp per walk) */
     uint64_t mark2;                /* scratch for a walk inside another (realize.c) */
     uint64_t wanted;               /* a realize's mark: it needs this node (realize.c) */
+    uint64_t deferred; /* a realize's mark: a write whose earlier readers are scheduled, its
+                          kernel left to the write reading it (realize.c step_build) */
     uint64_t hash;
     struct eng_node *next, *prev; /* the context's live nodes */
 } eng_node;
@@ -279,10 +281,12 @@ typedef struct eng_kernel {
     uint32_t offset_params; /* bit p: params[p] is a lifted offset (its alignment may matter) */
     uint64_t hash;
     eng_node *output; /* the node this kernel realizes */
-    /* Sibling outputs: other reductions of the same input over the same dims that this realize
-     * wants (kernel.c add_siblings: a max pool's maximum and, for its backward, the index of
-     * the first maximum), each computed in the same loop and stored at gidx in its own buffer
-     * (assigned by the scheduler, as buffer 0). */
+    /* Sibling outputs, each stored at the output's own element (gidx) in its own buffer: other
+     * reductions of the same input over the same dims that this realize wants (kernel.c
+     * add_siblings: a max pool's maximum and, for its backward, the index of the first
+     * maximum), each computed in the same loop, their storage assigned by the scheduler as
+     * buffer 0's; and writes this write kernel reads at its own element (kernel.c
+     * fused_write: an optimizer's moments), stored into their targets. */
     uint32_t sibling_count;
     eng_sibling siblings[ENG_MAX_OUTPUTS - 1];
 } eng_kernel;

@@ -1594,12 +1594,13 @@ static void lower_outputs(lowering *l, bool tiled) {
                       : tiled      ? lower_sym(l, l->out_gidx[l->out])
                                    : l->gid;
         ir_store(ir, 0, at, v[0]);
-        for (uint32_t j = 0; j < k->sibling_count; j++) { /* each sibling output, alike */
+        for (uint32_t j = 0; j < k->sibling_count; j++) { /* at the output's own element */
             const eng_sibling *sib = &k->siblings[j];
+            ir_value own = tiled ? lower_sym(l, l->out_gidx[l->out]) : l->gid;
             ir_value sv = lower_value(l, sib->value);
             if (sv != IR_NONE && ir->insts.data[sv].type != k->buffer_types[sib->buffer])
                 sv = ir_cast(ir, k->buffer_types[sib->buffer], sv);
-            ir_store(ir, sib->buffer, at, sv);
+            ir_store(ir, sib->buffer, own, sv);
         }
         if (group_lanes)
             ir_endif(ir);

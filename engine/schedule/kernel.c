@@ -79,6 +79,11 @@ typedef struct kbuild {
     } seeds[ENG_MAX_PARAMS / 2];
     uint32_t seed_count;
     uint32_t descriptors, max_descriptors; /* bound so far; the device's per-kernel limit */
+    uint64_t wanted;  /* the realize's mark of the nodes it needs (0: no sibling outputs) */
+    bool whole_write; /* a write kernel whose elements are its whole target's, in order */
+    bool no_fusion;   /* other writes read are not fused (fused_write) */
+    bool refuse;      /* a fused write's target is read elsewhere: build again without */
+    const sym_node *fused_index[ENG_MAX_OUTPUTS - 1]; /* each fused write's element */
     kiln_status status;
 } kbuild;
 
@@ -391,6 +396,47 @@ static bool recomputed(kbuild *b, const eng_src *s) {
     return n && sym_vmax(n) >= (int64_t)b->ctx->parallelism;
 }
 
+static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx);
+
+/* A write kernel's value reading another write w at the element the kernel writes (w
+ * overwriting its whole target in order, its earlier readers scheduled and its own kernel left
+ * to this one: realize.c step_build, w->deferred): w's value joins the kernel as a sibling
+ * output stored to w's target at the same element, and is the value read (an optimizer's
+ * moments and its update, one kernel per parameter). False: w runs as a kernel of its own;
+ * true: *value is its value (NULL where the build failed). */
+static bool fused_write(kbuild *b, const eng_src *s, const sym_node *const *idx, kast **value) {
+    eng_kernel *k = b->k;
+    eng_node *w = s->node, *target = w->src[0].node;
+    if (!b->whole_write || b->no_fusion || !b->wanted || w->deferred != b->wanted || b->in_reduce ||
+        !target->storage || target->storage == k->buffers[0] ||
+        k->sibling_count == ENG_MAX_OUTPUTS - 1 || k->buffer_count == ENG_MAX_BUFFERS ||
+        eng_type_size(w->type) != 4 || !is_identity(s) || w->ndim != k->ndim ||
+        !shape_tracker_contiguous(w->dst_view))
+        return false;
+    const shape_view *dv = shape_tracker_last(w->dst_view);
+    if (dv->ndim != w->ndim)
+        return false;
+    for (uint32_t d = 0; d < w->ndim; d++) {
+        if (dv->shape[d] != w->shape[d] || w->shape[d] != k->dims[d])
+            return false;
+    }
+    for (uint32_t j = 0; j < k->sibling_count; j++) {
+        if (k->siblings[j].node->src[0].node->storage == target->storage)
+            return false;
+    }
+    *value = src_value(b, &w->src[1], idx);
+    if (*value && (*value)->type != w->type) {
+        kast *src[1] = {*value};
+        *value = kast_alu(b, IR_CAST, w->type, 1, src);
+    }
+    uint32_t slot = *value && b->status == KILN_OK ? buffer_slot(b, target->storage) : 0;
+    if (*value && b->status == KILN_OK) {
+        b->fused_index[k->sibling_count] = ravel(b, w->ndim, w->shape, idx);
+        k->siblings[k->sibling_count++] = (eng_sibling){w, *value, slot};
+    }
+    return true;
+}
+
 /* The value of source s at the consumer's logical index idx. */
 static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx) {
     eng_node *n = s->node;
@@ -431,7 +477,9 @@ static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx) 
         bool outer_at_output = b->at_output;
         b->at_output = same_element;
         b->depth++;
-        if (n->kind == ENG_WRITE || n->boundary) /* runs as its own kernel, then is read */
+        if (n->kind == ENG_WRITE && fused_write(b, s, at, &value))
+            ;                                         /* a sibling output of this kernel */
+        else if (n->kind == ENG_WRITE || n->boundary) /* its own kernel, then read */
             need(b, n);
         else if (b->depth > MAX_INLINE_DEPTH) /* a chain this long is cut: n runs first */
             need(b, n);
@@ -1009,17 +1057,17 @@ static void finish_kernel(kbuild *b) {
     k->hash = h;
 }
 
-/* Whether the tree loads buffer 0 (the storage written) anywhere but at the element it
- * writes: then the kernel would read values it has already overwritten. */
-static bool reads_written_elsewhere(const kast *a, const sym_node *out_index) {
+/* Whether the tree loads buffer (a storage written) anywhere but at the element out_index
+ * written: then the kernel would read values it has already overwritten. */
+static bool reads_written_elsewhere(const kast *a, uint32_t buffer, const sym_node *out_index) {
     if (!a)
         return false;
-    if (a->kind == KAST_LOAD && a->buffer == 0 && a->index != out_index)
+    if (a->kind == KAST_LOAD && a->buffer == buffer && a->index != out_index)
         return true;
-    if (a->kind == KAST_GATHER && a->buffer == 0) /* which element: known when it runs */
+    if (a->kind == KAST_GATHER && a->buffer == buffer) /* which element: known when it runs */
         return true;
     for (uint32_t i = 0; i < a->nsrc; i++) {
-        if (reads_written_elsewhere(a->src[i], out_index))
+        if (reads_written_elsewhere(a->src[i], buffer, out_index))
             return true;
     }
     return false;
@@ -1048,12 +1096,22 @@ static void build_write(kbuild *b, eng_node *w) {
         return (void)build_fail(b, st, shape_ctx_message(b->ctx->shape));
     k->buffers[0] = target->storage; /* loads of the target resolve to buffer 0 */
     b->at_output = false;
+    b->whole_write = shape_tracker_contiguous(w->dst_view) && v->ndim == target->ndim;
+    for (uint32_t d = 0; d < v->ndim && b->whole_write; d++)
+        b->whole_write = v->shape[d] == target->shape[d];
     k->value = src_value(b, &w->src[1], idx);
     if (k->value && k->value->type != w->type) {
         kast *src[1] = {k->value};
         k->value = kast_alu(b, IR_CAST, w->type, 1, src);
     }
-    if (b->status == KILN_OK && reads_written_elsewhere(k->value, k->out_index)) {
+    for (uint32_t j = 0; j < k->sibling_count && b->status == KILN_OK; j++) {
+        /* Each fused write's target read only at the element it writes. */
+        if (reads_written_elsewhere(k->value, k->siblings[j].buffer, b->fused_index[j])) {
+            b->refuse = true;
+            return;
+        }
+    }
+    if (b->status == KILN_OK && reads_written_elsewhere(k->value, 0, k->out_index)) {
         /* NumPy's rule: as if src were read completely first. Materialise it. */
         const shape_tracker *flat = eng_tracker_contiguous(b->ctx, v->ndim, v->shape);
         eng_node *copy =
@@ -1070,10 +1128,13 @@ static void build_write(kbuild *b, eng_node *w) {
     }
 }
 
-kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, eng_node **needs,
-                             uint32_t cap, uint32_t *need_count, uint64_t wanted) {
+static kiln_status build(kiln_context *ctx, eng_node *node, eng_kernel *k, eng_node **needs,
+                         uint32_t cap, uint32_t *need_count, uint64_t wanted, bool no_fusion,
+                         bool *refused) {
     memset(k, 0, sizeof *k);
     kbuild b = {.ctx = ctx, .sym = ctx->sym, .k = k, .needs = needs, .need_cap = cap};
+    b.wanted = wanted;
+    b.no_fusion = no_fusion;
     b.valid = sym_const(ctx->sym, 1);
     b.at_output = true;
     k->output = node;
@@ -1113,6 +1174,9 @@ kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, e
     } else
         k->value = node_value(&b, node, idx);
     *need_count = b.need_count;
+    *refused = b.refuse;
+    if (b.refuse)
+        return KILN_OK;
     if (b.status == KILN_OK && (!k->value || sym_ctx_status(ctx->sym) != KILN_OK))
         build_fail(&b, KILN_ERROR_INTERNAL, "building the kernel");
     if (b.status == KILN_OK)
@@ -1122,6 +1186,15 @@ kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, e
     if (b.status == KILN_OK && sym_ctx_status(ctx->sym) != KILN_OK)
         build_fail(&b, KILN_ERROR_INTERNAL, "finishing the kernel");
     return b.status;
+}
+
+kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, eng_node **needs,
+                             uint32_t cap, uint32_t *need_count, uint64_t wanted) {
+    bool refused = false;
+    kiln_status st = build(ctx, node, k, needs, cap, need_count, wanted, false, &refused);
+    if (st == KILN_OK && refused) /* a fused write's target is read elsewhere: none fused */
+        st = build(ctx, node, k, needs, cap, need_count, wanted, true, &refused);
+    return st;
 }
 
 /* ---- debug rendering (KILN_DEBUG=3) ------------------------------------------------------------

@@ -61,8 +61,8 @@ static eng_storage *result_storage(kiln_context *ctx, eng_node *node, kiln_statu
     return storage;
 }
 
-/* Storage for the kernel's outputs: node's (a write's is the storage it writes) and its
- * siblings'. On failure none is left assigned. */
+/* Storage for the kernel's outputs: node's and its siblings' (a write's is the storage it
+ * writes). On failure none is left assigned. */
 static kiln_status assign_storage(kiln_context *ctx, eng_node *node, eng_kernel *k) {
     kiln_status st = KILN_OK;
     if (node->kind == ENG_WRITE) {
@@ -74,7 +74,12 @@ static kiln_status assign_storage(kiln_context *ctx, eng_node *node, eng_kernel 
     k->buffers[0] = node->storage;
     for (uint32_t j = 0; j < k->sibling_count && st == KILN_OK; j++) {
         eng_node *sib = k->siblings[j].node;
-        sib->storage = result_storage(ctx, sib, &st);
+        if (sib->kind == ENG_WRITE) { /* a fused write (kernel.c fused_write): its target's */
+            sib->storage = sib->src[0].node->storage;
+            eng_storage_ref(sib->storage);
+        } else {
+            sib->storage = result_storage(ctx, sib, &st);
+        }
         k->buffers[k->siblings[j].buffer] = sib->storage;
         if (st != KILN_OK) {
             for (uint32_t i = 0; i < j; i++) {
@@ -218,9 +223,9 @@ static eng_node *consumer_of(eng_node *reader, const eng_node *w, uint64_t stamp
 }
 
 /* A node of w's value (marked with stamp) that reads target's old value, directly or through
- * other such nodes, and that an unrealized node outside w's value reads too: that reader would
- * compute it after w overwrote target (two writes of values computed from one old value), so
- * it is realized before w. NULL: none; *st: a failure. */
+ * other such nodes, and that a tensor holds or an unrealized node outside w's value reads too:
+ * that tensor or reader would compute it after w overwrote target (two writes of values
+ * computed from one old value), so it is realized before w. NULL: none; *st: a failure. */
 static eng_node *shared_old_reader(schedule *s, eng_node *w, eng_node *target, uint64_t stamp,
                                    kiln_status *st) {
     kiln_context *ctx = s->ctx;
@@ -239,6 +244,8 @@ static eng_node *shared_old_reader(schedule *s, eng_node *w, eng_node *target, u
         if (m->mark2 == seen)
             continue;
         m->mark2 = seen;
+        if (m->cells > 0) /* a tensor's value: it keeps the old values it was computed from */
+            return m;
         for (eng_reader *r = m->readers; r; r = r->next) {
             eng_node *u = r->node;
             if (u == w || u->storage)
@@ -328,6 +335,18 @@ static kiln_status step_readers(schedule *s, frame *f) {
 /* Builds the node's kernel: the dependencies it needs first (STEP_NEEDS, then built again), or
  * the kernel, added to the schedule (the frame is done). */
 static kiln_status step_build(schedule *s, frame *f) {
+    eng_node *w = f->node;
+    if (w->kind == ENG_WRITE && w->deferred != s->wanted && s->stack.len >= 2) {
+        /* A write that a write's kernel needs, its earlier readers now scheduled: the first
+         * time, left for that kernel to store as well (kernel.c fused_write); if it does not,
+         * it asks again and this builds the write's own kernel. */
+        const frame *below = &s->stack.data[s->stack.len - 2];
+        if (below->step == STEP_NEEDS && below->node->kind == ENG_WRITE) {
+            w->deferred = s->wanted;
+            s->stack.len--;
+            return KILN_OK;
+        }
+    }
     eng_kernel k;
     uint32_t count = 0;
     kiln_status st = eng_kernel_build(s->ctx, f->node, &k, f->needs, MAX_NEEDS, &count, s->wanted);

@@ -556,6 +556,53 @@ static void test_engine_kernels_max_pool_maximum_and_index_in_one_kernel(void **
     assert_memory_equal(dx[0], dx[1], sizeof dx[0]);
 }
 
+/* Writes to a and b, b's value reading a's new value: realizing b alone dispatches
+ * `dispatches` kernels and gives the host's values (a = 2a + 1, then b += 3a, elementwise;
+ * flipped: a = a + flip(a), which reads a's old values at other elements). held: a tensor
+ * holds 2a (the written value's own 2a, one node), computed before the write. */
+static void check_written_twice(bool device, bool flipped, bool held, uint64_t dispatches) {
+    kiln_context *ctx = eng_context_new(device);
+    assert_non_null(ctx);
+    float as[12], bs[12], old2[12], want_a[12], want_b[12];
+    for (int i = 0; i < 12; i++) {
+        as[i] = (float)i - 5;
+        bs[i] = (float)(i % 4);
+        old2[i] = 2 * as[i];
+        want_a[i] = flipped ? as[i] + as[11 - i] : 2 * as[i] + 1;
+        want_b[i] = bs[i] + 3 * want_a[i];
+    }
+    kiln_tensor *a = fx_f32(ctx, 1, (const int64_t[]){12}, as);
+    kiln_tensor *b = fx_f32(ctx, 1, (const int64_t[]){12}, bs);
+    kiln_tensor *keep = held ? kiln_mul_scalar(a, 2) : NULL;
+    kiln_scope_begin(ctx); /* the values written are no tensors' once it ends */
+    kiln_tensor *next =
+        flipped ? kiln_add(a, kiln_flip(a, 0)) : kiln_add_scalar(kiln_mul_scalar(a, 2), 1);
+    assert_int_equal(kiln_copy_(a, next), KILN_OK);
+    assert_int_equal(kiln_add_(b, kiln_mul_scalar(a, 3)), KILN_OK);
+    assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    kiln_stats before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize(b), KILN_OK);
+    uint64_t ran = kiln_context_stats(ctx).dispatches - before.dispatches;
+    fx_check_f32(b, want_b, 12, 0, 0);
+    fx_check_f32(a, want_a, 12, 0, 0);
+    if (keep)
+        fx_check_f32(keep, old2, 12, 0, 0);
+    assert_int_equal(ran, dispatches);
+    eng_fixture_context_destroy(ctx);
+}
+
+/* A write whose value reads another write at the element it writes stores both (kernel.c
+ * fused_write: Adam's moments and update, one kernel per parameter): one kernel. Not where
+ * the other write's value reads its target elsewhere (the kernel would read elements it has
+ * overwritten: a copy of that value, then each write); a tensor that reads the old values is
+ * realized first, and then the writes are one kernel. */
+static void test_engine_kernels_write_reading_a_write_is_one_kernel(void **state) {
+    eng_fixture *f = *state;
+    check_written_twice(f->device, false, false, 1);
+    check_written_twice(f->device, true, false, 3);
+    check_written_twice(f->device, false, true, 2);
+}
+
 /* dx, the gradient of sum(conv2d(x, w, padding 1)) for x (2, 3, 6, 6) and w (4, 3, 3, 3): each
  * input element's gradient is the sum of w over the taps whose window holds it. */
 static void check_input_gradient_of_sum(kiln_tensor *w, kiln_tensor *dx) {
@@ -946,6 +993,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_bias_gradient_sums_rows_first),
         ENG_TEST(test_engine_kernels_max_pool_forward_is_one_max),
         ENG_TEST(test_engine_kernels_max_pool_maximum_and_index_in_one_kernel),
+        ENG_TEST(test_engine_kernels_write_reading_a_write_is_one_kernel),
         ENG_TEST(test_engine_kernels_conv_input_gradient_skips_the_padding),
         ENG_TEST(test_engine_kernels_nine_elements_step_by_three),
         ENG_TEST(test_engine_kernels_compiles_report_progress),
