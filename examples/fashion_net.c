@@ -160,8 +160,18 @@ kiln_status fnet_train_step(fnet *net, const idx_dataset *data, const uint32_t *
     kiln_tensor *x, *labels, *grads[FNET_PARAMS];
     const kiln_expr *b;
     upload(net, data, rows, 0, n, net->options.batch, net->batch, &x, &labels, &b);
+    /* The forward's tensors (and through the loss's history, the values its backward saved)
+     * in a scope of their own, ended before the optimizer writes the parameters they read:
+     * held, they would keep the parameters' old values (a copy of each bias the forward
+     * added, made before its update). The loss, detached, and the gradients stay. */
+    kiln_scope_begin(ctx);
     kiln_tensor *l = kiln_cross_entropy(forward(net, x, b, net->params), labels);
     kiln_status st = kiln_grad(l, FNET_PARAMS, net->params, grads);
+    kiln_tensor *kept[FNET_PARAMS + 1] = {kiln_detach(l)};
+    memcpy(kept + 1, grads, sizeof grads);
+    kiln_status end = kiln_scope_end(ctx, st == KILN_OK ? FNET_PARAMS + 1 : 0, kept);
+    st = st != KILN_OK ? st : end;
+    l = kept[0];
     if (st == KILN_OK)
         st = kiln_optimizer_step(net->adam, grads);
     double built = now_ms();
