@@ -491,18 +491,29 @@ static void test_engine_kernels_max_pool_forward_is_one_max(void **state) {
 
 /* The pooled values and dx of sum(max_pool2d(x) * c) for x (2, 3, 8, 8) read through a
  * transpose of its last two dims, its values i % 5 (ties in most windows: the first maximum
- * of each window, row-major, takes the gradient, as torch's does). */
-static void realize_pool_and_gradient(kiln_context *ctx, bool together, float *y_out,
+ * of each window, row-major, takes the gradient, as torch's does); symbolic: x's batch a
+ * Variable bound to 2 (x narrowed from 4 images). */
+static void realize_pool_and_gradient(kiln_context *ctx, bool together, bool symbolic, float *y_out,
                                       float *dx_out) {
     float xs[2 * 3 * 8 * 8], cs[2 * 3 * 4 * 4];
     for (int i = 0; i < 2 * 3 * 8 * 8; i++)
         xs[i] = (float)(i % 5);
     for (int i = 0; i < 2 * 3 * 4 * 4; i++)
         cs[i] = (float)(i % 7) - 3;
-    kiln_tensor *base = kiln_from_data(ctx, KILN_F32, 4, (const int64_t[]){2, 3, 8, 8}, xs);
+    float more_x[4 * 3 * 8 * 8] = {0}, more_c[4 * 3 * 4 * 4] = {0};
+    memcpy(more_x, xs, sizeof xs);
+    memcpy(more_c, cs, sizeof cs);
+    const int64_t images = symbolic ? 4 : 2;
+    kiln_tensor *base =
+        kiln_from_data(ctx, KILN_F32, 4, (const int64_t[]){images, 3, 8, 8}, more_x);
+    kiln_tensor *c = kiln_from_data(ctx, KILN_F32, 4, (const int64_t[]){images, 3, 4, 4}, more_c);
+    if (symbolic) {
+        const kiln_expr *n = kiln_bind(ctx, kiln_variable(ctx, "images", 1, 4), 2);
+        base = kiln_narrow_sym(base, 0, kiln_int(ctx, 0), n);
+        c = kiln_narrow_sym(c, 0, kiln_int(ctx, 0), n);
+    }
     assert_int_equal(kiln_requires_grad_(base, true), KILN_OK);
     kiln_tensor *x = kiln_transpose(base, 2, 3);
-    kiln_tensor *c = kiln_from_data(ctx, KILN_F32, 4, (const int64_t[]){2, 3, 4, 4}, cs);
     kiln_tensor *y = kiln_max_pool2d(x, 2, 2, 0), *dx = NULL;
     assert_int_equal(kiln_grad(kiln_sum(kiln_mul(y, c), 0, NULL, false), 1, &base, &dx), KILN_OK);
     if (together) {
@@ -538,22 +549,25 @@ static void realize_pool_and_gradient(kiln_context *ctx, bool together, float *y
 
 /* In training a max pool's forward maximum and its backward's first-maximum index read the
  * same windows: realized together, one kernel computes both (kernel.c add_siblings: a sibling
- * output), one kernel fewer than realizing them apart, with the same values. */
+ * output), one kernel fewer than realizing them apart, with the same values; so too over a
+ * symbolic batch. */
 static void test_engine_kernels_max_pool_maximum_and_index_in_one_kernel(void **state) {
     eng_fixture *f = *state;
-    float y[2][2 * 3 * 4 * 4], dx[2][2 * 3 * 8 * 8];
-    uint64_t dispatches[2];
-    for (int together = 0; together < 2; together++) {
-        kiln_context *ctx = eng_context_new(f->device);
-        assert_non_null(ctx);
-        kiln_stats before = kiln_context_stats(ctx);
-        realize_pool_and_gradient(ctx, together, y[together], dx[together]);
-        dispatches[together] = kiln_context_stats(ctx).dispatches - before.dispatches;
-        eng_fixture_context_destroy(ctx);
+    for (int symbolic = 0; symbolic < 2; symbolic++) {
+        float y[2][2 * 3 * 4 * 4], dx[2][2 * 3 * 8 * 8];
+        uint64_t dispatches[2];
+        for (int together = 0; together < 2; together++) {
+            kiln_context *ctx = eng_context_new(f->device);
+            assert_non_null(ctx);
+            kiln_stats before = kiln_context_stats(ctx);
+            realize_pool_and_gradient(ctx, together, symbolic, y[together], dx[together]);
+            dispatches[together] = kiln_context_stats(ctx).dispatches - before.dispatches;
+            eng_fixture_context_destroy(ctx);
+        }
+        assert_int_equal(dispatches[1] + 1, dispatches[0]);
+        assert_memory_equal(y[0], y[1], sizeof y[0]);
+        assert_memory_equal(dx[0], dx[1], sizeof dx[0]);
     }
-    assert_int_equal(dispatches[1] + 1, dispatches[0]);
-    assert_memory_equal(y[0], y[1], sizeof y[0]);
-    assert_memory_equal(dx[0], dx[1], sizeof dx[0]);
 }
 
 /* Writes to a and b, b's value reading a's new value: realizing b alone dispatches
