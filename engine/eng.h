@@ -230,7 +230,7 @@ typedef struct kast {
 } kast;
 
 enum { ENG_MAX_BUFFERS = 16, ENG_MAX_PARAMS = 32, ENG_MAX_REDUCTIONS = 4 };
-/* Outputs of one kernel: its node's, and those of sibling reductions (kernel.c). */
+/* Outputs of one kernel: its node's, and its siblings' (sibling reductions, fused writes). */
 enum { ENG_MAX_OUTPUTS = 4 };
 enum { ENG_MAX_TILE = 64 };    /* outputs per invocation of a tiled kernel */
 enum { ENG_MAX_GATHERS = 32 }; /* gathers in one kernel (more are realized first) */
@@ -251,7 +251,7 @@ typedef struct eng_reduction {
 /* A kernel's sibling output (below). */
 typedef struct eng_sibling {
     eng_node *node;
-    kast *value; /* a KAST_REDUCE of the kernel */
+    kast *value; /* a KAST_REDUCE of the kernel, or a fused write's value */
     uint32_t buffer;
 } eng_sibling;
 
@@ -697,7 +697,8 @@ void eng_lifetime_finish(kiln_context *ctx);
 /* kernel.c: the AST of the kernel realizing node (its unrealized inputs must be realized by
  * earlier kernels: needs[] receives them, and KILN_ERROR_NOT_FOUND says to schedule those
  * first). wanted: nonzero, the mark (eng_node wanted) of the unrealized nodes the realize
- * needs, of which a reduction's siblings join its kernel (0: none join). */
+ * needs, of which a reduction's siblings and the writes a write reads join its kernel (0:
+ * none join). */
 kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, eng_node **needs,
                              uint32_t cap, uint32_t *need_count, uint64_t wanted);
 

@@ -157,7 +157,7 @@ kiln_status fnet_train_step(fnet *net, const idx_dataset *data, const uint32_t *
     kiln_context *ctx = net->ctx;
     double start = now_ms();
     kiln_scope_begin(ctx);
-    kiln_tensor *x, *labels, *grads[FNET_PARAMS];
+    kiln_tensor *x, *labels, *grads[FNET_PARAMS] = {NULL};
     const kiln_expr *b;
     upload(net, data, rows, 0, n, net->options.batch, net->batch, &x, &labels, &b);
     /* The forward's tensors (and through the loss's history, the values its backward saved)
