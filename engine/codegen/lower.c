@@ -1594,9 +1594,11 @@ static void lower_outputs(lowering *l, bool tiled) {
                       : tiled      ? lower_sym(l, l->out_gidx[l->out])
                                    : l->gid;
         ir_store(ir, 0, at, v[0]);
+        ir_value own = k->sibling_count == 0 ? IR_NONE
+                       : tiled               ? lower_sym(l, l->out_gidx[l->out])
+                                             : l->gid;
         for (uint32_t j = 0; j < k->sibling_count; j++) { /* at the output's own element */
             const eng_sibling *sib = &k->siblings[j];
-            ir_value own = tiled ? lower_sym(l, l->out_gidx[l->out]) : l->gid;
             ir_value sv = lower_value(l, sib->value);
             if (sv != IR_NONE && ir->insts.data[sv].type != k->buffer_types[sib->buffer])
                 sv = ir_cast(ir, k->buffer_types[sib->buffer], sv);

@@ -398,6 +398,29 @@ static bool recomputed(kbuild *b, const eng_src *s) {
 
 static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx);
 
+/* Whether write w's elements are its whole target's, in order (its view contiguous over the
+ * target's shape). */
+static bool writes_whole_target(const eng_node *w) {
+    const shape_view *v = shape_tracker_last(w->dst_view);
+    if (!shape_tracker_contiguous(w->dst_view) || v->ndim != w->ndim)
+        return false;
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        if (v->shape[d] != w->shape[d])
+            return false;
+    }
+    return true;
+}
+
+/* Write w's value at the logical index idx of its view, in w's type. */
+static kast *written_value(kbuild *b, eng_node *w, const sym_node *const *idx) {
+    kast *value = src_value(b, &w->src[1], idx);
+    if (value && value->type != w->type) {
+        kast *src[1] = {value};
+        value = kast_alu(b, IR_CAST, w->type, 1, src);
+    }
+    return value;
+}
+
 /* A write kernel's value reading another write w at the element the kernel writes (w
  * overwriting its whole target in order, its earlier readers scheduled and its own kernel left
  * to this one: realize.c step_build, w->deferred): w's value joins the kernel as a sibling
@@ -411,24 +434,17 @@ static bool fused_write(kbuild *b, const eng_src *s, const sym_node *const *idx,
         !target->storage || target->storage == k->buffers[0] ||
         k->sibling_count == ENG_MAX_OUTPUTS - 1 || k->buffer_count == ENG_MAX_BUFFERS ||
         eng_type_size(w->type) != 4 || !is_identity(s) || w->ndim != k->ndim ||
-        !shape_tracker_contiguous(w->dst_view))
-        return false;
-    const shape_view *dv = shape_tracker_last(w->dst_view);
-    if (dv->ndim != w->ndim)
+        !writes_whole_target(w))
         return false;
     for (uint32_t d = 0; d < w->ndim; d++) {
-        if (dv->shape[d] != w->shape[d] || w->shape[d] != k->dims[d])
+        if (w->shape[d] != k->dims[d])
             return false;
     }
     for (uint32_t j = 0; j < k->sibling_count; j++) {
         if (k->siblings[j].node->src[0].node->storage == target->storage)
             return false;
     }
-    *value = src_value(b, &w->src[1], idx);
-    if (*value && (*value)->type != w->type) {
-        kast *src[1] = {*value};
-        *value = kast_alu(b, IR_CAST, w->type, 1, src);
-    }
+    *value = written_value(b, w, idx);
     uint32_t slot = *value && b->status == KILN_OK ? buffer_slot(b, target->storage) : 0;
     if (*value && b->status == KILN_OK) {
         b->fused_index[k->sibling_count] = ravel(b, w->ndim, w->shape, idx);
@@ -687,19 +703,15 @@ static void add_siblings(kbuild *b, eng_node *r, uint64_t wanted) {
         eng_node *s = rd->node;
         if (k->sibling_count == ENG_MAX_OUTPUTS - 1 || k->buffer_count == ENG_MAX_BUFFERS)
             return;
+        /* the same input view and reduced dims: the same output shape (kept dims of size 1) */
         if (s == r || s->kind != ENG_REDUCE || s->storage || s->wanted != wanted || s->boundary ||
-            s->src[0].node != in || s->reduce_mask != r->reduce_mask || s->ndim != r->ndim ||
+            s->src[0].node != in || s->reduce_mask != r->reduce_mask ||
             eng_type_size(s->type) != 4 || !eng_tracker_equal(s->src[0].st, r->src[0].st) ||
             !joins_range(b, s))
             continue;
-        bool same = true;
-        for (uint32_t d = 0; d < r->ndim && same; d++)
-            same = s->shape[d] == r->shape[d];
-        for (uint32_t j = 0; j < k->sibling_count && same; j++)
-            same = k->siblings[j].node != s;
         uint64_t bytes = (uint64_t)sym_vmax(k->numel) * 4;
         uint32_t descriptors = eng_storage_descriptors(b->ctx, bytes);
-        if (!same || b->descriptors + descriptors > b->max_descriptors)
+        if (b->descriptors + descriptors > b->max_descriptors)
             continue;
         kast *value = reduction_input(b, s, b->out_idx);
         if (!value)
@@ -1096,14 +1108,8 @@ static void build_write(kbuild *b, eng_node *w) {
         return (void)build_fail(b, st, shape_ctx_message(b->ctx->shape));
     k->buffers[0] = target->storage; /* loads of the target resolve to buffer 0 */
     b->at_output = false;
-    b->whole_write = shape_tracker_contiguous(w->dst_view) && v->ndim == target->ndim;
-    for (uint32_t d = 0; d < v->ndim && b->whole_write; d++)
-        b->whole_write = v->shape[d] == target->shape[d];
-    k->value = src_value(b, &w->src[1], idx);
-    if (k->value && k->value->type != w->type) {
-        kast *src[1] = {k->value};
-        k->value = kast_alu(b, IR_CAST, w->type, 1, src);
-    }
+    b->whole_write = writes_whole_target(w);
+    k->value = written_value(b, w, idx);
     for (uint32_t j = 0; j < k->sibling_count && b->status == KILN_OK; j++) {
         /* Each fused write's target read only at the element it writes. */
         if (reads_written_elsewhere(k->value, k->siblings[j].buffer, b->fused_index[j])) {

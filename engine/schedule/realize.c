@@ -559,6 +559,11 @@ static kiln_status check_bounds(schedule *s, const char *call, bool report) {
                           call, words[1], words[2], ran);
 }
 
+/* Output j of kernel k: 0 its node, then its siblings'. */
+static eng_node *output_node(const eng_kernel *k, uint32_t j) {
+    return j ? k->siblings[j - 1].node : k->output;
+}
+
 /* After a failed realize: the kernels that ran keep their results (a write that ran is never
  * applied again); the nodes of the others stay unrealized and give back the storage this
  * realize made for them (a write's storage is its target's, not its own). No kernel that ran
@@ -566,9 +571,9 @@ static kiln_status check_bounds(schedule *s, const char *call, bool report) {
  * recorded one was never submitted. */
 static void unassign(schedule *s) {
     for (size_t i = s->ran; i < s->kernels.len; i++) {
-        eng_kernel *k = &s->kernels.data[i];
+        const eng_kernel *k = &s->kernels.data[i];
         for (uint32_t j = 0; j <= k->sibling_count; j++) {
-            eng_node *n = j ? k->siblings[j - 1].node : k->output;
+            eng_node *n = output_node(k, j);
             eng_storage_unref(s->ctx, n->storage);
             n->storage = NULL;
         }
@@ -579,20 +584,16 @@ static void unassign(schedule *s) {
  * freed). */
 static void let_go(schedule *s) {
     /* Held meanwhile: one realized node may be all that held another. */
-    for (int pass = 0; pass < 3; pass++) {
-        for (size_t i = 0; i < s->ran; i++) {
-            const eng_kernel *k = &s->kernels.data[i];
-            for (uint32_t j = 0; j <= k->sibling_count; j++) {
-                eng_node *n = j ? k->siblings[j - 1].node : k->output;
-                if (pass == 0)
-                    eng_node_ref(n);
-                else if (pass == 1)
-                    eng_node_let_go(s->ctx, n);
-                else
-                    eng_node_unref(s->ctx, n);
-            }
-        }
-    }
+    const eng_kernel *ks = s->kernels.data;
+    for (size_t i = 0; i < s->ran; i++)
+        for (uint32_t j = 0; j <= ks[i].sibling_count; j++)
+            eng_node_ref(output_node(&ks[i], j));
+    for (size_t i = 0; i < s->ran; i++)
+        for (uint32_t j = 0; j <= ks[i].sibling_count; j++)
+            eng_node_let_go(s->ctx, output_node(&ks[i], j));
+    for (size_t i = 0; i < s->ran; i++)
+        for (uint32_t j = 0; j <= ks[i].sibling_count; j++)
+            eng_node_unref(s->ctx, output_node(&ks[i], j));
 }
 
 /* KILN_DEBUG=1: two lines per realize, this realize's figures (the difference from before)
