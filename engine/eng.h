@@ -232,7 +232,9 @@ typedef struct kast {
 enum { ENG_MAX_BUFFERS = 16, ENG_MAX_PARAMS = 32, ENG_MAX_REDUCTIONS = 4 };
 /* Outputs of one kernel: its node's, and its siblings' (sibling reductions, fused writes). */
 enum { ENG_MAX_OUTPUTS = 4 };
-enum { ENG_MAX_TILE = 64 };    /* outputs per invocation of a tiled kernel */
+enum { ENG_MAX_TILE = 64 };    /* outputs per invocation of a tile of shared loads */
+/* outputs per invocation of a tile of windows in whole rows (lower.c eng_kernel_tile) */
+enum { ENG_MAX_WINDOW_TILE = 256 };
 enum { ENG_MAX_GATHERS = 32 }; /* gathers in one kernel (more are realized first) */
 /* The loop passes (a loop of n iterations makes n + 1) one invocation of a kernel may run in
  * all: below the 65535 after which lavapipe leaves loops silently (lower.c, the loop budget). */
@@ -333,6 +335,9 @@ typedef struct eng_program {
     uint32_t block_m, block_n;
     uint32_t share_lanes; /* a team kernel (ir.h): loads shared in subgroups of this many */
     bool row_loop;        /* row mode: the tiles of a row run in a loop of one invocation */
+    /* Windows read in place in tiles of whole rows (lower.c eng_kernel_tile): the taps of a
+     * kernel row per step of the loop, loads shared between them (0: not such a kernel). */
+    uint32_t window_taps;
     uint64_t per_item;    /* outputs per invocation (tile_m * tile_n, or a row's width) */
     /* The dispatch interface (from the IR, or from the disk cache when there is no IR). */
     ir_type index_type;
@@ -405,6 +410,8 @@ struct kiln_context {
     bool whole_short_rows;         /* a short row the tile does not divide is one tile
                                     * (lower.c; a CPU's: a reduction's, and an elementwise
                                     * kernel's of several loads) */
+    bool window_rows;              /* windows read in place tile whole rows (lower.c; a
+                                    * CPU's: up to 256 accumulators an invocation) */
     uint32_t group_lanes;          /* lanes per output of a group reduction (a power of two) */
     uint32_t test_group_lanes;     /* eng_testing.group_lanes */
     bool test_gpu_tuning;          /* eng_testing.gpu_tuning */

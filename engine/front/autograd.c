@@ -764,8 +764,8 @@ static kiln_tensor *conv_input_grad(grad_run *r, kiln_tensor *g) {
             ext = kiln_narrow(ext, (int32_t)(2 + a), -margin, n + 2 * margin);
     }
     ext = kiln_pad(ext, pad);
-    /* the flipped weights laid out (a small copy): the product's rows read them as vectors */
-    kiln_tensor *wt = kiln_contiguous(kiln_flip(kiln_flip(kiln_transpose(w, 0, 1), 2), 3));
+    /* the flipped weights (kiln_conv2d_ex lays them out for its product) */
+    kiln_tensor *wt = kiln_flip(kiln_flip(kiln_transpose(w, 0, 1), 2), 3);
     const kiln_conv2d_options o = {.dilation = {dilation[0], dilation[1]}};
     return kiln_conv2d_ex(ext, wt, NULL, &o);
 }

@@ -238,13 +238,18 @@ static bool short_window(kiln_tensor *win) {
            c * kh * kw <= SHORT_WINDOW;
 }
 
+/* Whether window_matrix lays the windows out (else they are read in place). */
+static bool lays_out(kiln_tensor *win, kiln_tensor *w) {
+    return eng_ag_records(ENG_CTX(win), w) && !short_window(win);
+}
+
 static kiln_tensor *window_matrix(kiln_tensor *win, kiln_tensor *w, int64_t *pad) {
     *pad = 0;
     if (!win)
         return NULL;
     kiln_context *ctx = ENG_CTX(win);
     int64_t oh, ow;
-    bool laid = eng_ag_records(ctx, w) && !short_window(win);
+    bool laid = lays_out(win, w);
     if (laid && ctx->octets && const_size(win, 4, &oh) && const_size(win, 5, &ow)) {
         int64_t more = (8 - oh * ow % 8) % 8;
         *pad = more * 16 <= oh * ow ? more : 0;
@@ -319,14 +324,18 @@ static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *
         kiln_tensor *cols = window_matrix(permuted, w, &pad);
         kiln_tensor *wm =
             reshape_groups(w, 2, (const uint32_t[]){1, 3}, (const uint32_t[][4]){{0}, {1, 2, 3}});
-        /* Short windows' weights laid out transposed, (C KH KW, O) (a copy of a few hundred
-         * floats): at each tap the product's tile reads its column of output channels as
-         * vectors (lower.c column_run), where the rows of (O, C KH KW), too short for a
-         * step of eight, gave one load per channel. conv1 of the training example on
-         * lavapipe: forward 3.08 -> 2.18, 3.16 -> 2.06, 1.84 -> 1.44 ms (alternating runs),
-         * the inference forward alike, for a 0.08 ms copy. */
-        if (permuted && short_window(permuted))
-            wm = kiln_transpose(kiln_contiguous(kiln_transpose(wm, 0, 1)), 0, 1);
+        /* Where the windows are read in place, the weights laid out transposed, (C KH KW, O)
+         * (a copy of a few thousand floats): at each tap the product's tile reads its column
+         * of output channels as vectors (lower.c column_run), where rows of (O, C KH KW) gave
+         * one load per channel (a kernel row's taps per step, or nine taps, too few for a
+         * step of eight). conv1 of the training example on lavapipe: forward 3.08 -> 2.18,
+         * 3.16 -> 2.06, 1.84 -> 1.44 ms (alternating runs), the inference forward alike, for
+         * a 0.08 ms copy; conv2's input gradient in tiles of whole rows 6.2 -> 5.3 ms. Weights
+         * stored that way already are read as they are. */
+        kiln_tensor *wt = kiln_transpose(wm, 0, 1);
+        if (permuted && wt && !lays_out(permuted, w))
+            wm = kiln_transpose(shape_tracker_contiguous(ENG_ST(wt)) ? wt : kiln_contiguous(wt),
+                                0, 1);
         out = kiln_matmul(wm, cols); /* (N, O, OH OW [+ pad]) */
         if (pad && out && const_size(out, 2, &columns))
             out = kiln_narrow(out, 2, 0, columns - pad);

@@ -45,6 +45,7 @@ void eng_runtime_tune(kiln_context *ctx) {
     ctx->parallelism_long = 512;
     ctx->min_workgroups = 8;
     ctx->whole_short_rows = true;
+    ctx->window_rows = true;
     ctx->tile_ew = 8;
     ctx->tile_ew_one = 16;
     ctx->tile_ew_shared = 32;
@@ -77,6 +78,7 @@ void eng_runtime_tune(kiln_context *ctx) {
         ctx->parallelism = ctx->parallelism_long = 65536;
         ctx->min_workgroups = 0;
         ctx->whole_short_rows = false;
+        ctx->window_rows = false;
         ctx->tile_ew = ctx->tile_ew_one = ctx->tile_ew_shared = 1;
         ctx->tile_rows = ctx->tile_cols = ctx->tile_vector_cols = 4;
         ctx->tile_block_rows = ctx->tile_block_cols = 1;

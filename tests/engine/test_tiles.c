@@ -449,6 +449,59 @@ static void test_tiles_masked_long_loops_take_taller_tiles(void **state) {
     free(want);
 }
 
+/* A convolution's product over the windows of a padded input read in place (an inference
+ * forward per image, the batch a Variable): tiles of whole output rows, a kernel row of taps per
+ * step of the loop, each window element loaded once for the outputs of the row that read it
+ * (engine/codegen/lower.c eng_kernel_tile). 3 x 3 and 5 x 5 kernels (taps of three and five per
+ * step) over two 16 x 16 images of two channels, 32 filters given as (C KH KW, O) in memory
+ * (the product's layout: no copy): one kernel, in tiles of 4 x 16 outputs on a CPU (the rows
+ * that keep it busy at the batch's largest value, 4), against the host. */
+static void test_tiles_windows_in_whole_rows(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = f->ctx;
+    enum { N = 2, C = 2, S = 16, O = 32 };
+    float *xs = values(N * C * S * S, 16), *ws = values(C * 25 * O, 17);
+    float *want = malloc(sizeof(float) * N * O * S * S);
+    assert_non_null(want);
+    kiln_tensor *flat = fx_f32(ctx, 1, (const int64_t[]){N * C * S * S}, xs);
+    const kiln_expr *batch = kiln_bind(ctx, kiln_variable(ctx, "images", 1, 4), N);
+    const kiln_expr *shape[4] = {batch, kiln_int(ctx, C), kiln_int(ctx, S), kiln_int(ctx, S)};
+    kiln_tensor *x = kiln_reshape_sym(flat, 4, shape);
+    for (int k = 3; k <= 5; k += 2) {
+        int pad = k / 2;
+        /* w[o][c][i][j] = ws[((c k + i) k + j) O + o] */
+        kiln_tensor *laid = fx_f32(ctx, 4, (const int64_t[]){C, k, k, O}, ws);
+        kiln_tensor *w = kiln_permute(laid, (const int32_t[]){3, 0, 1, 2});
+        assert_int_equal(kiln_realize(laid), KILN_OK);
+        for (int n = 0; n < N; n++)
+            for (int o = 0; o < O; o++)
+                for (int y = 0; y < S; y++)
+                    for (int z = 0; z < S; z++) {
+                        float acc = 0;
+                        for (int c = 0; c < C; c++)
+                            for (int i = 0; i < k; i++)
+                                for (int j = 0; j < k; j++) {
+                                    int yy = y + i - pad, zz = z + j - pad;
+                                    if (yy >= 0 && yy < S && zz >= 0 && zz < S)
+                                        acc += xs[((n * C + c) * S + yy) * S + zz] *
+                                               ws[((c * k + i) * k + j) * O + o];
+                                }
+                        want[((n * O + o) * S + y) * S + z] = acc;
+                    }
+        kiln_stats before = kiln_context_stats(ctx);
+        kiln_tensor *y = kiln_conv2d_ex(x, w, NULL, &(kiln_conv2d_options){.padding = {pad, pad}});
+        assert_int_equal(kiln_realize(y), KILN_OK);
+        kiln_stats after = kiln_context_stats(ctx);
+        assert_int_equal(after.dispatches - before.dispatches, 1);
+        if (cpu_tiles(f) && !fx_gpu_tuned(ctx))
+            assert_int_equal(after.items - before.items, N * O * S * S / (4 * S));
+        fx_check_f32(y, want, (size_t)N * O * S * S, 1e-4, 1e-5);
+    }
+    free(xs);
+    free(ws);
+    free(want);
+}
+
 /* A product over a symbolic row count with no rows to share (batch, 10) @ (10, 96) (a linear
  * layer's input gradient: the left operand is one row, its right operand read along the output
  * columns): tiles of consecutive columns reading the right operand as vectors, whole tiles in
@@ -1010,6 +1063,7 @@ int main(void) {
         ENG_TEST(test_tiles_long_loops_keep_the_tile),
         ENG_TEST(test_tiles_narrow_rows_take_taller_tiles),
         ENG_TEST(test_tiles_masked_long_loops_take_taller_tiles),
+        ENG_TEST(test_tiles_windows_in_whole_rows),
         ENG_TEST(test_tiles_symbolic_rows_tile_columns),
         ENG_TEST(test_tiles_symbolic_elementwise),
         ENG_TEST(test_tiles_matmul_blocks),
