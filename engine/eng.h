@@ -232,7 +232,7 @@ typedef struct kast {
 enum { ENG_MAX_BUFFERS = 16, ENG_MAX_PARAMS = 32, ENG_MAX_REDUCTIONS = 4 };
 /* Outputs of one kernel: its node's, and its siblings' (sibling reductions, fused writes). */
 enum { ENG_MAX_OUTPUTS = 4 };
-enum { ENG_MAX_TILE = 64 };    /* outputs per invocation of a tile of shared loads */
+enum { ENG_MAX_TILE = 64 }; /* outputs per invocation of a tile of shared loads */
 /* outputs per invocation of a tile of windows in whole rows (lower.c eng_kernel_tile) */
 enum { ENG_MAX_WINDOW_TILE = 256 };
 enum { ENG_MAX_GATHERS = 32 }; /* gathers in one kernel (more are realized first) */
@@ -338,7 +338,7 @@ typedef struct eng_program {
     /* Windows read in place in tiles of whole rows (lower.c eng_kernel_tile): the taps of a
      * kernel row per step of the loop, loads shared between them (0: not such a kernel). */
     uint32_t window_taps;
-    uint64_t per_item;    /* outputs per invocation (tile_m * tile_n, or a row's width) */
+    uint64_t per_item; /* outputs per invocation (tile_m * tile_n, or a row's width) */
     /* The dispatch interface (from the IR, or from the disk cache when there is no IR). */
     ir_type index_type;
     uint32_t param_count;

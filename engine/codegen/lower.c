@@ -677,8 +677,8 @@ static ir_value lower_value_uncached(lowering *l, const kast *a) {
          * mask): the load reads 0 outside m already */
         if (a->op == IR_WHERE && a->src[0]->kind == KAST_INDEX && a->src[1]->kind == KAST_LOAD &&
             a->src[1]->valid && a->src[0]->index == a->src[1]->valid &&
-            a->src[2]->kind == KAST_CONST && a->src[2]->value == 0 &&
-            !signbit(a->src[2]->value) && a->src[1]->type == a->type)
+            a->src[2]->kind == KAST_CONST && a->src[2]->value == 0 && !signbit(a->src[2]->value) &&
+            a->src[1]->type == a->type)
             return lower_value(l, a->src[1]);
         ir_value s[3] = {IR_NONE, IR_NONE, IR_NONE};
         for (uint32_t i = 0; i < a->nsrc; i++)
@@ -1472,15 +1472,16 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
      * alternating runs (16 x 4 tiles of one tap before; 8 x 14 tiles: 6.2), its inference
      * forward 12.8 -> 5.7. */
     int64_t count = 0, wp[2] = {0, 0};
-    bool windows = ctx->window_rows && tm > 1 && k->reduce_count &&
-                   sym_is_const(k->reduce_count, &count);
+    bool windows =
+        ctx->window_rows && tm > 1 && k->reduce_count && sym_is_const(k->reduce_count, &count);
     for (uint32_t i = 0; windows && i < k->reduction_count; i++)
         window_periods(ctx->sym, k, k->reductions[i].value, width, count, wp);
     if (wp[0] > 1 && wp[1] > 1 && wp[1] <= MAX_UNROLL && 2 * wp[0] <= WINDOW_TILE) {
         int64_t wm = 2;
         while (wm * 2 * wp[0] <= WINDOW_TILE)
             wm *= 2;
-        while (wm > 1 && (period % wm != 0 || numel / (wm * wp[0]) < (int64_t)ctx->parallelism_long))
+        while (wm > 1 &&
+               (period % wm != 0 || numel / (wm * wp[0]) < (int64_t)ctx->parallelism_long))
             wm /= 2;
         if (wm > 1) {
             p->tile_m = (uint32_t)wm;

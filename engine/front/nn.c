@@ -309,7 +309,11 @@ static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *
     if (!conv_check_channels(x, w, bias, &p) || !conv_check_sizes(x, w, &p))
         return NULL;
     int64_t batch, h, wd;
-    bool per_image = p.groups == 1 && !const_size(x, 0, &batch);
+    /* Per image: a symbolic batch; on a CPU a constant one too (its windows read in place in
+     * tiles of whole rows, lower.c: bench_ops' conv2d forward 1.67 -> 0.83 of its GLSL
+     * reference's time, the input gradient as a convolution 2.20 -> 0.92, the weight
+     * gradient 1.88 -> 1.59, where the merged rows' im2col products were faster before) */
+    bool per_image = p.groups == 1 && (!const_size(x, 0, &batch) || ctx->window_rows);
     /* x's gradient by conv_input_tap where it applies: the windows then read x's value only */
     bool tap = per_image && p.stride[0] == 1 && p.stride[1] == 1 && const_size(x, 2, &h) &&
                const_size(x, 3, &wd) && eng_ag_records(ctx, x);
@@ -334,8 +338,8 @@ static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *
          * stored that way already are read as they are. */
         kiln_tensor *wt = kiln_transpose(wm, 0, 1);
         if (permuted && wt && !lays_out(permuted, w))
-            wm = kiln_transpose(shape_tracker_contiguous(ENG_ST(wt)) ? wt : kiln_contiguous(wt),
-                                0, 1);
+            wm = kiln_transpose(shape_tracker_contiguous(ENG_ST(wt)) ? wt : kiln_contiguous(wt), 0,
+                                1);
         out = kiln_matmul(wm, cols); /* (N, O, OH OW [+ pad]) */
         if (pad && out && const_size(out, 2, &columns))
             out = kiln_narrow(out, 2, 0, columns - pad);
