@@ -221,14 +221,17 @@ static kiln_tensor *reshape_groups(kiln_tensor *t, uint32_t n, const uint32_t *n
  * training example on lavapipe: copy, forward and weight gradient 3.6-4.3 ms, in place
  * 3.3-3.9 ms for the two products, three alternating pairs).
  *
- * On a device that takes octets (a CPU's eight-element loads, lower.c) a laid-out matrix's
- * rows are padded with zeros to a multiple of eight where that adds at most a sixteenth (*pad:
- * the columns added; the caller narrows the product back): conv2's 196 pixels as 200, so the
- * forward product tiles 8 x 8 with octet loads instead of 16 x 4 with vectors of four, and
- * the weight gradient reads rows of 200 as octets. On lavapipe, per step of the training
- * example: the forward product 6.8-7.1 -> 5.4 ms, the weight gradient 5.1-5.3 -> 4.6-4.8, for
- * a copy of the output's gradient padded alike (0.6 ms) and a slower window copy (2.3-2.8 ->
- * 3.0-3.1). */
+ * On a device that takes octets (a CPU's eight-element loads, lower.c) a laid-out matrix that
+ * the forward's product reads (forward) has its rows padded with zeros to a multiple of eight
+ * where that adds at most a sixteenth (*pad: the columns added; the caller narrows the product
+ * back): conv2's 196 pixels as 200, so the forward product tiles 8 x 8 with octet loads instead
+ * of 16 x 4 with vectors of four, and the weight gradient reads rows of 200 as octets. On
+ * lavapipe, per step of the training example: the forward product 6.8-7.1 -> 5.4 ms, the
+ * weight gradient 5.1-5.3 -> 4.6-4.8, for a copy of the output's gradient padded alike (0.6 ms)
+ * and a slower window copy (2.3-2.8 -> 3.0-3.1). Where the forward reads the windows in place
+ * instead (conv2d_ex_impl), the padding costs more than it gives the weight gradient alone:
+ * window copy 4.80 -> 3.62 ms, the gradient's copy (0.75) gone, the weight gradient 7.87 ->
+ * 8.53 (one run of three alternating pairs on a slower machine). */
 enum { SHORT_WINDOW = 16 };
 
 /* Whether windows permuted to (N, C, KH, KW, OH, OW) hold at most SHORT_WINDOW elements. */
@@ -243,14 +246,14 @@ static bool lays_out(kiln_tensor *win, kiln_tensor *w) {
     return eng_ag_records(ENG_CTX(win), w) && !short_window(win);
 }
 
-static kiln_tensor *window_matrix(kiln_tensor *win, kiln_tensor *w, int64_t *pad) {
+static kiln_tensor *window_matrix(kiln_tensor *win, kiln_tensor *w, bool forward, int64_t *pad) {
     *pad = 0;
     if (!win)
         return NULL;
     kiln_context *ctx = ENG_CTX(win);
     int64_t oh, ow;
     bool laid = lays_out(win, w);
-    if (laid && ctx->octets && const_size(win, 4, &oh) && const_size(win, 5, &ow)) {
+    if (laid && forward && ctx->octets && const_size(win, 4, &oh) && const_size(win, 5, &ow)) {
         int64_t more = (8 - oh * ow % 8) % 8;
         *pad = more * 16 <= oh * ow ? more : 0;
     }
@@ -265,17 +268,43 @@ static kiln_tensor *tap_impl(kiln_tensor *out) {
                : NULL;
 }
 
-/* out, the convolution of x (stride 1, one group) by w, recorded as the op that gives x its
+/* value, the convolution of x (stride 1, one group) by w, recorded as the op that gives x its
  * gradient (autograd.c conv_input_grad: a convolution of out's gradient with the flipped
  * weights, its windows read in place) where the product's own rule would make the gradient's
  * window matrix and fold it back (conv2's input gradient in the training example: a product
  * of 144 x 196 per image and a fold of nine masked loads per element). The windows that made
- * out were x's value without its history; w's gradient still comes from the product's rule. */
-static kiln_tensor *conv_input_tap(kiln_tensor *out, kiln_tensor *x, kiln_tensor *w,
-                                   const conv_params *p) {
+ * it were x's value without its history; w's gradient comes from the rule of the product
+ * `recorded`, which the op passes its gradient to (value itself, or the same convolution
+ * over windows laid out for that gradient, which nothing then computes). */
+static kiln_tensor *conv_input_tap(kiln_tensor *value, kiln_tensor *recorded, kiln_tensor *x,
+                                   kiln_tensor *w, const conv_params *p) {
     const int64_t ints[4] = {p->padding[0], p->padding[1], p->dilation[0], p->dilation[1]};
     ENG_OP("kiln_conv2d_ex", ENG_AG(.op = ENG_AG_CONV_INPUT, .ints = ints, .nints = 4),
-           tap_impl(out), out, x, w);
+           tap_impl(value), recorded, x, w);
+}
+
+/* The per-image products of windows permuted to (N, C, KH, KW, OH, OW) by w: (O, C KH KW) @
+ * (C KH KW, OH OW) for each image, (N, O, OH OW), the windows laid out where w needs a
+ * gradient (window_matrix; forward: the forward's value is this product). Where they are read in
+ * place, the weights are laid out transposed, (C KH KW, O) (a copy of a few thousand floats): at
+ * each tap the product's tile reads its column of output channels as vectors (lower.c column_run),
+ * where rows of (O, C KH KW) gave one load per channel (a kernel row's taps per step, or nine taps,
+ * too few for a step of eight). conv1 of the training example on lavapipe: forward 3.08
+ * -> 2.18, 3.16 -> 2.06, 1.84 -> 1.44 ms (alternating runs), the inference forward alike, for a
+ * 0.08 ms copy; conv2's input gradient in tiles of whole rows 6.2 -> 5.3 ms. Weights stored that
+ * way already are read as they are. */
+static kiln_tensor *image_products(kiln_tensor *permuted, kiln_tensor *w, bool forward) {
+    int64_t pad, columns;
+    kiln_tensor *cols = window_matrix(permuted, w, forward, &pad);
+    kiln_tensor *wm =
+        reshape_groups(w, 2, (const uint32_t[]){1, 3}, (const uint32_t[][4]){{0}, {1, 2, 3}});
+    kiln_tensor *wt = kiln_transpose(wm, 0, 1);
+    if (permuted && wt && !lays_out(permuted, w))
+        wm = kiln_transpose(shape_tracker_contiguous(ENG_ST(wt)) ? wt : kiln_contiguous(wt), 0, 1);
+    kiln_tensor *out = kiln_matmul(wm, cols); /* (N, O, OH OW [+ pad]) */
+    if (pad && out && const_size(out, 2, &columns))
+        out = kiln_narrow(out, 2, 0, columns - pad);
+    return out;
 }
 
 /* conv2d as im2col and a matrix product (docs/convolution.md): the windows (N, C, OH, OW, KH,
@@ -321,33 +350,22 @@ static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *
                                p.extent, p.stride, p.dilation); /* (N, C, OH, OW, KH, KW) */
     kiln_tensor *out;
     if (per_image) {
-        /* a symbolic batch: per image, (O, C KH KW) @ (C KH KW, OH OW), products of constant
-         * sizes whatever the batch (tiled as the constant case), the output NCHW as stored */
-        int64_t pad, columns;
+        /* per image, (O, C KH KW) @ (C KH KW, OH OW), products of constant sizes whatever the
+         * batch (tiled as the constant case), the output NCHW as stored */
         kiln_tensor *permuted = kiln_permute(win, (const int32_t[]){0, 1, 4, 5, 2, 3});
-        kiln_tensor *cols = window_matrix(permuted, w, &pad);
-        kiln_tensor *wm =
-            reshape_groups(w, 2, (const uint32_t[]){1, 3}, (const uint32_t[][4]){{0}, {1, 2, 3}});
-        /* Where the windows are read in place, the weights laid out transposed, (C KH KW, O)
-         * (a copy of a few thousand floats): at each tap the product's tile reads its column
-         * of output channels as vectors (lower.c column_run), where rows of (O, C KH KW) gave
-         * one load per channel (a kernel row's taps per step, or nine taps, too few for a
-         * step of eight). conv1 of the training example on lavapipe: forward 3.08 -> 2.18,
-         * 3.16 -> 2.06, 1.84 -> 1.44 ms (alternating runs), the inference forward alike, for
-         * a 0.08 ms copy; conv2's input gradient in tiles of whole rows 6.2 -> 5.3 ms. Weights
-         * stored that way already are read as they are. */
-        kiln_tensor *wt = kiln_transpose(wm, 0, 1);
-        if (permuted && wt && !lays_out(permuted, w))
-            wm = kiln_transpose(shape_tracker_contiguous(ENG_ST(wt)) ? wt : kiln_contiguous(wt), 0,
-                                1);
-        out = kiln_matmul(wm, cols); /* (N, O, OH OW [+ pad]) */
-        if (pad && out && const_size(out, 2, &columns))
-            out = kiln_narrow(out, 2, 0, columns - pad);
+        bool in_place = tap && permuted && lays_out(permuted, w);
+        out = image_products(permuted, w, !in_place);
+        /* Where the windows are laid out for w's gradient and x's comes from the tap, the
+         * forward's value is the product that reads them in place (its tiles of whole rows:
+         * conv2's forward in the training step on lavapipe 8.3 -> 5.0 ms); the laid-out
+         * windows then serve w's gradient alone. */
+        kiln_tensor *value = in_place ? image_products(permuted, kiln_detach(w), true) : NULL;
         const kiln_expr *dims[4] = {kiln_tensor_size_expr(win, 0), kiln_tensor_size_expr(w, 0),
                                     kiln_tensor_size_expr(win, 2), kiln_tensor_size_expr(win, 3)};
         out = kiln_reshape_sym(out, 4, dims);
         if (tap)
-            out = conv_input_tap(out, x, kiln_detach(w), &p);
+            out = conv_input_tap(in_place ? kiln_reshape_sym(value, 4, dims) : out, out, x,
+                                 kiln_detach(w), &p);
     } else if (p.groups == 1) {
         /* rows (N, OH, OW), columns (C, KH, KW) */
         kiln_tensor *cols = kiln_contiguous(kiln_permute(win, (const int32_t[]){0, 2, 3, 1, 4, 5}));
