@@ -339,13 +339,15 @@ static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *
         return NULL;
     int64_t batch, h, wd;
     /* Per image: a symbolic batch; on a CPU a constant one too (its windows read in place in
-     * tiles of whole rows, lower.c: bench_ops' conv2d forward 1.67 -> 0.83 of its GLSL
-     * reference's time, the input gradient as a convolution 2.20 -> 0.92, the weight
-     * gradient 1.88 -> 1.59, where the merged rows' im2col products were faster before) */
+     * tiles of whole rows, lower.c: bench_ops' conv2d forward 1.67 -> 0.82 of its GLSL
+     * reference's time, the input gradient as a convolution 2.20 -> 0.97, the weight
+     * gradient 1.88 -> 1.70, where the merged rows' im2col products were faster before) */
     bool per_image = p.groups == 1 && (!const_size(x, 0, &batch) || ctx->window_rows);
-    /* x's gradient by conv_input_tap where it applies: the windows then read x's value only */
+    /* conv_input_tap where it applies and something needs a gradient: x's gradient from it (the
+     * windows then read x's value only), the forward's value in place where w's gradient
+     * needs laid-out windows */
     bool tap = per_image && p.stride[0] == 1 && p.stride[1] == 1 && const_size(x, 2, &h) &&
-               const_size(x, 3, &wd) && eng_ag_records(ctx, x);
+               const_size(x, 3, &wd) && (eng_ag_records(ctx, x) || eng_ag_records(ctx, w));
     kiln_tensor *win = windows(pad_spatial(tap ? kiln_detach(x) : x, p.padding[0], p.padding[1]),
                                p.extent, p.stride, p.dilation); /* (N, C, OH, OW, KH, KW) */
     kiln_tensor *out;
