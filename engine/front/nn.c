@@ -313,8 +313,9 @@ static kiln_tensor *image_products(kiln_tensor *permuted, kiln_tensor *w, bool f
  * the left operand's rows, conv2's forward took 8.8 ms on lavapipe against 2.1 + 4.2),
  * multiplied by w as a (C KH KW, O) matrix. The backward pass is then matrix products too (the
  * weight gradient a long reduction over N OH OW, the input gradient a product followed by
- * folding the windows back). With a symbolic batch the rows of all images cannot tile in
- * whole blocks, so each image is a product of its own instead: w as (O, C KH KW) times the
+ * folding the windows back): a GPU's constant batch. With a symbolic batch the rows of all
+ * images cannot tile in whole blocks, and on a CPU the windows read in place tile whole rows
+ * (lower.c), so there each image is a product of its own instead: w as (O, C KH KW) times the
  * image's windows as (C KH KW, OH OW) (window_matrix), the output NCHW as stored (what the
  * bias, relu and pools then read contiguously), and x's gradient for stride 1 a convolution
  * of the output's gradient (conv_input_tap). Groups: a batch of G products over (G, N OH OW,
@@ -357,10 +358,10 @@ static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *
         kiln_tensor *permuted = kiln_permute(win, (const int32_t[]){0, 1, 4, 5, 2, 3});
         bool in_place = tap && permuted && lays_out(permuted, w);
         out = image_products(permuted, w, !in_place);
-        /* Where the windows are laid out for w's gradient and x's comes from the tap, the
+        /* Where the windows are laid out for w's gradient and the stride is 1 (the tap), the
          * forward's value is the product that reads them in place (its tiles of whole rows:
-         * conv2's forward in the training step on lavapipe 8.3 -> 5.0 ms); the laid-out
-         * windows then serve w's gradient alone. */
+         * conv2's forward in the training step on lavapipe 8.5 -> 5.8 ms); the laid-out
+         * windows, unpadded, then serve w's gradient alone. */
         kiln_tensor *value = in_place ? image_products(permuted, kiln_detach(w), true) : NULL;
         const kiln_expr *dims[4] = {kiln_tensor_size_expr(win, 0), kiln_tensor_size_expr(w, 0),
                                     kiln_tensor_size_expr(win, 2), kiln_tensor_size_expr(win, 3)};
