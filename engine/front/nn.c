@@ -339,11 +339,15 @@ static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *
     if (!conv_check_channels(x, w, bias, &p) || !conv_check_sizes(x, w, &p))
         return NULL;
     int64_t batch, h, wd;
-    /* Per image: a symbolic batch; on a CPU a constant one too (its windows read in place in
-     * tiles of whole rows, lower.c: bench_ops' conv2d forward 1.67 -> 0.82 of its GLSL
-     * reference's time, the input gradient as a convolution 2.20 -> 0.97, the weight
-     * gradient 1.88 -> 1.70, where the merged rows' im2col products were faster before) */
-    bool per_image = p.groups == 1 && (!const_size(x, 0, &batch) || ctx->window_rows);
+    /* Per image: a symbolic batch; on a CPU a constant one of stride 1 too (its windows read
+     * in place in tiles of whole rows, lower.c: bench_ops' conv2d forward 1.67 -> 0.82 of its
+     * GLSL reference's time, the input gradient as a convolution 2.20 -> 0.97, the weight
+     * gradient 1.88 -> 1.70, where the merged rows' im2col products were faster before). Other
+     * strides keep the merged rows: their input gradient is a fold either way, and the
+     * per-image fold of a stride-2 convolution over 14 x 14 images of 16 channels reads past
+     * its gradient (docs/convolution.md, what is left). */
+    bool per_image = p.groups == 1 && (!const_size(x, 0, &batch) ||
+                                       (ctx->window_rows && p.stride[0] == 1 && p.stride[1] == 1));
     /* conv_input_tap where it applies and something needs a gradient: x's gradient from it (the
      * windows then read x's value only), the forward's value in place where w's gradient
      * needs laid-out windows */
