@@ -1513,10 +1513,14 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
     if (k->reduction_count > 0 && k->reduce_count && sym_vmax(k->reduce_count) >= LONG_LOOP)
         busy = (int64_t)ctx->parallelism_long;
     while (tm * tn > 1 && numel / (tm * tn) < busy) {
-        if (tm >= tn)
+        if (tm >= tn) {
             tm /= 2;
-        else
-            tn /= 2;
+        } else { /* to a divisor of the row: a whole short row of 49 as 7, never 24 or 12 */
+            int64_t next = tn / 2;
+            while (next > 1 && width % next != 0)
+                next--;
+            tn = next;
+        }
     }
     /* A reduction's short row that the halving left in tiles under half the columns wanted
      * (9 in 9 tiles of 1, 10 in 5 of 2) is one tile wide, its rows fewer to fit: conv1's

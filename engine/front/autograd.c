@@ -618,6 +618,11 @@ static kiln_tensor *shrink_grad(kiln_context *ctx, kiln_tensor *g, const sym_nod
                 !n->unique && !n->written && shape_tracker_contiguous(gst) && gv->ndim == n->ndim;
     for (uint32_t d = 0; into && d < n->ndim; d++)
         into = gv->shape[d] == n->shape[d];
+    /* sources read through one view each: the shrink of a later view of several gave a
+     * stride-2 convolution's fold (14 x 14 images of 16 channels) rows that ran into the next
+     * plane (docs/convolution.md) */
+    for (uint32_t i = 0; into && i < n->nsrc; i++)
+        into = n->src[i].st->nviews == 1;
     const sym_node *kept[SHAPE_MAX_DIMS];
     for (uint32_t d = 0; into && d < n->ndim; d++)
         into = (kept[d] = sym_sub(ctx->sym, e[d], b[d])) != NULL;

@@ -343,9 +343,7 @@ static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *
      * in place in tiles of whole rows, lower.c: bench_ops' conv2d forward 1.67 -> 0.82 of its
      * GLSL reference's time, the input gradient as a convolution 2.20 -> 0.97, the weight
      * gradient 1.88 -> 1.70, where the merged rows' im2col products were faster before). Other
-     * strides keep the merged rows: their input gradient is a fold either way, and the
-     * per-image fold of a stride-2 convolution over 14 x 14 images of 16 channels reads past
-     * its gradient (docs/convolution.md, what is left). */
+     * strides keep the merged rows: their input gradient is a fold either way. */
     bool per_image = p.groups == 1 && (!const_size(x, 0, &batch) ||
                                        (ctx->window_rows && p.stride[0] == 1 && p.stride[1] == 1));
     /* conv_input_tap where it applies and something needs a gradient: x's gradient from it (the

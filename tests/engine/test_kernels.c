@@ -667,6 +667,78 @@ static void test_engine_kernels_conv_input_gradient_skips_the_padding(void **sta
     eng_fixture_context_destroy(ctx);
 }
 
+/* The input gradient of a stride-2 convolution (3 x 3, padding 1) over 14 x 14 images of 16
+ * channels, their batch a Variable: the fold of its windows' gradient, shrunk to the 14 x 14
+ * inside (autograd.c shrink_grad), read its last row from the next image's plane where the
+ * shrink moved into a node read through several views (the interpreter stopped at an element
+ * past the gradient's buffer). Each input element's gradient of sum(y) is the sum of w over the
+ * taps whose window holds it, against the host. */
+static void test_engine_kernels_strided_conv_input_gradient(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    enum { N = 2, C = 16, S = 14, O = 4 };
+    kiln_tensor *flat = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){N * C * S * S}, 11);
+    kiln_tensor *w = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){O, C, 3, 3}, 12);
+    assert_int_equal(kiln_realize(w), KILN_OK);
+    const kiln_expr *batch = kiln_bind(ctx, kiln_variable(ctx, "images", 1, 4), N);
+    const kiln_expr *shape[4] = {batch, kiln_int(ctx, C), kiln_int(ctx, S), kiln_int(ctx, S)};
+    kiln_tensor *x = kiln_reshape_sym(flat, 4, shape);
+    assert_int_equal(kiln_requires_grad_(x, true), KILN_OK);
+    kiln_tensor *y =
+        kiln_conv2d_ex(x, w, NULL, &(kiln_conv2d_options){.stride = {2, 2}, .padding = {1, 1}});
+    kiln_tensor *dx = NULL;
+    assert_int_equal(kiln_grad(kiln_sum(y, 0, NULL, false), 1, &x, &dx), KILN_OK);
+    float *ws = malloc(sizeof(float) * O * C * 9), *got = malloc(sizeof(float) * N * C * S * S);
+    assert_true(ws && got);
+    assert_int_equal(kiln_read(w, ws, sizeof(float) * O * C * 9), KILN_OK);
+    assert_int_equal(kiln_read(dx, got, sizeof(float) * N * C * S * S), KILN_OK);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            for (int i = 0; i < S; i++)
+                for (int j = 0; j < S; j++) {
+                    double want = 0;
+                    for (int o = 0; o < O; o++)
+                        for (int kh = 0; kh < 3; kh++)
+                            for (int kw = 0; kw < 3; kw++) {
+                                int pi = i + 1 - kh, pj = j + 1 - kw; /* 2 x the output's */
+                                if (pi >= 0 && pj >= 0 && pi % 2 == 0 && pj % 2 == 0 &&
+                                    pi / 2 < 7 && pj / 2 < 7)
+                                    want += ws[((o * C + c) * 3 + kh) * 3 + kw];
+                            }
+                    assert_float_equal(got[((n * C + c) * S + i) * S + j], want, 1e-4);
+                }
+    free(ws);
+    free(got);
+    eng_fixture_context_destroy(ctx);
+}
+
+/* An elementwise kernel of several loads over rows of 49 with a symbolic row count (images of 16
+ * channels of 7 x 7, their batch bound to 16 of up to 32): its tile, a whole row, narrowed to
+ * keep a CPU busy to a divisor of the row (7), where halving made tiles of 12 that did not
+ * divide it (outputs missed, elements past the input read). Against the host. */
+static void test_engine_kernels_short_rows_narrow_to_a_divisor(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    enum { N = 16, R = 16 * 49 };
+    float *xs = malloc(sizeof(float) * N * R), *got = malloc(sizeof(float) * N * R);
+    assert_true(xs && got);
+    for (int i = 0; i < N * R; i++)
+        xs[i] = (float)(i % 13) - 6.0f;
+    kiln_tensor *flat = kiln_from_data(ctx, KILN_F32, 1, (const int64_t[]){N * R}, xs);
+    const kiln_expr *batch = kiln_bind(ctx, kiln_variable(ctx, "images", 1, 2 * N), N);
+    const kiln_expr *shape[3] = {batch, kiln_int(ctx, 16), kiln_int(ctx, 49)};
+    kiln_tensor *x = kiln_reshape_sym(flat, 3, shape);
+    kiln_tensor *y = kiln_add(kiln_mul(x, x), x);
+    assert_int_equal(kiln_read(y, got, sizeof(float) * N * R), KILN_OK);
+    for (int i = 0; i < N * R; i++)
+        assert_float_equal(got[i], xs[i] * xs[i] + xs[i], 0);
+    free(xs);
+    free(got);
+    eng_fixture_context_destroy(ctx);
+}
+
 /* conv2d (3 x 3, padding 1) of size x size images of ch channels: the host value of output
  * (n, o, i, j). */
 static float conv_host(const float *xs, const float *ws, int ch, int size, int n, int o, int i,
@@ -1018,6 +1090,8 @@ int main(void) {
         ENG_TEST(test_engine_kernels_max_pool_maximum_and_index_in_one_kernel),
         ENG_TEST(test_engine_kernels_write_reading_a_write_is_one_kernel),
         ENG_TEST(test_engine_kernels_conv_input_gradient_skips_the_padding),
+        ENG_TEST(test_engine_kernels_strided_conv_input_gradient),
+        ENG_TEST(test_engine_kernels_short_rows_narrow_to_a_divisor),
         ENG_TEST(test_engine_kernels_nine_elements_step_by_three),
         ENG_TEST(test_engine_kernels_compiles_report_progress),
         ENG_TEST(test_engine_kernels_recomputed_operand_is_realized_first),
