@@ -673,13 +673,6 @@ static ir_value lower_value_uncached(lowering *l, const kast *a) {
     case KAST_REDUCE:
         return l->results[l->out][a->reduction];
     case KAST_ALU: {
-        /* where(m, x, 0) of a load x masked by m itself (a padded view read through its
-         * mask): the load reads 0 outside m already */
-        if (a->op == IR_WHERE && a->src[0]->kind == KAST_INDEX && a->src[1]->kind == KAST_LOAD &&
-            a->src[1]->valid && a->src[0]->index == a->src[1]->valid &&
-            a->src[2]->kind == KAST_CONST && a->src[2]->value == 0 && !signbit(a->src[2]->value) &&
-            a->src[1]->type == a->type)
-            return lower_value(l, a->src[1]);
         ir_value s[3] = {IR_NONE, IR_NONE, IR_NONE};
         for (uint32_t i = 0; i < a->nsrc; i++)
             s[i] = lower_value(l, a->src[i]);

@@ -520,7 +520,8 @@ static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx) 
         b->at_output = outer_at_output;
     }
     b->valid = outer;
-    return masked(b, valid, value);
+    /* a storage's load reads 0 outside its mask, which holds this view's: no second select */
+    return n->storage ? value : masked(b, valid, value);
 }
 
 /* A gather (ENG_GATHER n at idx): the index read at idx[dim] (any expression, fused), and a

@@ -871,8 +871,9 @@ static void test_engine_kernels_short_windows_read_in_place(void **state) {
 /* A training convolution of stride 1 (14 x 14 = 196 pixels per image, 27 taps): its windows
  * are laid out for the weights' gradient (nn.c window_matrix), 196 wide (not padded to a
  * multiple of eight: only a forward that reads them is), and the forward's value is the product
- * that reads them in place (nn.c conv_input_tap), an R kernel of 4 x 196 outputs per image with
- * masked loads. Forward values and the weights' gradient against the host. */
+ * that reads them in place (nn.c conv_input_tap), with the weights laid out transposed for it
+ * (E_cast_27x4, which a product over the laid-out windows does not make). Forward values and the
+ * weights' gradient against the host. */
 static void test_engine_kernels_training_conv_reads_windows_in_place(void **state) {
     eng_fixture *f = *state;
     kiln_context *ctx = eng_context_new(f->device);
@@ -882,7 +883,8 @@ static void test_engine_kernels_training_conv_reads_windows_in_place(void **stat
     check_conv_and_weight_gradient(y, w, xs, ws, 3, 14, 1e-3);
     char names[2048];
     program_names(ctx, names, sizeof names);
-    if (!strstr(names, "R_index_where_cast_mul_sum_images_x_4x1x196") || strstr(names, "x200"))
+    if (!strstr(names, "E_cast_27x4") || !strstr(names, "_images_x_4x1x196") ||
+        strstr(names, "x200"))
         fail_msg("want the forward over the windows in place, no rows of 200: %s", names);
     eng_fixture_context_destroy(ctx);
 }
