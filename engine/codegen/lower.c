@@ -1132,14 +1132,19 @@ static bool shares_load(sym_ctx *sc, const eng_kernel *k, const kast *a, const s
     return false;
 }
 
-/* Whether a masked load varies along the reduction's loop (the windows of a padded input read
- * in place by a product). */
+/* Whether a is a masked load whose element varies along the reduction's loop (a window of a
+ * padded input read in place by a product). */
+static bool masked_loop_load(sym_ctx *sc, const eng_kernel *k, const kast *a) {
+    int64_t v;
+    return a->kind == KAST_LOAD && a->valid && !(sym_is_const(a->valid, &v) && v == 1) &&
+           in_loop(sc, k, a);
+}
+
+/* Whether a masked load in a varies along the reduction's loop. */
 static bool masked_in_loop(sym_ctx *sc, const eng_kernel *k, const kast *a) {
     if (!a)
         return false;
-    int64_t v;
-    if (a->kind == KAST_LOAD && a->valid && !(sym_is_const(a->valid, &v) && v == 1) &&
-        in_loop(sc, k, a))
+    if (masked_loop_load(sc, k, a))
         return true;
     for (uint32_t i = 0; i < a->nsrc; i++) {
         if (masked_in_loop(sc, k, a->src[i]))
@@ -1148,37 +1153,31 @@ static bool masked_in_loop(sym_ctx *sc, const eng_kernel *k, const kast *a) {
     return false;
 }
 
-/* The smallest m (1 < m < limit, m dividing limit) such that `var % m` appears in s; 0: none. */
-static int64_t least_period(const sym_node *s, const sym_node *var, int64_t limit) {
-    int64_t best = 0, m;
+/* The smallest of best (0: none yet) and each m (1 < m < limit, m dividing limit) such that
+ * `var % m` appears in s. */
+static int64_t least_period(const sym_node *s, const sym_node *var, int64_t limit, int64_t best) {
+    int64_t m;
     if (sym_node_kind(s) == SYM_MOD && sym_node_src(s, 0) == var &&
-        sym_is_const(sym_node_src(s, 1), &m) && m > 1 && m < limit && limit % m == 0)
+        sym_is_const(sym_node_src(s, 1), &m) && m > 1 && m < limit && limit % m == 0 &&
+        (!best || m < best))
         best = m;
-    for (uint32_t i = 0; i < sym_node_arity(s); i++) {
-        int64_t sub = least_period(sym_node_src(s, i), var, limit);
-        best = sub && (!best || sub < best) ? sub : best;
-    }
+    for (uint32_t i = 0; i < sym_node_arity(s); i++)
+        best = least_period(sym_node_src(s, i), var, limit, best);
     return best;
 }
 
 /* The periods of the windows a reduction reads in place (a convolution's product over a padded
  * input): period[0], the smallest period of the output index, period[1], of the reduction
  * index, in the index or mask of a masked load in the loop (an image row of the output; a
- * kernel row of taps, `ridx % KW`); both 0 where a load has none. */
+ * kernel row of taps, `ridx % KW`); left as they are where a load has none. */
 static void window_periods(sym_ctx *sc, const eng_kernel *k, const kast *a, int64_t width,
                            int64_t count, int64_t period[2]) {
-    int64_t v;
-    if (a->kind == KAST_LOAD && a->valid && !(sym_is_const(a->valid, &v) && v == 1) &&
-        in_loop(sc, k, a)) {
+    if (masked_loop_load(sc, k, a)) {
         const sym_node *var[2] = {k->gidx, k->ridx};
         int64_t limit[2] = {width, count};
-        for (int t = 0; t < 2; t++) {
-            int64_t in_index = least_period(a->index, var[t], limit[t]);
-            int64_t in_mask = least_period(a->valid, var[t], limit[t]);
-            int64_t m = in_index && in_mask ? (in_index < in_mask ? in_index : in_mask)
-                                            : in_index + in_mask;
-            period[t] = m && (!period[t] || m < period[t]) ? m : period[t];
-        }
+        for (int t = 0; t < 2; t++)
+            period[t] = least_period(a->valid, var[t], limit[t],
+                                     least_period(a->index, var[t], limit[t], period[t]));
     }
     for (uint32_t i = 0; i < a->nsrc; i++)
         window_periods(sc, k, a->src[i], width, count, period);
