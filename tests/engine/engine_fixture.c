@@ -291,3 +291,10 @@ void fx_expect_error(kiln_context *ctx, kiln_status status) {
     kiln_context_clear_error(ctx);
     assert_int_equal(kiln_context_status(ctx), KILN_OK);
 }
+
+kiln_tensor *fx_images(kiln_tensor *flat, int64_t n, int64_t max, int64_t c, int64_t h, int64_t w) {
+    kiln_context *ctx = kiln_tensor_context(flat);
+    const kiln_expr *batch = kiln_bind(ctx, kiln_variable(ctx, "images", 1, max), n);
+    const kiln_expr *shape[4] = {batch, kiln_int(ctx, c), kiln_int(ctx, h), kiln_int(ctx, w)};
+    return kiln_reshape_sym(flat, 4, shape);
+}

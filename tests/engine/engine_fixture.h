@@ -77,6 +77,8 @@ void fx_expect_message(kiln_context *ctx, kiln_status status, const char *begins
 kiln_context *fx_ctx(void **state);
 
 kiln_tensor *fx_f32(kiln_context *ctx, uint32_t ndim, const int64_t *shape, const float *data);
+/* flat as images (images, c, h, w), its batch the Variable "images" in [1, max] bound to n. */
+kiln_tensor *fx_images(kiln_tensor *flat, int64_t n, int64_t max, int64_t c, int64_t h, int64_t w);
 kiln_tensor *fx_i32(kiln_context *ctx, uint32_t ndim, const int64_t *shape, const int32_t *data);
 
 /* Asserts t's shape. */

@@ -681,9 +681,7 @@ static void test_engine_kernels_strided_conv_input_gradient(void **state) {
     kiln_tensor *flat = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){N * C * S * S}, 11);
     kiln_tensor *w = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){O, C, 3, 3}, 12);
     assert_int_equal(kiln_realize(w), KILN_OK);
-    const kiln_expr *batch = kiln_bind(ctx, kiln_variable(ctx, "images", 1, 4), N);
-    const kiln_expr *shape[4] = {batch, kiln_int(ctx, C), kiln_int(ctx, S), kiln_int(ctx, S)};
-    kiln_tensor *x = kiln_reshape_sym(flat, 4, shape);
+    kiln_tensor *x = fx_images(flat, N, 4, C, S, S);
     assert_int_equal(kiln_requires_grad_(x, true), KILN_OK);
     kiln_tensor *y =
         kiln_conv2d_ex(x, w, NULL, &(kiln_conv2d_options){.stride = {2, 2}, .padding = {1, 1}});
@@ -771,9 +769,7 @@ static void test_engine_kernels_inference_conv_reads_windows_in_place(void **sta
     float xs[2 * 3 * 6 * 6], ws[4 * 3 * 3 * 3], got[2 * 4 * 6 * 6];
     assert_int_equal(kiln_read(flat, xs, sizeof xs), KILN_OK);
     assert_int_equal(kiln_read(w, ws, sizeof ws), KILN_OK);
-    const kiln_expr *batch = kiln_bind(ctx, kiln_variable(ctx, "images", 1, 4), 2);
-    const kiln_expr *shape[4] = {batch, kiln_int(ctx, 3), kiln_int(ctx, 6), kiln_int(ctx, 6)};
-    kiln_tensor *x = kiln_reshape_sym(flat, 4, shape);
+    kiln_tensor *x = fx_images(flat, 2, 4, 3, 6, 6);
     const kiln_conv2d_options same = {.padding = {1, 1}};
     for (int train = 0; train < 2; train++) {
         kiln_tensor *wt = train ? kiln_detach(w) : w;
@@ -804,10 +800,7 @@ static kiln_tensor *conv_of_images(kiln_context *ctx, int ch, int size, float *x
     assert_int_equal(kiln_requires_grad_(*w, true), KILN_OK);
     assert_int_equal(kiln_read(flat, xs, sizeof(float) * 2 * ch * size * size), KILN_OK);
     assert_int_equal(kiln_read(*w, ws, sizeof(float) * 4 * ch * 9), KILN_OK);
-    const kiln_expr *batch = kiln_bind(ctx, kiln_variable(ctx, "images", 1, 4), 2);
-    const kiln_expr *shape[4] = {batch, kiln_int(ctx, ch), kiln_int(ctx, size),
-                                 kiln_int(ctx, size)};
-    return kiln_conv2d_ex(kiln_reshape_sym(flat, 4, shape), *w, NULL,
+    return kiln_conv2d_ex(fx_images(flat, 2, 4, ch, size, size), *w, NULL,
                           &(kiln_conv2d_options){.padding = {1, 1}});
 }
 
@@ -903,10 +896,8 @@ static void test_engine_kernels_conv_input_gradient_is_a_convolution(void **stat
     assert_int_equal(kiln_realize(flat), KILN_OK);
     assert_int_equal(kiln_realize(w), KILN_OK);
     assert_int_equal(kiln_requires_grad_(flat, true), KILN_OK);
-    const kiln_expr *batch = kiln_bind(ctx, kiln_variable(ctx, "images", 1, 4), 2);
-    const kiln_expr *shape[4] = {batch, kiln_int(ctx, 3), kiln_int(ctx, 6), kiln_int(ctx, 6)};
     const kiln_conv2d_options same = {.padding = {1, 1}};
-    kiln_tensor *y = kiln_conv2d_ex(kiln_reshape_sym(flat, 4, shape), w, NULL, &same);
+    kiln_tensor *y = kiln_conv2d_ex(fx_images(flat, 2, 4, 3, 6, 6), w, NULL, &same);
     kiln_tensor *dx = NULL;
     assert_int_equal(kiln_grad(kiln_sum(y, 0, NULL, false), 1, &flat, &dx), KILN_OK);
     assert_int_equal(kiln_realize(dx), KILN_OK);

@@ -464,9 +464,7 @@ static void test_tiles_windows_in_whole_rows(void **state) {
     float *want = malloc(sizeof(float) * N * O * S * S);
     assert_non_null(want);
     kiln_tensor *flat = fx_f32(ctx, 1, (const int64_t[]){N * C * S * S}, xs);
-    const kiln_expr *batch = kiln_bind(ctx, kiln_variable(ctx, "images", 1, 4), N);
-    const kiln_expr *shape[4] = {batch, kiln_int(ctx, C), kiln_int(ctx, S), kiln_int(ctx, S)};
-    kiln_tensor *x = kiln_reshape_sym(flat, 4, shape);
+    kiln_tensor *x = fx_images(flat, N, 4, C, S, S);
     for (int k = 3; k <= 5; k += 2) {
         int pad = k / 2;
         /* w[o][c][i][j] = ws[((c k + i) k + j) O + o] */
