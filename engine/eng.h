@@ -57,12 +57,21 @@ typedef struct eng_storage {
      * so another bound value compiles nothing new (kernel.c lift_offset). */
     uint64_t bound;
     ir_type type;
-    vkd_buffer *buffer;       /* on a device */
-    void *host;               /* with the interpreter */
+    vkd_buffer *buffer; /* on a device */
+    void *host;         /* with the interpreter (eng_host_elements of them) */
+    /* The application's buffer (kiln_tensor_from_vulkan_buffer), of exactly its size: every
+     * other storage holds at least two elements, so that a masked pair (lower.c) may read
+     * elements 0 and 1 where it is invalid. */
+    bool wrapped;
     uint32_t refs;            /* nodes holding it (a write holds its target's) */
     struct eng_storage *next; /* the context's live storages */
     struct eng_storage *prev;
 } eng_storage;
+
+/* Whether s is an application's buffer of fewer than two elements (eng_storage wrapped). */
+static inline bool eng_storage_short(const eng_storage *s) {
+    return s && s->wrapped && s->elements < 2;
+}
 
 struct eng_node;
 

@@ -19,6 +19,7 @@ typedef struct emitter {
     spv_id vectors[IR_MAX_BUFFERS]; /* the same bindings as arrays of 4-vectors (LOAD4/STORE4),
                                        or of pairs of 64-bit integers (paired_vectors) */
     spv_id octets[IR_MAX_BUFFERS];  /* paired_vectors: of four 64-bit integers (LOAD8/STORE8) */
+    spv_id pairs[IR_MAX_BUFFERS];   /* of 2-vectors (LOAD2), or of 64-bit integers (paired) */
     bool paired;                    /* emit_options.paired_vectors */
     const uint32_t *windows;        /* emit_options.windows: 0, a plain binding */
     uint32_t window_log2;           /* emit_options.window_log2 */
@@ -805,7 +806,7 @@ static spv_id divided(emitter *e, ir_value v, int64_t d, int depth) {
     return 0;
 }
 
-/* The index of a vector access's first element (a multiple of width, 4 or 8) in a view of
+/* The index of a vector access's first element (a multiple of width, 2, 4 or 8) in a view of
  * width-element vectors: in a loop on a CPU device (opaque_multipliers) the divided terms,
  * elsewhere the shifted element index (elementwise tiles measured no better divided). */
 static spv_id vector_index(emitter *e, const ir_inst *i, uint32_t width) {
@@ -813,7 +814,8 @@ static spv_id vector_index(emitter *e, const ir_inst *i, uint32_t width) {
     bool opaque = e->opaque_mul && e->loop[i - e->k->insts.data];
     spv_id index = opaque ? divided(e, i->src[0], width, 0) : 0;
     if (!index) {
-        spv_id shift = spv_const_int(b, compute_type(b, e->k->index_type), width == 8 ? 3 : 2);
+        uint32_t log2 = width == 8 ? 3 : width == 4 ? 2 : 1;
+        spv_id shift = spv_const_int(b, compute_type(b, e->k->index_type), log2);
         index = spv_binop(b, SpvOpShiftRightLogical, e->ids[i->src[0]], shift);
     }
     return index;
@@ -843,8 +845,8 @@ static void pair(emitter *e, ir_type t, const spv_id *parts, spv_id *out) {
             spv_convert(b, SpvOpBitcast, u64, spv_composite_construct(b, two, 2, parts + 2 * h));
 }
 
-/* Vector access i moves in accesses of vector_index's view: one (LOAD4/STORE4, or paired an
- * octet as four 64-bit integers), or two (an unpaired LOAD8/STORE8: two vec4). */
+/* Vector access i moves in accesses of vector_index's view: one (LOAD2, LOAD4/STORE4, or
+ * paired an octet as four 64-bit integers), or two (an unpaired LOAD8/STORE8: two vec4). */
 static uint32_t vector_accesses(const emitter *e, const ir_inst *i) {
     return ir_vector_width(i->op) == 8 && !e->paired ? 2 : 1;
 }
@@ -856,16 +858,25 @@ static spv_id vector_pointer(emitter *e, const ir_inst *i, spv_id index, uint32_
     if (part > 0)
         index = spv_binop(b, SpvOpIAdd, index,
                           spv_const_int(b, compute_type(b, e->k->index_type), part));
+    if (i->op == IR_LOAD2) /* a unit: a pair */
+        return buffer_pointer(e, i->arg, e->pairs[i->arg], stored_size(i->type) * 2, index);
     /* a unit: 4 elements, 8 as an octet of four 64-bit integers */
     uint32_t unit = stored_size(i->type) * (octet ? 8 : 4);
     return buffer_pointer(e, i->arg, (octet ? e->octets : e->vectors)[i->arg], unit, index);
 }
 
-/* LOAD4: the vector in ids; LOAD8: elements 0..3 in ids, 4..7 in high. */
+/* LOAD2, LOAD4: the vector in ids; LOAD8: elements 0..3 in ids, 4..7 in high. */
 static void load_vector(emitter *e, uint32_t at, const ir_inst *i) {
     spv_builder *b = e->b;
     uint32_t n = vector_accesses(e, i), width = ir_vector_width(i->op);
     spv_id index = vector_index(e, i, n == 1 ? width : 4), v[2];
+    if (width == 2) { /* paired: one 64-bit integer, the two elements' bits */
+        spv_id pair = spv_load(b, vector_pointer(e, i, index, 0));
+        e->ids[at] = e->paired ? spv_convert(b, SpvOpBitcast,
+                                             spv_type_vector(b, storage_type(b, i->type), 2), pair)
+                               : pair;
+        return;
+    }
     for (uint32_t p = 0; p < n; p++)
         v[p] = spv_load(b, vector_pointer(e, i, index, p));
     e->ids[at] = e->paired ? unpair(e, i->type, v[0], 0) : v[0];
@@ -963,16 +974,18 @@ static void declare_interface(emitter *e) {
         }
         /* Vector access goes through a second variable on the same binding (Vulkan allows
          * several; the lowering never mixes both kinds on elements a kernel writes). */
-        spv_id u64 = e->paired && buf->vector ? spv_type_int(b, 64, false) : 0;
-        spv_id types[3] = {storage_type(b, buf->type), 0, 0};
+        spv_id u64 = e->paired && (buf->vector || buf->pairs) ? spv_type_int(b, 64, false) : 0;
+        spv_id types[4] = {storage_type(b, buf->type), 0, 0, 0};
+        if (buf->pairs)
+            types[3] = e->paired ? u64 : spv_type_vector(b, storage_type(b, buf->type), 2);
         if (buf->octets && e->paired)
             types[2] = spv_type_vector(b, u64, 4);
         if (buf->vector && e->paired)
             types[1] = spv_type_vector(b, u64, 2);
         else if (buf->vector)
             types[1] = spv_type_vector(b, storage_type(b, buf->type), 4);
-        spv_id *vars[3] = {&e->buffers[i], &e->vectors[i], &e->octets[i]};
-        for (int v = 0; v < 3; v++) {
+        spv_id *vars[4] = {&e->buffers[i], &e->vectors[i], &e->octets[i], &e->pairs[i]};
+        for (int v = 0; v < 4; v++) {
             if (types[v])
                 *vars[v] = windows ? spv_storage_buffer_array(b, types[v], 0, i, access, windows)
                                    : spv_storage_buffer(b, types[v], 0, i, access);
@@ -1013,6 +1026,7 @@ static bool divergent(const ir_inst *insts, const bool *div, uint32_t at) {
     case IR_GLOBAL_ID:
     case IR_LANE:
     case IR_LOAD:
+    case IR_LOAD2:
     case IR_LOAD4:
     case IR_LOAD8:
     case IR_GET:
@@ -1130,6 +1144,7 @@ static void emit_inst(emitter *e, uint32_t at, uint32_t *open, uint32_t *depth) 
     case IR_STORE:
         store(e, i);
         break;
+    case IR_LOAD2:
     case IR_LOAD4:
     case IR_LOAD8:
         load_vector(e, at, i);

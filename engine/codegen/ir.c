@@ -192,23 +192,29 @@ static bool vector_buffer(ir_kernel *k, uint32_t buffer) {
 }
 
 uint32_t ir_vector_width(ir_op op) {
-    return op == IR_LOAD4 || op == IR_STORE4 ? 4 : op == IR_LOAD8 || op == IR_STORE8 ? 8 : 0;
+    return op == IR_LOAD4 || op == IR_STORE4   ? 4
+           : op == IR_LOAD8 || op == IR_STORE8 ? 8
+           : op == IR_LOAD2                    ? 2
+                                               : 0;
 }
 
 bool ir_is_vector_load(ir_op op) {
-    return op == IR_LOAD4 || op == IR_LOAD8;
+    return op == IR_LOAD4 || op == IR_LOAD8 || op == IR_LOAD2;
 }
 
 ir_value ir_load_vector(ir_kernel *k, uint32_t buffer, ir_value index, uint32_t width) {
-    if (!vector_buffer(k, buffer) || (width != 4 && width != 8)) {
+    if (!vector_buffer(k, buffer) || (width != 2 && width != 4 && width != 8)) {
         if (k->status == KILN_OK)
             k->status = KILN_ERROR_INTERNAL;
         return IR_NONE;
     }
     ir_buffer *b = &k->buffers[buffer];
-    b->read = b->vector = true;
+    b->read = true;
+    b->vector = b->vector || width > 2;
     b->octets = b->octets || width == 8;
-    ir_inst i = inst_of(width == 8 ? IR_LOAD8 : IR_LOAD4, b->type, index, IR_NONE, IR_NONE);
+    b->pairs = b->pairs || width == 2;
+    ir_op op = width == 8 ? IR_LOAD8 : width == 4 ? IR_LOAD4 : IR_LOAD2;
+    ir_inst i = inst_of(op, b->type, index, IR_NONE, IR_NONE);
     i.arg = buffer;
     return emit(k, i);
 }
@@ -319,6 +325,7 @@ static kiln_status verify_types(verifier *v, uint32_t at) {
     case IR_STORE4:
     case IR_LOAD8:
     case IR_STORE8:
+    case IR_LOAD2:
         if (i->arg >= v->k->buffer_count)
             return bad(v, at, "no such buffer");
         if (ir_type_is_float(s[i->src[0]].type) || s[i->src[0]].type == IR_BOOL)
@@ -336,7 +343,9 @@ static kiln_status verify_types(verifier *v, uint32_t at) {
         const ir_inst *vec = &s[i->src[0]];
         if (!ir_is_vector_load(vec->op) || i->arg >= ir_vector_width(vec->op) ||
             i->type != vec->type)
-            return bad(v, at, "EXTRACT needs a LOAD4 or LOAD8, an element in it and its type");
+            return bad(v, at,
+                       "EXTRACT needs a LOAD2, LOAD4 or LOAD8, an element in it and its "
+                       "type");
         for (uint32_t j = i->src[0] + 1; j < at; j++) {
             if (s[j].op != IR_EXTRACT)
                 return bad(v, at, "EXTRACT not in the run right after its vector load");
@@ -628,7 +637,8 @@ uint64_t ir_hash(const ir_kernel *k) {
     h = base_hash_u64(h, k->share_lanes);
     for (uint32_t b = 0; b < k->buffer_count; b++)
         h = base_hash_u64(h, k->buffers[b].type | (uint64_t)k->buffers[b].vector << 8 |
-                                 (uint64_t)k->buffers[b].octets << 9);
+                                 (uint64_t)k->buffers[b].octets << 9 |
+                                 (uint64_t)k->buffers[b].pairs << 10);
     for (uint32_t at = 0; at < k->insts.len; at++) {
         const ir_inst *i = &k->insts.data[at];
         h = base_hash_u64(h, ((uint64_t)i->op << 8) | (uint64_t)i->type);

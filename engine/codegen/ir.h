@@ -99,7 +99,8 @@ const char *ir_type_name(ir_type t);
     X(SHARE, 1, ALU)     /* team kernels: src0 as lane arg of the team computed it */              \
     X(LOAD8, 1, MEMORY)  /* as LOAD4, elements src0 .. src0 + 7 (src0 % 8 == 0) */                 \
     X(STORE8, 9, MEMORY) /* as STORE4, elements src0 .. src0 + 7 (src0 % 8 == 0) = src1..src8 */   \
-    X(MULHI, 2, ALU)     /* u32: the high 32 bits of the 64-bit product (MUL gives the low) */
+    X(MULHI, 2, ALU)     /* u32: the high 32 bits of the 64-bit product (MUL gives the low) */     \
+    X(LOAD2, 1, MEMORY)  /* as LOAD4, elements src0 and src0 + 1 (src0 % 2 == 0): a pair */
 
 typedef enum ir_op {
 #define X(name, n, kind) IR_##name,
@@ -130,6 +131,7 @@ typedef struct ir_buffer {
     bool read, written;
     bool vector; /* accessed by LOAD4/STORE4 or LOAD8/STORE8 too (32-bit types only) */
     bool octets; /* accessed by LOAD8/STORE8 */
+    bool pairs;  /* read by LOAD2 */
 } ir_buffer;
 
 /* A kernel: instructions plus its interface. */
@@ -166,8 +168,9 @@ ir_value ir_load(ir_kernel *k, uint32_t buffer, ir_value index);
 void ir_store(ir_kernel *k, uint32_t buffer, ir_value index, ir_value value);
 /* Vector access to four (or eight) elements from index, a multiple of 4 (8), of a buffer of a
  * 32-bit type (ir_vector_type): a LOAD4 (LOAD8) followed at once by the EXTRACTs of the
- * elements wanted, or one STORE4 (STORE8). Of a buffer both read and written, elements are
- * accessed one way only. ir_vector_width: 4, 8, or 0 for other ops. */
+ * elements wanted, or one STORE4 (STORE8); a pair of elements (LOAD2, from an even index) is
+ * loaded only. Of a buffer both read and written, elements are accessed one way only.
+ * ir_vector_width: 2, 4, 8, or 0 for other ops. */
 bool ir_vector_type(ir_type t);
 uint32_t ir_vector_width(ir_op op);
 bool ir_is_vector_load(ir_op op);

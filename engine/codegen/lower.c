@@ -39,6 +39,9 @@
 #include <string.h>
 
 enum { MAX_TILE = ENG_MAX_TILE, WINDOW_TILE = ENG_MAX_WINDOW_TILE };
+/* A window tile's step: a kernel row of taps (3, 5) or an image row of pixels (14: a weight
+ * gradient's reduction over the windows, eng_kernel_tile) */
+enum { WINDOW_UNROLL = 32 };
 
 typedef struct lowering {
     kiln_context *ctx;
@@ -442,6 +445,8 @@ static ir_value lower_value(lowering *l, const kast *a);
 static ir_value lower_load_uncached(lowering *l, const kast *a, const sym_node *index_expr,
                                     const sym_node *valid) {
     ir_kernel *ir = l->ir;
+    if (valid && sym_is_const(valid, NULL) && sym_vmax(valid) == 0)
+        return zero(ir, a->type); /* never valid (a window's padding) */
     ir_value index = lower_sym(l, index_expr);
     if (valid && !(sym_is_const(valid, NULL) && sym_vmin(valid) == 1)) {
         /* Masked: never touch memory outside the view; read 0 there. */
@@ -529,7 +534,7 @@ static ir_value lower_shared_load(lowering *l, const kast *a, const sym_node *in
  * IR_NONE: load it the plain way. */
 static ir_value lower_step_load(lowering *l, const kast *a, const sym_node *index,
                                 const sym_node *valid) {
-    const sym_node *at[8], *ok[8];
+    const sym_node *at[WINDOW_UNROLL], *ok[WINDOW_UNROLL];
     uint32_t n = l->step_width;
     for (uint32_t u = 0; u < n; u++) {
         at[u] = at_step(l, index, u);
@@ -553,6 +558,49 @@ static ir_value lower_step_load(lowering *l, const kast *a, const sym_node *inde
     return IR_NONE;
 }
 
+static ir_value lower_cond(lowering *l, const sym_node *s);
+
+/* In a window tile's step (eng_kernel_tile), the elements at step u (at, ok) and u + 1 of the
+ * load's index and validity, where they are an aligned pair of one validity, as one LOAD2
+ * (lavapipe moves a vector per component, each with its own bounds check: a 64-bit pair costs
+ * about one element's load). A masked pair reads elements 0 and 1 where invalid: every storage
+ * holds two but an application's short buffer (eng_storage_short, in the kernel's hash), whose
+ * masked pairs stay two loads. Both kept in the step memo; IR_NONE where it does not apply.
+ * On lavapipe in the training step, pairs against single loads: conv2's weight gradient
+ * 8.3 -> 6.0-6.6 ms, its forward and input gradient 5.4-5.6 -> 4.2-4.8; masked ones (the rows
+ * of padding) 0.4-0.6 ms of each. */
+static ir_value lower_step_pair(lowering *l, const kast *a, const sym_node *at, const sym_node *ok,
+                                const sym_node *index, const sym_node *valid) {
+    sym_ctx *sc = l->ctx->sym;
+    uint32_t u = l->step_u;
+    if (u + 1 >= l->step_width || a->buffer == 0 || a->buffer >= l->k->buffer_count ||
+        !ir_vector_type(l->k->buffer_types[a->buffer]))
+        return IR_NONE;
+    const sym_node *pair[2] = {at, at_step(l, index, u + 1)};
+    const sym_node *next_ok = at_step(l, valid, u + 1);
+    int64_t c;
+    bool masked = ok && !(sym_is_const(ok, &c) && c == 1);
+    if (!pair[1] || next_ok != ok || (ok && sym_is_const(ok, &c) && c == 0) ||
+        (masked && eng_storage_short(l->k->buffers[a->buffer])) || !aligned_run(sc, pair, 2)) {
+        sym_ctx_clear_error(sc);
+        return IR_NONE;
+    }
+    ir_kernel *ir = l->ir;
+    note_vector(l, a->index, 2);
+    ir_value cond = masked ? lower_cond(l, ok) : IR_NONE, first = lower_sym(l, at);
+    if (masked)
+        first = ir_alu(ir, IR_WHERE, ir->index_type, cond, first, zero(ir, ir->index_type));
+    ir_value vec = ir_load_vector(ir, a->buffer, first, 2), parts[2];
+    for (uint32_t c2 = 0; c2 < 2; c2++)
+        parts[c2] = ir_extract(ir, vec, c2);
+    for (uint32_t c2 = 0; c2 < 2; c2++) {
+        if (masked)
+            parts[c2] = ir_alu(ir, IR_WHERE, a->type, cond, parts[c2], zero(ir, a->type));
+        memo_put_in(l, &l->step_memo, (memo_key){pair[c2], ok, LOAD_SLOT + a->buffer}, parts[c2]);
+    }
+    return parts[0];
+}
+
 /* A load, made once per body for each (buffer, index, validity) whichever output needs it; at
  * the first output of a row of four that read four aligned elements, one vector load for the
  * four (never of the output buffer: a kernel that writes it accesses its elements one way
@@ -574,14 +622,20 @@ static ir_value lower_load(lowering *l, const kast *a) {
         step = widest_run(l, a->index, at, &w, column_run);
     if (step != 0)
         return lower_load_vector(l, &l->memo, a, at, valid, step, w);
-    v = lower_load_uncached(l, a, index, valid);
     if (l->step_var && l->window_taps) {
-        /* windows in whole rows (eng_kernel_tile): kept for the taps after this one, which
-         * read this element for the output columns before */
+        /* windows in whole rows (eng_kernel_tile): the element at this step (its mask folds
+         * where the step fixes the tap or pixel), kept for the steps after this one, which
+         * read it for other outputs of the tile */
         const sym_node *at_u = at_step(l, index, l->step_u), *ok_u = at_step(l, valid, l->step_u);
-        if (at_u && (!valid || ok_u))
+        if (!at_u || (valid && !ok_u))
+            return IR_NONE;
+        if ((v = lower_step_pair(l, a, at_u, ok_u, index, valid)) == IR_NONE) {
+            v = lower_load_uncached(l, a, at_u, ok_u);
             memo_put_in(l, &l->step_memo, (memo_key){at_u, ok_u, LOAD_SLOT + a->buffer}, v);
+        }
+        return memo_put(l, key, v);
     }
+    v = lower_load_uncached(l, a, index, valid);
     return memo_put(l, key, v);
 }
 
@@ -870,7 +924,8 @@ static void lower_stage(lowering *l, uint32_t stage) {
     int64_t constant = -1;
     int64_t stride = l->ir->group_lanes ? l->ir->group_lanes : 1;
     sym_is_const(k->reduce_count, &constant);
-    uint32_t chains = l->outputs > 1 ? 1 : unroll; /* accumulators per output and reduction */
+    /* accumulators per output and reduction */
+    uint32_t chains = l->outputs > 1 || unroll > MAX_UNROLL ? 1 : unroll;
     /* no element needs a bounds check */
     bool exact = constant >= 0 && constant % ((int64_t)unroll * stride) == 0;
     bool arg = false; /* an arg reduction: one accumulator, its elements in order */
@@ -909,7 +964,7 @@ static void lower_stage(lowering *l, uint32_t stage) {
      * 64 in memory). Measured on lavapipe against the old order in one process: matmul
      * 1024^3 0.99-1.01, 2048^3 0.96. */
     bool stepwise = chains == 1 && unroll > 1 && exact && !arg;
-    ir_value ridx[MAX_UNROLL];
+    ir_value ridx[WINDOW_UNROLL];
     for (uint32_t u = 0; u < unroll; u++) { /* element u of the step (and of the lane) */
         ridx[u] = q;
         if (unroll > 1) {
@@ -931,7 +986,7 @@ static void lower_stage(lowering *l, uint32_t stage) {
      * its loads in address order (output by output was 4-9% slower there). All measured as
      * SPIR-V on the same buffers (bench/README.md). The elements' memos live across the
      * outputs. Otherwise element by element, each under its bounds check. */
-    base_map outer = l->memo, memo[MAX_UNROLL];
+    base_map outer = l->memo, memo[WINDOW_UNROLL];
     for (uint32_t u = 0; u < unroll; u++)
         base_map_init(&memo[u], &l->ctx->alloc);
     for (uint32_t u = 0; !stepwise && u < unroll; u++) {
@@ -1181,6 +1236,21 @@ static void window_periods(sym_ctx *sc, const eng_kernel *k, const kast *a, int6
     }
     for (uint32_t i = 0; i < a->nsrc; i++)
         window_periods(sc, k, a->src[i], width, count, period);
+}
+
+/* The columns of a window tile whose output index has the given period along its rows of
+ * width: the period, or where that is a kernel row of taps (below a SIMD row of 8), its
+ * smallest multiple that divides the width and is at least 16 or the width (the taps of one or
+ * two channels: in a weight gradient each element of the output's gradient then feeds that
+ * many taps; 8 x 9 tiles of conv2's took 13.5-14 ms on lavapipe, 8 x 18 9.2, before pairs). */
+static int64_t window_columns(int64_t width, int64_t period) {
+    if (period < 2 || period >= 8)
+        return period;
+    for (int64_t n = 2 * period; n <= width; n += period) {
+        if (width % n == 0 && (n >= 16 || n == width))
+            return n;
+    }
+    return period;
 }
 
 /* Whether m divides every value of e (the simplifier proves e % m == 0). */
@@ -1462,24 +1532,32 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
      * vectors where laid out (C KH KW, O) (engine/front/nn.c). Rows as many as keep a CPU
      * busy. conv2's input gradient in the training step on lavapipe: 11.4 -> 5.2 ms in
      * alternating runs (16 x 4 tiles of one tap before; 8 x 14 tiles: 6.2), its inference
-     * forward 12.8 -> 5.7. */
+     * forward 12.8 -> 5.7. The weight gradient is the same pattern transposed: its output
+     * (O, C KH KW) has the period of a kernel row (KW taps) and its loop over the pixels that
+     * of an image row, so a step is an image row (up to WINDOW_UNROLL pixels) and the tile's
+     * row the taps of a channel or two (window_columns): pixel j + 1 of tap kw reads pixel
+     * j's element of tap kw + 1, and each of the output's gradient elements, loaded once per
+     * step, feeds the whole row of taps; both read as pairs (lower_step_pair). conv2's weight
+     * gradient in the training step: a window copy and a product over it, 3.6 + 8.4 ms, ->
+     * 6.0-6.4 ms in tiles of 8 x 18; conv1's, which read its windows in place in tiles of
+     * 4 x 9 steps of 4 pixels, 2.6 -> 1.5 ms in steps of 28 (alternating runs). */
     int64_t count = 0, wp[2] = {0, 0};
     bool windows =
         ctx->window_rows && tm > 1 && k->reduce_count && sym_is_const(k->reduce_count, &count);
     for (uint32_t i = 0; windows && i < k->reduction_count; i++)
         window_periods(ctx->sym, k, k->reductions[i].value, width, count, wp);
-    if (wp[0] > 1 && wp[1] > 1 && wp[1] <= MAX_UNROLL && 2 * wp[0] <= WINDOW_TILE) {
+    int64_t wn = window_columns(width, wp[0]);
+    if (wn > 1 && wp[1] > 1 && wp[1] <= WINDOW_UNROLL && 2 * wn <= WINDOW_TILE) {
         int64_t wm = 2;
-        while (wm * 2 * wp[0] <= WINDOW_TILE)
+        while (wm * 2 * wn <= WINDOW_TILE)
             wm *= 2;
-        while (wm > 1 &&
-               (period % wm != 0 || numel / (wm * wp[0]) < (int64_t)ctx->parallelism_long))
+        while (wm > 1 && (period % wm != 0 || numel / (wm * wn) < (int64_t)ctx->parallelism_long))
             wm /= 2;
         if (wm > 1) {
             p->tile_m = (uint32_t)wm;
-            p->tile_n = (uint32_t)wp[0];
+            p->tile_n = (uint32_t)wn;
             p->tile_width = width;
-            p->per_item = (uint64_t)(wm * wp[0]);
+            p->per_item = (uint64_t)(wm * wn);
             p->window_taps = (uint32_t)wp[1];
             return;
         }

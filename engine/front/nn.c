@@ -209,29 +209,19 @@ static kiln_tensor *reshape_groups(kiln_tensor *t, uint32_t n, const uint32_t *n
 
 /* The per-image window matrices (C KH KW, OH OW) of a symbolic batch from its windows
  * permuted to (N, C, KH, KW, OH, OW), laid out once (kiln_contiguous: a copy kernel of its
- * own) where the weight gradient will read them (w records: that product reduces over the
- * pixels, along which the windows of a padded input are neither one vector nor free of masks;
- * the forward then reads the copy too), and read in place by the forward's product otherwise
- * (inference: no copy kernel, the padding a select per load of the product's right operand;
- * conv2's forward in the training example 2.0 + 6.3 -> 6.6 ms on lavapipe, the forward alone
- * 14.5 -> 12.1-12.5 ms).
+ * own) on a GPU where the weight gradient will read them (w records: that product reduces over
+ * the pixels, along which the windows of a padded input are neither one vector nor free of
+ * masks; the forward then reads the copy too), and read in place otherwise: by the forward's
+ * product in inference (no copy kernel, the padding a select per load of the product's right
+ * operand; conv2's forward in the training example 2.0 + 6.3 -> 6.6 ms on lavapipe, the
+ * forward alone 14.5 -> 12.1-12.5 ms), and on a CPU by the weight gradient too, in tiles whose
+ * loop steps by image rows (lower.c eng_kernel_tile: conv2's window copy and weight gradient
+ * in the training step on lavapipe 3.6 + 8.4 -> 6.0-6.4 ms).
  *
  * Windows of at most SHORT_WINDOW elements (C KH KW: conv1's nine taps of one channel) are
- * read in place by both products: their loops are too short for the copy to pay (conv1 of the
- * training example on lavapipe: copy, forward and weight gradient 3.6-4.3 ms, in place
- * 3.3-3.9 ms for the two products, three alternating pairs).
- *
- * On a device that takes octets (a CPU's eight-element loads, lower.c) a laid-out matrix that
- * the forward's product reads (forward) has its rows padded with zeros to a multiple of eight
- * where that adds at most a sixteenth (*pad: the columns added; the caller narrows the product
- * back): conv2's 196 pixels as 200, so the forward product tiles 8 x 8 with octet loads instead
- * of 16 x 4 with vectors of four, and the weight gradient reads rows of 200 as octets. On
- * lavapipe, per step of the training example: the forward product 6.8-7.1 -> 5.4 ms, the
- * weight gradient 5.1-5.3 -> 4.6-4.8, for a copy of the output's gradient padded alike (0.6 ms)
- * and a slower window copy (2.3-2.8 -> 3.0-3.1). Where the forward reads the windows in place
- * instead (conv2d_ex_impl), the padding costs more than it gives the weight gradient alone:
- * window copy 4.80 -> 3.62 ms, the gradient's copy (0.75) gone, the weight gradient 7.87 ->
- * 8.53 (one run of three alternating pairs on a slower machine). */
+ * read in place by both products on a GPU too: their loops are too short for the copy to pay
+ * (conv1 of the training example on lavapipe: copy, forward and weight gradient 3.6-4.3 ms, in
+ * place 3.3-3.9 ms for the two products, three alternating pairs). */
 enum { SHORT_WINDOW = 16 };
 
 /* Whether windows permuted to (N, C, KH, KW, OH, OW) hold at most SHORT_WINDOW elements. */
@@ -243,24 +233,15 @@ static bool short_window(kiln_tensor *win) {
 
 /* Whether window_matrix lays the windows out (else they are read in place). */
 static bool lays_out(kiln_tensor *win, kiln_tensor *w) {
-    return eng_ag_records(ENG_CTX(win), w) && !short_window(win);
+    return eng_ag_records(ENG_CTX(win), w) && !short_window(win) && !ENG_CTX(win)->window_rows;
 }
 
-static kiln_tensor *window_matrix(kiln_tensor *win, kiln_tensor *w, bool forward, int64_t *pad) {
-    *pad = 0;
+static kiln_tensor *window_matrix(kiln_tensor *win, kiln_tensor *w) {
     if (!win)
         return NULL;
-    kiln_context *ctx = ENG_CTX(win);
-    int64_t oh, ow;
-    bool laid = lays_out(win, w);
-    if (laid && forward && ctx->octets && const_size(win, 4, &oh) && const_size(win, 5, &ow)) {
-        int64_t more = (8 - oh * ow % 8) % 8;
-        *pad = more * 16 <= oh * ow ? more : 0;
-    }
-    kiln_tensor *m = laid && !*pad ? kiln_contiguous(win) : win;
-    m = reshape_groups(m, 3, (const uint32_t[]){1, 3, 2},
-                       (const uint32_t[][4]){{0}, {1, 2, 3}, {4, 5}});
-    return *pad ? kiln_contiguous(kiln_pad(m, (const int64_t[]){0, 0, 0, 0, 0, *pad})) : m;
+    return reshape_groups(lays_out(win, w) ? kiln_contiguous(win) : win, 3,
+                          (const uint32_t[]){1, 3, 2},
+                          (const uint32_t[][4]){{0}, {1, 2, 3}, {4, 5}});
 }
 
 static kiln_tensor *tap_impl(kiln_tensor *out) {
@@ -285,7 +266,7 @@ static kiln_tensor *conv_input_tap(kiln_tensor *value, kiln_tensor *recorded, ki
 
 /* The per-image products of windows permuted to (N, C, KH, KW, OH, OW) by w: (O, C KH KW) @
  * (C KH KW, OH OW) for each image, (N, O, OH OW), the windows laid out where w needs a
- * gradient (window_matrix; forward: the forward's value is this product). Where they are read in
+ * gradient on a GPU (window_matrix). Where they are read in
  * place, the weights are laid out transposed, (C KH KW, O) (a copy of a few thousand floats): at
  * each tap the product's tile reads its column of output channels as vectors (lower.c column_run),
  * where rows of (O, C KH KW) gave one load per channel (a kernel row's taps per step, or nine taps,
@@ -293,18 +274,14 @@ static kiln_tensor *conv_input_tap(kiln_tensor *value, kiln_tensor *recorded, ki
  * -> 2.18, 3.16 -> 2.06, 1.84 -> 1.44 ms (alternating runs), the inference forward alike, for a
  * 0.08 ms copy; conv2's input gradient in tiles of whole rows 6.2 -> 5.3 ms. Weights stored that
  * way already are read as they are. */
-static kiln_tensor *image_products(kiln_tensor *permuted, kiln_tensor *w, bool forward) {
-    int64_t pad, columns;
-    kiln_tensor *cols = window_matrix(permuted, w, forward, &pad);
+static kiln_tensor *image_products(kiln_tensor *permuted, kiln_tensor *w) {
+    kiln_tensor *cols = window_matrix(permuted, w);
     kiln_tensor *wm =
         reshape_groups(w, 2, (const uint32_t[]){1, 3}, (const uint32_t[][4]){{0}, {1, 2, 3}});
     kiln_tensor *wt = kiln_transpose(wm, 0, 1);
     if (permuted && wt && !lays_out(permuted, w))
         wm = kiln_transpose(shape_tracker_contiguous(ENG_ST(wt)) ? wt : kiln_contiguous(wt), 0, 1);
-    kiln_tensor *out = kiln_matmul(wm, cols); /* (N, O, OH OW [+ pad]) */
-    if (pad && out && const_size(out, 2, &columns))
-        out = kiln_narrow(out, 2, 0, columns - pad);
-    return out;
+    return kiln_matmul(wm, cols); /* (N, O, OH OW) */
 }
 
 /* conv2d as im2col and a matrix product (docs/convolution.md): the windows (N, C, OH, OW, KH,
@@ -342,13 +319,14 @@ static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *
     /* Per image: a symbolic batch; on a CPU a constant one of stride 1 too (its windows read
      * in place in tiles of whole rows, lower.c: bench_ops' conv2d forward 1.67 -> 0.82 of its
      * GLSL reference's time, the input gradient as a convolution 2.20 -> 0.97, the weight
-     * gradient 1.88 -> 1.70, where the merged rows' im2col products were faster before). Other
+     * gradient 1.88 -> 1.70, and with its windows read in place too 1.05, where the merged rows'
+     * im2col products were faster before). Other
      * strides keep the merged rows: their input gradient is a fold either way. */
     bool per_image = p.groups == 1 && (!const_size(x, 0, &batch) ||
                                        (ctx->window_rows && p.stride[0] == 1 && p.stride[1] == 1));
     /* conv_input_tap where it applies and something needs a gradient: x's gradient from it (the
      * windows then read x's value only), the forward's value in place where w's gradient
-     * needs laid-out windows */
+     * needs laid-out windows (a GPU's symbolic batch) */
     bool tap = per_image && p.stride[0] == 1 && p.stride[1] == 1 && const_size(x, 2, &h) &&
                const_size(x, 3, &wd) && (eng_ag_records(ctx, x) || eng_ag_records(ctx, w));
     kiln_tensor *win = windows(pad_spatial(tap ? kiln_detach(x) : x, p.padding[0], p.padding[1]),
@@ -359,12 +337,12 @@ static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *
          * batch (tiled as the constant case), the output NCHW as stored */
         kiln_tensor *permuted = kiln_permute(win, (const int32_t[]){0, 1, 4, 5, 2, 3});
         bool in_place = tap && permuted && lays_out(permuted, w);
-        out = image_products(permuted, w, !in_place);
-        /* Where the windows are laid out for w's gradient and the stride is 1 (the tap), the
-         * forward's value is the product that reads them in place (its tiles of whole rows:
-         * conv2's forward in the training step on lavapipe 8.5 -> 5.8 ms); the laid-out
-         * windows, unpadded, then serve w's gradient alone. */
-        kiln_tensor *value = in_place ? image_products(permuted, kiln_detach(w), true) : NULL;
+        out = image_products(permuted, w);
+        /* Where the windows are laid out for w's gradient (a GPU) and the stride is 1 (the
+         * tap), the forward's value is the product that reads them in place (measured on
+         * lavapipe when a CPU laid them out, in tiles of whole rows: conv2's forward in the
+         * training step 8.5 -> 5.8 ms); the laid-out windows then serve w's gradient alone. */
+        kiln_tensor *value = in_place ? image_products(permuted, kiln_detach(w)) : NULL;
         const kiln_expr *dims[4] = {kiln_tensor_size_expr(win, 0), kiln_tensor_size_expr(w, 0),
                                     kiln_tensor_size_expr(win, 2), kiln_tensor_size_expr(win, 3)};
         out = kiln_reshape_sym(out, 4, dims);

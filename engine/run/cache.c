@@ -12,8 +12,8 @@
  * octets, and one-output reductions in steps of eight; 12: view offsets and mask bounds as
  * parameters, their alignment in the key and the payload, redirects; 13: explicit
  * float-to-integer casts, pow's special values, tanh near 0, loops within lavapipe's 65535
- * passes; 15: the kernel's name; the number lives in cache_version.h): another value makes every
- * entry a miss.
+ * passes; 15: the kernel's name; 16: pairs (LOAD2) and window tiles stepping by image rows;
+ * the number lives in cache_version.h): another value makes every entry a miss.
  *
  * Payload: magic, version, flags (1: parameters in a buffer, 2: a redirect), index type,
  * parameter count, binding count, push-constant size, workgroup size, word count, the

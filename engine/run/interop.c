@@ -83,6 +83,7 @@ kiln_tensor *kiln_tensor_from_vulkan_buffer(kiln_context *ctx, VkBuffer buffer,
         return eng_fail(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for a storage");
     s->type = type;
     s->elements = elements;
+    s->wrapped = true;
     base_error err = {0};
     kiln_status st = vkd_buffer_wrap(ctx->dev, buffer, size_bytes, &s->buffer, &err);
     if (st != KILN_OK) {

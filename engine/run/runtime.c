@@ -244,10 +244,6 @@ void eng_runtime_finish(kiln_context *ctx) {
 enum { POOL_MAX_BUFFERS = 64 };
 #define POOL_MAX_BYTES (64ull << 20)
 
-static uint64_t storage_bytes(const eng_storage *s) {
-    return s->elements * eng_type_size(s->type);
-}
-
 /* The size of the device buffer a storage of size bytes gets: sizes up to the pool's bound
  * are rounded up to a class (256 bytes, then four classes between consecutive powers of two:
  * at most 25% more) so that a freed buffer serves the next storage of about its size; never
@@ -263,6 +259,12 @@ static uint64_t pool_class(const kiln_context *ctx, uint64_t size) {
     return range && size <= range && c > range ? size : c;
 }
 
+/* The elements a storage's host memory holds with the interpreter: two at least, as a device
+ * buffer does (a masked pair reads elements 0 and 1 where it is invalid, lower.c). */
+static uint64_t host_elements(const eng_storage *s) {
+    return s->elements < 2 ? 2 : s->elements;
+}
+
 kiln_status eng_storage_allocate(kiln_context *ctx, eng_storage *s) {
     uint64_t bytes;
     if (__builtin_mul_overflow(s->elements, (uint64_t)eng_type_size(s->type), &bytes))
@@ -271,7 +273,7 @@ kiln_status eng_storage_allocate(kiln_context *ctx, eng_storage *s) {
     if (ctx->interpreter) {
         if (bytes > SIZE_MAX / 2)
             return base_error_set(&ctx->err, KILN_ERROR_LIMIT_EXCEEDED, "storage too large");
-        s->host = base_calloc(&ctx->alloc, 1, bytes ? (size_t)bytes : 1);
+        s->host = base_calloc(&ctx->alloc, (size_t)host_elements(s), eng_type_size(s->type));
         if (!s->host)
             return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY,
                                   "no memory for a storage of %llu bytes",
@@ -279,7 +281,8 @@ kiln_status eng_storage_allocate(kiln_context *ctx, eng_storage *s) {
         return KILN_OK;
     }
     base_error err = {0};
-    /* One element at least: a masked load may read element 0 of an empty storage. */
+    /* Two elements at least: a masked load may read element 0 of an empty storage, a masked
+     * pair elements 0 and 1 (pool_class gives 256 bytes at least anyway). */
     /* Whole 32-bit words: a u8/i8/bool or f16 storage may be packed into u32 words (emit.h
      * storage_8bit), and its last word is then read and written whole (atomically, for the
      * bytes past the end too, which nothing reads). */
@@ -320,10 +323,8 @@ void eng_storage_release(kiln_context *ctx, eng_storage *s) {
 }
 
 void eng_storage_free(kiln_context *ctx, eng_storage *s) {
-    if (s->host) {
-        uint64_t bytes = storage_bytes(s);
-        base_free(&ctx->alloc, s->host, bytes ? (size_t)bytes : 1);
-    }
+    if (s->host)
+        base_free(&ctx->alloc, s->host, (size_t)host_elements(s) * eng_type_size(s->type));
     vkd_buffer_destroy(s->buffer);
     s->host = NULL;
     s->buffer = NULL;
@@ -791,7 +792,7 @@ static kiln_status lower_variant(kiln_context *ctx, const eng_kernel *k, eng_pro
     kiln_status st = eng_kernel_lower(ctx, k, p, &p->ir, used);
     bool dropped = false;
     for (uint32_t i = 0; st == KILN_OK && i < k->param_count; i++) {
-        uint8_t keep = used[i] >= 4 ? used[i] : 0;
+        uint8_t keep = used[i] >= 2 ? used[i] : 0;
         dropped = dropped || keep != p->align[i];
         p->align[i] = keep;
     }
@@ -1116,7 +1117,7 @@ static kiln_status run_interpreter(kiln_context *ctx, const eng_program *p, cons
                                    uint64_t n) {
     interp_buffer bufs[ENG_MAX_BUFFERS];
     for (uint32_t i = 0; i < k->buffer_count; i++)
-        bufs[i] = (interp_buffer){k->buffers[i]->host, k->buffers[i]->elements};
+        bufs[i] = (interp_buffer){k->buffers[i]->host, host_elements(k->buffers[i])};
     int64_t values[ENG_MAX_PARAMS];
     pushed_values(p, k, values);
     return interp_run(&p->ir, bufs, values, n, &ctx->err);

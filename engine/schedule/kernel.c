@@ -1062,8 +1062,10 @@ static void finish_kernel(kbuild *b) {
     h = base_hash_u64(h, sym_hash_or_zero(k->ridx));
     h = base_hash_u64(h, k->rows);
     h = base_hash_u64(h, k->buffer_count);
+    /* an application's buffer of one element or none, whose masked pairs lower.c leaves
+     * unpaired (never another storage's: theirs hold two elements whatever the binding) */
     for (uint32_t i = 0; i < k->buffer_count; i++)
-        h = base_hash_u64(h, k->buffer_types[i]);
+        h = base_hash_u64(h, k->buffer_types[i] | (uint64_t)eng_storage_short(k->buffers[i]) << 8);
     h = base_hash_u64(h, k->param_count);
     for (uint32_t i = 0; i < k->param_count; i++)
         h = base_hash_u64(h, sym_node_hash(k->params[i]));

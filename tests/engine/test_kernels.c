@@ -861,12 +861,12 @@ static void test_engine_kernels_short_windows_read_in_place(void **state) {
     eng_fixture_context_destroy(ctx);
 }
 
-/* A training convolution of stride 1 (14 x 14 = 196 pixels per image, 27 taps): its windows
- * are laid out for the weights' gradient (nn.c window_matrix), 196 wide (not padded to a
- * multiple of eight: only a forward that reads them is), and the forward's value is the product
- * that reads them in place (nn.c conv_input_tap), with the weights laid out transposed for it
- * (E_cast_27x4, which a product over the laid-out windows does not make). Forward values and the
- * weights' gradient against the host. */
+/* A training convolution of stride 1 (14 x 14 = 196 pixels per image, 27 taps): the forward's
+ * value is the product that reads the windows in place (nn.c conv_input_tap), with the weights
+ * laid out transposed for it (E_cast_27x4, which a product over laid-out windows does not
+ * make); rows are never padded to 200. The windows are laid out for the weights' gradient on a
+ * GPU (nn.c window_matrix: a copy of 3 x 3 x 3 x 14 x 14 per image) and read in place by it on
+ * a CPU (no copy). Forward values and the weights' gradient against the host. */
 static void test_engine_kernels_training_conv_reads_windows_in_place(void **state) {
     eng_fixture *f = *state;
     kiln_context *ctx = eng_context_new(f->device);
@@ -879,6 +879,69 @@ static void test_engine_kernels_training_conv_reads_windows_in_place(void **stat
     if (!strstr(names, "E_cast_27x4") || !strstr(names, "_images_x_4x1x196") ||
         strstr(names, "x200"))
         fail_msg("want the forward over the windows in place, no rows of 200: %s", names);
+    if ((strstr(names, "_3x3x3x14x14") != NULL) != !ctx->window_rows)
+        fail_msg("want the windows laid out on a GPU only: %s", names);
+    eng_fixture_context_destroy(ctx);
+}
+
+/* On a CPU a convolution's weight gradient reads the windows in place (nn.c lays_out) in tiles
+ * whose loop steps by a row of the image (10 pixels here) and whose row holds the taps of two
+ * channels (18 of 36: lower.c eng_kernel_tile, window_columns), the output's gradient and the
+ * windows read as pairs (LOAD2; the rows of padding masked); no window copy. A symbolic batch
+ * (2 of at most 64), 4 channels, 8 filters; the gradient against the host. */
+static void test_engine_kernels_weight_gradient_reads_windows_in_place(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    enum { N = 2, C = 4, S = 10, O = 8 };
+    static float xs[N * C * S * S], ws[O * C * 9], dys[N * O * S * S], dw[O * C * 9];
+    kiln_tensor *flat = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){N * C * S * S}, 21);
+    kiln_tensor *w = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){O, C, 3, 3}, 22);
+    kiln_tensor *dflat = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){N * O * S * S}, 23);
+    assert_int_equal(kiln_requires_grad_(w, true), KILN_OK);
+    assert_int_equal(kiln_read(flat, xs, sizeof xs), KILN_OK);
+    assert_int_equal(kiln_read(w, ws, sizeof ws), KILN_OK);
+    assert_int_equal(kiln_read(dflat, dys, sizeof dys), KILN_OK);
+    kiln_tensor *y = kiln_conv2d_ex(fx_images(flat, N, 64, C, S, S), w, NULL,
+                                    &(kiln_conv2d_options){.padding = {1, 1}});
+    kiln_tensor *dy = fx_images(dflat, N, 64, O, S, S), *gw = NULL;
+    assert_int_equal(kiln_grad(kiln_sum(kiln_mul(y, dy), 0, NULL, false), 1, &w, &gw), KILN_OK);
+    assert_int_equal(kiln_read(gw, dw, sizeof dw), KILN_OK);
+    for (int o = 0; o < O; o++)
+        for (int c = 0; c < C; c++)
+            for (int t = 0; t < 9; t++) {
+                double want = 0;
+                for (int n = 0; n < N; n++)
+                    for (int i = 0; i < S; i++)
+                        for (int j = 0; j < S; j++) {
+                            int yy = i + t / 3 - 1, xx = j + t % 3 - 1;
+                            if (yy >= 0 && yy < S && xx >= 0 && xx < S)
+                                want += (double)xs[((n * C + c) * S + yy) * S + xx] *
+                                        dys[((n * O + o) * S + i) * S + j];
+                        }
+                assert_float_equal(dw[(o * C + c) * 9 + t], want, 1e-4);
+            }
+    char names[2048];
+    program_names(ctx, names, sizeof names);
+    if ((strstr(names, "_4x3x3x10x10") != NULL) != !ctx->window_rows)
+        fail_msg("want the windows laid out on a GPU only: %s", names);
+    const eng_program *rows = NULL;
+    for (const eng_program *p = ctx->program_list; p; p = p->next)
+        rows = p->window_taps == S ? p : rows;
+    if (ctx->window_rows) {
+        if (!rows || rows->tile_m != 2 || rows->tile_n != 18)
+            fail_msg("want the weight gradient in steps of an image row, tiles of 2 x 18: %s",
+                     names);
+        int pairs = 0, masked = 0;
+        for (uint32_t i = 0; i < rows->ir.insts.len; i++) {
+            const ir_inst *in = &rows->ir.insts.data[i];
+            pairs += in->op == IR_LOAD2;
+            masked += in->op == IR_LOAD2 && rows->ir.insts.data[in->src[0]].op == IR_WHERE;
+        }
+        assert_true(pairs > 0 && masked > 0);
+    } else {
+        assert_null(rows);
+    }
     eng_fixture_context_destroy(ctx);
 }
 
@@ -1095,6 +1158,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_inference_conv_reads_windows_in_place),
         ENG_TEST(test_engine_kernels_conv_input_gradient_is_a_convolution),
         ENG_TEST(test_engine_kernels_training_conv_reads_windows_in_place),
+        ENG_TEST(test_engine_kernels_weight_gradient_reads_windows_in_place),
         ENG_TEST(test_engine_kernels_short_windows_read_in_place),
         ENG_TEST(test_engine_kernels_fanned_out_gradient_is_laid_out_once),
     };
