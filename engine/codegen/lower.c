@@ -560,34 +560,27 @@ static ir_value lower_step_load(lowering *l, const kast *a, const sym_node *inde
 
 static ir_value lower_cond(lowering *l, const sym_node *s);
 
-/* In a window tile's step (eng_kernel_tile), the elements at step u (at, ok) and u + 1 of the
- * load's index and validity, where they are an aligned pair of one validity, as one LOAD2
+/* Elements pair[0] and pair[1] of a load, of validity ok, where they are an aligned pair (two
+ * consecutive elements, the first even) of a 32-bit type: one LOAD2, each element kept in map
  * (lavapipe moves a vector per component, each with its own bounds check: a 64-bit pair costs
  * about one element's load). A masked pair reads elements 0 and 1 where invalid: every storage
  * holds two but an application's short buffer (eng_storage_short, in the kernel's hash), whose
- * masked pairs stay two loads. Both kept in the step memo; IR_NONE where it does not apply.
- * On lavapipe in the training step, pairs against single loads: conv2's weight gradient
- * 8.3 -> 6.0-6.6 ms, its forward and input gradient 5.4-5.6 -> 4.2-4.8; masked ones (the rows
- * of padding) 0.4-0.6 ms of each. */
-static ir_value lower_step_pair(lowering *l, const kast *a, const sym_node *at, const sym_node *ok,
-                                const sym_node *index, const sym_node *valid) {
+ * masked loads stay single. IR_NONE where it does not apply. */
+static ir_value lower_pair(lowering *l, base_map *map, const kast *a, const sym_node *const pair[2],
+                           const sym_node *ok) {
     sym_ctx *sc = l->ctx->sym;
-    uint32_t u = l->step_u;
-    if (u + 1 >= l->step_width || a->buffer == 0 || a->buffer >= l->k->buffer_count ||
-        !ir_vector_type(l->k->buffer_types[a->buffer]))
-        return IR_NONE;
-    const sym_node *pair[2] = {at, at_step(l, index, u + 1)};
-    const sym_node *next_ok = at_step(l, valid, u + 1);
     int64_t c;
     bool masked = ok && !(sym_is_const(ok, &c) && c == 1);
-    if (!pair[1] || next_ok != ok || (ok && sym_is_const(ok, &c) && c == 0) ||
+    if (a->buffer == 0 || a->buffer >= l->k->buffer_count ||
+        !ir_vector_type(l->k->buffer_types[a->buffer]) || !pair[1] ||
+        (ok && sym_is_const(ok, &c) && c == 0) ||
         (masked && eng_storage_short(l->k->buffers[a->buffer])) || !aligned_run(sc, pair, 2)) {
         sym_ctx_clear_error(sc);
         return IR_NONE;
     }
     ir_kernel *ir = l->ir;
     note_vector(l, a->index, 2);
-    ir_value cond = masked ? lower_cond(l, ok) : IR_NONE, first = lower_sym(l, at);
+    ir_value cond = masked ? lower_cond(l, ok) : IR_NONE, first = lower_sym(l, pair[0]);
     if (masked)
         first = ir_alu(ir, IR_WHERE, ir->index_type, cond, first, zero(ir, ir->index_type));
     ir_value vec = ir_load_vector(ir, a->buffer, first, 2), parts[2];
@@ -596,15 +589,55 @@ static ir_value lower_step_pair(lowering *l, const kast *a, const sym_node *at, 
     for (uint32_t c2 = 0; c2 < 2; c2++) {
         if (masked)
             parts[c2] = ir_alu(ir, IR_WHERE, a->type, cond, parts[c2], zero(ir, a->type));
-        memo_put_in(l, &l->step_memo, (memo_key){pair[c2], ok, LOAD_SLOT + a->buffer}, parts[c2]);
+        memo_put_in(l, map, (memo_key){pair[c2], ok, LOAD_SLOT + a->buffer}, parts[c2]);
     }
     return parts[0];
+}
+
+/* In a range with steps (step_var), the load's elements at step u (at, ok) and u + 1 as one
+ * pair (lower_pair) where they have one validity, kept in the step memo. In the training step
+ * on lavapipe, pairs against single loads: conv2's weight gradient 8.3 -> 6.0-6.6 ms, its
+ * forward and input gradient 5.4-5.6 -> 4.2-4.8; masked ones (the rows of padding) 0.4-0.6 ms
+ * of each. */
+static ir_value lower_step_pair(lowering *l, const kast *a, const sym_node *at, const sym_node *ok,
+                                const sym_node *index, const sym_node *valid) {
+    uint32_t u = l->step_u;
+    if (u + 1 >= l->step_width || at_step(l, valid, u + 1) != ok)
+        return IR_NONE;
+    const sym_node *pair[2] = {at, at_step(l, index, u + 1)};
+    return lower_pair(l, &l->step_memo, a, pair, ok);
+}
+
+/* In a tile, the load's element for this output (index, valid) and the next element, where one
+ * of the next two outputs of the tile's row reads it with the same validity (a row of a 2 x 2
+ * pool's backward reads each pooled element for two neighbouring outputs), as one pair
+ * (lower_pair) kept in the memo. */
+static ir_value lower_row_pair(lowering *l, const kast *a, const sym_node *index,
+                               const sym_node *valid) {
+    uint32_t tn = l->tile_n;
+    if (l->outputs < 2 || tn < 2)
+        return IR_NONE;
+    sym_ctx *sc = l->ctx->sym;
+    uint32_t end = (l->out / tn + 1) * tn;
+    for (uint32_t o = l->out + 1; o < end && o < l->outputs && o <= l->out + 2; o++) {
+        const sym_node *next = for_output_at(l, a->index, o);
+        int64_t d;
+        bool found = next && sym_is_const(sym_sub(sc, next, index), &d) && d == 1 &&
+                     for_output_at(l, a->valid, o) == valid;
+        sym_ctx_clear_error(sc);
+        if (found) {
+            const sym_node *pair[2] = {index, next};
+            return lower_pair(l, &l->memo, a, pair, valid);
+        }
+    }
+    return IR_NONE;
 }
 
 /* A load, made once per body for each (buffer, index, validity) whichever output needs it; at
  * the first output of a row of four that read four aligned elements, one vector load for the
  * four (never of the output buffer: a kernel that writes it accesses its elements one way
- * only). */
+ * only); else, where the next element is read too (at the next step, or by an output beside
+ * this one), one pair (lower_pair). */
 static ir_value lower_load(lowering *l, const kast *a) {
     const sym_node *index = for_output(l, a->index), *valid = for_output(l, a->valid);
     if (!index || (a->valid && !valid))
@@ -635,6 +668,14 @@ static ir_value lower_load(lowering *l, const kast *a) {
         }
         return memo_put(l, key, v);
     }
+    if (l->step_var) { /* elements u and u + 1 of a step as one pair where they line up */
+        const sym_node *at_u = at_step(l, index, l->step_u), *ok_u = at_step(l, valid, l->step_u);
+        if (at_u && (!valid || ok_u) &&
+            (v = lower_step_pair(l, a, at_u, ok_u, index, valid)) != IR_NONE)
+            return memo_put(l, key, v);
+    }
+    if ((v = lower_row_pair(l, a, index, valid)) != IR_NONE)
+        return memo_put(l, key, v);
     v = lower_load_uncached(l, a, index, valid);
     return memo_put(l, key, v);
 }
@@ -828,12 +869,15 @@ typedef struct loop_plan {
 } loop_plan;
 
 /* The elements a stage's loop combines per step for speed: REDUCE_UNROLL; one for fewer than
- * two steps' worth and for an arg reduction (before the budget); three in a tile for a count
- * that four does not divide and three does (steps without a bounds check per element: conv1's
- * product per image over 9 window elements 1.6 -> 1.36 ms on lavapipe); an octet on a device that
- * takes octets when the count is a multiple of 8, for a tile too (a matmul's left operand
- * read as one LOAD8 per row every eight steps: 1024^3 on lavapipe 0.97 -> 0.87 of its GLSL
- * reference's time, three paired runs each). */
+ * two steps' worth and for an arg reduction (before the budget), except a count of 4 or 8 (a
+ * pool's window; the chains' tree wants powers of two), combined in one step in order, whose
+ * consecutive elements load as pairs (lower_step_pair: a 2 x 2 max pool with its argmax on
+ * lavapipe, conv1's in the training step 2.09 -> 1.61 ms, its inference forward 1.71 -> 1.33,
+ * conv2's 1.05 -> 0.88); three in a tile for a count that four does not divide and three does
+ * (steps without a bounds check per element: conv1's product per image over 9 window elements 1.6
+ * -> 1.36 ms on lavapipe); an octet on a device that takes octets when the count is a multiple of
+ * 8, for a tile too (a matmul's left operand read as one LOAD8 per row every eight steps: 1024^3 on
+ * lavapipe 0.97 -> 0.87 of its GLSL reference's time, three paired runs each). */
 static uint32_t stage_unroll(const kiln_context *ctx, const eng_kernel *k, const eng_program *p,
                              uint32_t stage) {
     int64_t constant;
@@ -850,6 +894,8 @@ static uint32_t stage_unroll(const kiln_context *ctx, const eng_kernel *k, const
         unroll = MAX_UNROLL; /* an octet per step: one LOAD8 where the elements line up */
     for (uint32_t i = 0; i < k->reduction_count; i++)
         unroll = k->reductions[i].arg && k->reductions[i].stage == stage ? 1 : unroll;
+    if (unroll == 1 && known && (constant == 4 || constant == 8) && !p->group_lanes)
+        unroll = (uint32_t)constant; /* a short window in one step, its elements as pairs */
     return unroll;
 }
 

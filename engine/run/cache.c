@@ -17,7 +17,7 @@
  *
  * Payload: magic, version, flags (1: parameters in a buffer, 2: a redirect), index type,
  * parameter count, binding count, push-constant size, workgroup size, word count, the
- * alignment the code relies on (ALIGN_WORDS words, a byte per parameter: 0, 4 or 8), the
+ * alignment the code relies on (ALIGN_WORDS words, a byte per parameter: 0, 2, 4 or 8), the
  * kernel's name (NAME_WORDS words, NUL-padded: kilninfo --cache lists it), then the SPIR-V
  * words. A redirect has no words: the variant asked for (the key's alignment) has
  * the code of the variant its alignment names, stored under that one's key. */
@@ -111,9 +111,9 @@ static size_t cache_key(const kiln_context *ctx, const eng_kernel *k, const eng_
     return CACHE_KEY_SIZE;
 }
 
-/* An alignment byte as stored: 0, 4 or 8. */
+/* An alignment byte as stored: 0, 2 (pairs), 4 or 8. */
 static bool alignment_ok(uint32_t a) {
-    return a == 0 || a == 4 || a == 8;
+    return a == 0 || a == 2 || a == 4 || a == 8;
 }
 
 /* The entry of key, parsed: KILN_OK and the payload (to free with pcache_free), or a miss

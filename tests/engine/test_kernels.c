@@ -570,6 +570,65 @@ static void test_engine_kernels_max_pool_maximum_and_index_in_one_kernel(void **
     }
 }
 
+/* How many LOAD2s (pairs) the programs whose names start with prefix hold in all. */
+static int pairs_in(const kiln_context *ctx, const char *prefix) {
+    int pairs = 0;
+    for (const eng_program *p = ctx->program_list; p; p = p->next) {
+        for (uint32_t i = 0; strncmp(p->name, prefix, strlen(prefix)) == 0 && i < p->ir.insts.len;
+             i++)
+            pairs += p->ir.insts.data[i].op == IR_LOAD2;
+    }
+    return pairs;
+}
+
+/* A 2 x 2 max pool over a symbolic batch (2 of at most 64) of 32 x 32 images, stored as they
+ * are read: the
+ * forward's maximum and first-maximum index combine a window's four elements in one step, in
+ * order, a window row read as a pair (lower.c stage_unroll, lower_step_pair); the backward,
+ * tiled along rows on a CPU, reads each pooled gradient and index once for the two outputs
+ * beside each other that take them, as pairs (lower_row_pair). Ties included (the first
+ * maximum takes the gradient); values against the host. */
+static void test_engine_kernels_max_pool_reads_pairs(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    enum { N = 2, C = 3, S = 32, P = S / 2 };
+    static float xs[N * C * S * S], cs[N * C * P * P], y[N * C * P * P], dx[N * C * S * S];
+    for (int i = 0; i < N * C * S * S; i++)
+        xs[i] = (float)(i * 7 % 5);
+    for (int i = 0; i < N * C * P * P; i++)
+        cs[i] = (float)(i % 7) - 3;
+    kiln_tensor *x =
+        fx_images(fx_f32(ctx, 1, (const int64_t[]){N * C * S * S}, xs), N, 64, C, S, S);
+    kiln_tensor *c =
+        fx_images(fx_f32(ctx, 1, (const int64_t[]){N * C * P * P}, cs), N, 64, C, P, P);
+    assert_int_equal(kiln_requires_grad_(x, true), KILN_OK);
+    kiln_tensor *pooled = kiln_max_pool2d(x, 2, 2, 0), *grad = NULL;
+    assert_int_equal(kiln_grad(kiln_sum(kiln_mul(pooled, c), 0, NULL, false), 1, &x, &grad),
+                     KILN_OK);
+    assert_int_equal(kiln_realize_many(ctx, 2, (kiln_tensor *[]){pooled, grad}), KILN_OK);
+    assert_int_equal(kiln_read(pooled, y, sizeof y), KILN_OK);
+    assert_int_equal(kiln_read(grad, dx, sizeof dx), KILN_OK);
+    for (int nc = 0; nc < N * C; nc++)
+        for (int i = 0; i < P; i++)
+            for (int j = 0; j < P; j++) {
+                int first = -1;
+                for (int t = 0; t < 4; t++) {
+                    int at = (nc * S + 2 * i + t / 2) * S + 2 * j + t % 2;
+                    first = first < 0 || xs[at] > xs[first] ? at : first;
+                }
+                assert_true(y[(nc * P + i) * P + j] == xs[first]);
+                for (int t = 0; t < 4; t++) {
+                    int at = (nc * S + 2 * i + t / 2) * S + 2 * j + t % 2;
+                    assert_true(dx[at] == (at == first ? cs[(nc * P + i) * P + j] : 0.0f));
+                }
+            }
+    assert_true(pairs_in(ctx, "R_") > 0);
+    if (!fx_gpu_tuned(ctx)) /* a GPU's elementwise kernels take one output per invocation */
+        assert_true(pairs_in(ctx, "E_") > 0);
+    eng_fixture_context_destroy(ctx);
+}
+
 /* Writes to a and b, b's value reading a's new value: realizing b alone dispatches
  * `dispatches` kernels and gives the host's values (a = 2a + 1, then b += 3a, elementwise;
  * flipped: a = a + flip(a), which reads a's old values at other elements). held: a tensor
@@ -1144,6 +1203,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_bias_gradient_sums_rows_first),
         ENG_TEST(test_engine_kernels_max_pool_forward_is_one_max),
         ENG_TEST(test_engine_kernels_max_pool_maximum_and_index_in_one_kernel),
+        ENG_TEST(test_engine_kernels_max_pool_reads_pairs),
         ENG_TEST(test_engine_kernels_write_reading_a_write_is_one_kernel),
         ENG_TEST(test_engine_kernels_conv_input_gradient_skips_the_padding),
         ENG_TEST(test_engine_kernels_strided_conv_input_gradient),

@@ -94,11 +94,11 @@ static void test_offsets_wide_rows_keep_their_vectors(void **state) {
 }
 
 /* 3 x over 16384 elements of a flat storage from start s: aligned to 8 (octet loads), to 4
- * only (loads of four), unaligned (scalar loads), each variant compiled once and reused by
- * every start of its alignment; a start whose alignment buys no vector load (2 and 6, say)
- * shares the unaligned kernel. (Every one of them stores octets: its output is aligned.)
- * Without octets (a CPU device without shaderInt64, fx_octets) the variants are the starts
- * modulo 4: 4 reuses the kernel compiled for 8, and no kernel moves octets. */
+ * only (loads of four), to 2 only (pairs: lower.c lower_row_pair), odd (pairs from the second
+ * element on), each variant compiled once and reused by every start of its alignment (6 by
+ * 2's, 3, 7 and 33 by 1's). (Every one of them stores octets: its output is aligned.) Without
+ * octets (a CPU device without shaderInt64, fx_octets) the variants are the starts modulo 4:
+ * 4 reuses the kernel compiled for 8, and no kernel moves octets. */
 static void test_offsets_aligned_and_unaligned_starts(void **state) {
     eng_fixture *f = *state;
     kiln_context *ctx = eng_context_new(f->device);
@@ -113,7 +113,7 @@ static void test_offsets_aligned_and_unaligned_starts(void **state) {
     } steps[] = {
         {0, 1, 1},     {8, 1, 1},     {4, 1, 0},  {1, 1, 1},     {16, 0, 0},
         {49152, 0, 0}, {40000, 0, 0}, {12, 0, 0}, {49212, 0, 0}, {3, 0, 0},
-        {2, 0, 0},     {6, 0, 0},     {7, 0, 0},  {33, 0, 0},    {49216, 0, 0},
+        {2, 1, 1},     {6, 0, 0},     {7, 0, 0},  {33, 0, 0},    {49216, 0, 0},
     };
     uint64_t total = 0;
     for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
@@ -135,7 +135,7 @@ static void test_offsets_aligned_and_unaligned_starts(void **state) {
         }
         assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
     }
-    assert_true(total <= 4);
+    assert_true(total <= 5);
     free(x);
     free(want);
     eng_fixture_context_destroy(ctx);
