@@ -429,6 +429,14 @@ static bool fans_out(const eng_fn *f, const uint8_t *need) {
            need[f->in_fn[1]->order];
 }
 
+/* How many of f's inputs need a gradient. */
+static uint32_t needed_inputs(const eng_fn *f, const uint8_t *need) {
+    uint32_t n = 0;
+    for (uint32_t j = 0; j < f->nin; j++)
+        n += f->in_fn[j] && need[f->in_fn[j]->order];
+    return n;
+}
+
 /* Whether t is a fresh kiln_contiguous, read through its own row-major view. */
 static bool laid_out(kiln_tensor *t) {
     const shape_tracker *st = ENG_ST(t);
@@ -1245,8 +1253,13 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
         /* A product's gradient is read by the two products of its rule, each element many
          * times: materialised once rather than recomputed inside their loops (a convolution's,
          * read by the input gradient's product and passed on to the product that made the
-         * convolution, once for both). */
-        if ((f->op == ENG_AG_MATMUL || f->op == ENG_AG_CONV_INPUT) && !laid_out(g)) {
+         * convolution, once for both). Read by one of them, only where it is costly: a cheap
+         * one (an output's gradient times a broadcast scalar) is inlined into that product's
+         * loads (bench_ops' conv2d weight gradient: its 0.45 ms copy of the output's gradient
+         * gone). */
+        if ((f->op == ENG_AG_MATMUL || f->op == ENG_AG_CONV_INPUT) && !laid_out(g) &&
+            (needed_inputs(f, need.data) > 1 ||
+             eng_node_inlined_ops(ENG_BASE(g), RECOMPUTE_MIN_OPS) >= RECOMPUTE_MIN_OPS)) {
             g = kiln_contiguous(g);
             run.failed = !g;
         }

@@ -1033,6 +1033,49 @@ static void test_engine_kernels_conv_input_gradient_is_a_convolution(void **stat
     eng_fixture_context_destroy(ctx);
 }
 
+/* A product's gradient that one operand's rule reads (x @ w, w alone needing a gradient) and
+ * that is cheap (the loss's weights c times the broadcast 1 of a sum's gradient) is inlined
+ * into that rule's product: one kernel, where laying it out first made two (autograd.c). Where
+ * both operands need a gradient it is laid out once for their two products. Values against
+ * the host (sums of quarters: exact). */
+static void test_engine_kernels_cheap_product_gradient_is_inlined(void **state) {
+    eng_fixture *f = *state;
+    enum { M = 16, K = 24, N = 32 };
+    static float xs[M * K], ws[K * N], cs[M * N], dw[K * N];
+    for (int i = 0; i < M * K; i++)
+        xs[i] = (float)(i % 9 - 4) / 4;
+    for (int i = 0; i < K * N; i++)
+        ws[i] = (float)(i % 5 - 2) / 4;
+    for (int i = 0; i < M * N; i++)
+        cs[i] = (float)(i % 7 - 3) / 4;
+    for (int both = 0; both < 2; both++) {
+        kiln_context *ctx = eng_context_new(f->device);
+        assert_non_null(ctx);
+        kiln_tensor *x = fx_f32(ctx, 2, (const int64_t[]){M, K}, xs);
+        kiln_tensor *w = fx_f32(ctx, 2, (const int64_t[]){K, N}, ws);
+        kiln_tensor *c = fx_f32(ctx, 2, (const int64_t[]){M, N}, cs);
+        kiln_tensor *leaves[2] = {w, x}, *grads[2] = {NULL, NULL};
+        for (int i = 0; i <= both; i++)
+            assert_int_equal(kiln_requires_grad_(leaves[i], true), KILN_OK);
+        kiln_tensor *loss = kiln_sum(kiln_mul(kiln_matmul(x, w), c), 0, NULL, false);
+        assert_int_equal(kiln_grad(loss, (uint32_t)both + 1, leaves, grads), KILN_OK);
+        kiln_stats before = kiln_context_stats(ctx);
+        assert_int_equal(kiln_realize_many(ctx, (uint32_t)both + 1, grads), KILN_OK);
+        /* w's product alone; with x's too, the gradient laid out once for both */
+        kiln_stats after = kiln_context_stats(ctx);
+        assert_int_equal(delta(&before, &after).dispatches, both ? 3 : 1);
+        assert_int_equal(kiln_read(grads[0], dw, sizeof dw), KILN_OK);
+        for (int k = 0; k < K; k++)
+            for (int n = 0; n < N; n++) {
+                float want = 0;
+                for (int m = 0; m < M; m++)
+                    want += xs[m * K + k] * cs[m * N + n];
+                assert_true(dw[k * N + n] == want);
+            }
+        eng_fixture_context_destroy(ctx);
+    }
+}
+
 /* The gradients of y = x @ w + b through a costly expression of y: the gradient reaching the
  * sum, read by the bias's sum and by the product's two rules, is materialised once by the copy
  * the product's rule asks for (autograd.c: a sum that passes a costly gradient to both of its
@@ -1221,6 +1264,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_weight_gradient_reads_windows_in_place),
         ENG_TEST(test_engine_kernels_short_windows_read_in_place),
         ENG_TEST(test_engine_kernels_fanned_out_gradient_is_laid_out_once),
+        ENG_TEST(test_engine_kernels_cheap_product_gradient_is_inlined),
     };
     return ENG_RUN_BOTH(tests);
 }
