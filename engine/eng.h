@@ -344,8 +344,9 @@ typedef struct eng_program {
     uint32_t block_m, block_n;
     uint32_t share_lanes; /* a team kernel (ir.h): loads shared in subgroups of this many */
     bool row_loop;        /* row mode: the tiles of a row run in a loop of one invocation */
-    /* Windows read in place in tiles of whole rows (lower.c eng_kernel_tile): the taps of a
-     * kernel row per step of the loop, loads shared between them (0: not such a kernel). */
+    /* Windows read in place in tiles of whole rows (lower.c eng_kernel_tile): the elements
+     * per step of the loop, loads shared between them: the taps of a kernel row (a forward, an
+     * input gradient) or the pixels of an image row (a weight gradient); 0: not such a kernel. */
     uint32_t window_taps;
     uint64_t per_item; /* outputs per invocation (tile_m * tile_n, or a row's width) */
     /* The dispatch interface (from the IR, or from the disk cache when there is no IR). */

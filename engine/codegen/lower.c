@@ -39,8 +39,9 @@
 #include <string.h>
 
 enum { MAX_TILE = ENG_MAX_TILE, WINDOW_TILE = ENG_MAX_WINDOW_TILE };
-/* A window tile's step: a kernel row of taps (3, 5) or an image row of pixels (14: a weight
- * gradient's reduction over the windows, eng_kernel_tile) */
+/* A window tile's step, at most: a kernel row of taps (3, 5) or an image row of pixels (a
+ * weight gradient's reduction over the windows: 14 for conv2 of the training example, 28 for
+ * conv1; eng_kernel_tile) */
 enum { WINDOW_UNROLL = 32 };
 
 typedef struct lowering {

@@ -266,14 +266,14 @@ static kiln_tensor *conv_input_tap(kiln_tensor *value, kiln_tensor *recorded, ki
 
 /* The per-image products of windows permuted to (N, C, KH, KW, OH, OW) by w: (O, C KH KW) @
  * (C KH KW, OH OW) for each image, (N, O, OH OW), the windows laid out where w needs a
- * gradient on a GPU (window_matrix). Where they are read in
- * place, the weights are laid out transposed, (C KH KW, O) (a copy of a few thousand floats): at
- * each tap the product's tile reads its column of output channels as vectors (lower.c column_run),
- * where rows of (O, C KH KW) gave one load per channel (a kernel row's taps per step, or nine taps,
- * too few for a step of eight). conv1 of the training example on lavapipe: forward 3.08
- * -> 2.18, 3.16 -> 2.06, 1.84 -> 1.44 ms (alternating runs), the inference forward alike, for a
- * 0.08 ms copy; conv2's input gradient in tiles of whole rows 6.2 -> 5.3 ms. Weights stored that
- * way already are read as they are. */
+ * gradient on a GPU (window_matrix). Where they are read in place, the weights are laid out
+ * transposed, (C KH KW, O) (a copy of a few thousand floats): at each tap the product's tile
+ * reads its column of output channels as vectors (lower.c column_run), where rows of
+ * (O, C KH KW) gave one load per channel (a kernel row's taps per step, or nine taps, too few
+ * for a step of eight). conv1 of the training example on lavapipe: forward 3.08 -> 2.18, 3.16
+ * -> 2.06, 1.84 -> 1.44 ms (alternating runs), the inference forward alike, for a 0.08 ms copy;
+ * conv2's input gradient in tiles of whole rows 6.2 -> 5.3 ms. Weights stored that way already
+ * are read as they are. */
 static kiln_tensor *image_products(kiln_tensor *permuted, kiln_tensor *w) {
     kiln_tensor *cols = window_matrix(permuted, w);
     kiln_tensor *wm =
@@ -319,9 +319,9 @@ static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *
     /* Per image: a symbolic batch; on a CPU a constant one of stride 1 too (its windows read
      * in place in tiles of whole rows, lower.c: bench_ops' conv2d forward 1.67 -> 0.82 of its
      * GLSL reference's time, the input gradient as a convolution 2.20 -> 0.97, the weight
-     * gradient 1.88 -> 1.70, and with its windows read in place too 1.05, where the merged rows'
-     * im2col products were faster before). Other
-     * strides keep the merged rows: their input gradient is a fold either way. */
+     * gradient 1.88 -> 1.70, then 0.83-0.87 with its windows read in place too and pairs,
+     * where the merged rows' im2col products were faster before). Other strides keep the
+     * merged rows: their input gradient is a fold either way. */
     bool per_image = p.groups == 1 && (!const_size(x, 0, &batch) ||
                                        (ctx->window_rows && p.stride[0] == 1 && p.stride[1] == 1));
     /* conv_input_tap where it applies and something needs a gradient: x's gradient from it (the
