@@ -58,7 +58,7 @@ typedef struct eng_storage {
     uint64_t bound;
     ir_type type;
     vkd_buffer *buffer; /* on a device */
-    void *host;         /* with the interpreter (eng_host_elements of them) */
+    void *host;         /* with the interpreter (two elements at least: runtime.c) */
     /* The application's buffer (kiln_tensor_from_vulkan_buffer), of exactly its size: every
      * other storage holds at least two elements, so that a masked pair (lower.c) may read
      * elements 0 and 1 where it is invalid. */

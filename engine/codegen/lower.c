@@ -1286,12 +1286,14 @@ static void window_periods(sym_ctx *sc, const eng_kernel *k, const kast *a, int6
 }
 
 /* The columns of a window tile whose output index has the given period along its rows of
- * width: the period, or where that is a kernel row of taps (below a SIMD row of 8), its
- * smallest multiple that divides the width and is at least 16 or the width (the taps of one or
- * two channels: in a weight gradient each element of the output's gradient then feeds that
- * many taps; 8 x 9 tiles of conv2's took 13.5-14 ms on lavapipe, 8 x 18 9.2, before pairs). */
-static int64_t window_columns(int64_t width, int64_t period) {
-    if (period < 2 || period >= 8)
+ * width and whose loop steps by `step` elements: the period, or where that is a kernel row of
+ * taps (below a SIMD row of 8, shorter than the step: a weight gradient's, whose step is an
+ * image row), its smallest multiple that divides the width and is at least 16 or the width
+ * (the taps of one or two channels: each element of the output's gradient then feeds that many
+ * taps; 8 x 9 tiles of conv2's took 13.5-14 ms on lavapipe, 8 x 18 9.2, before pairs). A
+ * forward's period is an image row, its step a kernel row: a 7 x 7 image keeps rows of 7. */
+static int64_t window_columns(int64_t width, int64_t period, int64_t step) {
+    if (period < 2 || period >= 8 || period >= step)
         return period;
     for (int64_t n = 2 * period; n <= width; n += period) {
         if (width % n == 0 && (n >= 16 || n == width))
@@ -1593,7 +1595,7 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
         ctx->window_rows && tm > 1 && k->reduce_count && sym_is_const(k->reduce_count, &count);
     for (uint32_t i = 0; windows && i < k->reduction_count; i++)
         window_periods(ctx->sym, k, k->reductions[i].value, width, count, wp);
-    int64_t wn = window_columns(width, wp[0]);
+    int64_t wn = window_columns(width, wp[0], wp[1]);
     if (wn > 1 && wp[1] > 1 && wp[1] <= WINDOW_UNROLL && 2 * wn <= WINDOW_TILE) {
         int64_t wm = 2;
         while (wm * 2 * wn <= WINDOW_TILE)

@@ -364,7 +364,7 @@ static kiln_status check_element(machine *m, uint32_t at, uint32_t buffer, int64
                           (unsigned long long)m->buffers[buffer].count);
 }
 
-/* width (4 or 8) elements from index: in the buffer, and aligned as the device's vector
+/* width (2, 4 or 8) elements from index: in the buffer, and aligned as the device's vector
  * access needs. */
 static kiln_status check_vector(machine *m, uint32_t at, uint32_t buffer, int64_t index,
                                 uint32_t width) {

@@ -500,6 +500,55 @@ static void test_tiles_windows_in_whole_rows(void **state) {
     free(want);
 }
 
+/* The forward over 7 x 7 images (a row shorter than a SIMD row of 8, longer than the kernel
+ * row of taps each step takes) keeps tiles of one image row on a CPU, 16 channels x 7 pixels,
+ * where a weight gradient's period of taps widens to channels' worth (lower.c window_columns:
+ * its step is an image row; 4 x 49 tiles here before that rule). A symbolic batch (2 of at
+ * most 64), 16 channels, 32 filters; against the host. */
+static void test_tiles_windows_in_rows_of_seven(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device); /* its own "images" Variable */
+    assert_non_null(ctx);
+    enum { N = 2, C = 16, S = 7, O = 32 };
+    float *xs = values(N * C * S * S, 18), *ws = values(O * C * 9, 19);
+    float *want = malloc(sizeof(float) * N * O * S * S);
+    assert_non_null(want);
+    kiln_tensor *x =
+        fx_images(fx_f32(ctx, 1, (const int64_t[]){N * C * S * S}, xs), N, 64, C, S, S);
+    kiln_tensor *w = fx_f32(ctx, 4, (const int64_t[]){O, C, 3, 3}, ws);
+    assert_int_equal(kiln_realize(w), KILN_OK);
+    assert_int_equal(kiln_realize(x), KILN_OK);
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < O; o++)
+            for (int y = 0; y < S; y++)
+                for (int z = 0; z < S; z++) {
+                    float acc = 0;
+                    for (int c = 0; c < C; c++)
+                        for (int t = 0; t < 9; t++) {
+                            int yy = y + t / 3 - 1, zz = z + t % 3 - 1;
+                            if (yy >= 0 && yy < S && zz >= 0 && zz < S)
+                                acc +=
+                                    xs[((n * C + c) * S + yy) * S + zz] * ws[(o * C + c) * 9 + t];
+                        }
+                    want[((n * O + o) * S + y) * S + z] = acc;
+                }
+    kiln_tensor *y = kiln_conv2d_ex(x, w, NULL, &(kiln_conv2d_options){.padding = {1, 1}});
+    assert_int_equal(kiln_realize(y), KILN_OK);
+    if (cpu_tiles(f) && !fx_gpu_tuned(ctx)) {
+        const eng_program *rows = NULL;
+        for (const eng_program *p = ctx->program_list; p; p = p->next)
+            rows = p->window_taps ? p : rows;
+        assert_non_null(rows);
+        assert_int_equal(rows->tile_m, 16);
+        assert_int_equal(rows->tile_n, S);
+    }
+    fx_check_f32(y, want, (size_t)N * O * S * S, 1e-3, 1e-5);
+    free(xs);
+    free(ws);
+    free(want);
+    eng_fixture_context_destroy(ctx);
+}
+
 /* A product over a symbolic row count with no rows to share (batch, 10) @ (10, 96) (a linear
  * layer's input gradient: the left operand is one row, its right operand read along the output
  * columns): tiles of consecutive columns reading the right operand as vectors, whole tiles in
@@ -1062,6 +1111,7 @@ int main(void) {
         ENG_TEST(test_tiles_narrow_rows_take_taller_tiles),
         ENG_TEST(test_tiles_masked_long_loops_take_taller_tiles),
         ENG_TEST(test_tiles_windows_in_whole_rows),
+        ENG_TEST(test_tiles_windows_in_rows_of_seven),
         ENG_TEST(test_tiles_symbolic_rows_tile_columns),
         ENG_TEST(test_tiles_symbolic_elementwise),
         ENG_TEST(test_tiles_matmul_blocks),
