@@ -292,6 +292,46 @@ void fx_expect_error(kiln_context *ctx, kiln_status status) {
     assert_int_equal(kiln_context_status(ctx), KILN_OK);
 }
 
+void fx_conv2d_host(const float *x, const float *w, const int64_t wstride[4], int n, int c, int s,
+                    int o, int k, int pad, float *out) {
+    int os = s + 2 * pad - k + 1;
+    for (int b = 0; b < n; b++)
+        for (int f = 0; f < o; f++)
+            for (int i = 0; i < os; i++)
+                for (int j = 0; j < os; j++) {
+                    double acc = 0;
+                    for (int ch = 0; ch < c; ch++)
+                        for (int kh = 0; kh < k; kh++)
+                            for (int kw = 0; kw < k; kw++) {
+                                int y = i + kh - pad, z = j + kw - pad;
+                                if (y >= 0 && y < s && z >= 0 && z < s)
+                                    acc += (double)x[((b * c + ch) * s + y) * s + z] *
+                                           w[f * wstride[0] + ch * wstride[1] + kh * wstride[2] +
+                                             kw * wstride[3]];
+                            }
+                    out[((b * o + f) * os + i) * os + j] = (float)acc;
+                }
+}
+
+void fx_conv2d_weight_grad_host(const float *x, const float *g, int n, int c, int s, int o, int k,
+                                int pad, float *dw) {
+    int os = s + 2 * pad - k + 1;
+    for (int f = 0; f < o; f++)
+        for (int ch = 0; ch < c; ch++)
+            for (int t = 0; t < k * k; t++) {
+                double acc = 0;
+                for (int b = 0; b < n; b++)
+                    for (int i = 0; i < os; i++)
+                        for (int j = 0; j < os; j++) {
+                            int y = i + t / k - pad, z = j + t % k - pad;
+                            if (y >= 0 && y < s && z >= 0 && z < s)
+                                acc += (double)x[((b * c + ch) * s + y) * s + z] *
+                                       (g ? g[((b * o + f) * os + i) * os + j] : 1.0f);
+                        }
+                dw[(f * c + ch) * k * k + t] = (float)acc;
+            }
+}
+
 kiln_tensor *fx_images(kiln_tensor *flat, int64_t n, int64_t max, int64_t c, int64_t h, int64_t w) {
     kiln_context *ctx = kiln_tensor_context(flat);
     const kiln_expr *batch = kiln_bind(ctx, kiln_variable(ctx, "images", 1, max), n);

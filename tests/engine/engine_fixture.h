@@ -79,6 +79,17 @@ kiln_context *fx_ctx(void **state);
 kiln_tensor *fx_f32(kiln_context *ctx, uint32_t ndim, const int64_t *shape, const float *data);
 /* flat as images (images, c, h, w), its batch the Variable "images" in [1, max] bound to n. */
 kiln_tensor *fx_images(kiln_tensor *flat, int64_t n, int64_t max, int64_t c, int64_t h, int64_t w);
+/* The host's convolution (stride 1, sums in double) of n images of c channels, s x s, by o
+ * filters of k x k taps, padded by pad: out (n, o, s + 2 pad - k + 1, same), NCHW. Weight
+ * (o, c, kh, kw) is w[o wstride[0] + c wstride[1] + kh wstride[2] + kw wstride[3]] (any
+ * layout: (O, C, KH, KW) is {C K K, K K, K, 1}). */
+void fx_conv2d_host(const float *x, const float *w, const int64_t wstride[4], int n, int c, int s,
+                    int o, int k, int pad, float *out);
+/* The host's weight gradient of that convolution for the output's gradient g (n, o, s + 2 pad
+ * - k + 1, same; NULL: all ones, the gradient of the output's sum): dw (o, c, k, k), sums in
+ * double. */
+void fx_conv2d_weight_grad_host(const float *x, const float *g, int n, int c, int s, int o, int k,
+                                int pad, float *dw);
 kiln_tensor *fx_i32(kiln_context *ctx, uint32_t ndim, const int64_t *shape, const int32_t *data);
 
 /* Asserts t's shape. */

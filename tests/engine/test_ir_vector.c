@@ -266,64 +266,55 @@ static void test_ir_vector_interpreter_checks(void **state) {
     }
 }
 
+/* A kernel of one buffer of type t; returns the constant index 0. */
+static ir_value one_buffer(ir_kernel *k, ir_type t) {
+    ir_kernel_init(k, alloc(), IR_I32);
+    ir_buffer_add(k, t);
+    return ir_const_i(k, IR_I32, 0);
+}
+
+/* Verifies k, expecting status want (and, where says is not NULL, a message holding it), then
+ * finishes it. */
+static void verified(ir_kernel *k, kiln_status want, const char *says) {
+    base_error err = {0};
+    assert_int_equal(ir_verify(k, &err), want);
+    if (says)
+        assert_non_null(strstr(base_error_message(&err), says));
+    ir_kernel_finish(k);
+}
+
 static void test_ir_vector_verifier_rules(void **state) {
     (void)state;
-    base_error err = {0};
     ir_kernel k;
     /* an instruction between a LOAD4 and its EXTRACT */
-    ir_kernel_init(&k, alloc(), IR_I32);
-    ir_buffer_add(&k, IR_F32);
-    ir_value vec = ir_load_vector(&k, 0, ir_const_i(&k, IR_I32, 0), 4);
+    ir_value vec = ir_load_vector(&k, 0, one_buffer(&k, IR_F32), 4);
     ir_value c = ir_const_f(&k, IR_F32, 2.0);
     ir_value e = ir_extract(&k, vec, 1);
     (void)ir_alu(&k, IR_ADD, IR_F32, e, c, IR_NONE);
-    assert_int_equal(ir_verify(&k, &err), KILN_ERROR_INTERNAL);
-    assert_non_null(strstr(base_error_message(&err), "right after its vector load"));
-    ir_kernel_finish(&k);
+    verified(&k, KILN_ERROR_INTERNAL, "right after its vector load");
     /* the vector itself as an ALU operand */
-    err = (base_error){0};
-    ir_kernel_init(&k, alloc(), IR_I32);
-    ir_buffer_add(&k, IR_F32);
-    vec = ir_load_vector(&k, 0, ir_const_i(&k, IR_I32, 0), 4);
+    vec = ir_load_vector(&k, 0, one_buffer(&k, IR_F32), 4);
     (void)ir_alu(&k, IR_NEG, IR_F32, vec, IR_NONE, IR_NONE);
-    assert_int_equal(ir_verify(&k, &err), KILN_ERROR_INTERNAL);
-    assert_non_null(strstr(base_error_message(&err), "other than by EXTRACT"));
-    ir_kernel_finish(&k);
+    verified(&k, KILN_ERROR_INTERNAL, "other than by EXTRACT");
     /* an element past 3 of a LOAD4, past 7 of a LOAD8; 7 of a LOAD8 is fine */
     for (uint32_t w = 4; w <= 12; w += 4) {
-        err = (base_error){0};
-        ir_kernel_init(&k, alloc(), IR_I32);
-        ir_buffer_add(&k, IR_F32);
-        ir_value index = ir_const_i(&k, IR_I32, 0);
+        ir_value index = one_buffer(&k, IR_F32);
         (void)ir_extract(&k, ir_load_vector(&k, 0, index, w == 4 ? 4 : 8), w == 12 ? 7 : w);
-        assert_int_equal(ir_verify(&k, &err), w == 12 ? KILN_OK : KILN_ERROR_INTERNAL);
-        ir_kernel_finish(&k);
+        verified(&k, w == 12 ? KILN_OK : KILN_ERROR_INTERNAL, NULL);
     }
     /* element 2 of a LOAD2 */
-    err = (base_error){0};
-    ir_kernel_init(&k, alloc(), IR_I32);
-    ir_buffer_add(&k, IR_F32);
-    (void)ir_extract(&k, ir_load_vector(&k, 0, ir_const_i(&k, IR_I32, 0), 2), 2);
-    assert_int_equal(ir_verify(&k, &err), KILN_ERROR_INTERNAL);
-    ir_kernel_finish(&k);
+    (void)ir_extract(&k, ir_load_vector(&k, 0, one_buffer(&k, IR_F32), 2), 2);
+    verified(&k, KILN_ERROR_INTERNAL, "EXTRACT needs");
     /* a vector width other than 2, 4 and 8 (a load), 4 and 8 (a store): refused when built */
-    ir_kernel_init(&k, alloc(), IR_I32);
-    ir_buffer_add(&k, IR_F32);
-    assert_int_equal(ir_load_vector(&k, 0, ir_const_i(&k, IR_I32, 0), 3), IR_NONE);
-    assert_int_equal(ir_verify(&k, &err), KILN_ERROR_INTERNAL);
-    ir_kernel_finish(&k);
-    ir_kernel_init(&k, alloc(), IR_I32);
-    ir_buffer_add(&k, IR_F32);
+    assert_int_equal(ir_load_vector(&k, 0, one_buffer(&k, IR_F32), 3), IR_NONE);
+    verified(&k, KILN_ERROR_INTERNAL, NULL);
+    ir_value at = one_buffer(&k, IR_F32);
     ir_value two[2] = {ir_const_f(&k, IR_F32, 1.0), ir_const_f(&k, IR_F32, 2.0)};
-    ir_store_vector(&k, 0, ir_const_i(&k, IR_I32, 0), two, 2);
-    assert_int_equal(ir_verify(&k, &err), KILN_ERROR_INTERNAL);
-    ir_kernel_finish(&k);
+    ir_store_vector(&k, 0, at, two, 2);
+    verified(&k, KILN_ERROR_INTERNAL, NULL);
     /* vectors of a type without vector access (u8): refused when built */
-    ir_kernel_init(&k, alloc(), IR_I32);
-    ir_buffer_add(&k, IR_U8);
-    assert_int_equal(ir_load_vector(&k, 0, ir_const_i(&k, IR_I32, 0), 4), IR_NONE);
-    assert_int_equal(ir_verify(&k, &err), KILN_ERROR_INTERNAL);
-    ir_kernel_finish(&k);
+    assert_int_equal(ir_load_vector(&k, 0, one_buffer(&k, IR_U8), 4), IR_NONE);
+    verified(&k, KILN_ERROR_INTERNAL, NULL);
 }
 
 int main(void) {

@@ -796,22 +796,6 @@ static void test_engine_kernels_short_rows_narrow_to_a_divisor(void **state) {
     eng_fixture_context_destroy(ctx);
 }
 
-/* conv2d (3 x 3, padding 1) of size x size images of ch channels: the host value of output
- * (n, o, i, j). */
-static float conv_host(const float *xs, const float *ws, int ch, int size, int n, int o, int i,
-                       int j) {
-    double s = 0;
-    for (int c = 0; c < ch; c++)
-        for (int kh = 0; kh < 3; kh++)
-            for (int kw = 0; kw < 3; kw++) {
-                int y = i + kh - 1, x = j + kw - 1;
-                if (y >= 0 && y < size && x >= 0 && x < size)
-                    s += (double)xs[((n * ch + c) * size + y) * size + x] *
-                         ws[((o * ch + c) * 3 + kh) * 3 + kw];
-            }
-    return (float)s;
-}
-
 /* The per-image window matrices of a symbolic batch (nn.c window_matrix): an inference
  * forward reads them in place (the product, the padding folded into its loads, after the
  * weights' transposed copy, which its tile reads as vectors); where the weights need a
@@ -840,12 +824,10 @@ static void test_engine_kernels_inference_conv_reads_windows_in_place(void **sta
         kiln_stats after = kiln_context_stats(ctx);
         assert_int_equal(delta(&before, &after).dispatches, 2);
         assert_int_equal(kiln_read(y, got, sizeof got), KILN_OK);
-        for (int n = 0; n < 2; n++)
-            for (int o = 0; o < 4; o++)
-                for (int i = 0; i < 6; i++)
-                    for (int j = 0; j < 6; j++)
-                        assert_float_equal(got[((n * 4 + o) * 6 + i) * 6 + j],
-                                           conv_host(xs, ws, 3, 6, n, o, i, j), 1e-5);
+        float want[2 * 4 * 6 * 6];
+        fx_conv2d_host(xs, ws, (const int64_t[]){27, 9, 3, 1}, 2, 3, 6, 4, 3, 1, want);
+        for (int e = 0; e < 2 * 4 * 6 * 6; e++)
+            assert_float_equal(got[e], want[e], 1e-5);
     }
     eng_fixture_context_destroy(ctx);
 }
@@ -870,32 +852,21 @@ static void check_conv_and_weight_gradient(kiln_tensor *y, kiln_tensor *w, const
     kiln_tensor *gw = NULL;
     assert_int_equal(kiln_grad(kiln_sum(y, 0, NULL, false), 1, &w, &gw), KILN_OK);
     float *got = malloc(sizeof(float) * 2 * 4 * size * size),
-          *dw = malloc(sizeof(float) * 4 * ch * 9);
-    assert_true(got && dw);
+          *want = malloc(sizeof(float) * 2 * 4 * size * size),
+          *dw = malloc(sizeof(float) * 4 * ch * 9), *want_dw = malloc(sizeof(float) * 4 * ch * 9);
+    assert_true(got && want && dw && want_dw);
     assert_int_equal(kiln_read(y, got, sizeof(float) * 2 * 4 * size * size), KILN_OK);
     assert_int_equal(kiln_read(gw, dw, sizeof(float) * 4 * ch * 9), KILN_OK);
-    for (int n = 0; n < 2; n++)
-        for (int o = 0; o < 4; o++)
-            for (int i = 0; i < size; i++)
-                for (int j = 0; j < size; j++)
-                    assert_float_equal(got[((n * 4 + o) * size + i) * size + j],
-                                       conv_host(xs, ws, ch, size, n, o, i, j), 1e-5);
-    for (int o = 0; o < 4; o++)
-        for (int c = 0; c < ch; c++)
-            for (int kh = 0; kh < 3; kh++)
-                for (int kw = 0; kw < 3; kw++) {
-                    double want = 0;
-                    for (int n = 0; n < 2; n++)
-                        for (int i = 0; i < size; i++)
-                            for (int j = 0; j < size; j++) {
-                                int yy = i + kh - 1, xx = j + kw - 1;
-                                if (yy >= 0 && yy < size && xx >= 0 && xx < size)
-                                    want += xs[((n * ch + c) * size + yy) * size + xx];
-                            }
-                    assert_float_equal(dw[((o * ch + c) * 3 + kh) * 3 + kw], want, tol);
-                }
+    fx_conv2d_host(xs, ws, (const int64_t[]){ch * 9, 9, 3, 1}, 2, ch, size, 4, 3, 1, want);
+    for (int e = 0; e < 2 * 4 * size * size; e++)
+        assert_float_equal(got[e], want[e], 1e-5);
+    fx_conv2d_weight_grad_host(xs, NULL, 2, ch, size, 4, 3, 1, want_dw); /* of sum(y) */
+    for (int e = 0; e < 4 * ch * 9; e++)
+        assert_float_equal(dw[e], want_dw[e], tol);
     free(got);
+    free(want);
     free(dw);
+    free(want_dw);
 }
 
 /* A convolution of one channel (nine taps, nn.c SHORT_WINDOW) over a symbolic batch reads its
@@ -953,33 +924,21 @@ static void test_engine_kernels_weight_gradient_reads_windows_in_place(void **st
     kiln_context *ctx = eng_context_new(f->device);
     assert_non_null(ctx);
     enum { N = 2, C = 4, S = 10, O = 8 };
-    static float xs[N * C * S * S], ws[O * C * 9], dys[N * O * S * S], dw[O * C * 9];
+    static float xs[N * C * S * S], dys[N * O * S * S], dw[O * C * 9], want[O * C * 9];
     kiln_tensor *flat = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){N * C * S * S}, 21);
     kiln_tensor *w = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){O, C, 3, 3}, 22);
     kiln_tensor *dflat = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){N * O * S * S}, 23);
     assert_int_equal(kiln_requires_grad_(w, true), KILN_OK);
     assert_int_equal(kiln_read(flat, xs, sizeof xs), KILN_OK);
-    assert_int_equal(kiln_read(w, ws, sizeof ws), KILN_OK);
     assert_int_equal(kiln_read(dflat, dys, sizeof dys), KILN_OK);
     kiln_tensor *y = kiln_conv2d_ex(fx_images(flat, N, 64, C, S, S), w, NULL,
                                     &(kiln_conv2d_options){.padding = {1, 1}});
     kiln_tensor *dy = fx_images(dflat, N, 64, O, S, S), *gw = NULL;
     assert_int_equal(kiln_grad(kiln_sum(kiln_mul(y, dy), 0, NULL, false), 1, &w, &gw), KILN_OK);
     assert_int_equal(kiln_read(gw, dw, sizeof dw), KILN_OK);
-    for (int o = 0; o < O; o++)
-        for (int c = 0; c < C; c++)
-            for (int t = 0; t < 9; t++) {
-                double want = 0;
-                for (int n = 0; n < N; n++)
-                    for (int i = 0; i < S; i++)
-                        for (int j = 0; j < S; j++) {
-                            int yy = i + t / 3 - 1, xx = j + t % 3 - 1;
-                            if (yy >= 0 && yy < S && xx >= 0 && xx < S)
-                                want += (double)xs[((n * C + c) * S + yy) * S + xx] *
-                                        dys[((n * O + o) * S + i) * S + j];
-                        }
-                assert_float_equal(dw[(o * C + c) * 9 + t], want, 1e-4);
-            }
+    fx_conv2d_weight_grad_host(xs, dys, N, C, S, O, 3, 1, want);
+    for (int e = 0; e < O * C * 9; e++)
+        assert_float_equal(dw[e], want[e], 1e-4);
     char names[2048];
     program_names(ctx, names, sizeof names);
     if ((strstr(names, "_4x3x3x10x10") != NULL) != !ctx->window_rows)

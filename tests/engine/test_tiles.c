@@ -471,21 +471,7 @@ static void test_tiles_windows_in_whole_rows(void **state) {
         kiln_tensor *laid = fx_f32(ctx, 4, (const int64_t[]){C, k, k, O}, ws);
         kiln_tensor *w = kiln_permute(laid, (const int32_t[]){3, 0, 1, 2});
         assert_int_equal(kiln_realize(laid), KILN_OK);
-        for (int n = 0; n < N; n++)
-            for (int o = 0; o < O; o++)
-                for (int y = 0; y < S; y++)
-                    for (int z = 0; z < S; z++) {
-                        float acc = 0;
-                        for (int c = 0; c < C; c++)
-                            for (int i = 0; i < k; i++)
-                                for (int j = 0; j < k; j++) {
-                                    int yy = y + i - pad, zz = z + j - pad;
-                                    if (yy >= 0 && yy < S && zz >= 0 && zz < S)
-                                        acc += xs[((n * C + c) * S + yy) * S + zz] *
-                                               ws[((c * k + i) * k + j) * O + o];
-                                }
-                        want[((n * O + o) * S + y) * S + z] = acc;
-                    }
+        fx_conv2d_host(xs, ws, (const int64_t[]){1, k * k * O, k * O, O}, N, C, S, O, k, pad, want);
         kiln_stats before = kiln_context_stats(ctx);
         kiln_tensor *y = kiln_conv2d_ex(x, w, NULL, &(kiln_conv2d_options){.padding = {pad, pad}});
         assert_int_equal(kiln_realize(y), KILN_OK);
@@ -518,20 +504,7 @@ static void test_tiles_windows_in_rows_of_seven(void **state) {
     kiln_tensor *w = fx_f32(ctx, 4, (const int64_t[]){O, C, 3, 3}, ws);
     assert_int_equal(kiln_realize(w), KILN_OK);
     assert_int_equal(kiln_realize(x), KILN_OK);
-    for (int n = 0; n < N; n++)
-        for (int o = 0; o < O; o++)
-            for (int y = 0; y < S; y++)
-                for (int z = 0; z < S; z++) {
-                    float acc = 0;
-                    for (int c = 0; c < C; c++)
-                        for (int t = 0; t < 9; t++) {
-                            int yy = y + t / 3 - 1, zz = z + t % 3 - 1;
-                            if (yy >= 0 && yy < S && zz >= 0 && zz < S)
-                                acc +=
-                                    xs[((n * C + c) * S + yy) * S + zz] * ws[(o * C + c) * 9 + t];
-                        }
-                    want[((n * O + o) * S + y) * S + z] = acc;
-                }
+    fx_conv2d_host(xs, ws, (const int64_t[]){C * 9, 9, 3, 1}, N, C, S, O, 3, 1, want);
     kiln_tensor *y = kiln_conv2d_ex(x, w, NULL, &(kiln_conv2d_options){.padding = {1, 1}});
     assert_int_equal(kiln_realize(y), KILN_OK);
     if (cpu_tiles(f) && !fx_gpu_tuned(ctx)) {
