@@ -656,24 +656,20 @@ static ir_value lower_load(lowering *l, const kast *a) {
         step = widest_run(l, a->index, at, &w, column_run);
     if (step != 0)
         return lower_load_vector(l, &l->memo, a, at, valid, step, w);
-    if (l->step_var && l->window_taps) {
-        /* windows in whole rows (eng_kernel_tile): the element at this step (its mask folds
-         * where the step fixes the tap or pixel), kept for the steps after this one, which
-         * read it for other outputs of the tile */
-        const sym_node *at_u = at_step(l, index, l->step_u), *ok_u = at_step(l, valid, l->step_u);
-        if (!at_u || (valid && !ok_u))
-            return IR_NONE;
-        if ((v = lower_step_pair(l, a, at_u, ok_u, index, valid)) == IR_NONE) {
+    const sym_node *at_u = l->step_var ? at_step(l, index, l->step_u) : NULL;
+    const sym_node *ok_u = l->step_var ? at_step(l, valid, l->step_u) : NULL;
+    if (at_u && (!valid || ok_u)) {
+        /* elements u and u + 1 of a step as one pair where they line up */
+        if ((v = lower_step_pair(l, a, at_u, ok_u, index, valid)) != IR_NONE)
+            return memo_put(l, key, v);
+        if (l->window_taps) {
+            /* windows in whole rows (eng_kernel_tile): the element at this step (its mask
+             * folds where the step fixes the tap or pixel), kept for the steps after this one,
+             * which read it for other outputs of the tile */
             v = lower_load_uncached(l, a, at_u, ok_u);
             memo_put_in(l, &l->step_memo, (memo_key){at_u, ok_u, LOAD_SLOT + a->buffer}, v);
-        }
-        return memo_put(l, key, v);
-    }
-    if (l->step_var) { /* elements u and u + 1 of a step as one pair where they line up */
-        const sym_node *at_u = at_step(l, index, l->step_u), *ok_u = at_step(l, valid, l->step_u);
-        if (at_u && (!valid || ok_u) &&
-            (v = lower_step_pair(l, a, at_u, ok_u, index, valid)) != IR_NONE)
             return memo_put(l, key, v);
+        }
     }
     if ((v = lower_row_pair(l, a, index, valid)) != IR_NONE)
         return memo_put(l, key, v);

@@ -423,13 +423,8 @@ static kiln_tensor *saved(grad_run *g, const eng_saved *s, const char *what) {
     return eng_cell_handle(g->ctx, s->cell, s->st);
 }
 
-/* Whether both of f's operands take a gradient (need: by record order). */
-static bool fans_out(const eng_fn *f, const uint8_t *need) {
-    return f->nin == 2 && f->in_fn[0] && f->in_fn[1] && need[f->in_fn[0]->order] &&
-           need[f->in_fn[1]->order];
-}
-
-/* How many of f's inputs need a gradient. */
+/* How many of f's inputs need a gradient (need: by record order); two or more: its gradient
+ * fans out. */
 static uint32_t needed_inputs(const eng_fn *f, const uint8_t *need) {
     uint32_t n = 0;
     for (uint32_t j = 0; j < f->nin; j++)
@@ -1240,13 +1235,13 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
         if (!g || !need.data[k] || f->op == ENG_AG_LEAF)
             continue;
         run.fn = f;
+        bool costly = eng_node_inlined_ops(ENG_BASE(g), RECOMPUTE_MIN_OPS) >= RECOMPUTE_MIN_OPS;
+        uint32_t readers = needed_inputs(f, need.data);
         /* A costly gradient that a sum or difference passes to both its operands (a layer's
          * output and its bias) is read by two kernels at least: materialised here once, where
          * the scheduler would realize it and a product's rule then copy it again (conv1's
          * relu and pool backward in the training example: a 3.2 MB copy, 0.7 ms on lavapipe). */
-        if ((f->op == ENG_AG_ADD || f->op == ENG_AG_SUB) && fans_out(f, need.data) &&
-            eng_node_inlined_ops(ENG_BASE(g), RECOMPUTE_MIN_OPS) >= RECOMPUTE_MIN_OPS &&
-            !laid_out(g)) {
+        if ((f->op == ENG_AG_ADD || f->op == ENG_AG_SUB) && readers > 1 && costly && !laid_out(g)) {
             g = kiln_contiguous(g);
             run.failed = !g;
         }
@@ -1257,9 +1252,8 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
          * one (an output's gradient times a broadcast scalar) is inlined into that product's
          * loads (bench_ops' conv2d weight gradient: its 0.45 ms copy of the output's gradient
          * gone). */
-        if ((f->op == ENG_AG_MATMUL || f->op == ENG_AG_CONV_INPUT) && !laid_out(g) &&
-            (needed_inputs(f, need.data) > 1 ||
-             eng_node_inlined_ops(ENG_BASE(g), RECOMPUTE_MIN_OPS) >= RECOMPUTE_MIN_OPS)) {
+        if ((f->op == ENG_AG_MATMUL || f->op == ENG_AG_CONV_INPUT) && (readers > 1 || costly) &&
+            !laid_out(g)) {
             g = kiln_contiguous(g);
             run.failed = !g;
         }
