@@ -326,6 +326,10 @@ typedef struct eng_program {
      * the whole buffer). Part of the variant: other sizes compile again. */
     uint32_t windows[ENG_MAX_BUFFERS];
     uint32_t window_log2;
+    /* Bit i: buffer i's storage can be read as texels (runtime.c texel_storages; part of the
+     * variant: a storage without texels compiles again), and of those the buffers the code
+     * reads as texels (read only, 32-bit: the pipeline's texel bindings). */
+    uint32_t texel_storages, texel_bindings;
     struct eng_program *same; /* non-NULL: this variant's code is same's (an alias) */
     /* The expressions its kernel was built from (runtime.c keep_expressions). */
     const sym_node **exprs;
@@ -440,6 +444,9 @@ struct kiln_context {
     uint32_t share_lanes;       /* subgroup width where team kernels share loads (0: none) */
     bool test_unshared_loads;   /* eng_testing.unshared_loads */
     bool test_unpaired_vectors; /* eng_testing.unpaired_vectors */
+    bool test_storage_reads;    /* eng_testing.storage_reads */
+    bool texel_reads; /* emit_options.texel_buffers for read-only operands: CPU devices with
+                         caps.texel_fetch, unless eng_testing.storage_reads */
     vkd_instance *inst;
     vkd_device *dev;
     vkd_batch *batch; /* the command buffer every realize records into (reset each time) */

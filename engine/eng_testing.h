@@ -51,6 +51,9 @@ typedef struct eng_testing {
     /* Vector accesses as vectors of four elements only (on a CPU device with 64-bit integers
      * they move as 64-bit integers, eight at a time where they line up: engine/codegen/emit.c). */
     bool unpaired_vectors;
+    /* Every buffer read as a storage buffer (on a CPU device whose driver reads uniform texel
+     * buffers, read-only 32-bit operands are texel buffers: engine/codegen/emit.c). */
+    bool storage_reads;
     /* Report the progress of a realize's compiles after every kernel compiled ("compiling
      * kernels: i of n"), not only once compiling has taken a second (realize.c). */
     bool progress_always;

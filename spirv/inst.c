@@ -816,6 +816,35 @@ void spv_store(spv_builder *b, spv_id pointer, spv_id value) {
     spv_plain(b, SpvOpStore, ops, 2, "OpStore");
 }
 
+spv_id spv_texel_fetch(spv_builder *b, spv_id buffer, spv_id index) {
+    const spv_info *p = spv_pointer(b, buffer, "a texel buffer");
+    if (!p)
+        return 0;
+    const spv_info *s = &b->ids.data[p->type];
+    if (s->cls != SPV_T_IMAGE) {
+        spv_fail(b, KILN_ERROR_INVALID_ARGUMENT, "spirv: id %u is not a texel buffer",
+                 spv_raw(buffer));
+        return 0;
+    }
+    spv_id vec = spv_type_vector(b, spv_full(b, s->type), 4);
+    uint32_t image = spv_raw(spv_load(b, buffer));
+    uint32_t ops[2] = {image, spv_raw(index)};
+    return image && vec ? spv_result(b, SpvOpImageFetch, spv_raw(vec), ops, 2, "OpImageFetch") : 0;
+}
+
+spv_id spv_vector_extract_dynamic(spv_builder *b, spv_id vector, spv_id index) {
+    const spv_info *v = spv_value(b, vector, "a vector");
+    if (!v)
+        return 0;
+    const spv_info *t = &b->ids.data[v->type];
+    if (t->cls != SPV_T_VECTOR) {
+        spv_fail(b, KILN_ERROR_INVALID_ARGUMENT, "spirv: OpVectorExtractDynamic of a non-vector");
+        return 0;
+    }
+    uint32_t ops[2] = {spv_raw(vector), spv_raw(index)};
+    return spv_result(b, SpvOpVectorExtractDynamic, t->type, ops, 2, "OpVectorExtractDynamic");
+}
+
 /* ---- barriers and atomics ---------------------------------------------------------------- */
 
 static uint32_t spv_u32(spv_builder *b, uint32_t value) {

@@ -164,6 +164,14 @@ spv_id spv_storage_buffer(spv_builder *b, spv_id element, uint32_t set, uint32_t
  * declares StorageBufferArrayDynamicIndexing). */
 spv_id spv_storage_buffer_array(spv_builder *b, spv_id element, uint32_t set, uint32_t binding,
                                 spv_access access, uint32_t count);
+/* A uniform texel buffer `set, binding` of 32-bit unsigned texels (GLSL's usamplerBuffer; the
+ * module declares SampledBuffer). Returns the variable; read it with spv_texel_fetch. */
+spv_id spv_texel_buffer(spv_builder *b, uint32_t set, uint32_t binding);
+/* Texel `index` (a 32-bit integer value) of texel buffer variable buffer: a 4-vector of u32
+ * (the components the view's format does not have read as the format defines). */
+spv_id spv_texel_fetch(spv_builder *b, spv_id buffer, spv_id index);
+/* Component index (an integer value) of vector: OpVectorExtractDynamic. */
+spv_id spv_vector_extract_dynamic(spv_builder *b, spv_id vector, spv_id index);
 /* A pointer to element index (an integer value) of a storage buffer made above. */
 spv_id spv_buffer_element(spv_builder *b, spv_id buffer, spv_id index);
 /* A pointer to element index of buffer `which` (an integer value) of an array made above. */

@@ -43,6 +43,7 @@ typedef enum spv_tcls {
     SPV_T_STRUCT,
     SPV_T_POINTER,
     SPV_T_FUNCTION,
+    SPV_T_IMAGE, /* a texel buffer's image: type = its sampled type */
 } spv_tcls;
 
 /* What the builder knows of one id. */

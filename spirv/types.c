@@ -558,6 +558,23 @@ spv_id spv_storage_buffer_array(spv_builder *b, spv_id element, uint32_t set, ui
     return array ? spv_buffer_variable(b, array, set, binding) : 0;
 }
 
+spv_id spv_texel_buffer(spv_builder *b, uint32_t set, uint32_t binding) {
+    spv_id u32 = spv_type_int(b, 32, false);
+    if (!u32)
+        return 0;
+    /* OpTypeImage u32 Buffer, depth 0, arrayed 0, MS 0, sampled 1, format Unknown */
+    uint32_t ops[7] = {spv_raw(u32), SpvDimBuffer, 0, 0, 0, 1, SpvImageFormatUnknown};
+    spv_info info = {.kind = SPV_K_TYPE, .cls = SPV_T_IMAGE, .type = spv_raw(u32)};
+    /* The variable is the image itself (no sampled image: SPIR-V 1.6 forbids one of a buffer),
+     * read by OpImageFetch, which needs no sampler. */
+    spv_id image = spv_full(b, spv_intern(b, SpvOpTypeImage, 0, ops, 7, 0, info));
+    spv_capability(b, SpvCapabilitySampledBuffer);
+    spv_id var = image ? spv_global_variable(b, SpvStorageClassUniformConstant, image) : 0;
+    spv_decorate(b, var, SpvDecorationDescriptorSet, 1, set, 0);
+    spv_decorate(b, var, SpvDecorationBinding, 1, binding, 0);
+    return spv_ok(b) ? var : 0;
+}
+
 spv_id spv_buffer_element(spv_builder *b, spv_id buffer, spv_id index) {
     spv_id idx[2] = {spv_const_u32(b, 0), index};
     return spv_access_chain(b, buffer, 2, idx);

@@ -119,15 +119,17 @@ static kiln_status allocate_set(vkd_batch *b, const vkd_pipeline *pipe, VkDescri
     uint32_t need = pipe->descriptor_count;
     if (b->pools.len == 0 || b->sets_in_last_pool == SETS_PER_POOL || b->descriptors_left < need) {
         uint32_t sets = need > VKD_MAX_BINDINGS ? 1 : SETS_PER_POOL;
-        VkDescriptorPoolSize size = {
-            .type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-            .descriptorCount = need > VKD_MAX_BINDINGS ? need : SETS_PER_POOL * VKD_MAX_BINDINGS,
+        uint32_t count = need > VKD_MAX_BINDINGS ? need : SETS_PER_POOL * VKD_MAX_BINDINGS;
+        /* as many texel buffers as storage buffers: a set may hold either kind */
+        VkDescriptorPoolSize sizes[2] = {
+            {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = count},
+            {.type = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, .descriptorCount = count},
         };
         VkDescriptorPoolCreateInfo info = {
             .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
             .maxSets = sets,
-            .poolSizeCount = 1,
-            .pPoolSizes = &size,
+            .poolSizeCount = dev->caps.texel_fetch ? 2u : 1u,
+            .pPoolSizes = sizes,
         };
         VkDescriptorPool pool;
         kiln_status st = vkd_check(dev->vk.vkCreateDescriptorPool(dev->handle, &info, NULL, &pool),
@@ -139,10 +141,10 @@ static kiln_status allocate_set(vkd_batch *b, const vkd_pipeline *pipe, VkDescri
             return base_error_set(err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory for pools");
         }
         b->sets_in_last_pool = SETS_PER_POOL - sets;
-        b->descriptors_left = size.descriptorCount;
+        b->descriptors_left = count;
         if (b->pools.len == 1) {
             b->first_pool_sets = sets;
-            b->first_pool_descriptors = size.descriptorCount;
+            b->first_pool_descriptors = count;
         }
     }
     VkDescriptorSetAllocateInfo info = {
@@ -192,15 +194,28 @@ static kiln_status write_set(vkd_batch *b, const vkd_pipeline *pipe, VkDescripto
         infos[i] = (VkDescriptorBufferInfo){
             .buffer = bd->buffer->handle, .offset = bd->offset, .range = range};
     }
+    VkBufferView views[VKD_MAX_BINDINGS];
     for (uint32_t i = 0, first = 0; st == KILN_OK && i < pipe->binding_count; i++) {
+        bool texel = pipe->texel_bindings >> i & 1;
         writes[i] = (VkWriteDescriptorSet){
             .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
             .dstSet = set,
             .dstBinding = i,
             .descriptorCount = pipe->descriptor_counts[i],
-            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-            .pBufferInfo = &infos[first],
+            .descriptorType =
+                texel ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .pBufferInfo = texel ? NULL : &infos[first],
         };
+        if (texel) { /* the whole buffer as texels (a texel binding has one descriptor) */
+            const vkd_buffer *buf = bindings[first].buffer;
+            if (!buf->texel_view || bindings[first].offset || bindings[first].range)
+                st = base_error_set(err, KILN_ERROR_INVALID_ARGUMENT,
+                                    "descriptor %u: a texel binding takes a whole buffer made "
+                                    "with texels (vkd_buffer_texels)",
+                                    first);
+            views[i] = buf->texel_view;
+            writes[i].pTexelBufferView = &views[i];
+        }
         first += pipe->descriptor_counts[i];
     }
     if (st == KILN_OK)

@@ -63,13 +63,16 @@ kiln_status vkd_buffer_create(vkd_device *dev, uint64_t size, vkd_buffer **out, 
     buf->dev = dev;
     buf->size = size;
     buf->owned = true;
-    /* Vulkan forbids empty buffers, and fills work in whole words: round up. */
-    buf->alloc_size = size < 4 ? 4 : (size + 3) & ~(uint64_t)3;
+    /* Vulkan forbids empty buffers, fills work in whole words, and a texel view reads whole
+     * 16-byte texels: round up to 16 bytes. */
+    buf->alloc_size = size < 16 ? 16 : (size + 15) & ~(uint64_t)15;
+    bool texels = caps->texel_fetch && buf->alloc_size / 16 <= caps->max_texel_buffer_elements;
     VkBufferCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
         .size = buf->alloc_size,
         .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                 VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                 VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+                 (texels ? VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT : 0),
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
     };
     kiln_status st = vkd_check(dev->vk.vkCreateBuffer(dev->handle, &info, NULL, &buf->handle),
@@ -80,6 +83,16 @@ kiln_status vkd_buffer_create(vkd_device *dev, uint64_t size, vkd_buffer **out, 
         buf->memory_size = req.size;
         st = vkd_memory_bind(dev, buf->handle, &buf->block, &buf->block_offset, &buf->memory,
                              &buf->mapped, err);
+    }
+    if (st == KILN_OK && texels) {
+        VkBufferViewCreateInfo view = {
+            .sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+            .buffer = buf->handle,
+            .format = VK_FORMAT_R32G32B32A32_UINT,
+            .range = buf->alloc_size,
+        };
+        st = vkd_check(dev->vk.vkCreateBufferView(dev->handle, &view, NULL, &buf->texel_view),
+                       "vkCreateBufferView", err);
     }
     if (st != KILN_OK) {
         vkd_buffer_destroy(buf);
@@ -115,6 +128,8 @@ void vkd_buffer_destroy(vkd_buffer *buf) {
     if (!buf)
         return;
     vkd_device *dev = buf->dev;
+    if (buf->texel_view)
+        dev->vk.vkDestroyBufferView(dev->handle, buf->texel_view, NULL);
     if (buf->owned) {
         if (buf->handle)
             dev->vk.vkDestroyBuffer(dev->handle, buf->handle, NULL);
@@ -126,6 +141,10 @@ void vkd_buffer_destroy(vkd_buffer *buf) {
 
 uint64_t vkd_buffer_size(const vkd_buffer *buf) {
     return buf->size;
+}
+
+bool vkd_buffer_texels(const vkd_buffer *buf) {
+    return buf->texel_view != VK_NULL_HANDLE;
 }
 
 VkBuffer vkd_buffer_handle(const vkd_buffer *buf) {

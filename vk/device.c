@@ -314,6 +314,8 @@ static void fill_caps(const vkd_device_info *d, const vkd_device_options *opt, v
     caps->max_shared_memory_size = l->maxComputeSharedMemorySize;
     caps->max_storage_buffers_per_stage = l->maxPerStageDescriptorStorageBuffers;
     caps->min_storage_buffer_offset_alignment = l->minStorageBufferOffsetAlignment;
+    caps->texel_fetch = d->texel_uint4 && l->maxTexelBufferElements > 0;
+    caps->max_texel_buffer_elements = l->maxTexelBufferElements;
     if (opt->profile)
         profile_limits(opt->profile, caps);
 }

@@ -118,6 +118,7 @@ static kiln_status load_instance_fns(vkd_instance *inst, base_error *err) {
     LOAD(DestroyInstance);
     LOAD(EnumeratePhysicalDevices);
     LOAD(GetPhysicalDeviceProperties);
+    LOAD(GetPhysicalDeviceFormatProperties);
     LOAD(GetPhysicalDeviceProperties2);
     LOAD(GetPhysicalDeviceFeatures2);
     LOAD(GetPhysicalDeviceMemoryProperties);
@@ -273,6 +274,9 @@ static kiln_status query_device(vkd_instance *inst, VkPhysicalDevice pd, uint32_
     d->physical = pd;
     d->index = index;
     inst->fn.GetPhysicalDeviceProperties(pd, &d->props);
+    VkFormatProperties texel;
+    inst->fn.GetPhysicalDeviceFormatProperties(pd, VK_FORMAT_R32G32B32A32_UINT, &texel);
+    d->texel_uint4 = texel.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT;
     uint32_t api =
         d->props.apiVersion < inst->api_version ? d->props.apiVersion : inst->api_version;
     d->api_version = api;

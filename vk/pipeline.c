@@ -21,6 +21,11 @@ static kiln_status check_desc(const vkd_device *dev, const vkd_pipeline_desc *d,
         if (c == 0)
             return base_error_set(err, KILN_ERROR_INVALID_ARGUMENT,
                                   "%s: binding %u has no descriptor", name, i);
+        if ((d->texel_bindings >> i & 1) && (c != 1 || !caps->texel_fetch))
+            return base_error_set(err, KILN_ERROR_INVALID_ARGUMENT,
+                                  "%s: binding %u cannot be a texel buffer (%s)", name, i,
+                                  c != 1 ? "an array of descriptors"
+                                         : "the device reads no R32G32B32A32_UINT texel buffers");
         descriptors += c;
     }
     if (descriptors > caps->max_storage_buffers_per_stage)
@@ -56,7 +61,8 @@ static kiln_status create_layouts(vkd_pipeline *p, const vkd_pipeline_desc *d, b
     for (uint32_t i = 0; i < d->binding_count; i++) {
         bindings[i] = (VkDescriptorSetLayoutBinding){
             .binding = i,
-            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .descriptorType = (d->texel_bindings >> i & 1) ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
+                                                           : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
             .descriptorCount = d->descriptor_counts ? d->descriptor_counts[i] : 1,
             .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
         };
@@ -152,6 +158,7 @@ kiln_status vkd_pipeline_create(vkd_device *dev, const vkd_pipeline_desc *desc, 
         p->descriptor_count += p->descriptor_counts[i];
     }
     p->push_constant_size = desc->push_constant_size;
+    p->texel_bindings = desc->texel_bindings & ((1u << desc->binding_count) - 1u);
     if ((st = create_layouts(p, desc, err)) != KILN_OK ||
         (st = create_pipeline(p, desc, err)) != KILN_OK) {
         vkd_pipeline_destroy(p);

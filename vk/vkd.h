@@ -77,6 +77,8 @@ typedef struct vkd_device_info {
     VkPhysicalDeviceSubgroupSizeControlProperties subgroup_size_control;
     VkPhysicalDeviceFloatControlsProperties float_controls;
     bool has_driver, has_subgroup_size_control, has_float_controls;
+    /* VK_FORMAT_R32G32B32A32_UINT can be a uniform texel buffer's format (vkd_caps.texel_fetch) */
+    bool texel_uint4;
 
     VkPhysicalDeviceFeatures features;
     VkPhysicalDevice16BitStorageFeatures storage16;
@@ -192,6 +194,10 @@ typedef struct vkd_caps {
     uint32_t max_storage_buffers_per_stage;
     uint64_t min_storage_buffer_offset_alignment;
     bool host_visible_device_memory; /* buffers are mapped directly (UMA) */
+    /* Buffers may be read as uniform texel buffers of 16-byte texels (R32G32B32A32_UINT, up to
+     * max_texel_buffer_elements of them): vkd_pipeline_desc.texel_bindings. */
+    bool texel_fetch;
+    uint32_t max_texel_buffer_elements;
 } vkd_caps;
 
 /* ---- device profiles (profiles.c) -------------------------------------------------------- */
@@ -316,6 +322,9 @@ void vkd_buffer_destroy(vkd_buffer *buf); /* NULL is a no-op */
 kiln_status vkd_buffer_wrap(vkd_device *dev, VkBuffer handle, uint64_t size, vkd_buffer **out,
                             base_error *err);
 uint64_t vkd_buffer_size(const vkd_buffer *buf);
+/* Whether buf may be bound to a texel binding (vkd_pipeline_desc.texel_bindings): a buffer
+ * vkd_buffer_create made on a device with caps.texel_fetch, within its texel limit. */
+bool vkd_buffer_texels(const vkd_buffer *buf);
 VkBuffer vkd_buffer_handle(const vkd_buffer *buf);
 bool vkd_buffer_is_mapped(const vkd_buffer *buf); /* false: transfers go through staging */
 bool vkd_buffer_is_owned(const vkd_buffer *buf);  /* made by vkd_buffer_create (not wrapped) */
@@ -347,6 +356,10 @@ typedef struct vkd_pipeline_desc {
      * run-time value needs caps.storage_buffer_array_dynamic_indexing. */
     const uint32_t *descriptor_counts;
     uint32_t push_constant_size; /* bytes, a multiple of 4, within the device's limit */
+    /* Bit i: binding i is one uniform texel buffer (the whole buffer as R32G32B32A32_UINT
+     * texels, caps.texel_fetch; its vkd_binding's buffer must have vkd_buffer_texels), not a
+     * storage buffer. */
+    uint32_t texel_bindings;
     const VkSpecializationMapEntry *spec_entries;
     uint32_t spec_entry_count;
     const void *spec_data;

@@ -11,6 +11,7 @@ typedef struct vkd_instance_fns {
     PFN_vkDestroyInstance DestroyInstance;
     PFN_vkEnumeratePhysicalDevices EnumeratePhysicalDevices;
     PFN_vkGetPhysicalDeviceProperties GetPhysicalDeviceProperties;
+    PFN_vkGetPhysicalDeviceFormatProperties GetPhysicalDeviceFormatProperties;
     PFN_vkGetPhysicalDeviceProperties2 GetPhysicalDeviceProperties2;
     PFN_vkGetPhysicalDeviceFeatures2 GetPhysicalDeviceFeatures2;
     PFN_vkGetPhysicalDeviceMemoryProperties GetPhysicalDeviceMemoryProperties;
@@ -107,6 +108,10 @@ struct vkd_buffer {
     vkd_block *block;      /* the block it lies in (vk/memory.c), or NULL */
     uint64_t block_offset, memory_size;
     unsigned char *mapped; /* NULL: not host-visible (staging) */
+    /* Its bytes as 16-byte texels (R32G32B32A32_UINT, the whole buffer), where the device
+     * reads uniform texel buffers and the buffer holds at most maxTexelBufferElements texels;
+     * VK_NULL_HANDLE otherwise (and for the application's buffers). */
+    VkBufferView texel_view;
 };
 
 struct vkd_pipeline {
@@ -118,6 +123,7 @@ struct vkd_pipeline {
     uint32_t descriptor_counts[VKD_MAX_BINDINGS]; /* per binding (arrays above 1) */
     uint32_t descriptor_count;                    /* their sum: what a dispatch binds */
     uint32_t push_constant_size;
+    uint32_t texel_bindings; /* vkd_pipeline_desc.texel_bindings */
 };
 
 /* Creates dev->pipeline_cache from dev->options.pipeline_cache_data (pipeline_cache.c). */

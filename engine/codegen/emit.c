@@ -20,6 +20,7 @@ typedef struct emitter {
                                        or of pairs of 64-bit integers (paired_vectors) */
     spv_id octets[IR_MAX_BUFFERS];  /* paired_vectors: of four 64-bit integers (LOAD8/STORE8) */
     spv_id pairs[IR_MAX_BUFFERS];   /* of 2-vectors (LOAD2), or of 64-bit integers (paired) */
+    spv_id texels[IR_MAX_BUFFERS];  /* emit_options.texel_buffers: the texel buffer (else 0) */
     bool paired;                    /* emit_options.paired_vectors */
     const uint32_t *windows;        /* emit_options.windows: 0, a plain binding */
     uint32_t window_log2;           /* emit_options.window_log2 */
@@ -706,8 +707,53 @@ static void store_packed(emitter *e, const ir_inst *i) {
                spv_binop(b, SpvOpShiftLeftLogical, v, shift));
 }
 
+/* ---- texel buffers (emit_options.texel_buffers) --------------------------------------------- */
+
+/* The 32-bit texel index of element index >> shift (an index-type value). */
+static spv_id texel_index(emitter *e, spv_id index, uint32_t shift) {
+    spv_builder *b = e->b;
+    spv_id t = compute_type(b, e->k->index_type), i32 = spv_type_int(b, 32, true);
+    if (shift)
+        index = spv_binop(b, SpvOpShiftRightLogical, index, spv_const_int(b, t, shift));
+    return e->k->index_type == IR_I64 ? spv_convert(b, SpvOpSConvert, i32, index) : index;
+}
+
+/* Texel `texel` (32-bit) of buffer buf as a 4-vector of t's storage type. */
+static spv_id fetch(emitter *e, uint32_t buf, ir_type t, spv_id texel) {
+    spv_builder *b = e->b;
+    spv_id v = spv_texel_fetch(b, e->texels[buf], texel);
+    spv_id elem = storage_type(b, t);
+    return t == IR_U32 ? v : spv_convert(b, SpvOpBitcast, spv_type_vector(b, elem, 4), v);
+}
+
+/* LOAD of a texel buffer: component index % 4 of texel index / 4. */
+static spv_id load_texel(emitter *e, const ir_inst *i) {
+    spv_builder *b = e->b;
+    spv_id index = e->ids[i->src[0]], t = compute_type(b, e->k->index_type);
+    spv_id v = fetch(e, i->arg, i->type, texel_index(e, index, 2));
+    return spv_vector_extract_dynamic(b, v,
+                                      spv_binop(b, SpvOpBitwiseAnd, index, spv_const_int(b, t, 3)));
+}
+
+/* LOAD2 of a texel buffer: components 0, 1 or 2, 3 of texel index / 4 (index is even). */
+static spv_id load_texel_pair(emitter *e, const ir_inst *i) {
+    spv_builder *b = e->b;
+    spv_id index = e->ids[i->src[0]], t = compute_type(b, e->k->index_type);
+    spv_id v = fetch(e, i->arg, i->type, texel_index(e, index, 2));
+    spv_id high =
+        spv_binop(b, SpvOpINotEqual, spv_binop(b, SpvOpBitwiseAnd, index, spv_const_int(b, t, 2)),
+                  spv_const_int(b, t, 0));
+    spv_id parts[2];
+    for (uint32_t c = 0; c < 2; c++)
+        parts[c] =
+            spv_select(b, high, spv_composite_extract(b, v, c + 2), spv_composite_extract(b, v, c));
+    return spv_composite_construct(b, spv_type_vector(b, storage_type(b, i->type), 2), 2, parts);
+}
+
 static spv_id load(emitter *e, const ir_inst *i) {
     spv_builder *b = e->b;
+    if (e->texels[i->arg])
+        return load_texel(e, i);
     if (e->packed[i->arg])
         return load_packed(e, i);
     spv_id p =
@@ -868,6 +914,18 @@ static spv_id vector_pointer(emitter *e, const ir_inst *i, spv_id index, uint32_
 /* LOAD2, LOAD4: the vector in ids; LOAD8: elements 0..3 in ids, 4..7 in high. */
 static void load_vector(emitter *e, uint32_t at, const ir_inst *i) {
     spv_builder *b = e->b;
+    if (e->texels[i->arg] && i->op == IR_LOAD2) {
+        e->ids[at] = load_texel_pair(e, i);
+        return;
+    }
+    if (e->texels[i->arg]) { /* one texel, or two for an octet */
+        spv_id texel = texel_index(e, vector_index(e, i, 4), 0);
+        e->ids[at] = fetch(e, i->arg, i->type, texel);
+        if (i->op == IR_LOAD8)
+            e->high[at] =
+                fetch(e, i->arg, i->type, spv_binop(b, SpvOpIAdd, texel, spv_const_i32(b, 1)));
+        return;
+    }
     uint32_t n = vector_accesses(e, i), width = ir_vector_width(i->op);
     spv_id index = vector_index(e, i, n == 1 ? width : 4), v[2];
     if (width == 2) { /* paired: one 64-bit integer, the two elements' bits */
@@ -965,6 +1023,10 @@ static void declare_interface(emitter *e) {
                             : buf->written            ? SPV_ACCESS_WRITE
                                                       : SPV_ACCESS_READ;
         uint32_t windows = e->windows ? e->windows[i] : 0;
+        if (e->texels[i]) {
+            e->texels[i] = spv_texel_buffer(b, 0, i);
+            continue;
+        }
         if (e->packed[i]) { /* words only; its stores' atomics read them too */
             spv_id u32 = spv_type_int(b, 32, false);
             access = buf->written ? SPV_ACCESS_READ_WRITE : access;
@@ -1232,6 +1294,18 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
      * type with the Float16 capability, and the stores' OpFConvert needs the type. */
     for (uint32_t i = 0; i < k->buffer_count && i < IR_MAX_BUFFERS; i++) {
         ir_type t = k->buffers[i].type;
+        /* marked (1) here, the variable made by declare_interface */
+        e.texels[i] = (opt->texel_buffers >> i & 1) && ir_type_bits(t) == 32 &&
+                      !k->buffers[i].written && !opt->windows[i];
+        if ((opt->texel_buffers >> i & 1) && !e.texels[i]) {
+            spv_builder_destroy(e.b);
+            base_free(&k->alloc, arrays, 7 * n * sizeof *arrays);
+            base_free(&k->alloc, div, 3 * n * sizeof *div);
+            return base_error_set(err, KILN_ERROR_INTERNAL,
+                                  "buffer %u cannot be a texel buffer (written, windowed, or "
+                                  "not of a 32-bit type)",
+                                  i);
+        }
         e.packed[i] = ((t == IR_U8 || t == IR_I8 || t == IR_BOOL) && !opt->storage_8bit) ||
                       (t == IR_F16 && !(opt->storage_16bit && opt->float16));
     }
@@ -1291,6 +1365,7 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
             for (uint32_t i = 0; i < out->binding_count; i++)
                 out->descriptor_counts[i] =
                     i < k->buffer_count && opt->windows[i] ? opt->windows[i] : 1;
+            out->texel_bindings = opt->texel_buffers & ((1u << k->buffer_count) - 1u);
         }
     }
     base_free(&k->alloc, arrays, 7 * n * sizeof *arrays);

@@ -42,6 +42,12 @@ typedef struct emit_options {
      * two windows. The array needs caps.storage_buffer_array_dynamic_indexing. */
     uint32_t windows[IR_MAX_BUFFERS];
     uint32_t window_log2;
+    /* Bit i: buffer i, read and never written by the kernel, of a 32-bit type and bound whole
+     * (no windows), is a uniform texel buffer of 16-byte texels (R32G32B32A32_UINT) instead of
+     * a storage buffer: element e is component e % 4 of texel e / 4. llvmpipe gathers a texel
+     * fetch for all lanes at once, where it moves a storage-buffer load one lane at a time
+     * (docs/lavapipe.md). */
+    uint32_t texel_buffers;
 } emit_options;
 
 /* The module's interface: buffer i is set 0 binding i; push constants are the kernel's
@@ -55,6 +61,7 @@ typedef struct emit_result {
     uint32_t binding_count; /* the kernel's buffers, plus the parameter buffer if any */
     /* descriptors per binding: windows[i] (or 1) for buffer i, 1 for the parameter buffer */
     uint32_t descriptor_counts[IR_MAX_BUFFERS + 1];
+    uint32_t texel_bindings; /* emit_options.texel_buffers: those bindings are texel buffers */
 } emit_result;
 
 kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result *out,

@@ -13,9 +13,11 @@
  * parameters, their alignment in the key and the payload, redirects; 13: explicit
  * float-to-integer casts, pow's special values, tanh near 0, loops within lavapipe's 65535
  * passes; 15: the kernel's name; 16: pairs (LOAD2) and window tiles stepping by image rows;
- * the number lives in cache_version.h): another value makes every entry a miss.
+ * 17: read-only operands as texel buffers, their bindings in the flags; the number lives in
+ * cache_version.h): another value makes every entry a miss.
  *
- * Payload: magic, version, flags (1: parameters in a buffer, 2: a redirect), index type,
+ * Payload: magic, version, flags (1: parameters in a buffer, 2: a redirect; bits 16-31: the
+ * texel bindings, eng_program.texel_bindings), index type,
  * parameter count, binding count, push-constant size, workgroup size, word count, the
  * alignment the code relies on (ALIGN_WORDS words, a byte per parameter: 0, 2, 4 or 8), the
  * kernel's name (NAME_WORDS words, NUL-padded: kilninfo --cache lists it), then the SPIR-V
@@ -97,10 +99,12 @@ static size_t cache_key(const kiln_context *ctx, const eng_kernel *k, const eng_
         uint32_t m = i < k->param_count && align[i] > 1 ? align[i] : 0;
         key[40 + i] = (unsigned char)(m ? m << 4 | p->residue[i] % m : 0);
     }
-    /* Windows of large storages (powers of two: their log2 + 1; 0: none) and their size. */
+    /* Windows of large storages (powers of two: their log2 + 1; 0: none) and their size; bit
+     * 7: the storage may be read as texels (eng_program.texel_storages). */
     for (uint32_t i = 0; i < ENG_MAX_BUFFERS; i++)
         key[40 + ENG_MAX_PARAMS + i] =
-            (unsigned char)(p->windows[i] ? 1 + __builtin_ctz(p->windows[i]) : 0);
+            (unsigned char)((p->windows[i] ? 1 + __builtin_ctz(p->windows[i]) : 0) |
+                            (p->texel_storages >> i & 1) << 7);
     key[40 + ENG_MAX_PARAMS + ENG_MAX_BUFFERS] = (unsigned char)p->window_log2;
     /* The features the code may use (a device profile turns some off). */
     put_u32(key + 41 + ENG_MAX_PARAMS + ENG_MAX_BUFFERS,
@@ -166,6 +170,7 @@ kiln_status eng_cache_load(kiln_context *ctx, const eng_kernel *k, eng_program *
         return st;
     size_t count = get_u32(b + 32);
     p->params_in_buffer = get_u32(b + 8) & FLAG_PARAMS_IN_BUFFER;
+    p->texel_bindings = get_u32(b + 8) >> 16 & p->texel_storages;
     p->index_type = (ir_type)get_u32(b + 12);
     p->param_count = get_u32(b + 16);
     p->binding_count = get_u32(b + 20);
@@ -191,8 +196,8 @@ static void entry_put(kiln_context *ctx, const eng_kernel *k, const eng_program 
         return; /* the kernel still runs; only the disk copy is lost */
     put_u32(b, payload_magic);
     put_u32(b + 4, CACHE_PAYLOAD_VERSION);
-    put_u32(b + 8,
-            (p->params_in_buffer ? FLAG_PARAMS_IN_BUFFER : 0u) | (words ? 0u : FLAG_REDIRECT));
+    put_u32(b + 8, (p->params_in_buffer ? FLAG_PARAMS_IN_BUFFER : 0u) |
+                       (words ? 0u : FLAG_REDIRECT) | p->texel_bindings << 16);
     put_u32(b + 12, p->index_type);
     put_u32(b + 16, p->param_count);
     put_u32(b + 20, p->binding_count);

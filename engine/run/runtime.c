@@ -72,6 +72,8 @@ void eng_runtime_tune(kiln_context *ctx) {
     ctx->paired_vectors = !gpu && !ctx->interpreter && !ctx->test_unpaired_vectors &&
                           vkd_device_caps(ctx->dev)->int64;
     ctx->octets = !gpu && !ctx->test_unpaired_vectors && (ctx->paired_vectors || ctx->interpreter);
+    ctx->texel_reads = !gpu && !ctx->interpreter && !ctx->test_storage_reads &&
+                       vkd_device_caps(ctx->dev)->texel_fetch;
     if (gpu || ctx->test_unshared_loads)
         ctx->share_lanes = 0;
     if (gpu) {
@@ -132,6 +134,7 @@ kiln_status eng_runtime_init(kiln_context *ctx, const kiln_context_options *opt)
     ctx->test_tile[4] = testing->tile_block_rows;
     ctx->test_unshared_loads = testing->unshared_loads;
     ctx->test_unpaired_vectors = testing->unpaired_vectors;
+    ctx->test_storage_reads = testing->storage_reads;
     if (wants_interpreter(device)) {
         ctx->interpreter = true;
         snprintf(ctx->device_name, sizeof ctx->device_name, "interpreter");
@@ -447,6 +450,7 @@ static kiln_status pipeline_from_words(kiln_context *ctx, eng_program *p, const 
         .binding_count = p->binding_count,
         .descriptor_counts = counts,
         .push_constant_size = p->push_constant_size,
+        .texel_bindings = p->texel_bindings,
         .spec_entries = entries,
         .spec_entry_count = 3,
         .spec_data = wg,
@@ -489,6 +493,11 @@ static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_p
                        .storage_16bit = caps->storage_buffer_16bit,
                        .float16 = caps->float16,
                        .window_log2 = p->window_log2};
+    for (uint32_t i = 0; i < p->ir.buffer_count; i++) {
+        const ir_buffer *b = &p->ir.buffers[i];
+        if ((p->texel_storages >> i & 1) && b->read && !b->written && ir_type_bits(b->type) == 32)
+            eo.texel_buffers |= 1u << i;
+    }
     memcpy(eo.windows, p->windows, sizeof eo.windows);
     emit_result r;
     base_error err = {0};
@@ -518,6 +527,8 @@ static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_p
     }
     p->binding_count = r.binding_count;
     p->push_constant_size = r.push_constant_size;
+    p->texel_bindings = r.texel_bindings;
+    ctx->stats.kernels_texel += r.texel_bindings != 0;
     eng_cache_store(ctx, k, p, asked, r.words, r.word_count);
     st = pipeline_from_words(ctx, p, r.words, r.word_count);
     emit_result_free(&p->ir.alloc, &r);
@@ -732,7 +743,8 @@ static int64_t alignment(const eng_program *p, uint32_t i) {
  * same alignment of each offset, the same bounds-check variant. */
 static bool same_code(const eng_program *a, const eng_program *b, uint32_t params) {
     if (a->unchecked != b->unchecked || a->has_guard != b->has_guard ||
-        a->window_log2 != b->window_log2 || memcmp(a->windows, b->windows, sizeof a->windows))
+        a->window_log2 != b->window_log2 || a->texel_storages != b->texel_storages ||
+        memcmp(a->windows, b->windows, sizeof a->windows))
         return false;
     if (a->has_guard && (a->guard.kind != b->guard.kind || a->guard.expr != b->guard.expr ||
                          a->guard.a != b->guard.a || a->guard.b != b->guard.b))
@@ -763,11 +775,24 @@ static void pushed_values(const eng_program *p, const eng_kernel *k, int64_t *va
     }
 }
 
+/* The buffers of k whose storages may be read as texels (eng_program.texel_storages): bound
+ * whole, and made with a texel view (not an application's buffer, within the texel limit). */
+static uint32_t texel_storages(const kiln_context *ctx, const eng_kernel *k,
+                               const uint32_t windows[ENG_MAX_BUFFERS]) {
+    uint32_t mask = 0;
+    for (uint32_t i = 0; ctx->texel_reads && i < k->buffer_count; i++) {
+        if (!windows[i] && k->buffers[i]->buffer && vkd_buffer_texels(k->buffers[i]->buffer))
+            mask |= 1u << i;
+    }
+    return mask;
+}
+
 /* A compiled variant of k's hash whose guard holds for k's values, that was asked for by
  * their residues and binds k's storages in the same windows, or NULL. An alias answers with
  * the variant whose code it shares. */
 static eng_program *find_variant(kiln_context *ctx, const eng_kernel *k,
                                  const uint32_t windows[ENG_MAX_BUFFERS]) {
+    uint32_t texels = texel_storages(ctx, k, windows);
     eng_program *p = base_map_find(&ctx->programs, k->hash, &k->hash, program_eq, NULL);
     sym_assignment a = params_of(k);
     uint8_t want[ENG_MAX_PARAMS];
@@ -778,7 +803,7 @@ static eng_program *find_variant(kiln_context *ctx, const eng_kernel *k,
             ctx->stats.guard_failures++;
             continue;
         }
-        if (memcmp(p->residue, want, k->param_count) == 0 &&
+        if (memcmp(p->residue, want, k->param_count) == 0 && p->texel_storages == texels &&
             memcmp(p->windows, windows, ENG_MAX_BUFFERS * sizeof *windows) == 0)
             return p->same ? p->same : p;
     }
@@ -1026,6 +1051,7 @@ kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program 
     p->workgroup_size = workgroup_size(ctx);
     memcpy(p->windows, windows, sizeof p->windows);
     p->window_log2 = log2;
+    p->texel_storages = texel_storages(ctx, k, windows);
     wanted_residues(ctx, k, p->residue);
     kiln_status st = compile_variant(ctx, k, p);
     eng_program *head = base_map_find(&ctx->programs, k->hash, &k->hash, program_eq, NULL);

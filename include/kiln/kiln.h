@@ -218,6 +218,8 @@ typedef struct kiln_stats {
     uint64_t live_storage_bytes;
     uint64_t pool_bytes;
     uint64_t live_expressions;
+    uint64_t kernels_texel; /* of the kernels generated: operands read as texel buffers (CPU
+                               devices; docs/lavapipe.md) */
 } kiln_stats;
 kiln_stats kiln_context_stats(const kiln_context *ctx);
 

@@ -117,6 +117,71 @@ static void test_ir_vector_pairs(void **state) {
     }
 }
 
+/* out[g] = in[g] * 2 as an integer kernel of type t (scalar loads). */
+static void double_kernel(ir_kernel *k, ir_type t, ir_type index) {
+    ir_kernel_init(k, alloc(), index);
+    ir_buffer_add(k, t);
+    ir_buffer_add(k, t);
+    ir_value g = ir_global_id(k);
+    ir_value v = ir_load(k, 1, g);
+    ir_store(k, 0, g, ir_alu(k, IR_ADD, t, v, v, IR_NONE));
+}
+
+/* emit_options.texel_buffers: the read-only buffer is a uniform texel buffer (the module
+ * declares SampledBuffer, no sampled image: SPIR-V 1.6 forbids one of a buffer), each scalar
+ * load, pair, quad one OpImageFetch and an octet two; the
+ * written buffer cannot be one (a code-generation bug, named). Validated by SPIRV-Tools for
+ * SPIR-V 1.3 (Vulkan 1.1) and 1.6 (Vulkan 1.3), with 32- and 64-bit indices. */
+static void test_ir_vector_texel_buffers(void **state) {
+    (void)state;
+    enum { OP_CAPABILITY = 17, OP_TYPE_SAMPLED_IMAGE = 27, OP_IMAGE_FETCH = 95 };
+    enum { CAP_SAMPLED_BUFFER = 46 };
+    for (int form = 0; form < 6; form++) {
+        ir_kernel k;
+        int fetches = 1;
+        if (form == 0)
+            double_kernel(&k, IR_F32, IR_I32);
+        else if (form == 1)
+            double_kernel(&k, IR_I32, IR_I64);
+        else if (form == 2)
+            swap_pairs_kernel(&k, 0);
+        else
+            reverse_kernel(&k, 0, form == 3 ? 4 : 8), fetches = form == 3 ? 1 : 2;
+        if (form == 5) /* the written buffer marked: refused */
+            fetches = -1;
+        base_error err = {0};
+        assert_int_equal(ir_verify(&k, &err), KILN_OK);
+        for (int v = 0; v < 2; v++) {
+            emit_options opt = {.spirv_version = v ? 0x10600 : 0x10300,
+                                .paired_vectors = true,
+                                .texel_buffers = fetches < 0 ? 1u : 2u};
+            emit_result r;
+            err = (base_error){0};
+            if (fetches < 0) {
+                assert_int_equal(emit_spirv(&k, &opt, &r, &err), KILN_ERROR_INTERNAL);
+                assert_non_null(strstr(base_error_message(&err), "cannot be a texel buffer"));
+                continue;
+            }
+            assert_int_equal(emit_spirv(&k, &opt, &r, &err), KILN_OK);
+            if (spv_tools_available())
+                assert_int_equal(spv_validate(r.words, r.word_count,
+                                              v ? (1u << 22) | (3u << 12) : (1u << 22) | (1u << 12),
+                                              &err),
+                                 KILN_OK);
+            assert_int_equal(r.texel_bindings, 2u);
+            assert_int_equal(count_op(&r, OP_IMAGE_FETCH), fetches);
+            assert_int_equal(count_op(&r, OP_TYPE_SAMPLED_IMAGE), 0);
+            bool sampled_buffer = false;
+            for (size_t at = 5; at < r.word_count && r.words[at] >> 16; at += r.words[at] >> 16)
+                sampled_buffer = sampled_buffer || ((r.words[at] & 0xffffu) == OP_CAPABILITY &&
+                                                    r.words[at + 1] == CAP_SAMPLED_BUFFER);
+            assert_true(sampled_buffer);
+            emit_result_free(alloc(), &r);
+        }
+        ir_kernel_finish(&k);
+    }
+}
+
 static void test_ir_vector_interpreted_and_emitted(void **state) {
     (void)state;
     for (uint32_t w = 4; w <= 8; w += 4) {
@@ -321,6 +386,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ir_vector_interpreted_and_emitted),
         cmocka_unit_test(test_ir_vector_pairs),
+        cmocka_unit_test(test_ir_vector_texel_buffers),
         cmocka_unit_test(test_ir_vector_index_emission),
         cmocka_unit_test(test_ir_vector_interpreter_checks),
         cmocka_unit_test(test_ir_vector_verifier_rules),

@@ -877,6 +877,81 @@ static void test_tiles_unpaired_vectors(void **state) {
     free(want);
 }
 
+/* Read-only operands as texel buffers (on lavapipe; emit.c texel_buffers): a product of two
+ * tensors (octets), row sums (vectors), a transposed copy (scalar loads at a view's offset),
+ * a 2 x 2 max pool (pairs), integer arithmetic, and an in-place add (its target read and written:
+ * a storage buffer). Each the same with every operand a storage buffer (eng_testing
+ * storage_reads) and as the host computes it; on lavapipe the kernels read texels, with
+ * storage_reads none does. */
+static void test_tiles_texel_reads(void **state) {
+    const eng_fixture *f = *state;
+    enum { R = 256, C = 64, N = R * C };
+    float *a = values(N, 3), *b = values(N, 4), *want = values(N, 0);
+    int32_t *ints = malloc(N * sizeof *ints), *isum = malloc(N * sizeof *isum);
+    assert_non_null(ints);
+    assert_non_null(isum);
+    for (size_t i = 0; i < N; i++)
+        ints[i] = (int32_t)(i % 1000) - 500;
+    for (int reads = 0; reads < 2; reads++) {
+        kiln_context_options opt = {.device = f->device ? NULL : "interp", .validation = f->device};
+        kiln_context *ctx = NULL;
+        assert_int_equal(
+            eng_testing_context_create(&opt, &(eng_testing){.storage_reads = reads == 1}, &ctx),
+            KILN_OK);
+        kiln_stats before = kiln_context_stats(ctx);
+        kiln_tensor *ta = fx_f32(ctx, 2, (const int64_t[]){R, C}, a);
+        kiln_tensor *tb = fx_f32(ctx, 2, (const int64_t[]){R, C}, b);
+        for (size_t i = 0; i < N; i++)
+            want[i] = a[i] * b[i];
+        fx_check_f32(kiln_mul(ta, tb), want, N, 0, 0);
+        for (size_t r = 0; r < R; r++) {
+            want[r] = 0;
+            for (size_t j = 0; j < C; j++)
+                want[r] += a[r * C + j];
+        }
+        fx_check_f32(kiln_sum(ta, 1, (const int32_t[]){1}, false), want, R, 1e-6, 1e-6);
+        /* columns 1.. of the transpose: a view with an offset, read element by element */
+        kiln_tensor *tt = kiln_narrow(kiln_transpose(ta, 0, 1), 0, 1, C - 1);
+        for (size_t j = 1; j < C; j++)
+            for (size_t r = 0; r < R; r++)
+                want[(j - 1) * R + r] = a[r * C + j];
+        fx_check_f32(kiln_contiguous(tt), want, (size_t)(C - 1) * R, 0, 0);
+        kiln_tensor *img = kiln_reshape(ta, 4, (const int64_t[]){4, 1, R / 4, C});
+        for (size_t n = 0; n < 4; n++)
+            for (size_t y = 0; y < R / 8; y++)
+                for (size_t x = 0; x < C / 2; x++) {
+                    float m = -1e30f;
+                    for (size_t dy = 0; dy < 2; dy++)
+                        for (size_t dx = 0; dx < 2; dx++) {
+                            float v = a[(n * (R / 4) + 2 * y + dy) * C + 2 * x + dx];
+                            m = v > m ? v : m;
+                        }
+                    want[(n * (R / 8) + y) * (C / 2) + x] = m;
+                }
+        fx_check_f32(kiln_max_pool2d(img, 2, 2, 0), want, N / 4, 0, 0);
+        kiln_tensor *ti = fx_i32(ctx, 2, (const int64_t[]){R, C}, ints);
+        for (size_t i = 0; i < N; i++)
+            isum[i] = 2 * ints[i] - 1;
+        fx_check_i32(kiln_sub(kiln_add(ti, ti), kiln_scalar(ctx, KILN_I32, 1.0)), isum, N);
+        assert_int_equal(kiln_add_(ta, tb), KILN_OK);
+        for (size_t i = 0; i < N; i++)
+            want[i] = a[i] + b[i];
+        fx_check_f32(ta, want, N, 0, 0);
+        kiln_stats after = kiln_context_stats(ctx);
+        uint64_t texel = after.kernels_texel - before.kernels_texel;
+        if (reads == 0 && f->device && cpu_tiles(f))
+            assert_true(texel >= 5);
+        else
+            assert_int_equal(texel, 0);
+        eng_fixture_context_destroy(ctx);
+    }
+    free(a);
+    free(b);
+    free(want);
+    free(ints);
+    free(isum);
+}
+
 /* The test-only tile options (eng_testing.tile_*, which bench_tuning compares):
  * each is rounded down to a power of two and capped at 64 outputs, and every tile they choose
  * computes the same results: a matmul (16 x 16 is past the cap: untiled), a broadcast add, a
@@ -1071,6 +1146,7 @@ int main(void) {
         ENG_TEST(test_tiles_elementwise_rows_move_as_vectors),
         ENG_TEST(test_tiles_row_sums_read_octets),
         ENG_TEST(test_tiles_unpaired_vectors),
+        ENG_TEST(test_tiles_texel_reads),
         ENG_TEST(test_tiles_broadcast_rows),
         ENG_TEST(test_tiles_unaligned_and_flipped_views),
         ENG_TEST(test_tiles_copy_into_a_flipped_view),
