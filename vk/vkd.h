@@ -344,8 +344,9 @@ kiln_status vkd_buffer_copy(const vkd_buffer *src, uint64_t src_offset, vkd_buff
 
 enum { VKD_MAX_BINDINGS = 16 };
 
-/* The one table every compute pipeline is made from. Storage buffers are set 0, bindings
- * 0 .. binding_count - 1; the push-constant range starts at offset 0. */
+/* The one table every compute pipeline is made from. Storage buffers (or uniform texel buffers:
+ * texel_bindings) are set 0, bindings 0 .. binding_count - 1; the push-constant range starts at
+ * offset 0. */
 typedef struct vkd_pipeline_desc {
     const uint32_t *code;
     size_t word_count;

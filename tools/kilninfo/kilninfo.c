@@ -122,6 +122,9 @@ static void report_compute(report *r, const vkd_device_info *d) {
     report_u64(r, "max_memory_allocation_size", d->maintenance3.maxMemoryAllocationSize);
     report_u64(r, "max_storage_buffers_per_stage", l->maxPerStageDescriptorStorageBuffers);
     report_u64(r, "min_storage_buffer_offset_alignment", l->minStorageBufferOffsetAlignment);
+    /* read-only operands as R32G32B32A32_UINT uniform texel buffers (on CPU devices) */
+    report_bool(r, "texel_fetch_rgba32ui", d->texel_uint4);
+    report_u64(r, "max_texel_buffer_elements", l->maxTexelBufferElements);
     report_f64(r, "timestamp_period_ns", l->timestampPeriod);
     bool ts = d->compute_family >= 0 && d->queue_families[d->compute_family].timestampValidBits > 0;
     report_bool(r, "compute_queue_timestamps", ts);
