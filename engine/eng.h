@@ -446,7 +446,8 @@ struct kiln_context {
     bool test_unpaired_vectors; /* eng_testing.unpaired_vectors */
     bool test_storage_reads;    /* eng_testing.storage_reads */
     bool texel_reads; /* emit_options.texel_buffers for read-only operands: CPU devices with
-                         caps.texel_fetch, unless eng_testing.storage_reads */
+                         caps.texel_fetch, without a device profile, unless
+                         eng_testing.storage_reads */
     vkd_instance *inst;
     vkd_device *dev;
     vkd_batch *batch; /* the command buffer every realize records into (reset each time) */

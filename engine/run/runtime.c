@@ -72,7 +72,9 @@ void eng_runtime_tune(kiln_context *ctx) {
     ctx->paired_vectors = !gpu && !ctx->interpreter && !ctx->test_unpaired_vectors &&
                           vkd_device_caps(ctx->dev)->int64;
     ctx->octets = !gpu && !ctx->test_unpaired_vectors && (ctx->paired_vectors || ctx->interpreter);
-    ctx->texel_reads = !gpu && !ctx->interpreter && !ctx->test_storage_reads &&
+    /* A device profile stands for a GPU (a phone's limits): storage buffers, as there, so the
+     * suite's profiled runs keep that path covered on lavapipe. */
+    ctx->texel_reads = !gpu && !ctx->interpreter && !ctx->test_storage_reads && !ctx->profile &&
                        vkd_device_caps(ctx->dev)->texel_fetch;
     if (gpu || ctx->test_unshared_loads)
         ctx->share_lanes = 0;

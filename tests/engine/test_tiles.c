@@ -882,7 +882,7 @@ static void test_tiles_unpaired_vectors(void **state) {
  * a 2 x 2 max pool (pairs), integer arithmetic, and an in-place add (its target read and written:
  * a storage buffer). Each the same with every operand a storage buffer (eng_testing
  * storage_reads) and as the host computes it; on lavapipe the kernels read texels, with
- * storage_reads none does. */
+ * storage_reads or under a device profile (a phone's GPU: the @mobile-low pass) none does. */
 static void test_tiles_texel_reads(void **state) {
     const eng_fixture *f = *state;
     enum { R = 256, C = 64, N = R * C };
@@ -939,7 +939,7 @@ static void test_tiles_texel_reads(void **state) {
         fx_check_f32(ta, want, N, 0, 0);
         kiln_stats after = kiln_context_stats(ctx);
         uint64_t texel = after.kernels_texel - before.kernels_texel;
-        if (reads == 0 && f->device && cpu_tiles(f))
+        if (reads == 0 && f->device && cpu_tiles(f) && !kiln_context_profile(ctx))
             assert_true(texel >= 5);
         else
             assert_int_equal(texel, 0);
