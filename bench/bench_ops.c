@@ -25,7 +25,9 @@
  * KILN_BENCH_QUICK=1 (skips the 2048^3 matmul, fewer repetitions), KILN_BENCH_PAIRS=n (paired
  * repetitions, default 15), KILN_BENCH_JSON=path (default bench/results.json), KILN_DEVICE (as
  * Kiln), KILN_BENCH_SPV_DIR=folder (the GLSL references already compiled there as <name>.spv, as
- * tools/gpu-check.sh bundles them for a machine without glslc; glslc's times are then NaN).
+ * tools/gpu-check.sh bundles them for a machine without glslc; glslc's times are then NaN; a
+ * variant whose module is not there, such as the "+texels" ones gpu-check.sh does not bundle, is
+ * skipped).
  * MESA_SHADER_CACHE_DIR
  * is pointed at a fresh temporary folder unless it is set: first-use (compile) figures are then
  * those of a cold cache on every run instead of depending on what earlier runs left in the user's
@@ -92,7 +94,7 @@ typedef struct row {
     unit unit;
     unsigned long long dispatches; /* Kiln's dispatches per realize */
     char status[160];              /* "ok", or what went wrong */
-    char variants[800];            /* every reference variant measured: name and median */
+    char variants[1200];           /* every reference variant measured: name and median */
 } row;
 
 static struct {
@@ -107,6 +109,9 @@ static struct {
     uint32_t input_count;
     const float *input_host[MAX_INPUTS];
     vkd_buffer *input_buffer[MAX_INPUTS];
+    /* The same storage's own buffer (Kiln's: vk/ made it with its texel view), for texel
+     * bindings (texel_buffer), or NULL; never destroyed here */
+    const vkd_buffer *input_texels[MAX_INPUTS];
     vkd_buffer *output;  /* reserve_output's, until a reference takes it */
     size_t output_count; /* its floats */
     /* KILN_BENCH_SPV: modules run as more reference variants, each with its workgroups */
@@ -309,15 +314,29 @@ static const char *form_prefix(int pr) {
     return pr == 2 ? "octets " : pr == 1 ? "pairs " : "";
 }
 
+/* Whether plus, a name's options ("+paired+texels"; NULL: none), holds "+<word>". */
+static bool has_option(const char *plus, const char *word) {
+    size_t len = strlen(word);
+    for (const char *o = plus; o; o = strchr(o + 1, '+')) {
+        if (strncmp(o + 1, word, len) == 0 && (o[1 + len] == '\0' || o[1 + len] == '+'))
+            return true;
+    }
+    return false;
+}
+
 /* Compiles shaders/<name>.comp with glslc into the temporary folder; *ms is glslc's wall
- * time. The words are malloc'ed. A name ending in "+paired" compiles the shader with PAIRED
- * defined (vector buffers as pairs of 64-bit integers, shaders/vec.glsl), "+octets" with
- * PAIRED and OCTETS (eight elements per access). */
+ * time. The words are malloc'ed. Options after the shader's name, in any combination:
+ * "+paired" compiles the shader with PAIRED defined (vector buffers as pairs of 64-bit
+ * integers, shaders/vec.glsl), "+octets" with PAIRED and OCTETS (eight elements per access),
+ * "+texels" with TEXELS (read-only operands as uniform texel buffers of R32G32B32A32_UINT
+ * texels: the pipeline's texel_bindings must name them, ref_pipeline_texels); "+paired+texels"
+ * reads texels and writes pairs. */
 static bool glslc_compile(const char *name, uint32_t **words, size_t *count, double *ms) {
     char src[512], out[1024];
     const char *plus = strchr(name, '+');
-    bool octets = plus && strcmp(plus, "+octets") == 0;
-    bool paired = octets || (plus && strcmp(plus, "+paired") == 0);
+    bool octets = has_option(plus, "octets");
+    bool paired = octets || has_option(plus, "paired");
+    bool texels = has_option(plus, "texels");
     int len = plus ? (int)(plus - name) : (int)strlen(name);
     snprintf(src, sizeof src, "%s/%.*s.comp", KILN_BENCH_SHADER_DIR, len, name);
     if (g.spv_dir) { /* compiled ahead of time (tools/gpu-check.sh) */
@@ -326,9 +345,15 @@ static bool glslc_compile(const char *name, uint32_t **words, size_t *count, dou
         return read_words(out, words, count);
     }
     snprintf(out, sizeof out, "%s/%s.spv", g.tmp, name);
-    const char *argv[] = {"glslc", "-O", "--target-env=vulkan1.1",   src,
-                          "-o",    out,  paired ? "-DPAIRED" : NULL, octets ? "-DOCTETS" : NULL,
-                          NULL};
+    const char *argv[10] = {"glslc", "-O", "--target-env=vulkan1.1", src, "-o", out};
+    size_t argc = 6;
+    if (paired)
+        argv[argc++] = "-DPAIRED";
+    if (octets)
+        argv[argc++] = "-DOCTETS";
+    if (texels)
+        argv[argc++] = "-DTEXELS";
+    argv[argc] = NULL;
     double t0 = bench_now_ms();
     int rc = run_quiet(argv, true);
     *ms = bench_now_ms() - t0;
@@ -360,13 +385,28 @@ static bool ref_device_open(void) {
     return true;
 }
 
-/* A pipeline from shaders/<name>.comp with spec_count uint specialization constants (ids 0..). */
-static vkd_pipeline *ref_pipeline(const char *name, uint32_t bindings, uint32_t push_size,
-                                  const uint32_t *spec, uint32_t spec_count) {
+/* Whether the references' device reads uniform texel buffers (vkd_caps.texel_fetch): only then
+ * are texel variants ("+texels") built. */
+static bool ref_texels(void) {
+    return g.dev && vkd_device_caps(g.dev)->texel_fetch;
+}
+
+/* A pipeline from shaders/<name>.comp with spec_count uint specialization constants (ids 0..)
+ * whose bindings in the mask texel_bindings are uniform texel buffers (vkd_pipeline_desc): a
+ * "+texels" name (glslc_compile) with its read-only bindings, any other name with 0. */
+static vkd_pipeline *ref_pipeline_texels(const char *name, uint32_t bindings, uint32_t push_size,
+                                         const uint32_t *spec, uint32_t spec_count,
+                                         uint32_t texel_bindings) {
     uint32_t *words;
     size_t count;
     double ms;
-    if (!g.have_glslc || !glslc_compile(name, &words, &count, &ms))
+    if ((texel_bindings != 0) != has_option(strchr(name, '+'), "texels")) {
+        fprintf(stderr, "bench_ops: %s: texel bindings 0x%x do not match the name\n", name,
+                texel_bindings);
+        return NULL;
+    }
+    if ((texel_bindings && !ref_texels()) || !g.have_glslc ||
+        !glslc_compile(name, &words, &count, &ms))
         return NULL;
     VkSpecializationMapEntry entries[4];
     for (uint32_t i = 0; i < spec_count && i < 4; i++)
@@ -376,6 +416,7 @@ static vkd_pipeline *ref_pipeline(const char *name, uint32_t bindings, uint32_t 
         .word_count = count,
         .binding_count = bindings,
         .push_constant_size = push_size,
+        .texel_bindings = texel_bindings,
         .spec_entries = spec_count ? entries : NULL,
         .spec_entry_count = spec_count,
         .spec_data = spec,
@@ -388,6 +429,12 @@ static vkd_pipeline *ref_pipeline(const char *name, uint32_t bindings, uint32_t 
         fprintf(stderr, "bench_ops: %s: %s\n", name, base_error_message(&err));
     free(words);
     return p;
+}
+
+/* A pipeline of storage buffers only (ref_pipeline_texels). */
+static vkd_pipeline *ref_pipeline(const char *name, uint32_t bindings, uint32_t push_size,
+                                  const uint32_t *spec, uint32_t spec_count) {
+    return ref_pipeline_texels(name, bindings, push_size, spec, spec_count, 0);
 }
 
 /* A reference's buffer of n floats holding data (uploaded), or for its results (data NULL):
@@ -434,9 +481,30 @@ static vkd_buffer *share_storage(kiln_tensor *t, const float *host) {
         kiln_tensor_vulkan_buffer(t, &handle, &size, &offset, strides) != KILN_OK || offset != 0 ||
         vkd_buffer_wrap(g.dev, handle, size, &b, &err) != KILN_OK)
         return NULL;
+    /* The storage's own buffer, for texel bindings: a wrapped handle has no texel view. */
+    const eng_node *node = eng_resolve(t);
+    const vkd_buffer *own = node && node->storage ? node->storage->buffer : NULL;
+    bool texels = own && vkd_buffer_texels(own) && vkd_buffer_handle(own) == handle;
     g.input_host[g.input_count] = host;
+    g.input_texels[g.input_count] = texels ? own : NULL;
     g.input_buffer[g.input_count++] = b;
     return b;
+}
+
+/* The buffer to bind for reference buffer b at a texel binding: b itself when it has a texel
+ * view (a buffer of the references' own, vkd_buffer_create), for a shared input Kiln's own
+ * buffer of the same storage (the same VkBuffer, with its view); NULL when neither has one
+ * (the texel variant is then not built), or when the device reads no texel buffers. */
+static const vkd_buffer *texel_buffer(const vkd_buffer *b) {
+    if (!b || !ref_texels())
+        return NULL;
+    if (vkd_buffer_texels(b))
+        return b;
+    for (uint32_t i = 0; i < g.input_count; i++) {
+        if (g.input_buffer[i] == b)
+            return g.input_texels[i];
+    }
+    return NULL;
 }
 
 /* Kiln storage of n floats (allocated as Kiln's results are, before any of them: outside
@@ -520,7 +588,7 @@ static bool ref_measure(const ref_dispatch *d, uint32_t count, double *first, do
     return true;
 }
 
-enum { MAX_VARIANTS = 16 + MAX_SPV }; /* a case's own variants and KILN_BENCH_SPV's modules */
+enum { MAX_VARIANTS = 24 + MAX_SPV }; /* a case's own variants and KILN_BENCH_SPV's modules */
 
 /* The shader's name for vector form pr: 0 vec4, 1 pairs of 64-bit integers, 2 octets (the
  * shader <shader>_oct, or <shader> itself compiled with OCTETS when it has no such file;
@@ -1571,20 +1639,31 @@ static void case_matmul(uint32_t n) {
         g.matmul_1024_ms = r->kiln_ms;
 
     vkd_buffer *bc = ref_buffer(NULL, nn), *ba = ref_buffer(ha, nn), *bb = ref_buffer(hb, nn);
+    /* A and B as uniform texel buffers for the texel variants (NULL: none) */
+    const vkd_buffer *ta = texel_buffer(ba), *tb = texel_buffer(bb);
+    bool texels = ta && tb;
+    int pr = g.have_int64 ? 1 : 0; /* the texel variants' stores: pairs where they can */
     ref_variant v[MAX_VARIANTS];
     int nv = 0;
-    /* TM rows x 8 columns per invocation, workgroups of 64x1 or 8x8 invocations. */
+    /* TM rows x 8 columns per invocation, workgroups of 64x1 or 8x8 invocations; i 8..11: the
+     * texel variants (A and B read as texels, TEXELS in sgemm.comp). */
     static const uint32_t shapes[][3] = {{2, 64, 1}, {4, 64, 1}, {4, 8, 8}, {8, 8, 8}};
-    char shader[32];
-    for (uint32_t i = 0; bc && ba && bb && i < 8; i++) {
+    char shader[40];
+    for (uint32_t i = 0; bc && ba && bb && i < 12; i++) {
         const uint32_t *sh = shapes[i % 4];
         char vname[24];
-        if (!vector_form("sgemm", i / 4, shader, sizeof shader))
+        bool tx = i >= 8;
+        if (tx && !texels)
             break;
-        snprintf(vname, sizeof vname, "%s%ux8/thr wg%ux%u", form_prefix((int)(i / 4)), sh[0], sh[1],
-                 sh[2]);
-        v[nv++] = variant1(vname, ref_pipeline(shader, 3, 12, sh, 3),
-                           (ref_dispatch){.buffers = {bc, ba, bb},
+        if (!vector_form("sgemm", tx ? pr : (int)(i / 4), shader, sizeof shader))
+            continue;
+        if (tx)
+            snprintf(shader + strlen(shader), sizeof shader - strlen(shader), "+texels");
+        snprintf(vname, sizeof vname, "%s%ux8/thr wg%ux%u",
+                 tx ? "texels " : form_prefix((int)(i / 4)), sh[0], sh[1], sh[2]);
+        /* bindings 1 (A) and 2 (B) are read */
+        v[nv++] = variant1(vname, ref_pipeline_texels(shader, 3, 12, sh, 3, tx ? 6u : 0u),
+                           (ref_dispatch){.buffers = {bc, tx ? ta : ba, tx ? tb : bb},
                                           .binding_count = 3,
                                           .push = {n, n, n},
                                           .push_size = 12,
@@ -1595,19 +1674,26 @@ static void case_matmul(uint32_t n) {
     if (caps && caps->subgroup_size == 8 &&
         (caps->subgroup_operations & VK_SUBGROUP_FEATURE_BALLOT_BIT)) {
         static const uint32_t wgy[] = {8, 32};
-        for (uint32_t i = 0; bc && ba && bb && i < 6; i++) {
+        /* i 6, 7: the texel variants, C stored as octets where the device can */
+        for (uint32_t i = 0; bc && ba && bb && i < 8; i++) {
             char vname[24];
-            if (!vector_form("sgemm_bcast", i / 2, shader, sizeof shader))
+            bool tx = i >= 6;
+            if (tx && !texels)
                 break;
-            snprintf(vname, sizeof vname, "%s8x8 bcast wg8x%u", form_prefix((int)(i / 2)),
-                     wgy[i % 2]);
-            v[nv++] =
-                variant1(vname, ref_pipeline(shader, 3, 12, (const uint32_t[]){0, wgy[i % 2]}, 2),
-                         (ref_dispatch){.buffers = {bc, ba, bb},
-                                        .binding_count = 3,
-                                        .push = {n, n, n},
-                                        .push_size = 12,
-                                        .groups = {n / 64, n / 8 / wgy[i % 2], 1}});
+            if (!vector_form("sgemm_bcast", tx ? 2 * pr : (int)(i / 2), shader, sizeof shader))
+                continue;
+            if (tx)
+                snprintf(shader + strlen(shader), sizeof shader - strlen(shader), "+texels");
+            snprintf(vname, sizeof vname, "%s8x8 bcast wg8x%u",
+                     tx ? "texels " : form_prefix((int)(i / 2)), wgy[i % 2]);
+            v[nv++] = variant1(vname,
+                               ref_pipeline_texels(shader, 3, 12, (const uint32_t[]){0, wgy[i % 2]},
+                                                   2, tx ? 6u : 0u),
+                               (ref_dispatch){.buffers = {bc, tx ? ta : ba, tx ? tb : bb},
+                                              .binding_count = 3,
+                                              .push = {n, n, n},
+                                              .push_size = 12,
+                                              .groups = {n / 64, n / 8 / wgy[i % 2], 1}});
         }
     }
     ref_variant best;
@@ -2079,13 +2165,16 @@ static bool conv_can_share(uint32_t lanes) {
  * channels x PT pixels (shaders/conv2d_<CT>x<PT>.comp), weights shared across the subgroup
  * where it can (and the widest tile also without: what sharing gains); lanes over channels:
  * tiles of RT whole rows, the input rows shared (conv2d_lanes_<RT>.comp: 7 or 14 rows). Whole rows
- * move as pairs where the device has 64-bit integers. cin, cout: the convolution's channels (for
- * the input gradient, dY's and dX's). */
+ * move as pairs where the device has 64-bit integers. Each pixel tile also has a texel twin
+ * where the device reads texel buffers ("texels": the input and the weights as uniform texel
+ * buffers, TEXELS in conv2d.glsl; stores as the twin's). cin, cout: the convolution's channels
+ * (for the input gradient, dY's and dX's). */
 static int conv_variants(uint32_t flip, uint32_t cin, uint32_t cout, vkd_buffer *out,
                          vkd_buffer *in, vkd_buffer *w, ref_variant *v) {
     /* CT, PT, and whether quick runs measure it (the full run measures every variant) */
     static const uint32_t tiles[][3] = {{8, 7, 0}, {4, 14, 1}, {8, 14, 1}};
     const char *pairs = g.have_int64 ? "+paired" : "";
+    const vkd_buffer *tin = texel_buffer(in), *tw = texel_buffer(w);
     int nv = 0;
     for (uint32_t i = 0; i < 3; i++) {
         uint32_t ct = tiles[i][0], pt = tiles[i][1];
@@ -2095,20 +2184,28 @@ static int conv_variants(uint32_t flip, uint32_t cin, uint32_t cout, vkd_buffer 
         int share = conv_can_share(ct);
         bool whole = pt == CV_W;
         /* The widest tile, in full runs, also without sharing and without pairs: what each
-         * saves. */
+         * saves. k 3 and 4: texel twins of k 0 and 1 for every tile (with texels, the weights
+         * loaded by every lane measured faster than shared). */
         bool extra = whole && ct == 8 && !g.quick;
-        for (int k = 0; k < (extra ? 3 : 1); k++) {
-            int sh = k == 1 ? 0 : share;
+        for (int k = 0; k < 5; k++) {
+            bool texels = k >= 3;
+            int sh = k == 1 || k == 4 ? 0 : share;
             const char *form = whole && k != 2 ? pairs : "";
-            if ((k == 1 && !share) || (k == 2 && !pairs[0]))
-                continue; /* the same as the first */
-            char shader[32], vname[24];
-            snprintf(shader, sizeof shader, "conv2d_%ux%u%s", ct & 63, pt & 63, form);
-            snprintf(vname, sizeof vname, "%ux%u%s%s", ct & 63, pt & 63, form[0] ? " pairs" : "",
+            if (((k == 1 || k == 2) && !extra) || (k % 3 == 1 && !share) || (k == 2 && !pairs[0]) ||
+                (texels && (!tin || !tw)))
+                continue; /* not measured, or the same as another */
+            char shader[40], vname[24];
+            snprintf(shader, sizeof shader, "conv2d_%ux%u%s%s", ct & 63, pt & 63, form,
+                     texels ? "+texels" : "");
+            snprintf(vname, sizeof vname, "%ux%u%s%s", ct & 63, pt & 63,
+                     texels    ? " texels"
+                     : form[0] ? " pairs"
+                               : "",
                      sh ? " bcast" : "");
             uint32_t spec[2] = {flip, (uint32_t)sh};
-            v[nv++] = variant1(vname, ref_pipeline(shader, 3, 16, spec, 2),
-                               (ref_dispatch){.buffers = {out, in, w},
+            /* bindings 1 (the input) and 2 (the weights) are read */
+            v[nv++] = variant1(vname, ref_pipeline_texels(shader, 3, 16, spec, 2, texels ? 6u : 0u),
+                               (ref_dispatch){.buffers = {out, texels ? tin : in, texels ? tw : w},
                                               .binding_count = 3,
                                               .push = {cin, cout, CV_H, CV_W},
                                               .push_size = 16,
@@ -2134,40 +2231,62 @@ static int conv_variants(uint32_t flip, uint32_t cin, uint32_t cout, vkd_buffer 
 }
 
 /* The weight gradient's variants: conv2d_wgrad_<CT> over slices of rows image rows (S = N H /
- * rows slices into part), then col_reduce summing the S slices into out. */
+ * rows slices into part), then col_reduce summing the S slices into out. Each also has texel
+ * twins where the device reads texel buffers ("texels": x and dY, then the slices, as uniform
+ * texel buffers; TEXELS in conv2d_wgrad.glsl and col_reduce.comp), with dY's rows shared across
+ * the subgroup where it can and without. */
 static int conv_dw_variants(vkd_buffer *out, vkd_buffer *x, vkd_buffer *dy, vkd_buffer *part,
                             ref_variant *v) {
     /* CT, rows per slice, and whether quick runs measure it */
     static const uint32_t shapes[][3] = {{8, 14, 1}, {8, 56, 1}, {8, 112, 0}, {4, 56, 0}};
+    const vkd_buffer *tx = texel_buffer(x), *tdy = texel_buffer(dy), *tpart = texel_buffer(part);
     int nv = 0;
-    for (uint32_t i = 0; i < 4; i++) {
-        uint32_t ct = shapes[i][0], rows = shapes[i][1], slices = CV_N * CV_H / rows;
-        if (slices % 4 || slices > CV_MAX_SLICES || CV_O % ct || (g.quick && !shapes[i][2]))
-            continue;
+    /* i 0..3: the shapes, 4..7: their texel twins, 8..11: those without sharing */
+    for (uint32_t i = 0; i < 12; i++) {
+        uint32_t ct = shapes[i % 4][0], rows = shapes[i % 4][1], slices = CV_N * CV_H / rows;
+        bool texels = i >= 4;
         const vkd_caps *caps = g.dev ? vkd_device_caps(g.dev) : NULL;
         /* a subgroup within one slice: the workgroup's rows of C lanes hold whole subgroups */
         bool share = conv_can_share(ct) && caps && CV_C % caps->subgroup_size == 0;
+        if (slices % 4 || slices > CV_MAX_SLICES || CV_O % ct || (g.quick && !shapes[i % 4][2]) ||
+            (texels && (!tx || !tdy || !tpart)) || (i >= 8 && !share))
+            continue; /* not measured, or the same as another */
+        share = share && i < 8;
         int pr = g.have_int64 ? 1 : 0;
-        char first[32], second[32];
-        snprintf(first, sizeof first, "conv2d_wgrad_%u%s", ct, pr ? "+paired" : "");
+        char first[40], second[40];
+        /* the texel twin reads its rows as texels, so pairs would only change its stores: none */
+        snprintf(first, sizeof first, "conv2d_wgrad_%u%s", ct,
+                 texels ? "+texels"
+                 : pr   ? "+paired"
+                        : "");
         if (!vector_form("col_reduce", pr, second, sizeof second))
             continue;
+        if (texels)
+            snprintf(second + strlen(second), sizeof second - strlen(second), "+texels");
         ref_variant *r = &v[nv++];
         *r = (ref_variant){.count = 2};
-        snprintf(r->name, sizeof r->name, "%uc %urows%s%s", ct & 63, rows & 127, pr ? " pairs" : "",
+        char vname[40]; /* at most 23 characters for these shapes: "8c 112rows texels bcast" */
+        snprintf(vname, sizeof vname, "%uc %urows%s%s", ct, rows,
+                 texels ? " texels"
+                 : pr   ? " pairs"
+                        : "",
                  share ? " bcast" : "");
-        r->pipes[0] = ref_pipeline(first, 3, 16, (const uint32_t[]){CV_C, share}, 2);
-        r->pipes[1] = ref_pipeline(second, 2, 12, (const uint32_t[]){0}, 1);
+        snprintf(r->name, sizeof r->name, "%.*s", (int)sizeof r->name - 1, vname);
+        /* read: bindings 1 and 2 (x, dY) of the first pass, 1 (the slices) of the second */
+        r->pipes[0] =
+            ref_pipeline_texels(first, 3, 16, (const uint32_t[]){CV_C, share}, 2, texels ? 6u : 0u);
+        r->pipes[1] =
+            ref_pipeline_texels(second, 2, 12, (const uint32_t[]){0}, 1, texels ? 2u : 0u);
         if (!r->pipes[0] || !r->pipes[1])
             r->count = 0;
         r->d[0] = (ref_dispatch){.pipe = r->pipes[0],
-                                 .buffers = {part, x, dy},
+                                 .buffers = {part, texels ? tx : x, texels ? tdy : dy},
                                  .binding_count = 3,
                                  .push = {CV_C, CV_O, CV_H, rows},
                                  .push_size = 16,
                                  .groups = {slices / 4, CV_O / ct, 1}};
         r->d[1] = (ref_dispatch){.pipe = r->pipes[1],
-                                 .buffers = {out, part},
+                                 .buffers = {out, texels ? tpart : part},
                                  .binding_count = 2,
                                  .push = {slices, CV_WN / 4},
                                  .push_size = 12,

@@ -16,6 +16,13 @@
 //     least CT lanes with ballot operations (the host decides).
 //   - PAIRED (glslc -DPAIRED) with FULL: rows moved as 64-bit pairs of floats (W even), half the
 //     loads and stores (vec.glsl explains why this pays on llvmpipe).
+//   TEXELS (glslc -DTEXELS): x and w are uniform texel buffers of R32G32B32A32_UINT texels (the
+// host binds them so; element e is component e % 4 of texel e / 4): on llvmpipe a texel fetch
+// gathers all lanes at once where a storage-buffer load moves them one at a time
+// (docs/lavapipe.md). The nine weights of (co, ci), consecutive at any alignment, come from three
+// texels; a whole row (FULL, PT % 4 == 2: it starts at an even element) from (PT + 2) / 4 texels,
+// from the first component of the first or from its third; a partial row's elements one by one.
+// The stores stay storage-buffer stores (pairs with PAIRED).
 //   FLIP (spec constant 0) = 1 computes the input gradient dX = conv(dY, w flipped and
 // transposed): the input then has C = the forward's output channels, the output O = the forward's
 // input channels, and weight (o, c, kh, kw) is read as w[c][o][2 - kh][2 - kw] in place.
@@ -25,23 +32,58 @@
 #define ROW_PAIRS 1
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 #endif
+#ifdef TEXELS
+#extension GL_EXT_samplerless_texture_functions : require
+#endif
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint FLIP = 0u;
 layout(constant_id = 1) const uint SHARE = 0u;
 #ifdef ROW_PAIRS
 layout(std430, binding = 0) writeonly buffer Yb { uint64_t y[]; };
-layout(std430, binding = 1) readonly buffer Xb { uint64_t x[]; };
 #else
 layout(std430, binding = 0) writeonly buffer Yb { float y[]; };
+#endif
+#ifdef TEXELS
+layout(binding = 1) uniform utextureBuffer x;
+layout(binding = 2) uniform utextureBuffer w;
+#elif defined(ROW_PAIRS)
+layout(std430, binding = 1) readonly buffer Xb { uint64_t x[]; };
+#else
 layout(std430, binding = 1) readonly buffer Xb { float x[]; };
 #endif
+#ifndef TEXELS
 layout(std430, binding = 2) readonly buffer Wb { float w[]; };
+#endif
 layout(push_constant) uniform P { uint c; uint o; uint h; uint wd; } p;
 
+#ifdef TEXELS
+// Element e of texel buffer buf.
+#define FETCH1(buf, e) uintBitsToFloat(texelFetch(buf, int((e) >> 2u))[(e) & 3u])
+
+// The nine weights of output channel co, input channel ci (r[t], tap t = kh * 3 + kw): nine
+// consecutive elements from e = the first's offset, within the three texels from e / 4, shifted
+// down by e % 4 components in two steps (by e & 1, then by e & 2).
+void weights9(uint co, uint ci, out float r[9]) {
+    uint e = FLIP != 0u ? (ci * p.o + co) * 9u : (co * p.c + ci) * 9u;
+    int t0 = int(e >> 2u);
+    uvec4 q0 = texelFetch(w, t0), q1 = texelFetch(w, t0 + 1), q2 = texelFetch(w, t0 + 2);
+    uint u[12] = uint[12](q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w, q2.x, q2.y, q2.z, q2.w);
+    bool by1 = (e & 1u) != 0u, by2 = (e & 2u) != 0u;
+    uint s[11];
+    [[unroll]] for (uint k = 0u; k < 11u; k++)
+        s[k] = mix(u[k], u[k + 1u], by1);
+    float f[9]; // in memory order: f[8 - t] is tap t with FLIP
+    [[unroll]] for (uint k = 0u; k < 9u; k++)
+        f[k] = uintBitsToFloat(mix(s[k], s[k + 2u], by2));
+    [[unroll]] for (uint t = 0u; t < 9u; t++)
+        r[t] = FLIP != 0u ? f[8u - t] : f[t];
+}
+#else
 // The weight of output channel co, input channel ci, tap t = kh * 3 + kw.
 float weight(uint co, uint ci, uint t) {
     return FLIP != 0u ? w[(ci * p.o + co) * 9u + 8u - t] : w[(co * p.c + ci) * 9u + t];
 }
+#endif
 
 void main() {
     uint segs = p.wd / PT;
@@ -69,8 +111,12 @@ void main() {
         float wv[CT][9];
         if (SHARE != 0u) {
             float wl[9];
+#ifdef TEXELS
+            weights9(mine, ci, wl);
+#else
             [[unroll]] for (uint t = 0u; t < 9u; t++)
                 wl[t] = weight(mine, ci, t);
+#endif
             [[unroll]] for (uint t = 0u; t < 9u; t++) {
 #define BC(l) wv[l][t] = subgroupBroadcast(wl[t], l);
                 BC(0) BC(1) BC(2) BC(3)
@@ -81,8 +127,12 @@ void main() {
             }
         } else {
             [[unroll]] for (uint c = 0u; c < CT; c++) {
+#ifdef TEXELS
+                weights9(co0 + c, ci, wv[c]);
+#else
                 [[unroll]] for (uint t = 0u; t < 9u; t++)
                     wv[c][t] = weight(co0 + c, ci, t);
+#endif
             }
         }
         uint base = (n * p.c + ci) * plane + ow0;
@@ -93,11 +143,29 @@ void main() {
 #if FULL
                 v[0] = 0.0;
                 v[PT + 1] = 0.0;
+#elif defined(TEXELS)
+                v[0] = FETCH1(x, rb - lofs) * lm;
+                v[PT + 1] = FETCH1(x, rb + rofs) * rm;
 #else
                 v[0] = x[rb - lofs] * lm;
                 v[PT + 1] = x[rb + rofs] * rm;
 #endif
-#ifdef ROW_PAIRS
+#if defined(TEXELS) && FULL && (PT % 4) == 2
+                {
+                    // rb is even (a whole row of even width): elements rb .. rb + PT - 1 are
+                    // components 0 .. PT - 1 of the row's texels, or 2 .. PT + 1 (rb % 4 == 2).
+                    uvec4 q[(PT + 2) / 4];
+                    [[unroll]] for (int k = 0; k < (PT + 2) / 4; k++)
+                        q[k] = texelFetch(x, int(rb >> 2u) + k);
+                    bool by2 = (rb & 2u) != 0u;
+                    [[unroll]] for (uint j = 0u; j < PT; j++)
+                        v[1u + j] = uintBitsToFloat(
+                            mix(q[j / 4u][j % 4u], q[(j + 2u) / 4u][(j + 2u) % 4u], by2));
+                }
+#elif defined(TEXELS)
+                [[unroll]] for (uint j = 0u; j < PT; j++)
+                    v[1u + j] = FETCH1(x, rb + j);
+#elif defined(ROW_PAIRS)
                 [[unroll]] for (uint j = 0u; j < PT / 2u; j++) {
                     vec2 pr = uintBitsToFloat(unpackUint2x32(x[rb / 2u + j]));
                     v[1u + 2u * j] = pr.x;

@@ -12,11 +12,17 @@
 // (the subgroup lies within one slice: C a multiple of the subgroup size, decided by the host),
 // so lane l < CT loads dY's row of channel co0 + l and every lane takes the CT rows with
 // subgroupBroadcast: 14 loads per row instead of 14 CT. PAIRED (glslc -DPAIRED): rows moved as
-// 64-bit pairs of floats.
+// 64-bit pairs of floats. TEXELS (glslc -DTEXELS, instead of PAIRED): x and dY are uniform texel
+// buffers of R32G32B32A32_UINT texels (the host binds them so; element e is component e % 4 of
+// texel e / 4), whose fetches llvmpipe gathers for all lanes at once (docs/lavapipe.md): a row
+// (at an even element, RW % 4 == 2) is 4 texel fetches, its elements taken from the first
+// component of the first texel or from its third.
 #extension GL_KHR_shader_subgroup_ballot : require
 #extension GL_EXT_control_flow_attributes : require
 #define RW 14u
-#ifdef PAIRED
+#ifdef TEXELS
+#extension GL_EXT_samplerless_texture_functions : require
+#elif defined(PAIRED)
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 #define ELEM uint64_t
 #else
@@ -25,12 +31,30 @@
 layout(local_size_x_id = 0, local_size_y = 4) in;
 layout(constant_id = 1) const uint SHARE = 0u;
 layout(std430, binding = 0) writeonly buffer Pb { float part[]; };
+#ifdef TEXELS
+layout(binding = 1) uniform utextureBuffer x;
+layout(binding = 2) uniform utextureBuffer dy;
+#else
 layout(std430, binding = 1) readonly buffer Xb { ELEM x[]; };
 layout(std430, binding = 2) readonly buffer Gb { ELEM dy[]; };
+#endif
 layout(push_constant) uniform P { uint c; uint o; uint h; uint rows; } p;
 
-// The row of RW floats at element offset at (even when PAIRED).
-#ifdef PAIRED
+// The row of RW floats at element offset at (even when PAIRED or TEXELS).
+#ifdef TEXELS
+#define LOAD_ROW(buf, at, out)                                                                     \
+    {                                                                                              \
+        uint at_ = (at);                                                                           \
+        uvec4 q_[4];                                                                               \
+        [[unroll]] for (int k = 0; k < 4; k++)                                                     \
+            q_[k] = texelFetch(buf, int(at_ >> 2u) + k);                                           \
+        bool by2_ = (at_ & 2u) != 0u;                                                              \
+        [[unroll]] for (uint j = 0u; j < RW; j++) {                                                \
+            uint lo_ = q_[j / 4u][j % 4u], hi_ = q_[(j + 2u) / 4u][(j + 2u) % 4u];                 \
+            out[j] = uintBitsToFloat(mix(lo_, hi_, by2_));                                         \
+        }                                                                                          \
+    }
+#elif defined(PAIRED)
 #define LOAD_ROW(buf, at, out)                                                                     \
     [[unroll]] for (uint j = 0u; j < RW / 2u; j++) {                                               \
         vec2 pr = uintBitsToFloat(unpackUint2x32(buf[(at) / 2u + j]));                             \
