@@ -778,6 +778,22 @@ static kiln_tensor *conv_input_grad(grad_run *r, kiln_tensor *g) {
     return kiln_conv2d_ex(ext, wt, NULL, &o);
 }
 
+/* g * b, or b itself where g is all ones (the gradient a sum hands down) of b's shape and type:
+ * a loss sum(y * t) gives y the gradient t, not a product by 1, whose node would stand between
+ * t and a padded view of it (a convolution's input gradient reads the gradient's windows: a
+ * load masked by the padding where the gradient is a stored tensor, the mask selected around
+ * the fused product otherwise, its index then unsimplified). x * 1 is x for every float. */
+static kiln_tensor *times(kiln_tensor *g, kiln_tensor *b) {
+    eng_node *n = g && b ? eng_resolve(g) : NULL;
+    const shape_view *gv = n ? shape_tracker_last(ENG_ST(g)) : NULL;
+    const shape_view *bv = gv ? shape_tracker_last(ENG_ST(b)) : NULL;
+    bool one = n && n->kind == ENG_CONST && !n->value_expr && n->value == 1.0 && bv &&
+               type_of(b) == type_of(g) && bv->ndim == gv->ndim;
+    for (uint32_t d = 0; one && d < gv->ndim; d++)
+        one = bv->shape[d] == gv->shape[d];
+    return one ? b : kiln_mul(g, b);
+}
+
 /* The gradient of f's input i from g, the gradient of f's output. */
 static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
     kiln_context *ctx = r->ctx;
@@ -801,7 +817,7 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
     case ENG_AG_SUB:
         return sum_to_in(f, i, i == 0 ? g : kiln_neg(g));
     case ENG_AG_MUL:
-        return sum_to_in(f, i, kiln_mul(g, in_value(r, 1 - i)));
+        return sum_to_in(f, i, times(g, in_value(r, 1 - i)));
     case ENG_AG_DIV: {
         kiln_tensor *b = in_value(r, 1);
         if (i == 0)

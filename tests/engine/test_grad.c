@@ -608,6 +608,43 @@ static void test_grad_symbolic_disjoint_windows(void **state) {
 
 /* Inputs other than plain f32 leaves: an f16 leaf (its gradient is f16), an intermediate
  * tensor, a view of a leaf, the same input twice; and kiln_grad twice on one graph. */
+/* loss = sum(x * t): x's gradient is t itself, no product by the sum's ones (a kernel of its
+ * own, and where t's windows are read, a select around the product instead of a masked load);
+ * a t broadcast against x (its gradient summed back) and one of another type still multiply. */
+static void test_grad_sum_of_product_hands_the_other_operand(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_scope_begin(ctx);
+    const float xv[6] = {1, 2, -0.5f, 0.25f, 3, -4}, tv[6] = {0.5f, -1, 3, 2, -0.75f, 8};
+    const int64_t s[2] = {2, 3};
+    kiln_tensor *x = leaf(ctx, 2, s, xv), *t = fx_f32(ctx, 2, s, tv), *g = NULL;
+    assert_int_equal(kiln_realize(t), KILN_OK);
+    assert_int_equal(kiln_grad(kiln_sum(kiln_mul(x, t), 0, NULL, false), 1, &x, &g), KILN_OK);
+    kiln_stats before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize(g), KILN_OK);
+    assert_int_equal(kiln_context_stats(ctx).dispatches - before.dispatches, 0);
+    fx_check_f32(g, tv, 6, 0, 0);
+    /* t of shape (3,) broadcast over x's rows: x's gradient is t in each row */
+    kiln_tensor *row = fx_f32(ctx, 1, (const int64_t[]){3}, tv);
+    assert_int_equal(kiln_grad(kiln_sum(kiln_mul(x, row), 0, NULL, false), 1, &x, &g), KILN_OK);
+    const float rows[6] = {tv[0], tv[1], tv[2], tv[0], tv[1], tv[2]};
+    fx_check_f32(g, rows, 6, 0, 0);
+    /* the row's gradient sums x's columns */
+    kiln_tensor *r = leaf(ctx, 1, (const int64_t[]){3}, tv);
+    assert_int_equal(
+        kiln_grad(kiln_sum(kiln_mul(fx_f32(ctx, 2, s, xv), r), 0, NULL, false), 1, &r, &g),
+        KILN_OK);
+    const float cols[3] = {xv[0] + xv[3], xv[1] + xv[4], xv[2] + xv[5]};
+    fx_check_f32(g, cols, 3, 0, 0);
+    /* an i32 t: x * t is f32, its gradient t cast to f32 */
+    const int32_t ti[6] = {1, -2, 3, 4, 0, 7};
+    kiln_tensor *it = fx_i32(ctx, 2, s, ti);
+    assert_int_equal(kiln_grad(kiln_sum(kiln_mul(x, it), 0, NULL, false), 1, &x, &g), KILN_OK);
+    assert_int_equal(kiln_tensor_dtype(g), KILN_F32);
+    const float tf[6] = {1, -2, 3, 4, 0, 7};
+    fx_check_f32(g, tf, 6, 0, 0);
+    kiln_scope_end(ctx, 0, NULL);
+}
+
 static void test_grad_inputs(void **state) {
     kiln_context *ctx = fx_ctx(state);
     kiln_scope_begin(ctx);
@@ -1028,6 +1065,7 @@ int main(void) {
         ENG_TEST(test_grad_inputs),
         ENG_TEST(test_grad_deep_chain_and_rebind),
         ENG_TEST(test_grad_larger_sizes),
+        ENG_TEST(test_grad_sum_of_product_hands_the_other_operand),
         ENG_TEST(test_grad_is_lazy),
         ENG_TEST(test_grad_errors),
         ENG_TEST(test_grad_training_loop_memory),
