@@ -243,6 +243,94 @@ static void test_vk_pipeline_rejects_bad_descriptions(void **state) {
     vk_fixture_assert_no_messages(f);
 }
 
+/* Texel bindings (vkd_pipeline_desc.texel_bindings): out[i] = element i of binding 1 read as
+ * a uniform texel buffer of R32G32B32A32_UINT texels (component i % 4 of texel i / 4), on a
+ * buffer vkd_buffer_create made with its view; an application's buffer (no view) at that
+ * binding, or a binding of two descriptors marked, is refused with a message. A device without
+ * texel reads refuses the pipeline. */
+static void test_vk_pipeline_texel_binding(void **state) {
+    vk_fixture *f = *state;
+    base_error err = {0};
+    spv_builder *b = NULL;
+    assert_int_equal(spv_builder_create(&(spv_builder_options){.version = 0x10300}, &b, &err),
+                     KILN_OK);
+    spv_id u32 = spv_type_int(b, 32, false);
+    spv_id out = spv_storage_buffer(b, u32, 0, 0, SPV_ACCESS_WRITE);
+    spv_id in = spv_texel_buffer(b, 0, 1);
+    spv_id fn = spv_function_begin(b, "main");
+    spv_workgroup_size(b, fn, (const uint32_t[]){64, 1, 1});
+    spv_id i =
+        spv_composite_extract(b, spv_load(b, spv_builtin(b, SpvBuiltInGlobalInvocationId)), 0);
+    spv_id texel =
+        spv_texel_fetch(b, in, spv_binop(b, SpvOpShiftRightLogical, i, spv_const_u32(b, 2)));
+    spv_id v =
+        spv_vector_extract_dynamic(b, texel, spv_binop(b, SpvOpBitwiseAnd, i, spv_const_u32(b, 3)));
+    spv_store(b, spv_buffer_element(b, out, i), v);
+    spv_return(b);
+    spv_function_end(b);
+    const uint32_t *words;
+    size_t count;
+    assert_int_equal(spv_builder_finish(b, &words, &count, &err), KILN_OK);
+    if (spv_tools_available())
+        assert_int_equal(spv_validate(words, count, VK_API_VERSION_1_1, &err), KILN_OK);
+    vkd_pipeline_desc desc = {.code = words,
+                              .word_count = count,
+                              .binding_count = 2,
+                              .texel_bindings = 2,
+                              .debug_name = "texels"};
+    vkd_pipeline *pipe = NULL;
+    if (!vkd_device_caps(f->dev)->texel_fetch) {
+        assert_int_equal(vkd_pipeline_create(f->dev, &desc, &pipe, &err),
+                         KILN_ERROR_INVALID_ARGUMENT);
+        assert_non_null(strstr(err.message, "cannot be a texel buffer"));
+        spv_builder_destroy(b);
+        return;
+    }
+    desc.descriptor_counts = (const uint32_t[]){1, 2};
+    assert_int_equal(vkd_pipeline_create(f->dev, &desc, &pipe, &err), KILN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "an array of descriptors"));
+    base_error_clear(&err);
+    desc.descriptor_counts = NULL;
+    assert_int_equal(vkd_pipeline_create(f->dev, &desc, &pipe, &err), KILN_OK);
+    enum { N = 100 };
+    uint32_t data[N], got[N];
+    for (uint32_t k = 0; k < N; k++)
+        data[k] = k * 2654435761u;
+    vkd_buffer *src = NULL, *dst = NULL, *wrapped = NULL;
+    vkd_batch *batch = NULL;
+    assert_int_equal(vkd_buffer_create(f->dev, sizeof data, &src, &err), KILN_OK);
+    assert_true(vkd_buffer_texels(src));
+    assert_int_equal(vkd_buffer_upload(src, 0, data, sizeof data, &err), KILN_OK);
+    assert_int_equal(vkd_buffer_create(f->dev, sizeof got, &dst, &err), KILN_OK);
+    assert_int_equal(vkd_buffer_wrap(f->dev, vkd_buffer_handle(src), sizeof data, &wrapped, &err),
+                     KILN_OK);
+    assert_false(vkd_buffer_texels(wrapped));
+    assert_int_equal(vkd_batch_create(f->dev, &batch, &err), KILN_OK);
+    uint32_t groups[3] = {(N + 63) / 64, 1, 1};
+    vkd_binding bad[2] = {{.buffer = dst}, {.buffer = wrapped}};
+    assert_int_equal(vkd_batch_dispatch(batch, pipe, bad, 2, NULL, 0, groups, &err),
+                     KILN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "texel binding"));
+    base_error_clear(&err);
+    vkd_batch_destroy(batch);
+    batch = NULL;
+    assert_int_equal(vkd_batch_create(f->dev, &batch, &err), KILN_OK);
+    vkd_binding good[2] = {{.buffer = dst}, {.buffer = src}};
+    groups[0] = 1; /* 64 invocations: elements 0 .. 63, texels 0 .. 15 */
+    assert_int_equal(vkd_batch_dispatch(batch, pipe, good, 2, NULL, 0, groups, &err), KILN_OK);
+    assert_int_equal(vkd_batch_submit(batch, &err), KILN_OK);
+    assert_int_equal(vkd_buffer_download(dst, 0, got, 64 * 4, &err), KILN_OK);
+    for (uint32_t k = 0; k < 64; k++)
+        assert_int_equal(got[k], data[k]);
+    vkd_batch_destroy(batch);
+    vkd_buffer_destroy(wrapped);
+    vkd_buffer_destroy(dst);
+    vkd_buffer_destroy(src);
+    vkd_pipeline_destroy(pipe);
+    spv_builder_destroy(b);
+    vk_fixture_assert_no_messages(f);
+}
+
 /* A kernel computing in 64-bit integers (out[i] = low word of i * i in u64). */
 static kiln_status make_int64_pipeline(vkd_device *dev, spv_builder **builder, vkd_pipeline **out,
                                        base_error *err) {
@@ -316,6 +404,7 @@ int main(void) {
         cmocka_unit_test(test_vk_pipeline_fence_wait_polls_then_blocks),
         cmocka_unit_test(test_vk_pipeline_batch_orders_dispatches),
         cmocka_unit_test(test_vk_pipeline_rejects_bad_descriptions),
+        cmocka_unit_test(test_vk_pipeline_texel_binding),
         cmocka_unit_test(test_vk_pipeline_profile_features_are_not_enabled),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
