@@ -175,6 +175,12 @@ static kiln_status write_set(vkd_batch *b, const vkd_pipeline *pipe, VkDescripto
     uint64_t align = dev->caps.min_storage_buffer_offset_alignment;
     uint64_t limit = dev->caps.max_storage_buffer_range;
     kiln_status st = KILN_OK;
+    /* texel_descriptor[i]: descriptor i is a texel binding's (one descriptor each: vk/pipeline.c),
+     * which the texel limit bounds (its buffer has a view), not maxStorageBufferRange */
+    bool texel_descriptor[VKD_MAX_BINDINGS] = {false};
+    for (uint32_t j = 0, first = 0; j < pipe->binding_count; first += pipe->descriptor_counts[j++])
+        if (pipe->texel_bindings >> j & 1 && first < VKD_MAX_BINDINGS)
+            texel_descriptor[first] = true;
     for (uint32_t i = 0; i < count && st == KILN_OK; i++) {
         const vkd_binding *bd = &bindings[i];
         if (!bd->buffer || bd->buffer->dev != dev || bd->offset > bd->buffer->alloc_size ||
@@ -186,7 +192,7 @@ static kiln_status write_set(vkd_batch *b, const vkd_pipeline *pipe, VkDescripto
             break;
         }
         uint64_t range = bd->range ? bd->range : bd->buffer->alloc_size - bd->offset;
-        if (range > limit)
+        if (range > limit && !(i < VKD_MAX_BINDINGS && texel_descriptor[i]))
             st = base_error_set(err, KILN_ERROR_INVALID_ARGUMENT,
                                 "descriptor %u: a range of %llu bytes exceeds "
                                 "maxStorageBufferRange (%llu): bind it in windows",

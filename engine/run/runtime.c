@@ -436,6 +436,13 @@ static kiln_status check_types(kiln_context *ctx, const ir_kernel *ir, const cha
     return KILN_OK;
 }
 
+/* The windows buffer i of p is bound in: its storage's (eng_program.windows), or none where
+ * the code reads it as texels (a texel view spans the whole buffer: maxTexelBufferElements,
+ * not maxStorageBufferRange, bounds it). */
+static uint32_t bound_windows(const eng_program *p, uint32_t i) {
+    return p->texel_bindings >> i & 1 ? 0 : p->windows[i];
+}
+
 /* The pipeline of p from its SPIR-V words (emitted now or read from the disk cache). */
 static kiln_status pipeline_from_words(kiln_context *ctx, eng_program *p, const uint32_t *words,
                                        size_t word_count) {
@@ -445,7 +452,7 @@ static kiln_status pipeline_from_words(kiln_context *ctx, eng_program *p, const 
         entries[i] = (VkSpecializationMapEntry){.constantID = i, .offset = 4 * i, .size = 4};
     uint32_t counts[VKD_MAX_BINDINGS];
     for (uint32_t i = 0; i < p->binding_count && i < VKD_MAX_BINDINGS; i++)
-        counts[i] = i < ENG_MAX_BUFFERS && p->windows[i] ? p->windows[i] : 1;
+        counts[i] = i < ENG_MAX_BUFFERS && bound_windows(p, i) ? bound_windows(p, i) : 1;
     vkd_pipeline_desc desc = {
         .code = words,
         .word_count = word_count,
@@ -495,12 +502,14 @@ static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_p
                        .storage_16bit = caps->storage_buffer_16bit,
                        .float16 = caps->float16,
                        .window_log2 = p->window_log2};
+    memcpy(eo.windows, p->windows, sizeof eo.windows);
     for (uint32_t i = 0; i < p->ir.buffer_count; i++) {
         const ir_buffer *b = &p->ir.buffers[i];
-        if ((p->texel_storages >> i & 1) && b->read && !b->written && ir_type_bits(b->type) == 32)
+        if ((p->texel_storages >> i & 1) && b->read && !b->written && ir_type_bits(b->type) == 32) {
             eo.texel_buffers |= 1u << i;
+            eo.windows[i] = 0; /* bound whole as texels (bound_windows) */
+        }
     }
-    memcpy(eo.windows, p->windows, sizeof eo.windows);
     emit_result r;
     base_error err = {0};
     int64_t start = base_now_ns();
@@ -777,13 +786,13 @@ static void pushed_values(const eng_program *p, const eng_kernel *k, int64_t *va
     }
 }
 
-/* The buffers of k whose storages may be read as texels (eng_program.texel_storages): bound
- * whole, and made with a texel view (not an application's buffer, within the texel limit). */
-static uint32_t texel_storages(const kiln_context *ctx, const eng_kernel *k,
-                               const uint32_t windows[ENG_MAX_BUFFERS]) {
+/* The buffers of k whose storages may be read as texels (eng_program.texel_storages): made
+ * with a texel view (not an application's buffer, within the texel limit), a storage beyond
+ * the storage-buffer range included (read as texels, it is bound whole: bound_windows). */
+static uint32_t texel_storages(const kiln_context *ctx, const eng_kernel *k) {
     uint32_t mask = 0;
     for (uint32_t i = 0; ctx->texel_reads && i < k->buffer_count; i++) {
-        if (!windows[i] && k->buffers[i]->buffer && vkd_buffer_texels(k->buffers[i]->buffer))
+        if (k->buffers[i]->buffer && vkd_buffer_texels(k->buffers[i]->buffer))
             mask |= 1u << i;
     }
     return mask;
@@ -794,7 +803,7 @@ static uint32_t texel_storages(const kiln_context *ctx, const eng_kernel *k,
  * the variant whose code it shares. */
 static eng_program *find_variant(kiln_context *ctx, const eng_kernel *k,
                                  const uint32_t windows[ENG_MAX_BUFFERS]) {
-    uint32_t texels = texel_storages(ctx, k, windows);
+    uint32_t texels = texel_storages(ctx, k);
     eng_program *p = base_map_find(&ctx->programs, k->hash, &k->hash, program_eq, NULL);
     sym_assignment a = params_of(k);
     uint8_t want[ENG_MAX_PARAMS];
@@ -1053,7 +1062,7 @@ kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program 
     p->workgroup_size = workgroup_size(ctx);
     memcpy(p->windows, windows, sizeof p->windows);
     p->window_log2 = log2;
-    p->texel_storages = texel_storages(ctx, k, windows);
+    p->texel_storages = texel_storages(ctx, k);
     wanted_residues(ctx, k, p->residue);
     kiln_status st = compile_variant(ctx, k, p);
     eng_program *head = base_map_find(&ctx->programs, k->hash, &k->hash, program_eq, NULL);
@@ -1182,7 +1191,7 @@ static kiln_status run_device(kiln_context *ctx, eng_batch *b, const eng_program
     /* One descriptor per buffer, or one per window of a storage beyond the range. */
     uint32_t descriptors = 1;
     for (uint32_t i = 0; i < k->buffer_count; i++)
-        descriptors += p->windows[i] ? p->windows[i] : 1;
+        descriptors += bound_windows(p, i) ? bound_windows(p, i) : 1;
     vkd_binding small[ENG_MAX_BUFFERS + 1], *bindings = small;
     if (descriptors > BASE_COUNTOF(small)) {
         bindings = base_malloc(&ctx->alloc, descriptors * sizeof *bindings);
@@ -1192,7 +1201,7 @@ static kiln_status run_device(kiln_context *ctx, eng_batch *b, const eng_program
     }
     uint32_t binding_count = 0;
     for (uint32_t i = 0; i < k->buffer_count; i++)
-        binding_count += window_bindings(k->buffers[i]->buffer, p->windows[i], p->window_log2,
+        binding_count += window_bindings(k->buffers[i]->buffer, bound_windows(p, i), p->window_log2,
                                          bindings + binding_count);
     /* Parameters in the index type's width. */
     union {

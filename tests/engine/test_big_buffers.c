@@ -6,6 +6,10 @@
  * and without the override. On the interpreter the override changes nothing (host memory has
  * no range); the same values are checked.
  *
+ * On lavapipe a storage that a kernel only reads is a texel buffer, bound whole whatever the
+ * storage-buffer range (engine/codegen/emit.c); the windows remain for the storages written,
+ * and for every storage in the @mobile-low pass (a profile keeps storage-buffer reads).
+ *
  * A device whose kernels bind fewer than 24 descriptors (three such storages; mobile-low: 4)
  * gets a 256 KiB range instead: two windows each, so that a windowed input and a windowed
  * output (4) still fit; a kernel of three windowed storages (6) is KILN_ERROR_LIMIT_EXCEEDED
@@ -96,6 +100,17 @@ static void test_engine_big_buffers_sum_all_and_each_axis(void **state) {
     fx_check_f32(kiln_sum(ta, 0, NULL, false), &all, 1, 0, 0);
     fx_check_f32(kiln_sum(ta, 1, (int32_t[]){1}, false), rows, ROWS, 0, 0);
     fx_check_f32(kiln_sum(ta, 1, (int32_t[]){0}, false), cols, COLS, 0, 0);
+    /* On lavapipe (texel reads: engine/codegen/emit.c) the windowed storage, only read, is a
+     * texel buffer bound whole: a texel view is bounded by maxTexelBufferElements, not by the
+     * storage-buffer range (the @mobile-low pass, without texel reads, binds it in windows).
+     * -a reads nothing else (its output, written, stays in windows). */
+    kiln_stats before = kiln_context_stats(ctx);
+    for (size_t i = 0; i < NUMEL; i++)
+        a[i] = -a[i];
+    fx_check_f32(kiln_neg(ta), a, NUMEL, 0, 0);
+    bool texels = fx->device && strstr(kiln_context_device_name(ctx), "llvmpipe") &&
+                  !kiln_context_profile(ctx);
+    assert_int_equal(kiln_context_stats(ctx).kernels_texel - before.kernels_texel, texels);
     free(a);
     eng_fixture_context_destroy(ctx);
 }
