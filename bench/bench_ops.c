@@ -25,9 +25,8 @@
  * KILN_BENCH_QUICK=1 (skips the 2048^3 matmul, fewer repetitions), KILN_BENCH_PAIRS=n (paired
  * repetitions, default 15), KILN_BENCH_JSON=path (default bench/results.json), KILN_DEVICE (as
  * Kiln), KILN_BENCH_SPV_DIR=folder (the GLSL references already compiled there as <name>.spv, as
- * tools/gpu-check.sh bundles them for a machine without glslc; glslc's times are then NaN; a
- * variant whose module is not there, such as the "+texels" ones gpu-check.sh does not bundle, is
- * skipped).
+ * tools/gpu-check.sh bundles them, "+texels" forms included, for a machine without glslc;
+ * glslc's times are then NaN; a variant whose module is not there is skipped).
  * MESA_SHADER_CACHE_DIR
  * is pointed at a fresh temporary folder unless it is set: first-use (compile) figures are then
  * those of a cold cache on every run instead of depending on what earlier runs left in the user's

@@ -98,6 +98,12 @@ bundle() {
         glslc -O --target-env=vulkan1.1 -DPAIRED "$s" -o "$out/spv/$name+paired.spv" 2>/dev/null
         glslc -O --target-env=vulkan1.1 -DPAIRED -DOCTETS "$s" \
             -o "$out/spv/$name+octets.spv" 2>/dev/null
+        # and the texel variants (read-only operands as uniform texel buffers)
+        glslc -O --target-env=vulkan1.1 -DTEXELS "$s" -o "$out/spv/$name+texels.spv" 2>/dev/null
+        glslc -O --target-env=vulkan1.1 -DPAIRED -DTEXELS "$s" \
+            -o "$out/spv/$name+paired+texels.spv" 2>/dev/null
+        glslc -O --target-env=vulkan1.1 -DPAIRED -DOCTETS -DTEXELS "$s" \
+            -o "$out/spv/$name+octets+texels.spv" 2>/dev/null
     done
     # What tests read from the source tree or the system: the trace checker (run with the
     # GPU machine's python3) and the Fashion-MNIST files of the training example's test.
