@@ -26,6 +26,16 @@ static int count_op(const emit_result *r, uint32_t op) {
     return n;
 }
 
+/* Whether the module declares capability cap (OpCapability). */
+static bool declares(const emit_result *r, uint32_t cap) {
+    enum { OP_CAPABILITY = 17 };
+    for (size_t at = 5; at < r->word_count && r->words[at] >> 16; at += r->words[at] >> 16) {
+        if ((r->words[at] & 0xffffu) == OP_CAPABILITY && r->words[at + 1] == cap)
+            return true;
+    }
+    return false;
+}
+
 /* With width w (4: LOAD4/STORE4, 8: LOAD8/STORE8): out[wg .. wg+w-1] = in[wg+w-1] + 1, ...,
  * in[wg] + 1 (each group of w reversed), index offset by shift (0: aligned). */
 static void reverse_kernel(ir_kernel *k, int64_t shift, uint32_t w) {
@@ -70,7 +80,7 @@ static void swap_pairs_kernel(ir_kernel *k, int64_t shift) {
  * as read in pairs, not as a vector buffer. Validated by SPIRV-Tools. */
 static void test_ir_vector_pairs(void **state) {
     (void)state;
-    enum { OP_CAPABILITY = 17, OP_LOAD = 61, OP_BITCAST = 124, CAP_INT64 = 11 };
+    enum { OP_LOAD = 61, OP_BITCAST = 124, CAP_INT64 = 11 };
     ir_kernel k;
     swap_pairs_kernel(&k, 0);
     base_error err = {0};
@@ -95,11 +105,7 @@ static void test_ir_vector_pairs(void **state) {
                              KILN_OK);
         loads[paired] = count_op(&r, OP_LOAD);
         bitcasts[paired] = count_op(&r, OP_BITCAST);
-        bool int64 = false;
-        for (size_t at = 5; at < r.word_count && r.words[at] >> 16; at += r.words[at] >> 16)
-            int64 =
-                int64 || ((r.words[at] & 0xffffu) == OP_CAPABILITY && r.words[at + 1] == CAP_INT64);
-        assert_int_equal(int64, paired);
+        assert_int_equal(declares(&r, CAP_INT64), paired);
         emit_result_free(alloc(), &r);
     }
     assert_int_equal(loads[0], loads[1]);
@@ -134,7 +140,7 @@ static void double_kernel(ir_kernel *k, ir_type t, ir_type index) {
  * SPIR-V 1.3 (Vulkan 1.1) and 1.6 (Vulkan 1.3), with 32- and 64-bit indices. */
 static void test_ir_vector_texel_buffers(void **state) {
     (void)state;
-    enum { OP_CAPABILITY = 17, OP_TYPE_SAMPLED_IMAGE = 27, OP_IMAGE_FETCH = 95 };
+    enum { OP_TYPE_SAMPLED_IMAGE = 27, OP_IMAGE_FETCH = 95 };
     enum { CAP_SAMPLED_BUFFER = 46 };
     for (int form = 0; form < 6; form++) {
         ir_kernel k;
@@ -171,11 +177,7 @@ static void test_ir_vector_texel_buffers(void **state) {
             assert_int_equal(r.texel_bindings, 2u);
             assert_int_equal(count_op(&r, OP_IMAGE_FETCH), fetches);
             assert_int_equal(count_op(&r, OP_TYPE_SAMPLED_IMAGE), 0);
-            bool sampled_buffer = false;
-            for (size_t at = 5; at < r.word_count && r.words[at] >> 16; at += r.words[at] >> 16)
-                sampled_buffer = sampled_buffer || ((r.words[at] & 0xffffu) == OP_CAPABILITY &&
-                                                    r.words[at + 1] == CAP_SAMPLED_BUFFER);
-            assert_true(sampled_buffer);
+            assert_true(declares(&r, CAP_SAMPLED_BUFFER));
             emit_result_free(alloc(), &r);
         }
         ir_kernel_finish(&k);
@@ -209,7 +211,7 @@ static void test_ir_vector_interpreted_and_emitted(void **state) {
  * two for the store, and the module declares Int64; otherwise neither). Unpaired, eight
  * elements are two vector accesses; paired, one (OpLoad/OpStore of a 64-bit vector). */
 static void emitted(const ir_kernel *k, uint32_t w) {
-    enum { OP_CAPABILITY = 17, OP_LOAD = 61, OP_STORE = 62, OP_BITCAST = 124, CAP_INT64 = 11 };
+    enum { OP_LOAD = 61, OP_STORE = 62, OP_BITCAST = 124, CAP_INT64 = 11 };
     int bitcasts[2], memory[2];
     base_error err = {0};
     for (int paired = 0; paired < 2; paired++) {
@@ -222,11 +224,7 @@ static void emitted(const ir_kernel *k, uint32_t w) {
                              KILN_OK);
         bitcasts[paired] = count_op(&r, OP_BITCAST);
         memory[paired] = count_op(&r, OP_LOAD) + count_op(&r, OP_STORE);
-        bool int64 = false;
-        for (size_t at = 5; at < r.word_count && r.words[at] >> 16; at += r.words[at] >> 16)
-            int64 =
-                int64 || ((r.words[at] & 0xffffu) == OP_CAPABILITY && r.words[at + 1] == CAP_INT64);
-        assert_int_equal(int64, paired);
+        assert_int_equal(declares(&r, CAP_INT64), paired);
         emit_result_free(alloc(), &r);
     }
     assert_int_equal(bitcasts[1] - bitcasts[0], (int)w);
