@@ -502,14 +502,15 @@ static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_p
                        .storage_16bit = caps->storage_buffer_16bit,
                        .float16 = caps->float16,
                        .window_log2 = p->window_log2};
-    memcpy(eo.windows, p->windows, sizeof eo.windows);
+    p->texel_bindings = 0; /* the buffers read as texels: only read, 32-bit */
     for (uint32_t i = 0; i < p->ir.buffer_count; i++) {
         const ir_buffer *b = &p->ir.buffers[i];
-        if ((p->texel_storages >> i & 1) && b->read && !b->written && ir_type_bits(b->type) == 32) {
-            eo.texel_buffers |= 1u << i;
-            eo.windows[i] = 0; /* bound whole as texels (bound_windows) */
-        }
+        if ((p->texel_storages >> i & 1) && b->read && !b->written && ir_type_bits(b->type) == 32)
+            p->texel_bindings |= 1u << i;
     }
+    eo.texel_buffers = p->texel_bindings;
+    for (uint32_t i = 0; i < p->ir.buffer_count; i++)
+        eo.windows[i] = bound_windows(p, i);
     emit_result r;
     base_error err = {0};
     int64_t start = base_now_ns();
@@ -538,8 +539,7 @@ static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_p
     }
     p->binding_count = r.binding_count;
     p->push_constant_size = r.push_constant_size;
-    p->texel_bindings = r.texel_bindings;
-    ctx->stats.kernels_texel += r.texel_bindings != 0;
+    ctx->stats.kernels_texel += p->texel_bindings != 0;
     eng_cache_store(ctx, k, p, asked, r.words, r.word_count);
     st = pipeline_from_words(ctx, p, r.words, r.word_count);
     emit_result_free(&p->ir.alloc, &r);
