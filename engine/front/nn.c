@@ -207,40 +207,20 @@ static kiln_tensor *reshape_groups(kiln_tensor *t, uint32_t n, const uint32_t *n
     return kiln_reshape_sym(t, n, shape);
 }
 
-/* The per-image window matrices (C KH KW, OH OW) of a symbolic batch from its windows
- * permuted to (N, C, KH, KW, OH, OW), laid out once (kiln_contiguous: a copy kernel of its
- * own) on a GPU where the weight gradient will read them (w records: that product reduces over
- * the pixels, along which the windows of a padded input are neither one vector nor free of
- * masks; the forward then reads the copy too), and read in place otherwise: by the forward's
- * product in inference (no copy kernel, the padding a select per load of the product's right
- * operand; conv2's forward in the training example 2.0 + 6.3 -> 6.6 ms on lavapipe, the
- * forward alone 14.5 -> 12.1-12.5 ms), and on a CPU by the weight gradient too, in tiles whose
- * loop steps by image rows (lower.c eng_kernel_tile: conv2's window copy and weight gradient
- * in the training step on lavapipe 3.6 + 8.4 -> 6.0-6.4 ms).
- *
- * Windows of at most SHORT_WINDOW elements (C KH KW: conv1's nine taps of one channel) are
- * read in place by both products on a GPU too: their loops are too short for the copy to pay
- * (conv1 of the training example on lavapipe: copy, forward and weight gradient 3.6-4.3 ms, in
- * place 3.3-3.9 ms for the two products, three alternating pairs). */
-enum { SHORT_WINDOW = 16 };
-
-/* Whether windows permuted to (N, C, KH, KW, OH, OW) hold at most SHORT_WINDOW elements. */
-static bool short_window(kiln_tensor *win) {
-    int64_t c, kh, kw;
-    return const_size(win, 1, &c) && const_size(win, 2, &kh) && const_size(win, 3, &kw) &&
-           c * kh * kw <= SHORT_WINDOW;
-}
-
-/* Whether window_matrix lays the windows out (else they are read in place). */
-static bool lays_out(kiln_tensor *win, kiln_tensor *w) {
-    return eng_ag_records(ENG_CTX(win), w) && !short_window(win) && !ENG_CTX(win)->window_rows;
-}
-
-static kiln_tensor *window_matrix(kiln_tensor *win, kiln_tensor *w) {
+/* The per-image window matrices (C KH KW, OH OW) from windows permuted to (N, C, KH, KW, OH,
+ * OW), read in place by every product over them on every device: the forward's (the padding a
+ * select per load of the product's right operand; conv2's forward in the training example 2.0 +
+ * 6.3 -> 6.6 ms on lavapipe against a window copy and a product over it) and the weight
+ * gradient's (on a CPU in tiles whose loop steps by image rows, lower.c eng_kernel_tile: conv2's
+ * window copy and weight gradient in the training step on lavapipe 3.6 + 8.4 -> 6.0-6.4 ms). A
+ * GPU laid them out for the weight gradient until 2026-11-27: on an H200 that copy and its
+ * product took 0.034 ms of the training step where the product in place takes 0.037, and for
+ * bench_ops' constant batch of 64 (then merged rows, below) the weight gradient's split product
+ * took 0.33 ms of device time where the per-image product in place takes 0.04. */
+static kiln_tensor *window_matrix(kiln_tensor *win) {
     if (!win)
         return NULL;
-    return reshape_groups(lays_out(win, w) ? kiln_contiguous(win) : win, 3,
-                          (const uint32_t[]){1, 3, 2},
+    return reshape_groups(win, 3, (const uint32_t[]){1, 3, 2},
                           (const uint32_t[][4]){{0}, {1, 2, 3}, {4, 5}});
 }
 
@@ -249,54 +229,51 @@ static kiln_tensor *tap_impl(kiln_tensor *out) {
                : NULL;
 }
 
-/* value, the convolution of x (stride 1, one group) by w, recorded as the op that gives x its
+/* out, the convolution of x (stride 1, one group) by w, recorded as the op that gives x its
  * gradient (autograd.c conv_input_grad: a convolution of out's gradient with the flipped
  * weights, its windows read in place) where the product's own rule would make the gradient's
  * window matrix and fold it back (conv2's input gradient in the training example: a product
  * of 144 x 196 per image and a fold of nine masked loads per element). The windows that made
- * it were x's value without its history; w's gradient comes from the rule of the product
- * `recorded`, which the op passes its gradient to (value itself, or the same convolution
- * over windows laid out for that gradient, which nothing then computes). */
-static kiln_tensor *conv_input_tap(kiln_tensor *value, kiln_tensor *recorded, kiln_tensor *x,
-                                   kiln_tensor *w, const conv_params *p) {
+ * it were x's value without its history; w's gradient comes from the rule of the product out,
+ * which the op passes its gradient to. */
+static kiln_tensor *conv_input_tap(kiln_tensor *out, kiln_tensor *x, kiln_tensor *w,
+                                   const conv_params *p) {
     const int64_t ints[4] = {p->padding[0], p->padding[1], p->dilation[0], p->dilation[1]};
     ENG_OP("kiln_conv2d_ex", ENG_AG(.op = ENG_AG_CONV_INPUT, .ints = ints, .nints = 4),
-           tap_impl(value), recorded, x, w);
+           tap_impl(out), out, x, w);
 }
 
 /* The per-image products of windows permuted to (N, C, KH, KW, OH, OW) by w: (O, C KH KW) @
- * (C KH KW, OH OW) for each image, (N, O, OH OW), the windows laid out where w needs a
- * gradient on a GPU (window_matrix). Where they are read in place, the weights are laid out
- * transposed, (C KH KW, O) (a copy of a few thousand floats): at each tap the product's tile
- * reads its column of output channels as vectors (lower.c column_run), where rows of
- * (O, C KH KW) gave one load per channel (a kernel row's taps per step, or nine taps, too few
- * for a step of eight). conv1 of the training example on lavapipe: forward 3.08 -> 2.18, 3.16
- * -> 2.06, 1.84 -> 1.44 ms (alternating runs), the inference forward alike, for a 0.08 ms copy;
- * conv2's input gradient in tiles of whole rows 6.2 -> 5.3 ms. Weights stored that way already
- * are read as they are. */
+ * (C KH KW, OH OW) for each image, (N, O, OH OW), the windows read in place (window_matrix).
+ * The weights are laid out transposed, (C KH KW, O) (a copy of a few thousand floats): at each
+ * tap the product's tile reads its column of output channels as vectors (lower.c column_run),
+ * where rows of (O, C KH KW) gave one load per channel (a kernel row's taps per step, or nine
+ * taps, too few for a step of eight). conv1 of the training example on lavapipe: forward 3.08
+ * -> 2.18, 3.16 -> 2.06, 1.84 -> 1.44 ms (alternating runs), the inference forward alike, for
+ * a 0.08 ms copy; conv2's input gradient in tiles of whole rows 6.2 -> 5.3 ms. Weights stored
+ * that way already are read as they are. */
 static kiln_tensor *image_products(kiln_tensor *permuted, kiln_tensor *w) {
-    kiln_tensor *cols = window_matrix(permuted, w);
+    kiln_tensor *cols = window_matrix(permuted);
     kiln_tensor *wm =
         reshape_groups(w, 2, (const uint32_t[]){1, 3}, (const uint32_t[][4]){{0}, {1, 2, 3}});
     kiln_tensor *wt = kiln_transpose(wm, 0, 1);
-    if (permuted && wt && !lays_out(permuted, w))
+    if (wt)
         wm = kiln_transpose(shape_tracker_contiguous(ENG_ST(wt)) ? wt : kiln_contiguous(wt), 0, 1);
     return kiln_matmul(wm, cols); /* (N, O, OH OW) */
 }
 
-/* conv2d as im2col and a matrix product (docs/convolution.md): the windows (N, C, OH, OW, KH,
- * KW) laid out as rows of a (N OH OW, C KH KW) matrix materialised once (kiln_contiguous: a
- * kernel of its own, so the product's register-tiled loop reads plain loads; read in place as
- * the left operand's rows, conv2's forward took 8.8 ms on lavapipe against 2.1 + 4.2),
- * multiplied by w as a (C KH KW, O) matrix. The backward pass is then matrix products too (the
- * weight gradient a long reduction over N OH OW, the input gradient a product followed by
- * folding the windows back): a GPU's constant batch. With a symbolic batch the rows of all
- * images cannot tile in whole blocks, and on a CPU the windows read in place tile whole rows
- * (lower.c), so there each image is a product of its own instead: w as (O, C KH KW) times the
- * image's windows as (C KH KW, OH OW) (window_matrix), the output NCHW as stored (what the
- * bias, relu and pools then read contiguously), and x's gradient for stride 1 a convolution
- * of the output's gradient (conv_input_tap). Groups: a batch of G products over (G, N OH OW,
- * C/G KH KW). */
+/* conv2d per image or as im2col and a matrix product (docs/convolution.md). Per image (a
+ * symbolic batch, and a constant one of stride 1): w as (O, C KH KW) times each image's windows
+ * as (C KH KW, OH OW) read in place (window_matrix), the output NCHW as stored (what the bias,
+ * relu and pools then read contiguously), and x's gradient for stride 1 a convolution of the
+ * output's gradient (conv_input_tap). Otherwise (a constant batch of another stride) the
+ * windows (N, C, OH, OW, KH, KW) laid out as rows of a (N OH OW, C KH KW) matrix materialised
+ * once (kiln_contiguous: a kernel of its own, so the product's register-tiled loop reads plain
+ * loads; read in place as the left operand's rows, conv2's forward took 8.8 ms on lavapipe
+ * against 2.1 + 4.2), multiplied by w as a (C KH KW, O) matrix; the backward pass is then
+ * matrix products too (the weight gradient a long reduction over N OH OW, the input gradient a
+ * product followed by folding the windows back). Groups: a batch of G products over (G, N OH
+ * OW, C/G KH KW). */
 static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *bias,
                                    const kiln_conv2d_options *options) {
     if (!x || !w)
@@ -316,17 +293,17 @@ static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *
     if (!conv_check_channels(x, w, bias, &p) || !conv_check_sizes(x, w, &p))
         return NULL;
     int64_t batch, h, wd;
-    /* Per image: a symbolic batch; on a CPU a constant one of stride 1 too (its windows read
-     * in place in tiles of whole rows, lower.c: bench_ops' conv2d forward 1.67 -> 0.82 of its
-     * GLSL reference's time, the input gradient as a convolution 2.20 -> 0.97, the weight
-     * gradient 1.88 -> 1.70, then 0.83-0.87 with its windows read in place too and pairs,
-     * where the merged rows' im2col products were faster before). Other strides keep the
-     * merged rows: their input gradient is a fold either way. */
-    bool per_image = p.groups == 1 && (!const_size(x, 0, &batch) ||
-                                       (ctx->window_rows && p.stride[0] == 1 && p.stride[1] == 1));
+    /* Per image: a symbolic batch, and a constant one of stride 1 (its windows read in place,
+     * on a CPU in tiles of whole rows, lower.c: bench_ops' conv2d forward 1.67 -> 0.82 of its
+     * GLSL reference's time on lavapipe, the input gradient as a convolution 2.20 -> 0.97, the
+     * weight gradient 1.88 -> 1.70, then 0.83-0.87 with its windows read in place too and
+     * pairs; on an H200 the input gradient 13.1 -> 5.9 and the weight gradient 7.2 -> 2.3 of
+     * their references' times, the forward 3.2 -> 3.6, all three host-bound there). Other
+     * strides keep the merged rows: their input gradient is a fold either way. */
+    bool per_image =
+        p.groups == 1 && (!const_size(x, 0, &batch) || (p.stride[0] == 1 && p.stride[1] == 1));
     /* conv_input_tap where it applies and something needs a gradient: x's gradient from it (the
-     * windows then read x's value only), the forward's value in place where w's gradient
-     * needs laid-out windows (a GPU's symbolic batch) */
+     * windows then read x's value only) */
     bool tap = per_image && p.stride[0] == 1 && p.stride[1] == 1 && const_size(x, 2, &h) &&
                const_size(x, 3, &wd) && (eng_ag_records(ctx, x) || eng_ag_records(ctx, w));
     kiln_tensor *win = windows(pad_spatial(tap ? kiln_detach(x) : x, p.padding[0], p.padding[1]),
@@ -335,20 +312,12 @@ static kiln_tensor *conv2d_ex_impl(kiln_tensor *x, kiln_tensor *w, kiln_tensor *
     if (per_image) {
         /* per image, (O, C KH KW) @ (C KH KW, OH OW), products of constant sizes whatever the
          * batch (tiled as the constant case), the output NCHW as stored */
-        kiln_tensor *permuted = kiln_permute(win, (const int32_t[]){0, 1, 4, 5, 2, 3});
-        bool in_place = tap && permuted && lays_out(permuted, w);
-        out = image_products(permuted, w);
-        /* Where the windows are laid out for w's gradient (a GPU) and the stride is 1 (the
-         * tap), the forward's value is the product that reads them in place (measured on
-         * lavapipe when a CPU laid them out, in tiles of whole rows: conv2's forward in the
-         * training step 8.5 -> 5.8 ms); the laid-out windows then serve w's gradient alone. */
-        kiln_tensor *value = in_place ? image_products(permuted, kiln_detach(w)) : NULL;
+        out = image_products(kiln_permute(win, (const int32_t[]){0, 1, 4, 5, 2, 3}), w);
         const kiln_expr *dims[4] = {kiln_tensor_size_expr(win, 0), kiln_tensor_size_expr(w, 0),
                                     kiln_tensor_size_expr(win, 2), kiln_tensor_size_expr(win, 3)};
         out = kiln_reshape_sym(out, 4, dims);
         if (tap)
-            out = conv_input_tap(in_place ? kiln_reshape_sym(value, 4, dims) : out, out, x,
-                                 kiln_detach(w), &p);
+            out = conv_input_tap(out, x, kiln_detach(w), &p);
     } else if (p.groups == 1) {
         /* rows (N, OH, OW), columns (C, KH, KW) */
         kiln_tensor *cols = kiln_contiguous(kiln_permute(win, (const int32_t[]){0, 2, 3, 1, 4, 5}));

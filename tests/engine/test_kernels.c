@@ -676,53 +676,117 @@ static void test_engine_kernels_write_reading_a_write_is_one_kernel(void **state
     check_written_twice(f->device, false, true, 2);
 }
 
-/* dx, the gradient of sum(conv2d(x, w, padding 1)) for x (2, 3, 6, 6) and w (4, 3, 3, 3): each
- * input element's gradient is the sum of w over the taps whose window holds it. */
-static void check_input_gradient_of_sum(kiln_tensor *w, kiln_tensor *dx) {
-    float ws[4 * 3 * 3 * 3], got[2 * 3 * 6 * 6];
-    assert_int_equal(kiln_read(w, ws, sizeof ws), KILN_OK);
-    assert_int_equal(kiln_read(dx, got, sizeof got), KILN_OK);
+/* dx, the gradient of sum(conv2d(x, w, padding 1, groups)) for x (2, c_all, 6, 6) (c_all at
+ * most 4) and w (4, c_all / groups, 3, 3): each input element's gradient is the sum of w over
+ * the taps whose window holds it, of the filters of its channel's group. */
+static void check_input_gradient_of_sum(kiln_tensor *w, kiln_tensor *dx, int c_all, int groups) {
+    enum { O = 4, K = 3, S = 6 };
+    int cg = c_all / groups; /* channels per group */
+    float ws[O * 4 * K * K], got[2 * 4 * S * S];
+    assert_int_equal(kiln_read(w, ws, sizeof(float) * O * cg * K * K), KILN_OK);
+    assert_int_equal(kiln_read(dx, got, sizeof(float) * 2 * c_all * S * S), KILN_OK);
     for (int n = 0; n < 2; n++)
-        for (int c = 0; c < 3; c++)
-            for (int i = 0; i < 6; i++)
-                for (int j = 0; j < 6; j++) {
+        for (int c = 0; c < c_all; c++)
+            for (int i = 0; i < S; i++)
+                for (int j = 0; j < S; j++) {
                     double want = 0;
-                    for (int o = 0; o < 4; o++)
-                        for (int kh = 0; kh < 3; kh++)
-                            for (int kw = 0; kw < 3; kw++) {
+                    for (int o = c / cg * (O / groups); o < (c / cg + 1) * (O / groups); o++)
+                        for (int kh = 0; kh < K; kh++)
+                            for (int kw = 0; kw < K; kw++) {
                                 int oi = i + 1 - kh, oj = j + 1 - kw; /* the output it feeds */
-                                if (oi >= 0 && oi < 6 && oj >= 0 && oj < 6)
-                                    want += ws[((o * 3 + c) * 3 + kh) * 3 + kw];
+                                if (oi >= 0 && oi < S && oj >= 0 && oj < S)
+                                    want += ws[((o * cg + c % cg) * K + kh) * K + kw];
                             }
-                    assert_float_equal(got[((n * 3 + c) * 6 + i) * 6 + j], want, 1e-4);
+                    assert_float_equal(got[((n * c_all + c) * S + i) * S + j], want, 1e-4);
                 }
 }
 
 /* The gradient of a padded input is the fold of the windows shrunk to the input: the shrink
  * moves into the fold's node (autograd.c shrink_grad), so the kernel that realizes it computes
- * the input's 6 x 6 per channel, not the padded 8 x 8 it would then cut. A constant batch takes
- * the product and the fold under a GPU's tuning (on a CPU its images are products of their own,
- * the input gradient a convolution: nn.c). */
+ * the input's 6 x 6 per channel, not the padded 8 x 8 it would then cut. A convolution of two
+ * groups takes the product and the fold on every device (one group of stride 1 runs per
+ * image, its input gradient a convolution: nn.c). */
 static void test_engine_kernels_conv_input_gradient_skips_the_padding(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    kiln_tensor *x = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){2, 4, 6, 6}, 3);
+    kiln_tensor *w = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){4, 2, 3, 3}, 4);
+    assert_int_equal(kiln_requires_grad_(x, true), KILN_OK);
+    kiln_tensor *dx = NULL;
+    kiln_tensor *y =
+        kiln_conv2d_ex(x, w, NULL, &(kiln_conv2d_options){.padding = {1, 1}, .groups = 2});
+    assert_int_equal(kiln_grad(kiln_sum(y, 0, NULL, false), 1, &x, &dx), KILN_OK);
+    assert_int_equal(kiln_realize(dx), KILN_OK);
+    bool inside = false;
+    for (const eng_program *p = ctx->program_list; p; p = p->next) {
+        assert_null(strstr(p->name, "_2x4x8x8"));
+        inside = inside || (p->name[0] == 'E' && strstr(p->name, "_2x4x6x6"));
+    }
+    assert_true(inside);
+    check_input_gradient_of_sum(w, dx, 4, 2);
+    eng_fixture_context_destroy(ctx);
+}
+
+/* Under a GPU's tuning a constant batch of stride 1 runs per image too (nn.c conv2d_ex_impl),
+ * its windows read in place by the forward's and the weights' gradient's products and x's
+ * gradient a convolution of the output's gradient: no window copy (_2x3x3x3x6x6), no fold (an
+ * elementwise kernel over x's 2 x 3 x 6 x 6), where the merged rows' im2col copy, split
+ * product and fold took 9x the device time of the weight gradient on an H200. The forward and
+ * both gradients of sum(y * g) against the host. */
+static void test_engine_kernels_gpu_tuned_conv_runs_per_image(void **state) {
     eng_fixture *f = *state;
     kiln_context *ctx = NULL;
     kiln_context_options opt = {.device = f->device ? NULL : "interp", .validation = f->device};
     assert_int_equal(eng_testing_context_create(&opt, &(eng_testing){.gpu_tuning = true}, &ctx),
                      KILN_OK);
-    kiln_tensor *x = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){2, 3, 6, 6}, 3);
-    kiln_tensor *w = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){4, 3, 3, 3}, 4);
+    enum { N = 2, C = 3, S = 6, O = 4 };
+    float xs[N * C * S * S], ws[O * C * 9], gs[N * O * S * S], y[N * O * S * S], dw[O * C * 9];
+    float want[N * O * S * S], want_dw[O * C * 9];
+    kiln_tensor *x = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){N, C, S, S}, 31);
+    kiln_tensor *w = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){O, C, 3, 3}, 32);
+    kiln_tensor *g = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){N, O, S, S}, 33);
+    assert_int_equal(kiln_read(x, xs, sizeof xs), KILN_OK);
+    assert_int_equal(kiln_read(w, ws, sizeof ws), KILN_OK);
+    assert_int_equal(kiln_read(g, gs, sizeof gs), KILN_OK);
     assert_int_equal(kiln_requires_grad_(x, true), KILN_OK);
-    kiln_tensor *dx = NULL;
-    kiln_tensor *y = kiln_conv2d(x, w, 1, 1);
-    assert_int_equal(kiln_grad(kiln_sum(y, 0, NULL, false), 1, &x, &dx), KILN_OK);
-    assert_int_equal(kiln_realize(dx), KILN_OK);
-    bool inside = false;
+    assert_int_equal(kiln_requires_grad_(w, true), KILN_OK);
+    kiln_tensor *out = kiln_conv2d(x, w, 1, 1), *grads[2] = {NULL, NULL};
+    kiln_tensor *wrt[2] = {x, w};
+    assert_int_equal(kiln_grad(kiln_sum(kiln_mul(out, g), 0, NULL, false), 2, wrt, grads), KILN_OK);
+    assert_int_equal(kiln_read(out, y, sizeof y), KILN_OK);
+    assert_int_equal(kiln_read(grads[1], dw, sizeof dw), KILN_OK);
+    fx_conv2d_host(xs, ws, (const int64_t[]){27, 9, 3, 1}, N, C, S, O, 3, 1, want);
+    fx_conv2d_weight_grad_host(xs, gs, N, C, S, O, 3, 1, want_dw);
+    for (int e = 0; e < N * O * S * S; e++)
+        assert_float_equal(y[e], want[e], 1e-4);
+    for (int e = 0; e < O * C * 9; e++)
+        assert_float_equal(dw[e], want_dw[e], 1e-3);
+    /* dx: each element the sum over the outputs its windows feed of g times the tap's weight */
+    float dx[N * C * S * S];
+    assert_int_equal(kiln_read(grads[0], dx, sizeof dx), KILN_OK);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            for (int i = 0; i < S; i++)
+                for (int j = 0; j < S; j++) {
+                    double sum = 0;
+                    for (int o = 0; o < O; o++)
+                        for (int kh = 0; kh < 3; kh++)
+                            for (int kw = 0; kw < 3; kw++) {
+                                int oi = i + 1 - kh, oj = j + 1 - kw;
+                                if (oi >= 0 && oi < S && oj >= 0 && oj < S)
+                                    sum += (double)gs[((n * O + o) * S + oi) * S + oj] *
+                                           ws[((o * C + c) * 3 + kh) * 3 + kw];
+                            }
+                    assert_float_equal(dx[((n * C + c) * S + i) * S + j], sum, 1e-4);
+                }
+    char names[2048];
+    program_names(ctx, names, sizeof names);
     for (const eng_program *p = ctx->program_list; p; p = p->next) {
-        assert_null(strstr(p->name, "_2x3x8x8"));
-        inside = inside || (p->name[0] == 'E' && strstr(p->name, "_2x3x6x6"));
+        if (strstr(p->name, "_2x3x3x3x6x6") ||
+            (p->name[0] == 'E' && strstr(p->name, "_2x3x6x6") && !strstr(p->name, "rand")))
+            fail_msg("want no window copy and no fold: %s", names);
     }
-    assert_true(inside);
-    check_input_gradient_of_sum(w, dx);
     eng_fixture_context_destroy(ctx);
 }
 
@@ -796,11 +860,11 @@ static void test_engine_kernels_short_rows_narrow_to_a_divisor(void **state) {
     eng_fixture_context_destroy(ctx);
 }
 
-/* The per-image window matrices of a symbolic batch (nn.c window_matrix): an inference
- * forward reads them in place (the product, the padding folded into its loads, after the
- * weights' transposed copy, which its tile reads as vectors); where the weights need a
- * gradient, whose product reads them again, they are laid out once first (a copy kernel, which
- * the forward's product then reads). Two kernels either way. Values against the host. */
+/* The per-image window matrices of a symbolic batch (nn.c window_matrix): the forward reads
+ * them in place (the product, the padding folded into its loads, after the weights' transposed
+ * copy, which its tile reads as vectors), in inference and where the weights need a gradient
+ * (whose product reads them in place again): two kernels either way. Values against the
+ * host. */
 static void test_engine_kernels_inference_conv_reads_windows_in_place(void **state) {
     eng_fixture *f = *state;
     kiln_context *ctx = eng_context_new(f->device);
@@ -869,10 +933,10 @@ static void check_conv_and_weight_gradient(kiln_tensor *y, kiln_tensor *w, const
     free(want_dw);
 }
 
-/* A convolution of one channel (nine taps, nn.c SHORT_WINDOW) over a symbolic batch reads its
- * windows in place even where the weights need a gradient: the forward is two dispatches (the
- * weights laid out transposed, 9 x 4, and the product; no window copy), and the weights'
- * gradient reads the windows in place too. Values against the host. */
+/* A convolution of one channel (nine taps) over a symbolic batch reads its windows in place
+ * where the weights need a gradient: the forward is two dispatches (the weights laid out
+ * transposed, 9 x 4, and the product; no window copy), and the weights' gradient reads the
+ * windows in place too. Values against the host. */
 static void test_engine_kernels_short_windows_read_in_place(void **state) {
     eng_fixture *f = *state;
     kiln_context *ctx = eng_context_new(f->device);
@@ -893,10 +957,9 @@ static void test_engine_kernels_short_windows_read_in_place(void **state) {
 
 /* A training convolution of stride 1 (14 x 14 = 196 pixels per image, 27 taps): the forward's
  * value is the product that reads the windows in place (nn.c conv_input_tap), with the weights
- * laid out transposed for it (E_cast_27x4, which a product over laid-out windows does not
- * make); rows are never padded to 200. The windows are laid out for the weights' gradient on a
- * GPU (nn.c window_matrix: a copy of 3 x 3 x 3 x 14 x 14 per image) and read in place by it on
- * a CPU (no copy). Forward values and the weights' gradient against the host. */
+ * laid out transposed for it (E_cast_27x4); rows are never padded to 200. The weights' gradient
+ * reads the windows in place too (nn.c window_matrix: no copy of 3 x 3 x 3 x 14 x 14 per image,
+ * on any device). Forward values and the weights' gradient against the host. */
 static void test_engine_kernels_training_conv_reads_windows_in_place(void **state) {
     eng_fixture *f = *state;
     kiln_context *ctx = eng_context_new(f->device);
@@ -909,16 +972,16 @@ static void test_engine_kernels_training_conv_reads_windows_in_place(void **stat
     if (!strstr(names, "E_cast_27x4") || !strstr(names, "_images_x_4x1x196") ||
         strstr(names, "x200"))
         fail_msg("want the forward over the windows in place, no rows of 200: %s", names);
-    if ((strstr(names, "_3x3x3x14x14") != NULL) != !ctx->window_rows)
-        fail_msg("want the windows laid out on a GPU only: %s", names);
+    if (strstr(names, "_3x3x3x14x14"))
+        fail_msg("want no window copy: %s", names);
     eng_fixture_context_destroy(ctx);
 }
 
-/* On a CPU a convolution's weight gradient reads the windows in place (nn.c lays_out) in tiles
- * whose loop steps by a row of the image (10 pixels here) and whose row holds the taps of two
- * channels (18 of 36: lower.c eng_kernel_tile, window_columns), the output's gradient and the
- * windows read as pairs (LOAD2; the rows of padding masked); no window copy. A symbolic batch
- * (2 of at most 64), 4 channels, 8 filters; the gradient against the host. */
+/* A convolution's weight gradient reads the windows in place (nn.c window_matrix; no window
+ * copy), on a CPU in tiles whose loop steps by a row of the image (10 pixels here) and whose
+ * row holds the taps of two channels (18 of 36: lower.c eng_kernel_tile, window_columns), the
+ * output's gradient and the windows read as pairs (LOAD2; the rows of padding masked). A
+ * symbolic batch (2 of at most 64), 4 channels, 8 filters; the gradient against the host. */
 static void test_engine_kernels_weight_gradient_reads_windows_in_place(void **state) {
     eng_fixture *f = *state;
     kiln_context *ctx = eng_context_new(f->device);
@@ -941,8 +1004,8 @@ static void test_engine_kernels_weight_gradient_reads_windows_in_place(void **st
         assert_float_equal(dw[e], want[e], 1e-4);
     char names[2048];
     program_names(ctx, names, sizeof names);
-    if ((strstr(names, "_4x3x3x10x10") != NULL) != !ctx->window_rows)
-        fail_msg("want the windows laid out on a GPU only: %s", names);
+    if (strstr(names, "_4x3x3x10x10"))
+        fail_msg("want no window copy: %s", names);
     const eng_program *rows = NULL;
     for (const eng_program *p = ctx->program_list; p; p = p->next)
         rows = p->window_taps == S ? p : rows;
@@ -988,7 +1051,7 @@ static void test_engine_kernels_conv_input_gradient_is_a_convolution(void **stat
         convolution = convolution || (p->name[0] == 'R' && strstr(p->name, "_3x1x36"));
     }
     assert_true(convolution);
-    check_input_gradient_of_sum(w, dx);
+    check_input_gradient_of_sum(w, dx, 3, 1);
     eng_fixture_context_destroy(ctx);
 }
 
@@ -1208,6 +1271,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_max_pool_reads_pairs),
         ENG_TEST(test_engine_kernels_write_reading_a_write_is_one_kernel),
         ENG_TEST(test_engine_kernels_conv_input_gradient_skips_the_padding),
+        ENG_TEST(test_engine_kernels_gpu_tuned_conv_runs_per_image),
         ENG_TEST(test_engine_kernels_strided_conv_input_gradient),
         ENG_TEST(test_engine_kernels_short_rows_narrow_to_a_divisor),
         ENG_TEST(test_engine_kernels_nine_elements_step_by_three),
