@@ -196,6 +196,8 @@ static size_t slab_sweep(sym_ctx *ctx, sym_slab *s, size_t *kept) {
         void *removed = base_map_remove(&ctx->nodes, n->hash, n, same_node, NULL);
         assert(removed == n);
         (void)removed;
+        if (n->kind == SYM_CONST && n->value >= SYM_SMALL_MIN && n->value <= SYM_SMALL_MAX)
+            ctx->small[n->value - SYM_SMALL_MIN] = NULL;
         slot_clear(n);
         freed++;
     }

@@ -232,7 +232,12 @@ const sym_node *sym_make(sym_ctx *ctx, sym_kind kind, const sym_node *a, const s
 }
 
 const sym_node *sym_make_const(sym_ctx *ctx, int64_t value) {
-    return sym_make(ctx, SYM_CONST, NULL, NULL, NULL, value);
+    if (value < SYM_SMALL_MIN || value > SYM_SMALL_MAX)
+        return sym_make(ctx, SYM_CONST, NULL, NULL, NULL, value);
+    const sym_node **slot = &ctx->small[value - SYM_SMALL_MIN];
+    if (!*slot)
+        *slot = sym_make(ctx, SYM_CONST, NULL, NULL, NULL, value);
+    return *slot;
 }
 
 bool sym_is_k(const sym_node *n, int64_t value) {

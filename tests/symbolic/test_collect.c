@@ -157,6 +157,30 @@ static void test_symbolic_collect_marks_last_one_cycle(void **state) {
     set_free(&reach);
 }
 
+/* The small constants sym_make_const finds without hashing (SYM_SMALL_MIN..SYM_SMALL_MAX) are
+ * nodes like any other: one a collection frees is built anew when asked for again (a live node,
+ * never the freed slot, which AddressSanitizer poisons), a marked one stays the same node, and
+ * large constants are found by hash as before. */
+static void test_symbolic_collect_small_constants_are_rebuilt(void **state) {
+    sym_ctx *ctx = *state;
+    const sym_node *five = sym_const(ctx, 5), *neg = sym_const(ctx, -64),
+                   *big = sym_const(ctx, 1024);
+    assert_ptr_equal(sym_const(ctx, 5), five);
+    assert_ptr_equal(sym_const(ctx, 1024), big);
+    uint64_t id = sym_node_id(five);
+    sym_mark(ctx, neg);
+    assert_int_equal(sym_collect(ctx), 2); /* 5 and 1024 */
+    assert_int_equal(sym_ctx_live_nodes(ctx), 1);
+    assert_ptr_equal(sym_const(ctx, -64), neg);
+    const sym_node *again = sym_const(ctx, 5);
+    int64_t v = 0;
+    assert_true(sym_is_const(again, &v) && v == 5);
+    assert_true(sym_node_id(again) > id);
+    assert_int_equal(sym_ctx_live_nodes(ctx), 2);
+    const sym_node *x = sym_var(ctx, "x", 0, 9);
+    assert_int_equal(eval1(sym_add(ctx, x, again), x, 4), 9);
+}
+
 /* With nothing marked, everything but the Variables goes; Variables are still found by name,
  * and a bound node built afterwards still has its Variable's name. */
 static void test_symbolic_collect_keeps_variables_only(void **state) {
@@ -668,6 +692,8 @@ int main(void) {
                                         sym_test_setup, sym_test_teardown),
         cmocka_unit_test_setup_teardown(test_symbolic_collect_marks_last_one_cycle, sym_test_setup,
                                         sym_test_teardown),
+        cmocka_unit_test_setup_teardown(test_symbolic_collect_small_constants_are_rebuilt,
+                                        sym_test_setup, sym_test_teardown),
         cmocka_unit_test_setup_teardown(test_symbolic_collect_keeps_variables_only, sym_test_setup,
                                         sym_test_teardown),
         cmocka_unit_test_setup_teardown(test_symbolic_collect_ids_never_reused_order_follows_ids,
