@@ -108,12 +108,20 @@ bool shape_prove_le(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
         return false;
     if (a == b || sym_vmax(a) <= sym_vmin(b))
         return true;
+    if (sym_vmin(a) > sym_vmax(b)) /* a > b for every value: b - a's bounds say so too */
+        return false;
     kiln_status before = sym_ctx_status(ctx->sym);
     const sym_node *d = sym_sub(ctx->sym, b, a);
     return d ? sym_vmin(d) >= 0 : unproven(ctx, before);
 }
 
 bool shape_prove_lt(shape_ctx *ctx, const sym_node *a, const sym_node *b) {
+    /* The bounds decide most questions without building a + 1 and b - (a + 1) (every view's
+     * check that its sizes are not negative asks one) */
+    if (a && b && sym_vmax(a) < sym_vmin(b))
+        return true;
+    if (a && b && sym_vmin(a) >= sym_vmax(b))
+        return false;
     kiln_status before = sym_ctx_status(ctx->sym);
     const sym_node *a1 = a ? sym_add_c(ctx->sym, a, 1) : NULL;
     if (a && !a1)

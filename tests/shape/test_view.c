@@ -76,6 +76,25 @@ static void test_shape_view_expand_only_size_one(void **state) {
     assert_untouched(&out);
 }
 
+/* A view over a Variable's size checks its sizes by their bounds (none negative: the
+ * Variable's range says so) without building the expressions of a proof: a contiguous (n, 1)
+ * expanded to (n, 4), its constants built before, builds at most one node (nine before: n + 1,
+ * 0 - (n + 1) and the like for each check); a size below zero is still refused. */
+static void test_shape_view_size_checks_by_bounds(void **state) {
+    ST_ENV(state);
+    const sym_node *n = sym_var(S, "n", 1, 64), *one = sym_const(S, 1), *four = sym_const(S, 4);
+    assert_non_null(sym_const(S, 0));
+    shape_view v, t;
+    uint64_t built = sym_ctx_node_count(S);
+    assert_int_equal(shape_view_contiguous(C, 2, (const sym_node *[]){n, one}, &v), KILN_OK);
+    assert_int_equal(shape_view_expand(C, &v, (const sym_node *[]){n, four}, &t), KILN_OK);
+    assert_true(sym_ctx_node_count(S) - built <= 1);       /* was 9: n + 1, 0 - (n + 1), ... */
+    const sym_node *neg = sym_sub(S, sym_const(S, -1), n); /* -1 - n: at most -2 */
+    assert_int_equal(shape_view_contiguous(C, 2, (const sym_node *[]){neg, one}, &t),
+                     KILN_ERROR_OUT_OF_RANGE);
+    assert_non_null(strstr(shape_ctx_message(C), "negative"));
+}
+
 static void test_shape_view_pad_sets_mask_and_offset(void **state) {
     ST_ENV(state);
     shape_view v = ST_CONTIG(2, 3), t;
@@ -577,6 +596,7 @@ int main(void) {
         T(test_shape_view_permute_moves_strides),
         T(test_shape_view_permute_rejects_bad_axes),
         T(test_shape_view_expand_only_size_one),
+        T(test_shape_view_size_checks_by_bounds),
         T(test_shape_view_pad_sets_mask_and_offset),
         T(test_shape_view_shrink_moves_offset),
         T(test_shape_view_pad_then_shrink_drops_mask),
