@@ -332,6 +332,25 @@ void fx_conv2d_weight_grad_host(const float *x, const float *g, int n, int c, in
             }
 }
 
+void fx_conv2d_input_grad_host(const float *g, const float *w, int n, int c, int s, int o, int k,
+                               int pad, float *dx) {
+    int os = s + 2 * pad - k + 1;
+    for (int b = 0; b < n; b++)
+        for (int ch = 0; ch < c; ch++)
+            for (int y = 0; y < s; y++)
+                for (int z = 0; z < s; z++) {
+                    double acc = 0; /* the outputs whose windows hold (y, z), by their taps */
+                    for (int f = 0; f < o; f++)
+                        for (int t = 0; t < k * k; t++) {
+                            int i = y + pad - t / k, j = z + pad - t % k;
+                            if (i >= 0 && i < os && j >= 0 && j < os)
+                                acc += (double)g[((b * o + f) * os + i) * os + j] *
+                                       w[(f * c + ch) * k * k + t];
+                        }
+                    dx[((b * c + ch) * s + y) * s + z] = (float)acc;
+                }
+}
+
 kiln_tensor *fx_images(kiln_tensor *flat, int64_t n, int64_t max, int64_t c, int64_t h, int64_t w) {
     kiln_context *ctx = kiln_tensor_context(flat);
     const kiln_expr *batch = kiln_bind(ctx, kiln_variable(ctx, "images", 1, max), n);
