@@ -245,19 +245,21 @@ static kiln_tensor *conv_input_tap(kiln_tensor *out, kiln_tensor *x, kiln_tensor
 
 /* The per-image products of windows permuted to (N, C, KH, KW, OH, OW) by w: (O, C KH KW) @
  * (C KH KW, OH OW) for each image, (N, O, OH OW), the windows read in place (window_matrix).
- * The weights are laid out transposed, (C KH KW, O) (a copy of a few thousand floats): at each
- * tap the product's tile reads its column of output channels as vectors (lower.c column_run),
- * where rows of (O, C KH KW) gave one load per channel (a kernel row's taps per step, or nine
- * taps, too few for a step of eight). conv1 of the training example on lavapipe: forward 3.08
- * -> 2.18, 3.16 -> 2.06, 1.84 -> 1.44 ms (alternating runs), the inference forward alike, for
- * a 0.08 ms copy; conv2's input gradient in tiles of whole rows 6.2 -> 5.3 ms. Weights stored
- * that way already are read as they are. */
+ * Where the windows' tiles are whole rows (a CPU's, ctx->window_rows), the weights are laid
+ * out transposed, (C KH KW, O) (a copy of a few thousand floats): at each tap the product's
+ * tile reads its column of output channels as vectors (lower.c column_run), where rows of
+ * (O, C KH KW) gave one load per channel (a kernel row's taps per step, or nine taps, too few
+ * for a step of eight). conv1 of the training example on lavapipe: forward 3.08 -> 2.18, 3.16
+ * -> 2.06, 1.84 -> 1.44 ms (alternating runs), the inference forward alike, for a 0.08 ms
+ * copy; conv2's input gradient in tiles of whole rows 6.2 -> 5.3 ms. Weights stored that way
+ * already are read as they are. A GPU reads the weights as they are: its tiles of 4 x 4 gain
+ * nothing from the copy, and each kernel costs its host more than its device (docs/gpus.md). */
 static kiln_tensor *image_products(kiln_tensor *permuted, kiln_tensor *w) {
     kiln_tensor *cols = window_matrix(permuted);
     kiln_tensor *wm =
         reshape_groups(w, 2, (const uint32_t[]){1, 3}, (const uint32_t[][4]){{0}, {1, 2, 3}});
     kiln_tensor *wt = kiln_transpose(wm, 0, 1);
-    if (wt)
+    if (wt && ENG_CTX(wt)->window_rows)
         wm = kiln_transpose(shape_tracker_contiguous(ENG_ST(wt)) ? wt : kiln_contiguous(wt), 0, 1);
     return kiln_matmul(wm, cols); /* (N, O, OH OW) */
 }
