@@ -333,8 +333,8 @@ void fx_conv2d_weight_grad_host(const float *x, const float *g, int n, int c, in
 }
 
 void fx_conv2d_input_grad_host(const float *g, const float *w, int n, int c, int s, int o, int k,
-                               int pad, float *dx) {
-    int os = s + 2 * pad - k + 1;
+                               int stride, int pad, float *dx) {
+    int os = (s + 2 * pad - k) / stride + 1;
     for (int b = 0; b < n; b++)
         for (int ch = 0; ch < c; ch++)
             for (int y = 0; y < s; y++)
@@ -342,10 +342,13 @@ void fx_conv2d_input_grad_host(const float *g, const float *w, int n, int c, int
                     double acc = 0; /* the outputs whose windows hold (y, z), by their taps */
                     for (int f = 0; f < o; f++)
                         for (int t = 0; t < k * k; t++) {
-                            int i = y + pad - t / k, j = z + pad - t % k;
-                            if (i >= 0 && i < os && j >= 0 && j < os)
-                                acc += (double)g[((b * o + f) * os + i) * os + j] *
-                                       w[(f * c + ch) * k * k + t];
+                            int pi = y + pad - t / k, pj = z + pad - t % k; /* stride x output's */
+                            int i = pi / stride, j = pj / stride;
+                            if (pi < 0 || pj < 0 || pi % stride || pj % stride || i >= os ||
+                                j >= os)
+                                continue;
+                            acc += (double)(g ? g[((b * o + f) * os + i) * os + j] : 1.0f) *
+                                   w[(f * c + ch) * k * k + t];
                         }
                     dx[((b * c + ch) * s + y) * s + z] = (float)acc;
                 }

@@ -90,10 +90,11 @@ void fx_conv2d_host(const float *x, const float *w, const int64_t wstride[4], in
  * double. */
 void fx_conv2d_weight_grad_host(const float *x, const float *g, int n, int c, int s, int o, int k,
                                 int pad, float *dw);
-/* The host's input gradient of that convolution for the output's gradient g (n, o, s + 2 pad -
- * k + 1, same) and weights w (o, c, k, k): dx (n, c, s, s), sums in double. */
+/* The host's input gradient of a convolution of stride `stride` (otherwise as above) for the
+ * output's gradient g (n, o, (s + 2 pad - k) / stride + 1, same; NULL: all ones, the gradient of
+ * the output's sum) and weights w (o, c, k, k): dx (n, c, s, s), sums in double. */
 void fx_conv2d_input_grad_host(const float *g, const float *w, int n, int c, int s, int o, int k,
-                               int pad, float *dx);
+                               int stride, int pad, float *dx);
 kiln_tensor *fx_i32(kiln_context *ctx, uint32_t ndim, const int64_t *shape, const int32_t *data);
 
 /* Asserts t's shape. */
