@@ -1261,6 +1261,14 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
     if (k->param_count > EMIT_MAX_PARAMS)
         return base_error_set(err, KILN_ERROR_LIMIT_EXCEEDED, "kernel has %u parameters (max %u)",
                               k->param_count, (unsigned)EMIT_MAX_PARAMS);
+    for (uint32_t i = 0; i < k->buffer_count && i < IR_MAX_BUFFERS; i++) {
+        if ((opt->texel_buffers >> i & 1) &&
+            (ir_type_bits(k->buffers[i].type) != 32 || k->buffers[i].written || opt->windows[i]))
+            return base_error_set(err, KILN_ERROR_INTERNAL,
+                                  "buffer %u cannot be a texel buffer (written, windowed, or "
+                                  "not of a 32-bit type)",
+                                  i);
+    }
     spv_builder_options bo = {
         .version = opt->spirv_version, .maintenance4 = opt->maintenance4, .alloc = &k->alloc};
     emitter e = {.k = k, .params_in_buffer = opt->params_in_buffer};
@@ -1294,18 +1302,7 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
      * type with the Float16 capability, and the stores' OpFConvert needs the type. */
     for (uint32_t i = 0; i < k->buffer_count && i < IR_MAX_BUFFERS; i++) {
         ir_type t = k->buffers[i].type;
-        /* marked (1) here, the variable made by declare_interface */
-        e.texels[i] = (opt->texel_buffers >> i & 1) && ir_type_bits(t) == 32 &&
-                      !k->buffers[i].written && !opt->windows[i];
-        if ((opt->texel_buffers >> i & 1) && !e.texels[i]) {
-            spv_builder_destroy(e.b);
-            base_free(&k->alloc, arrays, 7 * n * sizeof *arrays);
-            base_free(&k->alloc, div, 3 * n * sizeof *div);
-            return base_error_set(err, KILN_ERROR_INTERNAL,
-                                  "buffer %u cannot be a texel buffer (written, windowed, or "
-                                  "not of a 32-bit type)",
-                                  i);
-        }
+        e.texels[i] = opt->texel_buffers >> i & 1; /* the variable made by declare_interface */
         e.packed[i] = ((t == IR_U8 || t == IR_I8 || t == IR_BOOL) && !opt->storage_8bit) ||
                       (t == IR_F16 && !(opt->storage_16bit && opt->float16));
     }
