@@ -962,7 +962,7 @@ static void lower_stage(lowering *l, uint32_t stage) {
     const eng_kernel *k = l->k;
     ir_kernel *ir = l->ir;
     ir_value acc[WINDOW_TILE][MAX_UNROLL][ENG_MAX_REDUCTIONS]; /* 32 KiB */
-    ir_value at[ENG_MAX_REDUCTIONS];
+    ir_value at[WINDOW_TILE][ENG_MAX_REDUCTIONS];              /* an arg reduction's index */
     uint32_t unroll = l->plan->unroll[stage]; /* stage_unroll, or more (the loop budget) */
     int64_t constant = -1;
     int64_t stride = l->ir->group_lanes ? l->ir->group_lanes : 1;
@@ -980,8 +980,8 @@ static void lower_stage(lowering *l, uint32_t stage) {
         for (uint32_t o = 0; o < l->outputs; o++) {
             for (uint32_t u = 0; u < (r->arg ? 1 : chains); u++)
                 acc[o][u][i] = ir_var(ir, reduce_identity(ir, r->op, r->type));
+            at[o][i] = r->arg ? ir_var(ir, ir_const_i(ir, IR_I32, 0)) : IR_NONE;
         }
-        at[i] = r->arg ? ir_var(ir, ir_const_i(ir, IR_I32, 0)) : IR_NONE;
     }
     ir_type it = ir->index_type;
     ir_value count = lower_sym(l, k->reduce_count), steps = count;
@@ -1043,7 +1043,7 @@ static void lower_stage(lowering *l, uint32_t stage) {
             for (uint32_t i = 0; i < k->reduction_count; i++) {
                 const eng_reduction *r = &k->reductions[i];
                 if (r->stage == stage)
-                    combine(l, r, acc[l->out][chains > 1 && !r->arg ? u : 0][i], at[i],
+                    combine(l, r, acc[l->out][chains > 1 && !r->arg ? u : 0][i], at[l->out][i],
                             lower_value(l, r->value));
             }
         }
@@ -1074,7 +1074,7 @@ static void lower_stage(lowering *l, uint32_t stage) {
             for (uint32_t i = 0; i < k->reduction_count; i++) {
                 const eng_reduction *r = &k->reductions[i];
                 if (r->stage == stage)
-                    combine(l, r, acc[l->out][0][i], at[i], sum[l->out - first][i]);
+                    combine(l, r, acc[l->out][0][i], at[l->out][i], sum[l->out - first][i]);
             }
         }
     }
@@ -1093,7 +1093,7 @@ static void lower_stage(lowering *l, uint32_t stage) {
             if (r->stage != stage)
                 continue;
             if (r->arg) {
-                l->results[o][i] = ir_get(ir, at[i]);
+                l->results[o][i] = ir_get(ir, at[o][i]);
                 continue;
             }
             ir_value part[MAX_UNROLL];
@@ -1462,7 +1462,8 @@ static bool steps_by_one(sym_ctx *sc, const eng_kernel *k, const kast *a, const 
  * that reads a single buffer takes tile_ew_one columns, one with a load shared by a row's
  * outputs (a broadcast operand) tile_ew_shared. The
  * tile shrinks until the items keep the device busy (parallelism). */
-enum { LONG_LOOP = 256 }; /* elements combined per output that make a reduction's loop long */
+enum { LONG_LOOP = 256 };  /* elements combined per output that make a reduction's loop long */
+enum { SHORT_WINDOW = 8 }; /* at most this many: a window of a pool, tiled as elementwise */
 
 void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *p) {
     p->tile_m = p->tile_n = 1;
@@ -1493,10 +1494,17 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
         numel = sym_vmax(k->numel);
     if (p->group_lanes || numel <= 1)
         return;
-    for (uint32_t i = 0; i < k->reduction_count; i++) {
-        if (k->reductions[i].arg)
-            return;
-    }
+    /* A short window per output (a pool's 2 x 2, up to SHORT_WINDOW elements, combined in one
+     * step): its outputs tile as an elementwise kernel's do, an arg reduction's too (each
+     * output keeps its own index, lower_stage); a longer arg reduction is not tiled. */
+    int64_t window = 0;
+    bool short_window =
+        k->reduction_count > 0 && sym_is_const(k->reduce_count, &window) && window <= SHORT_WINDOW;
+    bool arg = false;
+    for (uint32_t i = 0; i < k->reduction_count; i++)
+        arg = arg || k->reductions[i].arg;
+    if (arg && !short_window)
+        return;
     uint32_t last = k->ndim;
     while (last-- > 0) {
         int64_t size;
@@ -1540,10 +1548,20 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
             for (uint32_t i = 0; i < k->reduction_count && probe; i++)
                 vectors = vectors || steps_by_one(ctx->sym, k, k->reductions[i].value, probe);
         }
-        if (!constant && !share && !vectors)
+        bool as_ew = !share && !vectors && short_window;
+        if (!constant && !share && !vectors && !as_ew)
             return;
         tm = share ? ctx->tile_rows : 1;
-        tn = share ? ctx->tile_cols : vectors ? ctx->tile_vector_cols : 1;
+        tn = share ? ctx->tile_cols : vectors ? ctx->tile_vector_cols : as_ew ? tn : 1;
+        if (as_ew && ctx->whole_short_rows && width % tn != 0 && 2 * width >= tn && width <= 4 * tn)
+            tn = width; /* a short row: as an elementwise kernel's, below */
+        if (as_ew && arg && tn > (int64_t)ctx->tile_ew) {
+            /* an arg reduction keeps an index per output too: a row of 14 in halves of 7
+             * (conv1's pool with its index on lavapipe: whole rows no faster than untiled) */
+            tn = ctx->tile_ew;
+            while (tn > 1 && width % tn != 0)
+                tn--;
+        }
     } else if (ctx->whole_short_rows && width % tn != 0 && 2 * width >= tn && width <= 4 * tn &&
                loads_in(k->value, 2) >= 2) {
         /* a short row (14, 28 columns) that the tile does not divide, in a kernel of several
