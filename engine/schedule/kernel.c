@@ -254,6 +254,7 @@ static bool is_identity(const eng_src *s) {
 }
 
 static kast *reduction_input(kbuild *b, eng_node *r, const sym_node *const *out_idx);
+static kast *reduction_beside(kbuild *b, eng_node *r, const sym_node *const *at);
 static bool joins_range(kbuild *b, eng_node *r);
 
 /* Whether reduction n, read at index at, can run in row mode: the kernel is elementwise over
@@ -509,7 +510,7 @@ static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx) 
             if (top)
                 b->inlined_top = NULL;
         } else if (same_element && !b->in_reduce && joins_range(b, n)) {
-            value = reduction_input(b, n, at);
+            value = b->whole_write ? reduction_beside(b, n, at) : reduction_input(b, n, at);
         } else if (row_read(b, n, at) && joins_range(b, n)) {
             b->k->rows = true;
             value = reduction_input(b, n, b->out_idx);
@@ -688,6 +689,41 @@ static kast *reduction_input(kbuild *b, eng_node *r, const sym_node *const *out_
     if (a)
         a->reduction = i;
     return a;
+}
+
+/* A reduction that a write's kernel reads at the element it writes (an optimizer's update
+ * reading its gradient's sum over the batch) joins that kernel, one dispatch fewer, and is
+ * stored there too, as a sibling output in storage of its own (realize.c assign_storage): a
+ * tensor that holds it, or a later kernel, reads the values the write used, not a sum
+ * computed again. Without room for one more output it runs first (a kernel of its own). */
+static kast *reduction_beside(kbuild *b, eng_node *r, const sym_node *const *at) {
+    eng_kernel *k = b->k;
+    for (uint32_t i = 0; i < k->reduction_count; i++) {
+        if (k->reductions[i].node == r)
+            return reduction_input(b, r, at); /* joined already, stored once */
+    }
+    uint64_t bytes = (uint64_t)sym_vmax(k->numel) * eng_type_size(r->type);
+    uint32_t descriptors = eng_storage_descriptors(b->ctx, bytes);
+    if (b->no_fusion || r->boundary || eng_type_size(r->type) != 4 ||
+        k->sibling_count == ENG_MAX_OUTPUTS - 1 || k->buffer_count == ENG_MAX_BUFFERS ||
+        b->descriptors + descriptors > b->max_descriptors) {
+        need(b, r);
+        return NULL;
+    }
+    /* its binding first: the reduction's own loads must fit beside it (buffer_slot) */
+    b->descriptors += descriptors;
+    uint32_t slot = k->buffer_count++;
+    k->buffers[slot] = NULL; /* the scheduler's (realize.c assign_storage) */
+    k->buffer_types[slot] = r->type;
+    eng_node *top = b->inlined_top;
+    b->inlined_top = top ? top : r; /* loads past the bindings: r runs first (buffer_slot) */
+    kast *value = reduction_input(b, r, at);
+    b->inlined_top = top;
+    if (!value || b->status != KILN_OK)
+        return NULL;                            /* the kernel is built again */
+    b->fused_index[k->sibling_count] = k->gidx; /* stored at the kernel's own element */
+    k->siblings[k->sibling_count++] = (eng_sibling){r, value, slot};
+    return value;
 }
 
 /* Sibling outputs: the unrealized reductions this realize wants (marked wanted) that read
@@ -1088,6 +1124,17 @@ static bool reads_written_elsewhere(const kast *a, uint32_t buffer, const sym_no
     return false;
 }
 
+/* Whether the kernel's value, or a reduction joined into it, reads buffer at an element other
+ * than out_index. */
+static bool kernel_reads_elsewhere(const eng_kernel *k, uint32_t buffer,
+                                   const sym_node *out_index) {
+    for (uint32_t i = 0; i < k->reduction_count; i++) {
+        if (reads_written_elsewhere(k->reductions[i].value, buffer, out_index))
+            return true;
+    }
+    return reads_written_elsewhere(k->value, buffer, out_index);
+}
+
 /* A write kernel: for every element of the destination view, the value of src[1] stored at
  * the view's storage element, into the storage of src[0] itself. */
 static void build_write(kbuild *b, eng_node *w) {
@@ -1110,17 +1157,17 @@ static void build_write(kbuild *b, eng_node *w) {
     if (st != KILN_OK)
         return (void)build_fail(b, st, shape_ctx_message(b->ctx->shape));
     k->buffers[0] = target->storage; /* loads of the target resolve to buffer 0 */
-    b->at_output = false;
     b->whole_write = writes_whole_target(w);
+    b->at_output = b->whole_write; /* its element is the target's own */
     k->value = written_value(b, w, idx);
     for (uint32_t j = 0; j < k->sibling_count && b->status == KILN_OK; j++) {
         /* Each fused write's target read only at the element it writes. */
-        if (reads_written_elsewhere(k->value, k->siblings[j].buffer, b->fused_index[j])) {
+        if (kernel_reads_elsewhere(k, k->siblings[j].buffer, b->fused_index[j])) {
             b->refuse = true;
             return;
         }
     }
-    if (b->status == KILN_OK && reads_written_elsewhere(k->value, 0, k->out_index)) {
+    if (b->status == KILN_OK && kernel_reads_elsewhere(k, 0, k->out_index)) {
         /* NumPy's rule: as if src were read completely first. Materialise it. */
         const shape_tracker *flat = eng_tracker_contiguous(b->ctx, v->ndim, v->shape);
         eng_node *copy =
@@ -1420,7 +1467,7 @@ size_t eng_kernel_name(const eng_kernel *k, char *buf, size_t cap) {
         name_op(&n, reduction_name(&k->reductions[i]));
     }
     name_value(&n, k->value);
-    char kind = k->reduction_count ? 'R' : k->out_index ? 'W' : n.count ? 'E' : 'C';
+    char kind = k->out_index ? 'W' : k->reduction_count ? 'R' : n.count ? 'E' : 'C';
     put(&t, "%c", kind);
     for (uint32_t i = 0; i < n.count; i++)
         put(&t, "_%s", n.ops[i]);

@@ -688,6 +688,73 @@ static void test_engine_kernels_write_reading_a_write_is_one_kernel(void **state
     check_written_twice(f->device, false, true, 2);
 }
 
+/* A write whose value reads a reduction at the element it writes (an optimizer's update of a
+ * parameter reading its gradient, a sum over the batch) is one kernel that stores the sum too
+ * (kernel.c reduction_beside): the tensor that holds the sum then reads, with no kernel of its
+ * own, the values the write used. Over a constant and a symbolic row count (a Variable bound
+ * to 6 of at most 8); sums of quarters, exact. A sum that reads the target elsewhere reads
+ * its old values. */
+static void test_engine_kernels_write_reading_a_sum_is_one_kernel(void **state) {
+    eng_fixture *f = *state;
+    enum { R = 6, RMAX = 8, C = 10 };
+    float xs[RMAX * C] = {0}, ps[C], want_s[C], want_p[C];
+    for (int i = 0; i < R * C; i++)
+        xs[i] = (float)(i * 7 % 11) * 0.25f - 1.0f;
+    for (int c = 0; c < C; c++) {
+        ps[c] = (float)c - 4.5f;
+        want_s[c] = 0;
+        for (int r = 0; r < R; r++)
+            want_s[c] += xs[r * C + c];
+        want_p[c] = ps[c] + 0.5f * want_s[c];
+    }
+    for (int symbolic = 0; symbolic < 2; symbolic++) {
+        kiln_context *ctx = eng_context_new(f->device);
+        assert_non_null(ctx);
+        kiln_tensor *x = fx_f32(ctx, 2, (const int64_t[]){symbolic ? RMAX : R, C}, xs);
+        kiln_tensor *p = fx_f32(ctx, 1, (const int64_t[]){C}, ps);
+        assert_int_equal(kiln_realize(x), KILN_OK);
+        assert_int_equal(kiln_realize(p), KILN_OK);
+        if (symbolic) {
+            const kiln_expr *rows = kiln_bind(ctx, kiln_variable(ctx, "rows", 1, RMAX), R);
+            x = kiln_narrow_sym(x, 0, kiln_int(ctx, 0), rows);
+        }
+        kiln_tensor *s = kiln_sum(x, 1, (const int32_t[]){0}, false);
+        kiln_stats before = kiln_context_stats(ctx);
+        assert_int_equal(kiln_add_(p, kiln_mul_scalar(s, 0.5)), KILN_OK);
+        assert_int_equal(kiln_realize(p), KILN_OK);
+        kiln_stats mid = kiln_context_stats(ctx);
+        assert_int_equal(mid.dispatches - before.dispatches, 1);
+        assert_int_equal(kiln_realize(s), KILN_OK); /* stored by the write's kernel */
+        assert_int_equal(kiln_context_stats(ctx).dispatches, mid.dispatches);
+        fx_check_f32(s, want_s, C, 0, 0);
+        fx_check_f32(p, want_p, C, 0, 0);
+        eng_fixture_context_destroy(ctx);
+    }
+    /* A sum whose loop reads the target at other elements (p flipped, broadcast over R rows,
+     * summed over them; a target of many workgroups): NumPy's rule, the value as if computed
+     * before the write (p + R flip(p)). */
+    enum { FC = 4096 };
+    float *fp = malloc(sizeof(float) * FC), *want = malloc(sizeof(float) * FC);
+    assert_true(fp && want);
+    for (int c = 0; c < FC; c++)
+        fp[c] = (float)(c % 9) * 0.5f - 2.0f;
+    for (int c = 0; c < FC; c++)
+        want[c] = fp[c] + (float)R * fp[FC - 1 - c];
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    kiln_tensor *p = fx_f32(ctx, 1, (const int64_t[]){FC}, fp);
+    assert_int_equal(kiln_realize(p), KILN_OK);
+    kiln_tensor *rows = kiln_expand(kiln_flip(p, 0), 2, (const int64_t[]){R, FC});
+    kiln_tensor *s = kiln_sum(rows, 1, (const int32_t[]){0}, false);
+    assert_int_equal(kiln_add_(p, s), KILN_OK);
+    kiln_release(s); /* held, it would be realized before the write (realize.c) */
+    kiln_release(rows);
+    fx_check_f32(p, want, FC, 0, 0);
+    free(fp);
+    free(want);
+    eng_fixture_context_destroy(ctx);
+}
+
 /* dx, the gradient of sum(conv2d(x, w, padding 1, groups)) for x (2, c_all, 6, 6) (c_all at
  * most 4) and w (4, c_all / groups, 3, 3): each input element's gradient is the sum of w over
  * the taps whose window holds it, of the filters of its channel's group. */
@@ -1262,6 +1329,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_max_pool_maximum_and_index_in_one_kernel),
         ENG_TEST(test_engine_kernels_max_pool_reads_pairs),
         ENG_TEST(test_engine_kernels_write_reading_a_write_is_one_kernel),
+        ENG_TEST(test_engine_kernels_write_reading_a_sum_is_one_kernel),
         ENG_TEST(test_engine_kernels_conv_input_gradient_skips_the_padding),
         ENG_TEST(test_engine_kernels_gpu_tuned_conv_runs_per_image),
         ENG_TEST(test_engine_kernels_strided_conv_input_gradient),
