@@ -688,52 +688,72 @@ static void test_engine_kernels_write_reading_a_write_is_one_kernel(void **state
     check_written_twice(f->device, false, true, 2);
 }
 
-/* A write whose value reads a reduction at the element it writes (an optimizer's update of a
- * parameter reading its gradient, a sum over the batch) is one kernel that stores the sum too
- * (kernel.c reduction_beside): the tensor that holds the sum then reads, with no kernel of its
- * own, the values the write used. Over a constant and a symbolic row count (a Variable bound
- * to 6 of at most 8); sums of quarters, exact. A sum that reads the target elsewhere reads
- * its old values. */
-static void test_engine_kernels_write_reading_a_sum_is_one_kernel(void **state) {
-    eng_fixture *f = *state;
-    enum { R = 6, RMAX = 8, C = 10 };
-    float xs[RMAX * C] = {0}, ps[C], want_s[C], want_p[C];
-    for (int i = 0; i < R * C; i++)
+/* p += sum(x, 0) / 2 for x (rows, 10) of quarters (exact sums), held by a tensor: the write's
+ * kernel stores the sum too (one dispatch; realizing the sum then dispatches nothing), both
+ * against the host. symbolic: x narrowed to a Variable bound to rows (of at most rows + 2). */
+static void check_write_reading_a_sum(kiln_context *ctx, int rows, bool symbolic) {
+    enum { C = 10 };
+    int stored = symbolic ? rows + 2 : rows;
+    float *xs = calloc((size_t)stored * C, sizeof *xs), ps[C], want_s[C], want_p[C];
+    assert_non_null(xs);
+    for (int i = 0; i < rows * C; i++)
         xs[i] = (float)(i * 7 % 11) * 0.25f - 1.0f;
     for (int c = 0; c < C; c++) {
         ps[c] = (float)c - 4.5f;
         want_s[c] = 0;
-        for (int r = 0; r < R; r++)
+        for (int r = 0; r < rows; r++)
             want_s[c] += xs[r * C + c];
         want_p[c] = ps[c] + 0.5f * want_s[c];
     }
-    for (int symbolic = 0; symbolic < 2; symbolic++) {
-        kiln_context *ctx = eng_context_new(f->device);
-        assert_non_null(ctx);
-        kiln_tensor *x = fx_f32(ctx, 2, (const int64_t[]){symbolic ? RMAX : R, C}, xs);
-        kiln_tensor *p = fx_f32(ctx, 1, (const int64_t[]){C}, ps);
-        assert_int_equal(kiln_realize(x), KILN_OK);
-        assert_int_equal(kiln_realize(p), KILN_OK);
-        if (symbolic) {
-            const kiln_expr *rows = kiln_bind(ctx, kiln_variable(ctx, "rows", 1, RMAX), R);
-            x = kiln_narrow_sym(x, 0, kiln_int(ctx, 0), rows);
+    kiln_tensor *x = fx_f32(ctx, 2, (const int64_t[]){stored, C}, xs);
+    kiln_tensor *p = fx_f32(ctx, 1, (const int64_t[]){C}, ps);
+    assert_int_equal(kiln_realize(x), KILN_OK);
+    assert_int_equal(kiln_realize(p), KILN_OK);
+    if (symbolic) {
+        const kiln_expr *n = kiln_bind(ctx, kiln_variable(ctx, "rows", 1, stored), rows);
+        x = kiln_narrow_sym(x, 0, kiln_int(ctx, 0), n);
+    }
+    kiln_tensor *s = kiln_sum(x, 1, (const int32_t[]){0}, false);
+    kiln_stats before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_add_(p, kiln_mul_scalar(s, 0.5)), KILN_OK);
+    assert_int_equal(kiln_realize(p), KILN_OK);
+    kiln_stats mid = kiln_context_stats(ctx);
+    assert_int_equal(mid.dispatches - before.dispatches, 1);
+    assert_int_equal(kiln_realize(s), KILN_OK); /* stored by the write's kernel */
+    assert_int_equal(kiln_context_stats(ctx).dispatches, mid.dispatches);
+    fx_check_f32(s, want_s, C, 0, 0);
+    fx_check_f32(p, want_p, C, 0, 0);
+    free(xs);
+}
+
+/* A write whose value reads a reduction at the element it writes (an optimizer's update of a
+ * parameter reading its gradient, a sum over the batch) is one kernel that stores the sum too
+ * (kernel.c reduction_beside): the tensor that holds the sum then reads, with no kernel of its
+ * own, the values the write used. Over 6 rows, constant and symbolic, and 4096 (a long loop
+ * over few outputs, which a GPU's tuning gives a workgroup of lanes each), as this device
+ * tunes and as a GPU does. A sum that reads the target elsewhere reads its old values. */
+static void test_engine_kernels_write_reading_a_sum_is_one_kernel(void **state) {
+    eng_fixture *f = *state;
+    for (int tuned = 0; tuned < 2; tuned++) {
+        for (int c = 0; c < 3; c++) {
+            kiln_context *ctx = NULL;
+            kiln_context_options opt = {.device = f->device ? NULL : "interp",
+                                        .validation = f->device};
+            if (tuned)
+                assert_int_equal(
+                    eng_testing_context_create(&opt, &(eng_testing){.gpu_tuning = true}, &ctx),
+                    KILN_OK);
+            else
+                ctx = eng_context_new(f->device);
+            assert_non_null(ctx);
+            check_write_reading_a_sum(ctx, c == 2 ? 4096 : 6, c == 1);
+            eng_fixture_context_destroy(ctx);
         }
-        kiln_tensor *s = kiln_sum(x, 1, (const int32_t[]){0}, false);
-        kiln_stats before = kiln_context_stats(ctx);
-        assert_int_equal(kiln_add_(p, kiln_mul_scalar(s, 0.5)), KILN_OK);
-        assert_int_equal(kiln_realize(p), KILN_OK);
-        kiln_stats mid = kiln_context_stats(ctx);
-        assert_int_equal(mid.dispatches - before.dispatches, 1);
-        assert_int_equal(kiln_realize(s), KILN_OK); /* stored by the write's kernel */
-        assert_int_equal(kiln_context_stats(ctx).dispatches, mid.dispatches);
-        fx_check_f32(s, want_s, C, 0, 0);
-        fx_check_f32(p, want_p, C, 0, 0);
-        eng_fixture_context_destroy(ctx);
     }
     /* A sum whose loop reads the target at other elements (p flipped, broadcast over R rows,
      * summed over them; a target of many workgroups): NumPy's rule, the value as if computed
      * before the write (p + R flip(p)). */
-    enum { FC = 4096 };
+    enum { R = 6, FC = 4096 };
     float *fp = malloc(sizeof(float) * FC), *want = malloc(sizeof(float) * FC);
     assert_true(fp && want);
     for (int c = 0; c < FC; c++)
