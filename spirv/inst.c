@@ -832,6 +832,23 @@ spv_id spv_texel_fetch(spv_builder *b, spv_id buffer, spv_id index) {
     return image && vec ? spv_result(b, SpvOpImageFetch, spv_raw(vec), ops, 2, "OpImageFetch") : 0;
 }
 
+spv_id spv_texel_count(spv_builder *b, spv_id buffer) {
+    const spv_info *p = spv_pointer(b, buffer, "a texel buffer");
+    if (!p)
+        return 0;
+    if (b->ids.data[p->type].cls != SPV_T_IMAGE) {
+        spv_fail(b, KILN_ERROR_INVALID_ARGUMENT, "spirv: id %u is not a texel buffer",
+                 spv_raw(buffer));
+        return 0;
+    }
+    spv_capability(b, SpvCapabilityImageQuery);
+    spv_id i32 = spv_type_int(b, 32, true);
+    uint32_t image = spv_raw(spv_load(b, buffer));
+    return image && i32
+               ? spv_result(b, SpvOpImageQuerySize, spv_raw(i32), &image, 1, "OpImageQuerySize")
+               : 0;
+}
+
 spv_id spv_vector_extract_dynamic(spv_builder *b, spv_id vector, spv_id index) {
     const spv_info *v = spv_value(b, vector, "a vector");
     if (!v)

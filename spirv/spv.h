@@ -170,6 +170,8 @@ spv_id spv_texel_buffer(spv_builder *b, uint32_t set, uint32_t binding);
 /* Texel `index` (a 32-bit integer value) of texel buffer variable buffer: a 4-vector of u32
  * (the components the view's format does not have read as the format defines). */
 spv_id spv_texel_fetch(spv_builder *b, spv_id buffer, spv_id index);
+/* The texels of texel buffer `buffer` (OpImageQuerySize, an i32; declares ImageQuery). */
+spv_id spv_texel_count(spv_builder *b, spv_id buffer);
 /* Component index (an integer value) of vector: OpVectorExtractDynamic. */
 spv_id spv_vector_extract_dynamic(spv_builder *b, spv_id vector, spv_id index);
 /* A pointer to element index (an integer value) of a storage buffer made above. */

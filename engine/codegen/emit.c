@@ -6,6 +6,8 @@
 #include <math.h>
 #include <string.h>
 
+enum { ROW_TEXELS = 16, ROW_FETCHES = 128 };
+
 typedef struct emitter {
     spv_builder *b;
     const ir_kernel *k;
@@ -38,6 +40,21 @@ typedef struct emitter {
     spv_id mul_pair;  /* struct {u32, u32}, OpUMulExtended's result (MULHI; 0: not made yet) */
     bool packed[IR_MAX_BUFFERS]; /* buffer i is an array of u32 words (emit_options.storage_8bit) */
     bool float16;                /* emit_options.float16: f16 rounds through OpFConvert */
+    /* Row pairs (LOAD2R) of texel buffers: each buffer's last texel (i32, made at entry), and
+     * in the current block each row's texel and half, and the texels fetched near it (by
+     * their offset from the row's), which every pair of the row shares (load_row_pair). */
+    spv_id texel_last[IR_MAX_BUFFERS];
+    struct row_texel {
+        uint32_t buffer;
+        ir_value row;
+        spv_id texel, high;
+    } rows[ROW_TEXELS];
+    struct row_fetch {
+        uint32_t row; /* in rows */
+        int64_t offset;
+        spv_id value;
+    } fetched[ROW_FETCHES];
+    uint32_t row_count, fetch_count;
 } emitter;
 
 /* ---- types ------------------------------------------------------------------------------- */
@@ -750,6 +767,59 @@ static spv_id load_texel_pair(emitter *e, const ir_inst *i) {
     return spv_composite_construct(b, spv_type_vector(b, storage_type(b, i->type), 2), 2, parts);
 }
 
+/* A row pair (LOAD2R) of a texel buffer: the pair at row + d (d = imm.i) where it is valid.
+ * With r the row's value, its texel r >> 2 and h = r & 2 (r's parity is d's, since a valid
+ * pair starts at an even element), the pair lies in texel (r >> 2) + ((r & 3) + d) >> 2 at
+ * component ((r & 3) + d) & 3: two candidates known when compiling, one for each h, whose
+ * fetches every pair of the row shares (a row of 14 elements at an even element: 4 fetches
+ * instead of 7, as a hand-written kernel reads it). Each fetch's texel is clamped to the
+ * buffer: a masked pair (its value unused) or the candidate h does not take may lie outside. */
+static spv_id load_row_pair(emitter *e, const ir_inst *i) {
+    spv_builder *b = e->b;
+    spv_id t = compute_type(b, e->k->index_type), i32 = spv_type_int(b, 32, true);
+    uint32_t r = 0;
+    while (r < e->row_count && (e->rows[r].buffer != i->arg || e->rows[r].row != i->src[1]))
+        r++;
+    if (r == e->row_count) {
+        if (r == ROW_TEXELS) /* a block of many rows: the plain pair (always in bounds) */
+            return load_texel_pair(e, i);
+        spv_id row = e->ids[i->src[1]];
+        spv_id texel = spv_binop(b, SpvOpShiftRightArithmetic, row, spv_const_int(b, t, 2));
+        if (e->k->index_type == IR_I64)
+            texel = spv_convert(b, SpvOpSConvert, i32, texel);
+        spv_id high =
+            spv_binop(b, SpvOpINotEqual, spv_binop(b, SpvOpBitwiseAnd, row, spv_const_int(b, t, 2)),
+                      spv_const_int(b, t, 0));
+        e->rows[e->row_count++] = (struct row_texel){i->arg, i->src[1], texel, high};
+    }
+    int64_t d = i->imm.i;
+    spv_id half[2][2];
+    for (uint32_t h = 0; h < 2; h++) {
+        int64_t at = (d & 1) + 2 * h + d; /* from the row's texel's first element */
+        int64_t offset = at >= 0 ? at / 4 : -((3 - at) / 4), comp = at - 4 * offset;
+        uint32_t f = 0;
+        while (f < e->fetch_count && (e->fetched[f].row != r || e->fetched[f].offset != offset))
+            f++;
+        if (f == e->fetch_count) {
+            if (f == ROW_FETCHES)
+                return load_texel_pair(e, i);
+            spv_id at_texel =
+                spv_binop(b, SpvOpIAdd, e->rows[r].texel, spv_const_int(b, i32, (uint64_t)offset));
+            spv_id clamped = spv_glsl(
+                b, GLSLstd450SClamp, i32, 3,
+                (const spv_id[]){at_texel, spv_const_int(b, i32, 0), e->texel_last[i->arg]});
+            e->fetched[e->fetch_count++] =
+                (struct row_fetch){r, offset, fetch(e, i->arg, i->type, clamped)};
+        }
+        for (uint32_t c = 0; c < 2; c++)
+            half[h][c] = spv_composite_extract(b, e->fetched[f].value, (uint32_t)comp + c);
+    }
+    spv_id parts[2];
+    for (uint32_t c = 0; c < 2; c++)
+        parts[c] = spv_select(b, e->rows[r].high, half[1][c], half[0][c]);
+    return spv_composite_construct(b, spv_type_vector(b, storage_type(b, i->type), 2), 2, parts);
+}
+
 static spv_id load(emitter *e, const ir_inst *i) {
     spv_builder *b = e->b;
     if (e->texels[i->arg])
@@ -904,7 +974,7 @@ static spv_id vector_pointer(emitter *e, const ir_inst *i, spv_id index, uint32_
     if (part > 0)
         index = spv_binop(b, SpvOpIAdd, index,
                           spv_const_int(b, compute_type(b, e->k->index_type), part));
-    if (i->op == IR_LOAD2) /* a unit: a pair */
+    if (i->op == IR_LOAD2 || i->op == IR_LOAD2R) /* a unit: a pair */
         return buffer_pointer(e, i->arg, e->pairs[i->arg], stored_size(i->type) * 2, index);
     /* a unit: 4 elements, 8 as an octet of four 64-bit integers */
     uint32_t unit = stored_size(i->type) * (octet ? 8 : 4);
@@ -916,6 +986,10 @@ static void load_vector(emitter *e, uint32_t at, const ir_inst *i) {
     spv_builder *b = e->b;
     if (e->texels[i->arg] && i->op == IR_LOAD2) {
         e->ids[at] = load_texel_pair(e, i);
+        return;
+    }
+    if (e->texels[i->arg] && i->op == IR_LOAD2R) {
+        e->ids[at] = load_row_pair(e, i);
         return;
     }
     if (e->texels[i->arg]) { /* one texel, or two for an octet */
@@ -1089,6 +1163,7 @@ static bool divergent(const ir_inst *insts, const bool *div, uint32_t at) {
     case IR_LANE:
     case IR_LOAD:
     case IR_LOAD2:
+    case IR_LOAD2R:
     case IR_LOAD4:
     case IR_LOAD8:
     case IR_GET:
@@ -1174,6 +1249,8 @@ static void compute_global_id(emitter *e) {
 static void emit_inst(emitter *e, uint32_t at, uint32_t *open, uint32_t *depth) {
     spv_builder *b = e->b;
     const ir_inst *i = &e->k->insts.data[at];
+    if (i->op == IR_IF || i->op == IR_ENDIF || i->op == IR_RANGE || i->op == IR_ENDRANGE)
+        e->row_count = e->fetch_count = 0; /* a row's fetches serve its own block only */
     switch (i->op) {
     case IR_CONST:
         e->ids[at] = const_id(b, i);
@@ -1207,6 +1284,7 @@ static void emit_inst(emitter *e, uint32_t at, uint32_t *open, uint32_t *depth) 
         store(e, i);
         break;
     case IR_LOAD2:
+    case IR_LOAD2R:
     case IR_LOAD4:
     case IR_LOAD8:
         load_vector(e, at, i);
@@ -1340,6 +1418,12 @@ kiln_status emit_spirv(const ir_kernel *k, const emit_options *opt, emit_result 
     }
     if (e.opaque_mul)
         opaque_multipliers(&e);
+    for (uint32_t at = 0; at < k->insts.len; at++) { /* row pairs' buffers: their last texel */
+        const ir_inst *i = &k->insts.data[at];
+        if (i->op == IR_LOAD2R && e.texels[i->arg] && !e.texel_last[i->arg])
+            e.texel_last[i->arg] = spv_binop(e.b, SpvOpISub, spv_texel_count(e.b, e.texels[i->arg]),
+                                             spv_const_int(e.b, spv_type_int(e.b, 32, true), 1));
+    }
     for (uint32_t at = 0; at < k->insts.len && depth < 64; at++)
         emit_inst(&e, at, open, &depth);
     spv_return(e.b);

@@ -194,12 +194,12 @@ static bool vector_buffer(ir_kernel *k, uint32_t buffer) {
 uint32_t ir_vector_width(ir_op op) {
     return op == IR_LOAD4 || op == IR_STORE4   ? 4
            : op == IR_LOAD8 || op == IR_STORE8 ? 8
-           : op == IR_LOAD2                    ? 2
+           : op == IR_LOAD2 || op == IR_LOAD2R ? 2
                                                : 0;
 }
 
 bool ir_is_vector_load(ir_op op) {
-    return op == IR_LOAD4 || op == IR_LOAD8 || op == IR_LOAD2;
+    return op == IR_LOAD4 || op == IR_LOAD8 || op == IR_LOAD2 || op == IR_LOAD2R;
 }
 
 ir_value ir_load_vector(ir_kernel *k, uint32_t buffer, ir_value index, uint32_t width) {
@@ -217,6 +217,17 @@ ir_value ir_load_vector(ir_kernel *k, uint32_t buffer, ir_value index, uint32_t 
     ir_inst i = inst_of(op, b->type, index, IR_NONE, IR_NONE);
     i.arg = buffer;
     return emit(k, i);
+}
+
+ir_value ir_load_row_pair(ir_kernel *k, uint32_t buffer, ir_value index, ir_value row,
+                          int64_t offset) {
+    ir_value v = ir_load_vector(k, buffer, index, 2);
+    if (v != IR_NONE) {
+        k->insts.data[v].op = IR_LOAD2R;
+        k->insts.data[v].src[1] = row;
+        k->insts.data[v].imm.i = offset;
+    }
+    return v;
 }
 
 ir_value ir_extract(ir_kernel *k, ir_value vector, uint32_t element) {
@@ -326,13 +337,17 @@ static kiln_status verify_types(verifier *v, uint32_t at) {
     case IR_LOAD8:
     case IR_STORE8:
     case IR_LOAD2:
+    case IR_LOAD2R:
         if (i->arg >= v->k->buffer_count)
             return bad(v, at, "no such buffer");
+        if (i->op == IR_LOAD2R && s[i->src[1]].type != v->k->index_type)
+            return bad(v, at, "a row pair's row is not an index");
         if (ir_type_is_float(s[i->src[0]].type) || s[i->src[0]].type == IR_BOOL)
             return bad(v, at, "element index is not an integer");
         if (ir_vector_width(i->op) && !ir_vector_type(v->k->buffers[i->arg].type))
             return bad(v, at, "vector access to a buffer of a type other than f32, i32, u32");
-        for (uint32_t n = 1; i->op != IR_LOAD && n < ir_op_operands(i->op); n++) {
+        for (uint32_t n = 1; i->op != IR_LOAD && i->op != IR_LOAD2R && n < ir_op_operands(i->op);
+             n++) {
             if (s[i->src[n]].type != v->k->buffers[i->arg].type)
                 return bad(v, at, "stored value has the wrong type");
         }

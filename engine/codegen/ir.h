@@ -100,7 +100,10 @@ const char *ir_type_name(ir_type t);
     X(LOAD8, 1, MEMORY)  /* as LOAD4, elements src0 .. src0 + 7 (src0 % 8 == 0) */                 \
     X(STORE8, 9, MEMORY) /* as STORE4, elements src0 .. src0 + 7 (src0 % 8 == 0) = src1..src8 */   \
     X(MULHI, 2, ALU)     /* u32: the high 32 bits of the 64-bit product (MUL gives the low) */     \
-    X(LOAD2, 1, MEMORY)  /* as LOAD4, elements src0 and src0 + 1 (src0 % 2 == 0): a pair */
+    X(LOAD2, 1, MEMORY)  /* as LOAD4, elements src0 and src0 + 1 (src0 % 2 == 0): a pair */        \
+    X(LOAD2R, 2, MEMORY) /* as LOAD2, of a row: src1 (an index) + imm.i is src0 where the pair */  \
+                         /* is valid; else (a masked pair, src0 its safe index) its value is */    \
+                         /* unused. A texel buffer's pairs of one src1 share their fetches */
 
 typedef enum ir_op {
 #define X(name, n, kind) IR_##name,
@@ -175,6 +178,11 @@ bool ir_vector_type(ir_type t);
 uint32_t ir_vector_width(ir_op op);
 bool ir_is_vector_load(ir_op op);
 ir_value ir_load_vector(ir_kernel *k, uint32_t buffer, ir_value index, uint32_t width);
+/* A pair of a row (LOAD2R): the pair at index, which is row + offset wherever it is valid (a
+ * masked pair's index is a safe one instead); the pairs of one row value may share a texel
+ * buffer's fetches (emit.c load_row_pair). */
+ir_value ir_load_row_pair(ir_kernel *k, uint32_t buffer, ir_value index, ir_value row,
+                          int64_t offset);
 ir_value ir_extract(ir_kernel *k, ir_value vector, uint32_t element);
 void ir_store_vector(ir_kernel *k, uint32_t buffer, ir_value index, const ir_value *values,
                      uint32_t width);

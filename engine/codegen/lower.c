@@ -84,7 +84,10 @@ typedef struct lowering {
 
 /* Memo keys: a sym node (slot 0); a kast for one output (slot 1 + output); a load of buffer b
  * at an index and validity (slot LOAD_SLOT + b), shared by every output that makes it. */
-enum { LOAD_SLOT = 1u << 16 };
+enum { LOAD_SLOT = 1u << 16, ROW_SLOT = LOAD_SLOT - 1 };
+/* Rows of pairs (lower_step_pair): steps of at least ROW_PAIRS pairs; a pair at most ROW_SPAN
+ * elements from its row's value. */
+enum { ROW_PAIRS = 3, ROW_SPAN = 1 << 24 };
 
 typedef struct memo_key {
     const void *a, *b;
@@ -561,6 +564,15 @@ static ir_value lower_step_load(lowering *l, const kast *a, const sym_node *inde
 
 static ir_value lower_cond(lowering *l, const sym_node *s);
 
+/* A row's value (lower_step_pair): made once for the whole step (kept in the step memo, which
+ * every element of the step sees), so that the row's pairs name one value and share their
+ * texel fetches (emit.c load_row_pair). */
+static ir_value row_value(lowering *l, const sym_node *row) {
+    memo_key key = {row, NULL, ROW_SLOT};
+    ir_value v = memo_get_in(&l->step_memo, key);
+    return v != IR_NONE ? v : memo_put_in(l, &l->step_memo, key, lower_sym(l, row));
+}
+
 /* Elements pair[0] and pair[1] of a load, of validity ok, where they are an aligned pair (two
  * consecutive elements, the first even) of a 32-bit type: one LOAD2, each element kept in map
  * (lavapipe moves a vector per component, each with its own bounds check: a 64-bit pair costs
@@ -568,7 +580,7 @@ static ir_value lower_cond(lowering *l, const sym_node *s);
  * holds two but an application's short buffer (eng_storage_short, in the kernel's hash), whose
  * masked loads stay single. IR_NONE where it does not apply. */
 static ir_value lower_pair(lowering *l, base_map *map, const kast *a, const sym_node *const pair[2],
-                           const sym_node *ok) {
+                           const sym_node *ok, const sym_node *row) {
     sym_ctx *sc = l->ctx->sym;
     int64_t c;
     bool masked = ok && !(sym_is_const(ok, &c) && c == 1);
@@ -584,7 +596,13 @@ static ir_value lower_pair(lowering *l, base_map *map, const kast *a, const sym_
     ir_value cond = masked ? lower_cond(l, ok) : IR_NONE, first = lower_sym(l, pair[0]);
     if (masked)
         first = ir_alu(ir, IR_WHERE, ir->index_type, cond, first, zero(ir, ir->index_type));
-    ir_value vec = ir_load_vector(ir, a->buffer, first, 2), parts[2];
+    int64_t d = 0;
+    bool in_row =
+        row && sym_is_const(sym_sub(sc, pair[0], row), &d) && d > -ROW_SPAN && d < ROW_SPAN;
+    sym_ctx_clear_error(sc);
+    ir_value vec = in_row ? ir_load_row_pair(ir, a->buffer, first, row_value(l, row), d)
+                          : ir_load_vector(ir, a->buffer, first, 2),
+             parts[2];
     for (uint32_t c2 = 0; c2 < 2; c2++)
         parts[c2] = ir_extract(ir, vec, c2);
     for (uint32_t c2 = 0; c2 < 2; c2++) {
@@ -606,7 +624,18 @@ static ir_value lower_step_pair(lowering *l, const kast *a, const sym_node *at, 
     if (u + 1 >= l->step_width || at_step(l, valid, u + 1) != ok)
         return IR_NONE;
     const sym_node *pair[2] = {at, at_step(l, index, u + 1)};
-    return lower_pair(l, &l->step_memo, a, pair, ok);
+    /* a step of at least ROW_PAIRS pairs (a weight gradient's image row of 14 pixels): its
+     * pairs are rows, named by the load's element at step 0 less its constant term, which the
+     * loads of neighbouring taps, channels and outputs share; a short step's (a kernel row of
+     * 3 taps) would fetch two texels for its one pair */
+    const sym_node *row = l->step_width >= 2 * ROW_PAIRS ? at_step(l, index, 0) : NULL;
+    for (uint32_t i = 0; row && sym_node_kind(row) == SYM_ADD && i < 2; i++) {
+        if (sym_is_const(sym_node_src(row, i), NULL)) {
+            row = sym_node_src(row, 1 - i);
+            break;
+        }
+    }
+    return lower_pair(l, &l->step_memo, a, pair, ok, row);
 }
 
 /* In a tile, the load's element for this output (index, valid) and the next element, where one
@@ -628,7 +657,7 @@ static ir_value lower_row_pair(lowering *l, const kast *a, const sym_node *index
         sym_ctx_clear_error(sc);
         if (found) {
             const sym_node *pair[2] = {index, next};
-            return lower_pair(l, &l->memo, a, pair, valid);
+            return lower_pair(l, &l->memo, a, pair, valid, NULL);
         }
     }
     return IR_NONE;

@@ -438,6 +438,7 @@ static kiln_status invoke(machine *m, slot *v, int64_t gid, int64_t lane, uint32
             break;
         }
         case IR_LOAD2:
+        case IR_LOAD2R: /* the pair at src0 (a masked one's safe index) */
         case IR_LOAD4:
         case IR_LOAD8: { /* the vector's first element: its EXTRACTs follow at once */
             int64_t e = v[i->src[0]].i;

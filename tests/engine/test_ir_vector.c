@@ -123,6 +123,71 @@ static void test_ir_vector_pairs(void **state) {
     }
 }
 
+/* Invocation g reads a row at r = 4 g + s0 (s0 in 0..3: the row's element may be odd) as six
+ * pairs of it (LOAD2R) at r + q + 2 j (q = s0 % 2: each pair at an even element), j = 0..5:
+ * out[12 g + 2 j + c] = in[r + q + 2 j + c]. */
+static void row_pairs_kernel(ir_kernel *k, int64_t s0) {
+    ir_kernel_init(k, alloc(), IR_I32);
+    ir_buffer_add(k, IR_F32);
+    ir_buffer_add(k, IR_F32);
+    ir_value g = ir_global_id(k);
+    ir_value row = ir_alu(k, IR_MUL, IR_I32, g, ir_const_i(k, IR_I32, 4), IR_NONE);
+    row = ir_alu(k, IR_ADD, IR_I32, row, ir_const_i(k, IR_I32, s0), IR_NONE);
+    ir_value out = ir_alu(k, IR_MUL, IR_I32, g, ir_const_i(k, IR_I32, 12), IR_NONE);
+    for (int64_t j = 0; j < 6; j++) {
+        int64_t d = s0 % 2 + 2 * j;
+        ir_value at = ir_alu(k, IR_ADD, IR_I32, row, ir_const_i(k, IR_I32, d), IR_NONE);
+        ir_value vec = ir_load_row_pair(k, 1, at, row, d), e[2];
+        for (uint32_t c = 0; c < 2; c++)
+            e[c] = ir_extract(k, vec, c);
+        for (uint32_t c = 0; c < 2; c++)
+            ir_store(k, 0,
+                     ir_alu(k, IR_ADD, IR_I32, out, ir_const_i(k, IR_I32, 2 * j + c), IR_NONE),
+                     e[c]);
+    }
+}
+
+/* LOAD2R, a row's pairs: interpreted as the pairs at their own index; emitted as LOAD2s for a
+ * storage buffer; for a texel buffer the six pairs of a row (whatever its element's value mod
+ * 4) share 4 fetches, whose texels are clamped to the buffer's (the module declares
+ * ImageQuery), where LOAD2s take one fetch each. Validated by SPIRV-Tools. */
+static void test_ir_vector_row_pairs(void **state) {
+    (void)state;
+    enum { OP_IMAGE_FETCH = 95, OP_IMAGE_QUERY_SIZE = 104, CAP_IMAGE_QUERY = 50 };
+    for (int64_t s0 = 0; s0 < 4; s0++) {
+        ir_kernel k;
+        row_pairs_kernel(&k, s0);
+        base_error err = {0};
+        assert_int_equal(ir_verify(&k, &err), KILN_OK);
+        float in[64], out[36] = {0}, want[36];
+        for (uint32_t x = 0; x < 64; x++)
+            in[x] = (float)x * 0.5f;
+        for (int64_t g = 0; g < 3; g++)
+            for (int64_t j = 0; j < 6; j++)
+                for (int64_t c = 0; c < 2; c++)
+                    want[12 * g + 2 * j + c] = in[4 * g + s0 + s0 % 2 + 2 * j + c];
+        interp_buffer b[2] = {{out, 36}, {in, 64}};
+        assert_int_equal(interp_run(&k, b, NULL, 3, &err), KILN_OK);
+        assert_memory_equal(out, want, sizeof want);
+        assert_true(k.buffers[1].pairs);
+        for (int texels = 0; texels < 2; texels++) {
+            emit_options opt = {.spirv_version = 0x10300,
+                                .paired_vectors = true,
+                                .texel_buffers = texels ? 2u : 0u};
+            emit_result r;
+            assert_int_equal(emit_spirv(&k, &opt, &r, &err), KILN_OK);
+            if (spv_tools_available())
+                assert_int_equal(spv_validate(r.words, r.word_count, (1u << 22) | (1u << 12), &err),
+                                 KILN_OK);
+            assert_int_equal(count_op(&r, OP_IMAGE_FETCH), texels ? 4 : 0);
+            assert_int_equal(count_op(&r, OP_IMAGE_QUERY_SIZE), texels);
+            assert_int_equal(declares(&r, CAP_IMAGE_QUERY), texels);
+            emit_result_free(alloc(), &r);
+        }
+        ir_kernel_finish(&k);
+    }
+}
+
 /* out[g] = in[g] * 2 as an integer kernel of type t (scalar loads). */
 static void double_kernel(ir_kernel *k, ir_type t, ir_type index) {
     ir_kernel_init(k, alloc(), index);
@@ -365,6 +430,10 @@ static void test_ir_vector_verifier_rules(void **state) {
         (void)ir_extract(&k, ir_load_vector(&k, 0, index, w == 4 ? 4 : 8), w == 12 ? 7 : w);
         verified(&k, w == 12 ? KILN_OK : KILN_ERROR_INTERNAL, NULL);
     }
+    /* a row pair whose row is a float */
+    ir_value fi = one_buffer(&k, IR_F32);
+    (void)ir_load_row_pair(&k, 0, fi, ir_const_f(&k, IR_F32, 1.0), 0);
+    verified(&k, KILN_ERROR_INTERNAL, "row is not an index");
     /* element 2 of a LOAD2 */
     (void)ir_extract(&k, ir_load_vector(&k, 0, one_buffer(&k, IR_F32), 2), 2);
     verified(&k, KILN_ERROR_INTERNAL, "EXTRACT needs");
@@ -385,6 +454,7 @@ int main(void) {
         cmocka_unit_test(test_ir_vector_interpreted_and_emitted),
         cmocka_unit_test(test_ir_vector_pairs),
         cmocka_unit_test(test_ir_vector_texel_buffers),
+        cmocka_unit_test(test_ir_vector_row_pairs),
         cmocka_unit_test(test_ir_vector_index_emission),
         cmocka_unit_test(test_ir_vector_interpreter_checks),
         cmocka_unit_test(test_ir_vector_verifier_rules),

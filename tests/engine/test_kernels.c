@@ -576,7 +576,7 @@ static int pairs_in(const kiln_context *ctx, const char *prefix) {
     for (const eng_program *p = ctx->program_list; p; p = p->next) {
         for (uint32_t i = 0; strncmp(p->name, prefix, strlen(prefix)) == 0 && i < p->ir.insts.len;
              i++)
-            pairs += p->ir.insts.data[i].op == IR_LOAD2;
+            pairs += p->ir.insts.data[i].op == IR_LOAD2 || p->ir.insts.data[i].op == IR_LOAD2R;
     }
     return pairs;
 }
@@ -1059,7 +1059,7 @@ static void test_engine_kernels_training_conv_reads_windows_in_place(void **stat
 /* A convolution's weight gradient reads the windows in place (nn.c window_matrix; no window
  * copy), on a CPU in tiles whose loop steps by a row of the image (10 pixels here) and whose
  * row holds the taps of two channels (18 of 36: lower.c eng_kernel_tile, window_columns), the
- * output's gradient and the windows read as pairs (LOAD2; the rows of padding masked). A
+ * output's gradient and the windows read as pairs of rows (LOAD2R; the rows of padding masked). A
  * symbolic batch (2 of at most 64), 4 channels, 8 filters; the gradient against the host. */
 static void test_engine_kernels_weight_gradient_reads_windows_in_place(void **state) {
     eng_fixture *f = *state;
@@ -1092,13 +1092,26 @@ static void test_engine_kernels_weight_gradient_reads_windows_in_place(void **st
         if (!rows || rows->tile_m != 2 || rows->tile_n != 18)
             fail_msg("want the weight gradient in steps of an image row, tiles of 2 x 18: %s",
                      names);
-        int pairs = 0, masked = 0;
+        /* the pairs of a step are rows (LOAD2R): those of a buffer share one row value, whose
+         * texels they fetch once on a texel buffer (emit.c load_row_pair) */
+        int pairs = 0, masked = 0, row_pairs = 0, row_values = 0;
         for (uint32_t i = 0; i < rows->ir.insts.len; i++) {
             const ir_inst *in = &rows->ir.insts.data[i];
-            pairs += in->op == IR_LOAD2;
-            masked += in->op == IR_LOAD2 && rows->ir.insts.data[in->src[0]].op == IR_WHERE;
+            bool pair = in->op == IR_LOAD2 || in->op == IR_LOAD2R;
+            pairs += pair;
+            masked += pair && rows->ir.insts.data[in->src[0]].op == IR_WHERE;
+            if (in->op != IR_LOAD2R)
+                continue;
+            row_pairs++;
+            bool seen = false;
+            for (uint32_t j = 0; j < i && !seen; j++) {
+                const ir_inst *o = &rows->ir.insts.data[j];
+                seen = o->op == IR_LOAD2R && o->arg == in->arg && o->src[1] == in->src[1];
+            }
+            row_values += !seen;
         }
         assert_true(pairs > 0 && masked > 0);
+        assert_true(row_pairs > 0 && row_values <= 2 && row_values < row_pairs);
     } else {
         assert_null(rows);
     }
