@@ -36,13 +36,18 @@ static bool declares(const emit_result *r, uint32_t cap) {
     return false;
 }
 
-/* With width w (4: LOAD4/STORE4, 8: LOAD8/STORE8): out[wg .. wg+w-1] = in[wg+w-1] + 1, ...,
- * in[wg] + 1 (each group of w reversed), index offset by shift (0: aligned). */
-static void reverse_kernel(ir_kernel *k, int64_t shift, uint32_t w) {
+/* k: an i32-indexed kernel of two f32 buffers, out (0) and in (1); returns the invocation. */
+static ir_value out_in_kernel(ir_kernel *k) {
     ir_kernel_init(k, alloc(), IR_I32);
     ir_buffer_add(k, IR_F32);
     ir_buffer_add(k, IR_F32);
-    ir_value g = ir_global_id(k);
+    return ir_global_id(k);
+}
+
+/* With width w (4: LOAD4/STORE4, 8: LOAD8/STORE8): out[wg .. wg+w-1] = in[wg+w-1] + 1, ...,
+ * in[wg] + 1 (each group of w reversed), index offset by shift (0: aligned). */
+static void reverse_kernel(ir_kernel *k, int64_t shift, uint32_t w) {
+    ir_value g = out_in_kernel(k);
     ir_value at = ir_alu(k, IR_MUL, IR_I32, g, ir_const_i(k, IR_I32, w), IR_NONE);
     at = ir_alu(k, IR_ADD, IR_I32, at, ir_const_i(k, IR_I32, shift), IR_NONE);
     ir_value vec = ir_load_vector(k, 1, at, w), e[8], v[8];
@@ -59,10 +64,7 @@ static void emitted(const ir_kernel *k, uint32_t w);
 /* out[2g] = in[2g + shift + 1] + 1, out[2g + 1] = in[2g + shift] + 1: each pair swapped, read as
  * one LOAD2 (shift 0: aligned), stored element by element (there is no STORE2). */
 static void swap_pairs_kernel(ir_kernel *k, int64_t shift) {
-    ir_kernel_init(k, alloc(), IR_I32);
-    ir_buffer_add(k, IR_F32);
-    ir_buffer_add(k, IR_F32);
-    ir_value g = ir_global_id(k);
+    ir_value g = out_in_kernel(k);
     ir_value at = ir_alu(k, IR_MUL, IR_I32, g, ir_const_i(k, IR_I32, 2), IR_NONE);
     ir_value from = ir_alu(k, IR_ADD, IR_I32, at, ir_const_i(k, IR_I32, shift), IR_NONE);
     ir_value vec = ir_load_vector(k, 1, from, 2), e[2];
@@ -127,10 +129,7 @@ static void test_ir_vector_pairs(void **state) {
  * pairs of it (LOAD2R) at r + q + 2 j (q = s0 % 2: each pair at an even element), j = 0..5:
  * out[12 g + 2 j + c] = in[r + q + 2 j + c]. */
 static void row_pairs_kernel(ir_kernel *k, int64_t s0) {
-    ir_kernel_init(k, alloc(), IR_I32);
-    ir_buffer_add(k, IR_F32);
-    ir_buffer_add(k, IR_F32);
-    ir_value g = ir_global_id(k);
+    ir_value g = out_in_kernel(k);
     ir_value row = ir_alu(k, IR_MUL, IR_I32, g, ir_const_i(k, IR_I32, 4), IR_NONE);
     row = ir_alu(k, IR_ADD, IR_I32, row, ir_const_i(k, IR_I32, s0), IR_NONE);
     ir_value out = ir_alu(k, IR_MUL, IR_I32, g, ir_const_i(k, IR_I32, 12), IR_NONE);
@@ -302,10 +301,7 @@ static void emitted(const ir_kernel *k, uint32_t w) {
  * g * 1024 + 2) or i = (g * 2) * 2 (not: the constants are not multiples of 4); looped: the
  * copy inside a loop of one iteration t, with t * 8 added to i. */
 static void copy4_kernel(ir_kernel *k, bool quarterable, bool looped) {
-    ir_kernel_init(k, alloc(), IR_I32);
-    ir_buffer_add(k, IR_F32);
-    ir_buffer_add(k, IR_F32);
-    ir_value g = ir_global_id(k);
+    ir_value g = out_in_kernel(k);
     ir_value t = looped ? ir_range(k, ir_const_i(k, IR_I32, 1)) : IR_NONE;
     ir_value at;
     if (quarterable)
