@@ -730,8 +730,8 @@ static void check_write_reading_a_sum(kiln_context *ctx, int rows, bool symbolic
  * parameter reading its gradient, a sum over the batch) is one kernel that stores the sum too
  * (kernel.c reduction_beside): the tensor that holds the sum then reads, with no kernel of its
  * own, the values the write used. Over 6 rows, constant and symbolic, and 4096 (a long loop
- * over few outputs, which a GPU's tuning gives a workgroup of lanes each), as this device
- * tunes and as a GPU does. A sum that reads the target elsewhere reads its old values. */
+ * over few outputs), as this device tunes and as a GPU does. A sum that reads the target
+ * elsewhere reads its old values. */
 static void test_engine_kernels_write_reading_a_sum_is_one_kernel(void **state) {
     eng_fixture *f = *state;
     for (int tuned = 0; tuned < 2; tuned++) {
