@@ -1963,12 +1963,11 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_p
         l.lane = ir_lane(ir);
     bool tiled = p->per_item > 1 || p->row_loop;
     int64_t numel = 0;
-    /* Tiles are chosen for constant sizes, and for a symbolic batch of constant matrices
-     * (eng_kernel_tile), whose items are numel / per_item for every bound value: the tile
-     * Variables then range over the largest. */
+    /* Tiles are chosen for constant sizes, and for a symbolic batch of constant matrices or
+     * rows (eng_kernel_tile; row mode's rows of a constant size, per_item), whose items are
+     * numel / per_item for every bound value: the tile Variables then range over the
+     * largest. */
     bool constant = sym_is_const(k->numel, &numel);
-    if (tiled && !constant && p->row_loop && ir->status == KILN_OK)
-        ir->status = KILN_ERROR_INTERNAL;
     if (!constant)
         numel = sym_vmax(k->numel);
     int64_t items = numel / (int64_t)(p->per_item ? p->per_item : 1);

@@ -1212,15 +1212,22 @@ static kiln_status build(kiln_context *ctx, eng_node *node, eng_kernel *k, eng_n
         return build_fail(&b, KILN_ERROR_OUT_OF_HOST_MEMORY, "the kernel's index");
     unravel(&b, k->gidx, node->ndim, node->shape, idx);
     memcpy(b.out_idx, idx, node->ndim * sizeof *idx);
-    /* Row mode: constant sizes, and on a GPU enough rows to keep it busy (a CPU's lanes run
-     * a row's loops as vectors: any count of rows will do). */
+    /* Row mode: rows of a constant size; on a GPU a constant count of rows, enough to keep it
+     * busy (a CPU's lanes run a row's loops as vectors: any count of rows will do, a symbolic
+     * one too, a sequence length or a batch: GPT-2's layer norm, mean, variance and
+     * normalisation, one kernel instead of three, 219 -> 173 kernels a decode step). */
     int64_t rows = 1, size = 0;
-    b.row_ok = node->kind == ENG_EW && node->ndim > 0;
-    for (uint32_t d = 0; b.row_ok && d < node->ndim; d++) {
-        b.row_ok = sym_is_const(node->shape[d], &size);
-        rows *= d + 1 < node->ndim ? size : 1;
+    bool symbolic_rows = false;
+    b.row_ok =
+        node->kind == ENG_EW && node->ndim > 0 && sym_is_const(node->shape[node->ndim - 1], NULL);
+    for (uint32_t d = 0; b.row_ok && d + 1 < node->ndim; d++) {
+        if (sym_is_const(node->shape[d], &size))
+            rows *= size;
+        else
+            symbolic_rows = true;
     }
-    b.row_ok = b.row_ok && (ctx->tile_ew > 1 || rows >= (int64_t)ctx->parallelism);
+    b.row_ok =
+        b.row_ok && (ctx->tile_ew > 1 || (!symbolic_rows && rows >= (int64_t)ctx->parallelism));
     if (node->kind == ENG_WRITE)
         build_write(&b, node);
     else if (node->kind == ENG_REDUCE) {

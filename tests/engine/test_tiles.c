@@ -835,6 +835,41 @@ static void test_tiles_row_mode(void **state) {
     if (!fx_gpu_tuned(ctx))
         assert_int_equal(kiln_context_stats(ctx).dispatches - before.dispatches, 1);
     fx_check_f32(sm, want, (size_t)R * C, 1e-6, 1e-4);
+    /* A symbolic count of rows (a Variable bound to 40 of at most 64, as a sequence length or
+     * a batch): row mode too on a CPU (a layer norm's mean, variance and normalisation in one
+     * kernel; a GPU-tuned context keeps its kernels per reduction), one kernel for two bound
+     * values, against the host. */
+    const kiln_expr *n = kiln_variable(ctx, "tile_rows", 1, R);
+    for (int64_t bound = 40; bound <= 41; bound++) {
+        kiln_tensor *rows = kiln_narrow_sym(tx, 0, kiln_int(ctx, 0), kiln_bind(ctx, n, bound));
+        for (size_t r = 0; r < (size_t)bound; r++) {
+            double mean = 0, var = 0;
+            for (size_t c = 0; c < C; c++)
+                mean += x[r * C + c] / C;
+            for (size_t c = 0; c < C; c++)
+                var += (x[r * C + c] - mean) * (x[r * C + c] - mean) / C;
+            for (size_t c = 0; c < C; c++)
+                want[r * C + c] = (float)((x[r * C + c] - mean) / sqrt(var + 1e-5));
+        }
+        kiln_tensor *mean = kiln_mean(rows, 1, last, true);
+        kiln_tensor *centered = kiln_sub(rows, mean);
+        kiln_tensor *var = kiln_mean(kiln_mul(centered, centered), 1, last, true);
+        kiln_tensor *ln = kiln_div(centered, kiln_sqrt(kiln_add_scalar(var, 1e-5)));
+        uint64_t compiled = kiln_context_stats(ctx).kernels_compiled;
+        before = kiln_context_stats(ctx);
+        assert_int_equal(kiln_realize(ln), KILN_OK);
+        kiln_stats after = kiln_context_stats(ctx);
+        if (!fx_gpu_tuned(ctx))
+            assert_int_equal(after.dispatches - before.dispatches, 1);
+        if (bound > 40) /* the kernel of the first bound value serves the second */
+            assert_int_equal(after.kernels_compiled, compiled);
+        fx_check_f32(ln, want, (size_t)bound * C, 1e-5, 1e-4);
+        kiln_release(ln);
+        kiln_release(var);
+        kiln_release(centered);
+        kiln_release(mean);
+        kiln_release(rows);
+    }
     free(x);
     free(want);
 }
