@@ -691,6 +691,24 @@ static kast *reduction_input(kbuild *b, eng_node *r, const sym_node *const *out_
     return a;
 }
 
+/* A binding for one more output of type t (a sibling, in storage the scheduler assigns:
+ * realize.c assign_storage), taken before the output's value is built so that the value's
+ * loads count beside it (buffer_slot). UINT32_MAX where the kernel has no room for it (its
+ * outputs, its buffers, the device's storage bindings). */
+static uint32_t output_slot(kbuild *b, ir_type t) {
+    eng_kernel *k = b->k;
+    uint64_t bytes = (uint64_t)sym_vmax(k->numel) * eng_type_size(t);
+    uint32_t descriptors = eng_storage_descriptors(b->ctx, bytes);
+    if (k->sibling_count == ENG_MAX_OUTPUTS - 1 || k->buffer_count == ENG_MAX_BUFFERS ||
+        b->descriptors + descriptors > b->max_descriptors)
+        return UINT32_MAX;
+    b->descriptors += descriptors;
+    uint32_t slot = k->buffer_count++;
+    k->buffers[slot] = NULL;
+    k->buffer_types[slot] = t;
+    return slot;
+}
+
 /* A reduction that a write's kernel reads at the element it writes (an optimizer's update
  * reading its gradient's sum over the batch) joins that kernel, one dispatch fewer, and is
  * stored there too, as a sibling output in storage of its own (realize.c assign_storage): a
@@ -702,19 +720,13 @@ static kast *reduction_beside(kbuild *b, eng_node *r, const sym_node *const *at)
         if (k->reductions[i].node == r)
             return reduction_input(b, r, at); /* joined already, stored once */
     }
-    uint64_t bytes = (uint64_t)sym_vmax(k->numel) * eng_type_size(r->type);
-    uint32_t descriptors = eng_storage_descriptors(b->ctx, bytes);
-    if (b->no_fusion || r->boundary || eng_type_size(r->type) != 4 ||
-        k->sibling_count == ENG_MAX_OUTPUTS - 1 || k->buffer_count == ENG_MAX_BUFFERS ||
-        b->descriptors + descriptors > b->max_descriptors) {
+    uint32_t slot = b->no_fusion || r->boundary || eng_type_size(r->type) != 4
+                        ? UINT32_MAX
+                        : output_slot(b, r->type);
+    if (slot == UINT32_MAX) {
         need(b, r);
         return NULL;
     }
-    /* its binding first: the reduction's own loads must fit beside it (buffer_slot) */
-    b->descriptors += descriptors;
-    uint32_t slot = k->buffer_count++;
-    k->buffers[slot] = NULL; /* the scheduler's (realize.c assign_storage) */
-    k->buffer_types[slot] = r->type;
     eng_node *top = b->inlined_top;
     b->inlined_top = top ? top : r; /* loads past the bindings: r runs first (buffer_slot) */
     kast *value = reduction_input(b, r, at);
@@ -746,17 +758,12 @@ static void add_siblings(kbuild *b, eng_node *r, uint64_t wanted) {
             eng_type_size(s->type) != 4 || !eng_tracker_equal(s->src[0].st, r->src[0].st) ||
             !joins_range(b, s))
             continue;
-        uint64_t bytes = (uint64_t)sym_vmax(k->numel) * 4;
-        uint32_t descriptors = eng_storage_descriptors(b->ctx, bytes);
-        if (b->descriptors + descriptors > b->max_descriptors)
+        uint32_t slot = output_slot(b, s->type);
+        if (slot == UINT32_MAX)
             continue;
         kast *value = reduction_input(b, s, b->out_idx);
         if (!value)
             return;
-        b->descriptors += descriptors;
-        uint32_t slot = k->buffer_count++;
-        k->buffers[slot] = NULL; /* the scheduler's (realize.c assign_storage) */
-        k->buffer_types[slot] = s->type;
         k->siblings[k->sibling_count++] = (eng_sibling){s, value, slot};
     }
 }
