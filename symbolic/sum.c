@@ -221,6 +221,21 @@ const sym_node *sym_add_c(sym_ctx *ctx, const sym_node *a, int64_t b) {
     return ctx ? sym_add(ctx, a, sym_make_const(ctx, b)) : NULL;
 }
 
+const sym_node *sym_split_const(sym_ctx *ctx, const sym_node *n, int64_t *term) {
+    *term = 0;
+    if (!n)
+        return NULL;
+    if (n->kind == SYM_CONST) {
+        *term = n->value;
+        return sym_make_const(ctx, 0);
+    }
+    if (n->kind == SYM_ADD && n->src[1]->kind == SYM_CONST) { /* the constant last (sum.c) */
+        *term = n->src[1]->value;
+        return n->src[0];
+    }
+    return n;
+}
+
 const sym_node *sym_sub(sym_ctx *ctx, const sym_node *a, const sym_node *b) {
     return sym_add(ctx, a, sym_neg(ctx, b));
 }

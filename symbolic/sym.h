@@ -137,7 +137,10 @@ uint64_t sym_node_binds(const sym_node *n);
 int64_t sym_vmin(const sym_node *n);
 int64_t sym_vmax(const sym_node *n);
 bool sym_is_const(const sym_node *n, int64_t *value); /* value may be NULL */
-bool sym_is_bool(const sym_node *n);                  /* comparison/logic/not nodes */
+/* n without its constant term (a canonical sum's last), which *term receives (0 where n has
+ * none; n itself then, and a constant n is its own term over 0): x + 14 y + 3 -> x + 14 y, 3. */
+const sym_node *sym_split_const(sym_ctx *ctx, const sym_node *n, int64_t *term);
+bool sym_is_bool(const sym_node *n); /* comparison/logic/not nodes */
 /* For SYM_VAR and SYM_BIND: the Variable's name and range; false for other kinds. */
 bool sym_var_info(const sym_node *n, const char **name, int64_t *min, int64_t *max);
 /* For SYM_BIND: the Variable and its value. */

@@ -135,6 +135,21 @@ static void test_symbolic_hash_stable_across_contexts(void **state) {
 
 /* ---- bounds of every kind ---------------------------------------------------------------- */
 
+/* sym_split_const: a sum less its constant term (canonical sums keep it last), the term. */
+static void test_symbolic_split_const(void **state) {
+    sym_ctx *ctx = *state;
+    const sym_node *x = VAR("x", 0, 13), *y = VAR("y", 0, 13);
+    const sym_node *rest = sym_add(ctx, x, sym_mul_c(ctx, y, 14));
+    int64_t term = 7;
+    assert_ptr_equal(sym_split_const(ctx, sym_add_c(ctx, rest, -3), &term), rest);
+    assert_int_equal(term, -3);
+    assert_ptr_equal(sym_split_const(ctx, rest, &term), rest);
+    assert_int_equal(term, 0);
+    assert_ptr_equal(sym_split_const(ctx, K(5), &term), K(0));
+    assert_int_equal(term, 5);
+    assert_null(sym_split_const(ctx, NULL, &term));
+}
+
 static void test_symbolic_bounds_arithmetic(void **state) {
     sym_ctx *ctx = *state;
     const sym_node *x = VAR("x", -3, 5), *y = VAR("y", -2, 7);
@@ -390,6 +405,7 @@ int main(void) {
         T(test_symbolic_bind_outside_range_is_error),
         T(test_symbolic_hashcons_commutative_order_by_id),
         T(test_symbolic_hash_stable_across_contexts),
+        T(test_symbolic_split_const),
         T(test_symbolic_bounds_arithmetic),
         T(test_symbolic_bounds_division),
         T(test_symbolic_bounds_modulo),
