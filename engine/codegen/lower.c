@@ -628,13 +628,10 @@ static ir_value lower_step_pair(lowering *l, const kast *a, const sym_node *at, 
      * pairs are rows, named by the load's element at step 0 less its constant term, which the
      * loads of neighbouring taps, channels and outputs share; a short step's (a kernel row of
      * 3 taps) would fetch two texels for its one pair */
-    const sym_node *row = l->step_width >= 2 * ROW_PAIRS ? at_step(l, index, 0) : NULL;
-    for (uint32_t i = 0; row && sym_node_kind(row) == SYM_ADD && i < 2; i++) {
-        if (sym_is_const(sym_node_src(row, i), NULL)) {
-            row = sym_node_src(row, 1 - i);
-            break;
-        }
-    }
+    int64_t term;
+    const sym_node *row = l->step_width >= 2 * ROW_PAIRS
+                              ? sym_split_const(l->ctx->sym, at_step(l, index, 0), &term)
+                              : NULL;
     return lower_pair(l, &l->step_memo, a, pair, ok, row);
 }
 
@@ -1494,6 +1491,19 @@ static bool steps_by_one(sym_ctx *sc, const eng_kernel *k, const kast *a, const 
 enum { LONG_LOOP = 256 };  /* elements combined per output that make a reduction's loop long */
 enum { SHORT_WINDOW = 8 }; /* at most this many: a window of a pool, tiled as elementwise */
 
+/* Whether a row of width columns that a tile of tn does not divide is short enough to be one
+ * tile on a CPU (ctx->whole_short_rows: rows of 14 or 28 for tiles of 8). */
+static bool short_row(const kiln_context *ctx, int64_t width, int64_t tn) {
+    return ctx->whole_short_rows && width % tn != 0 && 2 * width >= tn && width <= 4 * tn;
+}
+
+/* The largest divisor of width that is at most n (1 for n < 2). */
+static int64_t divisor_at_most(int64_t width, int64_t n) {
+    while (n > 1 && width % n != 0)
+        n--;
+    return n > 1 ? n : 1;
+}
+
 void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *p) {
     p->tile_m = p->tile_n = 1;
     p->block_m = p->block_n = 1;
@@ -1582,17 +1592,13 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
             return;
         tm = share ? ctx->tile_rows : 1;
         tn = share ? ctx->tile_cols : vectors ? ctx->tile_vector_cols : as_ew ? tn : 1;
-        if (as_ew && ctx->whole_short_rows && width % tn != 0 && 2 * width >= tn && width <= 4 * tn)
-            tn = width; /* a short row: as an elementwise kernel's, below */
-        if (as_ew && arg && tn > (int64_t)ctx->tile_ew) {
-            /* an arg reduction keeps an index per output too: a row of 14 in halves of 7
-             * (conv1's pool with its index on lavapipe: whole rows no faster than untiled) */
-            tn = ctx->tile_ew;
-            while (tn > 1 && width % tn != 0)
-                tn--;
-        }
-    } else if (ctx->whole_short_rows && width % tn != 0 && 2 * width >= tn && width <= 4 * tn &&
-               loads_in(k->value, 2) >= 2) {
+        if (as_ew && short_row(ctx, width, tn))
+            tn = width; /* as an elementwise kernel's, below */
+        /* an arg reduction keeps an index per output too: a row of 14 in halves of 7 (conv1's
+         * pool with its index on lavapipe: whole rows no faster than untiled) */
+        if (as_ew && arg && tn > (int64_t)ctx->tile_ew)
+            tn = divisor_at_most(width, ctx->tile_ew);
+    } else if (short_row(ctx, width, tn) && loads_in(k->value, 2) >= 2) {
         /* a short row (14, 28 columns) that the tile does not divide, in a kernel of several
          * loads per output: one row per item, its indices affine along the row, where tiles of
          * the flat index redo every output's division into dims (the fold of conv2's input
@@ -1678,10 +1684,7 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
         if (tm >= tn) {
             tm /= 2;
         } else { /* to a divisor of the row: a whole short row of 49 as 7, never 24 or 12 */
-            int64_t next = tn / 2;
-            while (next > 1 && width % next != 0)
-                next--;
-            tn = next;
+            tn = divisor_at_most(width, tn / 2);
         }
     }
     /* A reduction's short row that the halving left in tiles under half the columns wanted
