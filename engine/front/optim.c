@@ -1,24 +1,33 @@
 /* Optimizers: torch.optim's SGD and Adam/AdamW as lazy in-place writes (kiln_add_,
- * kiln_copy_) of the parameters and of their state. The state, the step count and the learning
- * rate live on the device, made and realized once, so every step builds the same graph and
- * compiles nothing the first did not. */
+ * kiln_copy_) of the parameters and of their state. The state and the learning rate live on
+ * the device, made and realized once; the step count is a Variable bound to the step's number
+ * (its value pushed to the kernels that read it, as a sequence length is), so every step
+ * builds the same graph, compiles nothing the first did not, and spends no kernel counting. */
 #include "eng.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 enum { OPT_SGD, OPT_ADAM };
 
+/* The step count's Variable: every optimizer of a context binds the same one (a kernel reads
+ * one optimizer's count, and each binding carries its own value), so their updates share
+ * kernels. */
+#define STEP_VAR "optimizer_step"
+enum { STEP_MAX = INT32_MAX };
+
 struct kiln_optimizer {
     kiln_context *ctx;
     int kind;
     uint32_t count;
-    kiln_tensor **params; /* handles of its own (outside any scope) */
-    kiln_tensor **m;      /* SGD: momentum buffers (momentum > 0); Adam: first moments */
-    kiln_tensor **v;      /* Adam: second moments */
-    kiln_tensor *step;    /* 0-d f32: steps taken */
-    kiln_tensor *lr;      /* 0-d f32 */
+    kiln_tensor **params;  /* handles of its own (outside any scope) */
+    kiln_tensor **m;       /* SGD: momentum buffers (momentum > 0); Adam: first moments */
+    kiln_tensor **v;       /* Adam: second moments */
+    const kiln_expr *step; /* the Variable STEP_VAR: bound to steps in each step's graph */
+    int64_t steps;         /* steps built so far (kiln_optimizer_step) */
+    kiln_tensor *lr;       /* 0-d f32 */
     kiln_sgd_options sgd;
     kiln_adam_options adam;
 };
@@ -54,7 +63,6 @@ void kiln_optimizer_destroy(kiln_optimizer *opt) {
                 kiln_release(lists[l][i]);
         base_free(&ctx->alloc, lists[l], (opt->count ? opt->count : 1) * sizeof *lists[l]);
     }
-    kiln_release(opt->step);
     kiln_release(opt->lr);
     base_free(&ctx->alloc, opt, sizeof *opt);
 }
@@ -115,8 +123,8 @@ static kiln_optimizer *create(kiln_context *ctx, const char *call, int kind, uin
         kiln_optimizer_destroy(opt);
         return NULL;
     }
-    float zero = 0.0f, rate = (float)lr;
-    opt->step = own(kiln_from_data(ctx, KILN_F32, 0, NULL, &zero));
+    float rate = (float)lr;
+    opt->step = kiln_variable(ctx, STEP_VAR, 1, STEP_MAX);
     opt->lr = own(kiln_from_data(ctx, KILN_F32, 0, NULL, &rate));
     for (uint32_t i = 0; i < count && ok; i++) {
         opt->params[i] = own(kiln_detach(params[i]));
@@ -210,8 +218,9 @@ static kiln_tensor *num(kiln_context *ctx, double v) {
     return kiln_scalar(ctx, KILN_F32, v);
 }
 
-/* One parameter's SGD update (torch.optim.SGD). */
-static bool sgd_one(kiln_optimizer *opt, uint32_t i, kiln_tensor *grad) {
+/* One parameter's SGD update (torch.optim.SGD); step: this step's number (1 first), a 0-d
+ * f32 tensor. */
+static bool sgd_one(kiln_optimizer *opt, uint32_t i, kiln_tensor *grad, kiln_tensor *step) {
     kiln_context *ctx = opt->ctx;
     const kiln_sgd_options *o = &opt->sgd;
     kiln_tensor *p = opt->params[i], *d = grad;
@@ -222,7 +231,7 @@ static bool sgd_one(kiln_optimizer *opt, uint32_t i, kiln_tensor *grad) {
         kiln_tensor *buf = opt->m[i];
         kiln_tensor *later =
             kiln_add(kiln_mul_scalar(buf, o->momentum), kiln_mul_scalar(d, 1.0 - o->dampening));
-        kiln_tensor *next = kiln_where(kiln_eq(opt->step, num(ctx, 1)), d, later);
+        kiln_tensor *next = kiln_where(kiln_eq(step, num(ctx, 1)), d, later);
         if (!next || kiln_copy_(buf, next) != KILN_OK)
             return false;
         /* The buffer as written (see adam_one). */
@@ -232,8 +241,9 @@ static bool sgd_one(kiln_optimizer *opt, uint32_t i, kiln_tensor *grad) {
     return delta && kiln_add_(p, delta) == KILN_OK;
 }
 
-/* One parameter's Adam or AdamW update (torch.optim.Adam, AdamW; no amsgrad). */
-static bool adam_one(kiln_optimizer *opt, uint32_t i, kiln_tensor *grad) {
+/* One parameter's Adam or AdamW update (torch.optim.Adam, AdamW; no amsgrad); step as for
+ * sgd_one. */
+static bool adam_one(kiln_optimizer *opt, uint32_t i, kiln_tensor *grad, kiln_tensor *step) {
     kiln_context *ctx = opt->ctx;
     const kiln_adam_options *o = &opt->adam;
     kiln_tensor *p = opt->params[i], *g = grad;
@@ -258,8 +268,8 @@ static bool adam_one(kiln_optimizer *opt, uint32_t i, kiln_tensor *grad) {
      * recomputing them inside the update and leaving the writes for a later realize. */
     m = opt->m[i];
     v = opt->v[i];
-    kiln_tensor *bc1 = kiln_sub(num(ctx, 1), kiln_pow(num(ctx, o->beta1), opt->step));
-    kiln_tensor *bc2 = kiln_sub(num(ctx, 1), kiln_pow(num(ctx, o->beta2), opt->step));
+    kiln_tensor *bc1 = kiln_sub(num(ctx, 1), kiln_pow(num(ctx, o->beta1), step));
+    kiln_tensor *bc2 = kiln_sub(num(ctx, 1), kiln_pow(num(ctx, o->beta2), step));
     kiln_tensor *denom = kiln_add_scalar(kiln_div(kiln_sqrt(v), kiln_sqrt(bc2)), o->eps);
     kiln_tensor *delta = kiln_neg(kiln_div(kiln_mul(kiln_div(opt->lr, bc1), m), denom));
     return delta && kiln_add_(p, delta) == KILN_OK;
@@ -297,12 +307,20 @@ kiln_status kiln_optimizer_step(kiln_optimizer *opt, kiln_tensor *const *grads) 
                                   eng_shape_render(pn, pv->shape, b, sizeof b));
         }
     }
+    if (opt->steps == STEP_MAX)
+        return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_RANGE,
+                              "kiln_optimizer_step: the optimizer has taken %d steps, its most",
+                              STEP_MAX);
     eng_log_enter(ctx);
     size_t mark = eng_temps_begin(ctx);
     ctx->ag_block++;
-    bool ok = kiln_add_(opt->step, num(ctx, 1)) == KILN_OK;
+    /* The count goes up whatever follows, as the updates built so far are this step's. */
+    opt->steps++;
+    kiln_tensor *step = kiln_scalar_expr(ctx, KILN_F32, kiln_bind(ctx, opt->step, opt->steps));
+    bool ok = step != NULL;
     for (uint32_t i = 0; i < opt->count && ok; i++)
-        ok = opt->kind == OPT_SGD ? sgd_one(opt, i, grads[i]) : adam_one(opt, i, grads[i]);
+        ok = opt->kind == OPT_SGD ? sgd_one(opt, i, grads[i], step)
+                                  : adam_one(opt, i, grads[i], step);
     ctx->ag_block--;
     if (!ok) {
         st = ctx->err.status ? ctx->err.status : KILN_ERROR_OUT_OF_HOST_MEMORY;

@@ -669,8 +669,10 @@ kiln_optimizer *kiln_adam(kiln_context *ctx, uint32_t count, kiln_tensor *const 
                           const kiln_adam_options *options);
 /* One update from grads[0..count) (the gradients of the params in order, e.g. kiln_grad's).
  * Every gradient is checked (handle, shape) before anything is written: a refused step
- * changes nothing. Running out of host memory part-way may leave the first parameters'
- * updates recorded and the others not (the status says so). */
+ * changes nothing (so is a step past the 2^31 - 1th refused: KILN_ERROR_OUT_OF_RANGE).
+ * Running out of host memory part-way may leave the first parameters' updates recorded and
+ * the others not (the status says so). The step count is the Variable optimizer_step in
+ * [1, 2^31 - 1] (a program's own Variable of that name must have that range). */
 kiln_status kiln_optimizer_step(kiln_optimizer *opt, kiln_tensor *const *grads);
 /* Changes the learning rate from the next step on (a device value: nothing recompiles). */
 kiln_status kiln_optimizer_set_lr(kiln_optimizer *opt, double lr);

@@ -1,6 +1,7 @@
 /* Optimizers against torch.optim (fixtures/optim.h, from fixtures/gen_optim.py): SGD (momentum,
  * dampening, Nesterov, weight decay), Adam and AdamW over 5 steps of fixed gradients; the
- * steps after the first compile nothing; bad arguments are clear errors. */
+ * steps after the first compile nothing; the step count costs no kernel and optimizers at
+ * different counts realize together; bad arguments are clear errors. */
 #include "engine_fixture.h"
 #include "fixtures/optim.h"
 
@@ -50,6 +51,47 @@ static void test_against_torch(void **state) {
         }
         kiln_optimizer_destroy(opt);
         kiln_release(p);
+    }
+}
+
+/* The step count is a Variable each step binds (no kernel counts it: one Adam step of one
+ * parameter is one kernel, its moments stored beside it), and optimizers at different counts
+ * share it: two of them, one a step ahead, realized together, each against torch's values at
+ * its own count (SGD's momentum reads the count too: its first step differs). */
+static void test_step_count(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    const size_t picks[2] = {1, 3}; /* sgd_momentum, adam_default */
+    for (size_t k = 0; k < 2; k++) {
+        const opt_case *c = &opt_cases[picks[k]];
+        kiln_tensor *p[2] = {fx_f32(ctx, 2, (int64_t[]){3, 4}, opt_p0),
+                             fx_f32(ctx, 2, (int64_t[]){3, 4}, opt_p0)};
+        kiln_optimizer *ahead = make(ctx, c, p[0]), *behind = make(ctx, c, p[1]);
+        assert_non_null(ahead);
+        assert_non_null(behind);
+        kiln_tensor *g[3] = {fx_f32(ctx, 2, (int64_t[]){3, 4}, opt_grads[0]),
+                             fx_f32(ctx, 2, (int64_t[]){3, 4}, opt_grads[1]),
+                             fx_f32(ctx, 2, (int64_t[]){3, 4}, opt_grads[2])};
+        assert_int_equal(kiln_optimizer_step(ahead, &g[0]), KILN_OK);
+        kiln_stats before = kiln_context_stats(ctx);
+        assert_int_equal(kiln_realize(p[0]), KILN_OK);
+        /* the update with its two moments: one kernel where it may bind their 5 buffers (the
+         * parameter, its moments, the gradient and the learning rate) */
+        if (c->kind != 0 && fx_kernel_buffers(ctx) >= 5)
+            assert_int_equal(kiln_context_stats(ctx).dispatches - before.dispatches, 1);
+        for (int s = 0; s < 2; s++) {
+            assert_int_equal(kiln_optimizer_step(ahead, &g[s + 1]), KILN_OK);
+            assert_int_equal(kiln_optimizer_step(behind, &g[s]), KILN_OK);
+            assert_int_equal(kiln_realize_many(ctx, 2, p), KILN_OK);
+            print_message("%s: steps %d and %d in one realize\n", c->name, s + 2, s + 1);
+            fx_check_f32(p[0], c->after[s + 1], 12, 1e-6, 1e-5);
+            fx_check_f32(p[1], c->after[s], 12, 1e-6, 1e-5);
+        }
+        kiln_optimizer_destroy(ahead);
+        kiln_optimizer_destroy(behind);
+        for (int i = 0; i < 3; i++)
+            kiln_release(g[i]);
+        kiln_release(p[0]);
+        kiln_release(p[1]);
     }
 }
 
@@ -121,6 +163,7 @@ static void test_errors(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_against_torch),
+        ENG_TEST(test_step_count),
         ENG_TEST(test_own_handles),
         ENG_TEST(test_errors),
     };
