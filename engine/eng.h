@@ -726,6 +726,10 @@ void eng_lifetime_finish(kiln_context *ctx);
  * none join). */
 kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, eng_node **needs,
                              uint32_t cap, uint32_t *need_count, uint64_t wanted);
+/* kernel.c: whether reduction outer's kernel may compute reduction inner as an earlier stage
+ * of its loop and store it (a softmax's sum of exp(x - max) and its max): the scheduler then
+ * realizes outer first when a kernel needs both. */
+bool eng_kernel_stage_of(const eng_node *outer, const eng_node *inner);
 
 /* Whether expression e (an index, a mask) of kernel k changes along its reduction's loop:
  * e with ridx + 1 for ridx is another expression (kernel.c keeps such a mask's bounds as code,

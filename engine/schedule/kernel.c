@@ -9,9 +9,11 @@
  * element (mean = sum * 1/n), or, in row mode, when an elementwise kernel of constant sizes
  * reads a reduction over its last dim along each output row (softmax's max and sum, a row
  * mean): such reductions become stages of the kernel (a stage's value may read the results of
- * lower ones) and one invocation owns a row (lower.c). Any other unrealized reduction is a
- * dependency that must be realized by an earlier kernel. No input is made contiguous first:
- * every load reads through its view's index expression.
+ * lower ones) and one invocation owns a row (lower.c). So does, on any device, a reduction that
+ * another's loop reads at the kernel's own element over the same dims (a softmax's max in the
+ * sum of exp(x - max), a variance's mean: stage_read), stored beside the kernel's output. Any
+ * other unrealized reduction is a dependency that must be realized by an earlier kernel. No input
+ * is made contiguous first: every load reads through its view's index expression.
  *
  * Against recomputation: an inlined node is computed again at every read, so inside a
  * reduction's input (where one output element reads many), or in an elementwise kernel
@@ -276,6 +278,21 @@ static bool row_read(kbuild *b, const eng_node *n, const sym_node *const *at) {
     return sym_is_const(at[nd - 1], &last) && last == 0;
 }
 
+/* Whether reduction n, read at index at inside a reduction's loop, is one of the kernel's
+ * outputs' shape read at the kernel's own element, with no mask on the way (a softmax's sum of
+ * exp(x - max) reading its row's max, a variance its mean): it then runs as an earlier stage of
+ * the same loop (reduction_beside), instead of a kernel of its own before. */
+static bool stage_read(kbuild *b, const eng_node *n, const sym_node *const *at) {
+    const eng_kernel *k = b->k;
+    if (!b->in_reduce || k->rows || n->arg || n->ndim != k->ndim || !is_true(b->valid))
+        return false;
+    for (uint32_t d = 0; d < k->ndim; d++) {
+        if (n->shape[d] != k->dims[d] || at[d] != b->out_idx[d])
+            return false;
+    }
+    return true;
+}
+
 /* 1 + the highest stage of the reductions the tree reads (0: none). */
 static uint32_t stage_after(const eng_kernel *k, const kast *a) {
     if (!a)
@@ -514,6 +531,8 @@ static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx) 
         } else if (row_read(b, n, at) && joins_range(b, n)) {
             b->k->rows = true;
             value = reduction_input(b, n, b->out_idx);
+        } else if (stage_read(b, n, at) && joins_range(b, n)) {
+            value = reduction_beside(b, n, b->out_idx);
         } else {
             need(b, n);
         }
@@ -710,10 +729,11 @@ static uint32_t output_slot(kbuild *b, ir_type t) {
 }
 
 /* A reduction that a write's kernel reads at the element it writes (an optimizer's update
- * reading its gradient's sum over the batch) joins that kernel, one dispatch fewer, and is
- * stored there too, as a sibling output in storage of its own (realize.c assign_storage): a
- * tensor that holds it, or a later kernel, reads the values the write used, not a sum
- * computed again. Without room for one more output it runs first (a kernel of its own). */
+ * reading its gradient's sum over the batch), or that a reduction's loop reads at the kernel's
+ * element (stage_read), joins that kernel, one dispatch fewer, and is stored there too, as a
+ * sibling output in storage of its own (realize.c assign_storage): a tensor that holds it, or
+ * a later kernel, reads the values the kernel used, not a sum computed again. Without room
+ * for one more output it runs first (a kernel of its own). */
 static kast *reduction_beside(kbuild *b, eng_node *r, const sym_node *const *at) {
     eng_kernel *k = b->k;
     for (uint32_t i = 0; i < k->reduction_count; i++) {
@@ -1258,6 +1278,33 @@ static kiln_status build(kiln_context *ctx, eng_node *node, eng_kernel *k, eng_n
     if (b.status == KILN_OK && sym_ctx_status(ctx->sym) != KILN_OK)
         build_fail(&b, KILN_ERROR_INTERNAL, "finishing the kernel");
     return b.status;
+}
+
+/* Whether reduction outer's kernel may run reduction inner as an earlier stage (stage_read):
+ * both of one shape over the same dims, outer's input reading inner through unrealized
+ * elementwise nodes. A shape test only: the build decides. */
+bool eng_kernel_stage_of(const eng_node *outer, const eng_node *inner) {
+    enum { WALK = 32 };
+    if (outer->kind != ENG_REDUCE || inner->kind != ENG_REDUCE || inner->arg ||
+        outer->ndim != inner->ndim || outer->reduce_mask != inner->reduce_mask)
+        return false;
+    for (uint32_t d = 0; d < outer->ndim; d++) {
+        if (outer->shape[d] != inner->shape[d])
+            return false;
+    }
+    const eng_node *todo[WALK];
+    uint32_t n = 0, seen = 0;
+    todo[n++] = outer->src[0].node;
+    while (n > 0 && seen++ < WALK) {
+        const eng_node *m = todo[--n];
+        if (m == inner)
+            return true;
+        if (m->storage || m->kind != ENG_EW)
+            continue;
+        for (uint32_t i = 0; i < m->nsrc && n < WALK; i++)
+            todo[n++] = m->src[i].node;
+    }
+    return false;
 }
 
 kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, eng_node **needs,

@@ -332,6 +332,22 @@ static kiln_status step_readers(schedule *s, frame *f) {
     return KILN_OK;
 }
 
+/* A need that may compute another as an earlier stage of its kernel (kernel.c
+ * eng_kernel_stage_of) goes before it: realizing it realizes both, one kernel where the other
+ * order makes two. */
+static void order_needs(eng_node **needs, uint32_t count) {
+    for (uint32_t j = 1; j < count; j++) {
+        for (uint32_t i = 0; i < j; i++) {
+            if (!eng_kernel_stage_of(needs[j], needs[i]))
+                continue;
+            eng_node *outer = needs[j];
+            memmove(needs + i + 1, needs + i, (j - i) * sizeof *needs);
+            needs[i] = outer;
+            break;
+        }
+    }
+}
+
 /* Builds the node's kernel: the dependencies it needs first (STEP_NEEDS, then built again), or
  * the kernel, added to the schedule (the frame is done). */
 static kiln_status step_build(schedule *s, frame *f) {
@@ -351,6 +367,7 @@ static kiln_status step_build(schedule *s, frame *f) {
     uint32_t count = 0;
     kiln_status st = eng_kernel_build(s->ctx, f->node, &k, f->needs, MAX_NEEDS, &count, s->wanted);
     if (st == KILN_ERROR_NOT_FOUND && count > 0) {
+        order_needs(f->needs, count);
         f->step = STEP_NEEDS;
         f->need_count = count;
         f->next_need = 0;

@@ -775,6 +775,99 @@ static void test_engine_kernels_write_reading_a_sum_is_one_kernel(void **state) 
     eng_fixture_context_destroy(ctx);
 }
 
+/* A reduction that another reads at the kernel's own element inside its loop, over the same
+ * dims, runs as an earlier stage of that loop and is stored beside it (kernel.c stage_read):
+ * a variance and its mean in one kernel; a softmax's max and sum of exponentials in one, also
+ * when a loss that reads both asks for the max first (realize.c order_needs). rows x cols,
+ * the rows a Variable's bound value where symbolic; against the host. */
+static void check_reduction_stages(kiln_context *ctx, int64_t rows, int64_t cols, bool symbolic,
+                                   uint64_t loss_kernels) {
+    size_t n = (size_t)(rows * cols);
+    float *x = malloc(n * sizeof *x);
+    assert_non_null(x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)((i * 7) % 23) * 0.125f - 1.0f;
+    kiln_tensor *all = fx_f32(ctx, 2, (const int64_t[]){rows, cols}, x), *t = all;
+    if (symbolic) {
+        const kiln_expr *v = kiln_variable(ctx, "stage_rows", 1, rows + 8);
+        t = kiln_narrow_sym(all, 0, kiln_int(ctx, 0), kiln_bind(ctx, v, rows));
+    }
+    const int32_t last[1] = {-1};
+    /* a variance: its mean's sum computed and stored by the same kernel (the mean, that sum
+     * times 1 / cols, is then one elementwise kernel reading it) */
+    kiln_tensor *mean = kiln_mean(t, 1, last, true);
+    kiln_tensor *centered = kiln_sub(t, mean);
+    kiln_tensor *var = kiln_mean(kiln_mul(centered, centered), 1, last, true);
+    kiln_stats before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize(var), KILN_OK);
+    assert_int_equal(kiln_context_stats(ctx).dispatches - before.dispatches, 1);
+    /* a loss reading a row's max and its sum of exponentials: their kernel, then the loss's */
+    kiln_tensor *m = kiln_max(t, 1, last, true);
+    kiln_tensor *se = kiln_sum(kiln_exp(kiln_sub(t, m)), 1, last, true);
+    kiln_tensor *lp = kiln_sub(kiln_sub(t, m), kiln_log(se));
+    kiln_tensor *loss = kiln_sum(lp, 0, NULL, false);
+    before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize(loss), KILN_OK);
+    kiln_tensor *kept[2] = {m, se};
+    assert_int_equal(kiln_realize_many(ctx, 2, kept), KILN_OK);
+    assert_int_equal(kiln_context_stats(ctx).dispatches - before.dispatches, 1 + loss_kernels);
+    float *got_mean = malloc((size_t)rows * sizeof(float) * 4), *got_var = got_mean + rows,
+          *got_m = got_var + rows, *got_se = got_m + rows, got_loss;
+    assert_non_null(got_mean);
+    fx_read(mean, KILN_F32, got_mean, (size_t)rows);
+    fx_read(var, KILN_F32, got_var, (size_t)rows);
+    fx_read(m, KILN_F32, got_m, (size_t)rows);
+    fx_read(se, KILN_F32, got_se, (size_t)rows);
+    fx_read(loss, KILN_F32, &got_loss, 1);
+    double want_loss = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *row = x + r * cols;
+        double mu = 0, v = 0, mx = row[0], sum = 0;
+        for (int64_t c = 0; c < cols; c++) {
+            mu += row[c] / (double)cols;
+            mx = row[c] > mx ? row[c] : mx;
+        }
+        for (int64_t c = 0; c < cols; c++) {
+            v += (row[c] - mu) * (row[c] - mu) / (double)cols;
+            sum += exp(row[c] - mx);
+        }
+        for (int64_t c = 0; c < cols; c++)
+            want_loss += row[c] - mx - log(sum);
+        assert_float_equal(got_mean[r], mu, 1e-5);
+        assert_float_equal(got_var[r], v, 1e-4);
+        assert_float_equal(got_m[r], mx, 0);
+        assert_float_equal(got_se[r], sum, (float)(1e-4 * sum));
+    }
+    assert_float_equal(got_loss, want_loss, (float)(1e-4 * fabs(want_loss)));
+    kiln_tensor *handles[] = {mean, centered, var, m, se, lp, loss};
+    for (size_t i = 0; i < sizeof handles / sizeof handles[0]; i++)
+        kiln_release(handles[i]);
+    if (t != all)
+        kiln_release(t);
+    kiln_release(all);
+    free(got_mean);
+    free(x);
+}
+
+static void test_engine_kernels_reduction_stages(void **state) {
+    eng_fixture *f = *state;
+    for (int tuned = 0; tuned < 2; tuned++) {
+        kiln_context *ctx = NULL;
+        kiln_context_options opt = {.device = f->device ? NULL : "interp", .validation = f->device};
+        if (tuned) /* long rows take a group of lanes each on a GPU (lower.c) */
+            assert_int_equal(
+                eng_testing_context_create(&opt, &(eng_testing){.gpu_tuning = true}, &ctx),
+                KILN_OK);
+        else
+            ctx = eng_context_new(f->device);
+        assert_non_null(ctx);
+        check_reduction_stages(ctx, 64, 10, false, 1);
+        check_reduction_stages(ctx, 40, 10, true, 1);
+        check_reduction_stages(ctx, 8, 4096, false, 2); /* the loss split in two (ops.c) */
+        eng_fixture_context_destroy(ctx);
+    }
+}
+
 /* dx, the gradient of sum(conv2d(x, w, padding 1, groups)) for x (2, c_all, 6, 6) (c_all at
  * most 4) and w (4, c_all / groups, 3, 3): each input element's gradient is the sum of w over
  * the taps whose window holds it, of the filters of its channel's group. */
@@ -1363,6 +1456,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_max_pool_reads_pairs),
         ENG_TEST(test_engine_kernels_write_reading_a_write_is_one_kernel),
         ENG_TEST(test_engine_kernels_write_reading_a_sum_is_one_kernel),
+        ENG_TEST(test_engine_kernels_reduction_stages),
         ENG_TEST(test_engine_kernels_conv_input_gradient_skips_the_padding),
         ENG_TEST(test_engine_kernels_gpu_tuned_conv_runs_per_image),
         ENG_TEST(test_engine_kernels_strided_conv_input_gradient),

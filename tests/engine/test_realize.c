@@ -42,14 +42,17 @@ static void assert_message_has(kiln_context *ctx, const char *part) {
 
 /* x <- x0 + sum(x) / 4, steps times: every step's kernel reads the reduction of the step
  * before, so the graph is about steps kernels deep (the last kernel fuses the last few sums as
- * stages of a row kernel): at least kernels deep. sum(x) gains 6 per step and x0 = {0, 1, 2, 3}
- * ends at x0 + 1.5 steps. */
+ * stages of a row kernel): at least kernels deep. Every other sum reads x as 2 x 2, so that no
+ * sum runs the one before as an earlier stage of its own loop (kernel.c stage_read: the same
+ * dims reduced). sum(x) gains 6 per step and x0 = {0, 1, 2, 3} ends at x0 + 1.5 steps. */
 static void reduction_chain(kiln_context *ctx, int kernels) {
     int steps = kernels + 10;
     kiln_tensor *x0 = fx_f32(ctx, 1, (const int64_t[]){4}, (const float[]){0, 1, 2, 3});
     kiln_tensor *x = x0;
-    for (int k = 0; k < steps; k++)
-        x = kiln_add(x0, kiln_mul_scalar(kiln_sum(x, 0, NULL, false), 0.25));
+    for (int k = 0; k < steps; k++) {
+        kiln_tensor *in = k % 2 ? kiln_reshape(x, 2, (const int64_t[]){2, 2}) : x;
+        x = kiln_add(x0, kiln_mul_scalar(kiln_sum(in, 0, NULL, false), 0.25));
+    }
     kiln_stats before = kiln_context_stats(ctx);
     kiln_status st = kiln_realize(x);
     if (st != KILN_OK)
