@@ -732,20 +732,24 @@ static void check_write_reading_a_sum(kiln_context *ctx, int rows, bool symbolic
  * own, the values the write used. Over 6 rows, constant and symbolic, and 4096 (a long loop
  * over few outputs), as this device tunes and as a GPU does. A sum that reads the target
  * elsewhere reads its old values. */
+/* A context of the fixture's device tuned as this device is, or as a GPU (gpu_tuning). */
+static kiln_context *tuned_context(const eng_fixture *f, bool gpu) {
+    kiln_context *ctx = NULL;
+    kiln_context_options opt = {.device = f->device ? NULL : "interp", .validation = f->device};
+    if (gpu)
+        assert_int_equal(eng_testing_context_create(&opt, &(eng_testing){.gpu_tuning = true}, &ctx),
+                         KILN_OK);
+    else
+        ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    return ctx;
+}
+
 static void test_engine_kernels_write_reading_a_sum_is_one_kernel(void **state) {
     eng_fixture *f = *state;
     for (int tuned = 0; tuned < 2; tuned++) {
         for (int c = 0; c < 3; c++) {
-            kiln_context *ctx = NULL;
-            kiln_context_options opt = {.device = f->device ? NULL : "interp",
-                                        .validation = f->device};
-            if (tuned)
-                assert_int_equal(
-                    eng_testing_context_create(&opt, &(eng_testing){.gpu_tuning = true}, &ctx),
-                    KILN_OK);
-            else
-                ctx = eng_context_new(f->device);
-            assert_non_null(ctx);
+            kiln_context *ctx = tuned_context(f, tuned);
             check_write_reading_a_sum(ctx, c == 2 ? 4096 : 6, c == 1);
             eng_fixture_context_destroy(ctx);
         }
@@ -852,15 +856,7 @@ static void check_reduction_stages(kiln_context *ctx, int64_t rows, int64_t cols
 static void test_engine_kernels_reduction_stages(void **state) {
     eng_fixture *f = *state;
     for (int tuned = 0; tuned < 2; tuned++) {
-        kiln_context *ctx = NULL;
-        kiln_context_options opt = {.device = f->device ? NULL : "interp", .validation = f->device};
-        if (tuned) /* long rows take a group of lanes each on a GPU (lower.c) */
-            assert_int_equal(
-                eng_testing_context_create(&opt, &(eng_testing){.gpu_tuning = true}, &ctx),
-                KILN_OK);
-        else
-            ctx = eng_context_new(f->device);
-        assert_non_null(ctx);
+        kiln_context *ctx = tuned_context(f, tuned); /* a GPU's long rows: groups of lanes */
         check_reduction_stages(ctx, 64, 10, false, 1);
         check_reduction_stages(ctx, 40, 10, true, 1);
         check_reduction_stages(ctx, 8, 4096, false, 2); /* the loss split in two (ops.c) */
