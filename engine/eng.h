@@ -427,6 +427,8 @@ struct kiln_context {
     bool window_rows;              /* windows read in place tile whole rows (lower.c; a
                                     * CPU's: up to 256 accumulators an invocation) */
     uint32_t group_lanes;          /* lanes per output of a group reduction (a power of two) */
+    bool group_rows;               /* many outputs' reductions along rows take lane groups too
+                                    * (lower.c eng_kernel_group_lanes: a GPU's) */
     uint32_t test_group_lanes;     /* eng_testing.group_lanes */
     bool test_gpu_tuning;          /* eng_testing.gpu_tuning */
     uint32_t test_tile[5];         /* eng_testing.tile_ew, _rows, _cols, _vector_cols,

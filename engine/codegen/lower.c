@@ -1192,10 +1192,38 @@ static bool tree_fits_i32(const eng_kernel *k, const kast *a) {
     return true;
 }
 
+static bool in_loop(sym_ctx *sc, const eng_kernel *k, const kast *a);
+
+/* Whether every load in the reduction's loop reads the element after its last at the next
+ * step (a row's consecutive elements): lanes striding the loop read neighbouring elements. */
+static bool loads_along_loop(sym_ctx *sc, const eng_kernel *k, const kast *a) {
+    if (!a)
+        return true;
+    if (a->kind == KAST_LOAD && in_loop(sc, k, a)) {
+        const sym_node *from[1] = {k->ridx}, *to[1] = {sym_add_c(sc, k->ridx, 1)};
+        const sym_node *next = to[0] ? sym_substitute(sc, a->index, from, to, 1) : NULL;
+        int64_t d;
+        bool ok = next && sym_is_const(sym_sub(sc, next, a->index), &d) && d == 1;
+        sym_ctx_clear_error(sc);
+        if (!ok)
+            return false;
+    }
+    for (uint32_t i = 0; i < a->nsrc; i++) {
+        if (!loads_along_loop(sc, k, a->src[i]))
+            return false;
+    }
+    return true;
+}
+
 /* Reductions with few outputs and many elements each run one workgroup of lanes per output
  * (an item), the lanes combined through workgroup memory at the end: lanes * items at most
- * twice the device's parallelism, at least four elements per lane at the largest size. f32,
- * i32 and u32 accumulators only (workgroup memory of other widths needs more features). */
+ * twice the device's parallelism, at least four elements per lane at the largest size. On a
+ * GPU (ctx->group_rows) so do up to GROUP_ROWS_MAX outputs where every load of the loop reads
+ * along a row: the lanes of a workgroup read neighbouring elements, where an invocation per
+ * output reads elements a row apart (a softmax's rows of 1,024, a row sum). f32, i32 and u32
+ * accumulators only (workgroup memory of other widths needs more features). */
+enum { GROUP_ROWS_MAX = 65536 };
+
 uint32_t eng_kernel_group_lanes(const kiln_context *ctx, const eng_kernel *k) {
     uint32_t lanes = ctx->group_lanes;
     if (k->reduction_count == 0 || k->rows || lanes < 2)
@@ -1206,8 +1234,16 @@ uint32_t eng_kernel_group_lanes(const kiln_context *ctx, const eng_kernel *k) {
             return 0;
     }
     int64_t items = sym_vmax(k->numel), count = sym_vmax(k->reduce_count);
-    if (items > 2 * (int64_t)ctx->parallelism / lanes || count < 4 * (int64_t)lanes)
+    if (count < 4 * (int64_t)lanes)
         return 0;
+    if (items <= 2 * (int64_t)ctx->parallelism / lanes)
+        return lanes;
+    if (!ctx->group_rows || items > GROUP_ROWS_MAX)
+        return 0;
+    for (uint32_t i = 0; i < k->reduction_count; i++) {
+        if (!loads_along_loop(ctx->sym, k, k->reductions[i].value))
+            return 0;
+    }
     return lanes;
 }
 

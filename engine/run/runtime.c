@@ -44,6 +44,7 @@ void eng_runtime_tune(kiln_context *ctx) {
     ctx->parallelism = 2048;
     ctx->parallelism_long = 512;
     ctx->min_workgroups = 8;
+    ctx->group_rows = false;
     ctx->whole_short_rows = true;
     ctx->window_rows = true;
     ctx->tile_ew = 8;
@@ -81,6 +82,7 @@ void eng_runtime_tune(kiln_context *ctx) {
     if (gpu) {
         ctx->parallelism = ctx->parallelism_long = 65536;
         ctx->min_workgroups = 0;
+        ctx->group_rows = true;
         ctx->whole_short_rows = false;
         ctx->window_rows = false;
         ctx->tile_ew = ctx->tile_ew_one = ctx->tile_ew_shared = 1;

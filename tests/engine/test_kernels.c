@@ -864,6 +864,74 @@ static void test_engine_kernels_reduction_stages(void **state) {
     }
 }
 
+/* On a GPU, reductions of many rows whose loads read along the row run a workgroup of lanes
+ * per row (lower.c eng_kernel_group_lanes, group_rows): a row sum of 3,000 rows (more than
+ * the few-outputs rule's 2,048) and a softmax's max and sum; a sum over the first dim of
+ * 3,000 columns, whose loop reads elements a row apart, keeps an invocation per output. As a
+ * CPU tunes, none of them. Values against the host either way. */
+static void test_engine_kernels_gpu_rows_take_lane_groups(void **state) {
+    eng_fixture *f = *state;
+    enum { R = 3000, C = 256 };
+    float *x = malloc(sizeof(float) * R * C), *sums = malloc(sizeof(float) * R),
+          *got = malloc(sizeof(float) * R * C);
+    assert_true(x && sums && got);
+    for (size_t i = 0; i < (size_t)R * C; i++)
+        x[i] = (float)((i * 13) % 29) * 0.125f - 1.5f;
+    for (int tuned = 0; tuned < 2; tuned++) {
+        kiln_context *ctx = tuned_context(f, tuned);
+        uint32_t lanes = tuned ? ctx->group_lanes : 0;
+        /* rows: (R, C) summed along C */
+        kiln_tensor *t = fx_f32(ctx, 2, (const int64_t[]){R, C}, x);
+        kiln_tensor *rs = kiln_sum(t, 1, (const int32_t[]){1}, false);
+        assert_int_equal(kiln_realize(rs), KILN_OK);
+        assert_int_equal(ctx->program_list->group_lanes, lanes); /* the newest program */
+        for (int r = 0; r < R; r++) {
+            double a = 0;
+            for (int c = 0; c < C; c++)
+                a += x[r * C + c];
+            sums[r] = (float)a;
+        }
+        fx_check_f32(rs, sums, R, 1e-5, 1e-6);
+        /* columns: the same data as (C, R) summed along C, elements R apart */
+        kiln_tensor *u = fx_f32(ctx, 2, (const int64_t[]){C, R}, x);
+        kiln_tensor *cs = kiln_sum(u, 1, (const int32_t[]){0}, false);
+        assert_int_equal(kiln_realize(cs), KILN_OK);
+        assert_int_equal(ctx->program_list->group_lanes, 0);
+        for (int j = 0; j < R; j++) {
+            double a = 0;
+            for (int c = 0; c < C; c++)
+                a += x[c * R + j];
+            sums[j] = (float)a;
+        }
+        fx_check_f32(cs, sums, R, 1e-5, 1e-6);
+        /* a softmax: its max and sum's kernel (a CPU's: row mode, one kernel) */
+        kiln_tensor *sm = kiln_softmax(t, -1);
+        assert_int_equal(kiln_realize(sm), KILN_OK);
+        if (tuned) {
+            const eng_program *stages = program_named(ctx, "max");
+            assert_non_null(stages);
+            assert_int_equal(stages->group_lanes, lanes);
+        }
+        fx_read(sm, KILN_F32, got, (size_t)R * C);
+        for (int r = 0; r < R; r += 7) {
+            double m = -1e30, sum = 0;
+            for (int c = 0; c < C; c++)
+                m = x[r * C + c] > m ? x[r * C + c] : m;
+            for (int c = 0; c < C; c++)
+                sum += exp(x[r * C + c] - m);
+            for (int c = 0; c < C; c++)
+                assert_float_equal(got[r * C + c], (float)(exp(x[r * C + c] - m) / sum), 1e-6);
+        }
+        kiln_tensor *handles[] = {t, rs, u, cs, sm};
+        for (size_t i = 0; i < sizeof handles / sizeof handles[0]; i++)
+            kiln_release(handles[i]);
+        eng_fixture_context_destroy(ctx);
+    }
+    free(x);
+    free(sums);
+    free(got);
+}
+
 /* dx, the gradient of sum(conv2d(x, w, padding 1, groups)) for x (2, c_all, 6, 6) (c_all at
  * most 4) and w (4, c_all / groups, 3, 3): each input element's gradient is the sum of w over
  * the taps whose window holds it, of the filters of its channel's group. */
@@ -1453,6 +1521,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_write_reading_a_write_is_one_kernel),
         ENG_TEST(test_engine_kernels_write_reading_a_sum_is_one_kernel),
         ENG_TEST(test_engine_kernels_reduction_stages),
+        ENG_TEST(test_engine_kernels_gpu_rows_take_lane_groups),
         ENG_TEST(test_engine_kernels_conv_input_gradient_skips_the_padding),
         ENG_TEST(test_engine_kernels_gpu_tuned_conv_runs_per_image),
         ENG_TEST(test_engine_kernels_strided_conv_input_gradient),
