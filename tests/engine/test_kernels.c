@@ -864,14 +864,15 @@ static void test_engine_kernels_reduction_stages(void **state) {
     }
 }
 
-/* On a GPU, reductions of many rows whose loads read along the row run a workgroup of lanes
- * per row (lower.c eng_kernel_group_lanes, group_rows): a row sum of 3,000 rows (more than
- * the few-outputs rule's 2,048) and a softmax's max and sum; a sum over the first dim of
- * 3,000 columns, whose loop reads elements a row apart, keeps an invocation per output. As a
- * CPU tunes, none of them. Values against the host either way. */
+/* On a GPU, reductions of many long rows whose loads read along the row run a workgroup of
+ * lanes per row (lower.c eng_kernel_group_lanes, group_rows): a row sum of 2,100 rows of
+ * 1,024 (more rows than the few-outputs rule's 2,048) and a softmax's max and sum; a sum over
+ * the first dim of 2,100 columns, whose loop reads elements a row apart, keeps an invocation
+ * per output, as do rows of 512 (short: 8 elements a lane). As a CPU tunes (lavapipe's own),
+ * none of them. Values against the host either way. */
 static void test_engine_kernels_gpu_rows_take_lane_groups(void **state) {
     eng_fixture *f = *state;
-    enum { R = 3000, C = 256 };
+    enum { R = 2100, C = 1024 };
     float *x = malloc(sizeof(float) * R * C), *sums = malloc(sizeof(float) * R),
           *got = malloc(sizeof(float) * R * C);
     assert_true(x && sums && got);
@@ -879,7 +880,9 @@ static void test_engine_kernels_gpu_rows_take_lane_groups(void **state) {
         x[i] = (float)((i * 13) % 29) * 0.125f - 1.5f;
     for (int tuned = 0; tuned < 2; tuned++) {
         kiln_context *ctx = tuned_context(f, tuned);
-        uint32_t lanes = tuned ? ctx->group_lanes : 0;
+        /* a GPU's tuning: the device's own on a GPU, or gpu_tuning */
+        uint32_t lanes = ctx->group_rows ? ctx->group_lanes : 0;
+        assert_true(!tuned || ctx->group_rows);
         /* rows: (R, C) summed along C */
         kiln_tensor *t = fx_f32(ctx, 2, (const int64_t[]){R, C}, x);
         kiln_tensor *rs = kiln_sum(t, 1, (const int32_t[]){1}, false);
@@ -892,6 +895,17 @@ static void test_engine_kernels_gpu_rows_take_lane_groups(void **state) {
             sums[r] = (float)a;
         }
         fx_check_f32(rs, sums, R, 1e-5, 1e-6);
+        /* short rows: the first half of each row */
+        kiln_tensor *half = kiln_sum(kiln_narrow(t, 1, 0, C / 2), 1, (const int32_t[]){1}, false);
+        assert_int_equal(kiln_realize(half), KILN_OK);
+        assert_int_equal(ctx->program_list->group_lanes, 0);
+        for (int r = 0; r < R; r++) {
+            double a = 0;
+            for (int c = 0; c < C / 2; c++)
+                a += x[r * C + c];
+            sums[r] = (float)a;
+        }
+        fx_check_f32(half, sums, R, 1e-5, 1e-6);
         /* columns: the same data as (C, R) summed along C, elements R apart */
         kiln_tensor *u = fx_f32(ctx, 2, (const int64_t[]){C, R}, x);
         kiln_tensor *cs = kiln_sum(u, 1, (const int32_t[]){0}, false);
@@ -907,7 +921,7 @@ static void test_engine_kernels_gpu_rows_take_lane_groups(void **state) {
         /* a softmax: its max and sum's kernel (a CPU's: row mode, one kernel) */
         kiln_tensor *sm = kiln_softmax(t, -1);
         assert_int_equal(kiln_realize(sm), KILN_OK);
-        if (tuned) {
+        if (ctx->group_rows) {
             const eng_program *stages = program_named(ctx, "max");
             assert_non_null(stages);
             assert_int_equal(stages->group_lanes, lanes);
@@ -922,7 +936,7 @@ static void test_engine_kernels_gpu_rows_take_lane_groups(void **state) {
             for (int c = 0; c < C; c++)
                 assert_float_equal(got[r * C + c], (float)(exp(x[r * C + c] - m) / sum), 1e-6);
         }
-        kiln_tensor *handles[] = {t, rs, u, cs, sm};
+        kiln_tensor *handles[] = {t, rs, half, u, cs, sm};
         for (size_t i = 0; i < sizeof handles / sizeof handles[0]; i++)
             kiln_release(handles[i]);
         eng_fixture_context_destroy(ctx);
