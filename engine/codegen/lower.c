@@ -1221,11 +1221,10 @@ static bool loads_along_loop(sym_ctx *sc, const eng_kernel *k, const kast *a) {
  * GPU (ctx->group_rows) so do up to GROUP_ROWS_MAX outputs of long rows (16 elements a lane at
  * least) where every load of the loop reads along the row: the lanes of a workgroup read
  * neighbouring elements, where an invocation per output reads elements a row apart (a
- * softmax's rows of 1,024, a row sum: 2.0-2.2x and 3.3-4.2x faster on an H100). Shorter rows
- * keep an invocation per output: without the floor, conv1's weight gradient (784 pixels for
- * 9,216 outputs, neighbours reading the same elements) took groups too, and the training step
- * measured 2.94-3.01 ms against 2.77-2.79. f32, i32 and u32 accumulators only (workgroup
- * memory of other widths needs more features). */
+ * softmax's rows of 1,024, a row sum: 1.7-2.7x and 3.4-4.4x faster on an H100). Shorter rows
+ * keep an invocation per output (conv1's weight gradient, 784 pixels for 9,216 outputs whose
+ * neighbours read the same elements, coalesces that way already). f32, i32 and u32
+ * accumulators only (workgroup memory of other widths needs more features). */
 enum { GROUP_ROWS_MAX = 65536, GROUP_ROWS_LANE_STEPS = 16 };
 
 uint32_t eng_kernel_group_lanes(const kiln_context *ctx, const eng_kernel *k) {
