@@ -360,3 +360,15 @@ kiln_tensor *fx_images(kiln_tensor *flat, int64_t n, int64_t max, int64_t c, int
     const kiln_expr *shape[4] = {batch, kiln_int(ctx, c), kiln_int(ctx, h), kiln_int(ctx, w)};
     return kiln_reshape_sym(flat, 4, shape);
 }
+
+void fx_host_softmax(const float *x, size_t rows, size_t cols, float *out) {
+    for (size_t r = 0; r < rows; r++) {
+        double m = -1e30, sum = 0;
+        for (size_t c = 0; c < cols; c++)
+            m = x[r * cols + c] > m ? x[r * cols + c] : m;
+        for (size_t c = 0; c < cols; c++)
+            sum += exp(x[r * cols + c] - m);
+        for (size_t c = 0; c < cols; c++)
+            out[r * cols + c] = (float)(exp(x[r * cols + c] - m) / sum);
+    }
+}

@@ -79,6 +79,8 @@ kiln_context *fx_ctx(void **state);
 kiln_tensor *fx_f32(kiln_context *ctx, uint32_t ndim, const int64_t *shape, const float *data);
 /* flat as images (images, c, h, w), its batch the Variable "images" in [1, max] bound to n. */
 kiln_tensor *fx_images(kiln_tensor *flat, int64_t n, int64_t max, int64_t c, int64_t h, int64_t w);
+/* The softmax of each of rows rows of cols elements of x into out, computed in double. */
+void fx_host_softmax(const float *x, size_t rows, size_t cols, float *out);
 /* The host's convolution (stride 1, sums in double) of n images of c channels, s x s, by o
  * filters of k x k taps, padded by pad: out (n, o, s + 2 pad - k + 1, same), NCHW. Weight
  * (o, c, kh, kw) is w[o wstride[0] + c wstride[1] + kh wstride[2] + kw wstride[3]] (any

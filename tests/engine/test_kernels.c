@@ -864,6 +864,21 @@ static void test_engine_kernels_reduction_stages(void **state) {
     }
 }
 
+/* Checks s (count sums) against x's sums of len elements inner apart, the o-th from o * outer. */
+static void check_strided_sums(kiln_tensor *s, const float *x, int count, int len, int outer,
+                               int inner) {
+    float *want = malloc(sizeof(float) * (size_t)count);
+    assert_non_null(want);
+    for (int o = 0; o < count; o++) {
+        double a = 0;
+        for (int i = 0; i < len; i++)
+            a += x[o * outer + i * inner];
+        want[o] = (float)a;
+    }
+    fx_check_f32(s, want, (size_t)count, 1e-5, 1e-6);
+    free(want);
+}
+
 /* On a GPU, reductions of many long rows whose loads read along the row run a workgroup of
  * lanes per row (lower.c eng_kernel_group_lanes, group_rows): a row sum of 2,100 rows of
  * 1,024 (more rows than the few-outputs rule's 2,048) and a softmax's max and sum; a sum over
@@ -873,11 +888,11 @@ static void test_engine_kernels_reduction_stages(void **state) {
 static void test_engine_kernels_gpu_rows_take_lane_groups(void **state) {
     eng_fixture *f = *state;
     enum { R = 2100, C = 1024 };
-    float *x = malloc(sizeof(float) * R * C), *sums = malloc(sizeof(float) * R),
-          *got = malloc(sizeof(float) * R * C);
-    assert_true(x && sums && got);
+    float *x = malloc(sizeof(float) * R * C), *want = malloc(sizeof(float) * R * C);
+    assert_true(x && want);
     for (size_t i = 0; i < (size_t)R * C; i++)
         x[i] = (float)((i * 13) % 29) * 0.125f - 1.5f;
+    fx_host_softmax(x, R, C, want);
     for (int tuned = 0; tuned < 2; tuned++) {
         kiln_context *ctx = tuned_context(f, tuned);
         /* a GPU's tuning: the device's own on a GPU, or gpu_tuning */
@@ -888,36 +903,18 @@ static void test_engine_kernels_gpu_rows_take_lane_groups(void **state) {
         kiln_tensor *rs = kiln_sum(t, 1, (const int32_t[]){1}, false);
         assert_int_equal(kiln_realize(rs), KILN_OK);
         assert_int_equal(ctx->program_list->group_lanes, lanes); /* the newest program */
-        for (int r = 0; r < R; r++) {
-            double a = 0;
-            for (int c = 0; c < C; c++)
-                a += x[r * C + c];
-            sums[r] = (float)a;
-        }
-        fx_check_f32(rs, sums, R, 1e-5, 1e-6);
+        check_strided_sums(rs, x, R, C, C, 1);
         /* short rows: the first half of each row */
         kiln_tensor *half = kiln_sum(kiln_narrow(t, 1, 0, C / 2), 1, (const int32_t[]){1}, false);
         assert_int_equal(kiln_realize(half), KILN_OK);
         assert_int_equal(ctx->program_list->group_lanes, 0);
-        for (int r = 0; r < R; r++) {
-            double a = 0;
-            for (int c = 0; c < C / 2; c++)
-                a += x[r * C + c];
-            sums[r] = (float)a;
-        }
-        fx_check_f32(half, sums, R, 1e-5, 1e-6);
+        check_strided_sums(half, x, R, C / 2, C, 1);
         /* columns: the same data as (C, R) summed along C, elements R apart */
         kiln_tensor *u = fx_f32(ctx, 2, (const int64_t[]){C, R}, x);
         kiln_tensor *cs = kiln_sum(u, 1, (const int32_t[]){0}, false);
         assert_int_equal(kiln_realize(cs), KILN_OK);
         assert_int_equal(ctx->program_list->group_lanes, 0);
-        for (int j = 0; j < R; j++) {
-            double a = 0;
-            for (int c = 0; c < C; c++)
-                a += x[c * R + j];
-            sums[j] = (float)a;
-        }
-        fx_check_f32(cs, sums, R, 1e-5, 1e-6);
+        check_strided_sums(cs, x, R, C, 1, R);
         /* a softmax: its max and sum's kernel (a CPU's: row mode, one kernel) */
         kiln_tensor *sm = kiln_softmax(t, -1);
         assert_int_equal(kiln_realize(sm), KILN_OK);
@@ -926,24 +923,14 @@ static void test_engine_kernels_gpu_rows_take_lane_groups(void **state) {
             assert_non_null(stages);
             assert_int_equal(stages->group_lanes, lanes);
         }
-        fx_read(sm, KILN_F32, got, (size_t)R * C);
-        for (int r = 0; r < R; r += 7) {
-            double m = -1e30, sum = 0;
-            for (int c = 0; c < C; c++)
-                m = x[r * C + c] > m ? x[r * C + c] : m;
-            for (int c = 0; c < C; c++)
-                sum += exp(x[r * C + c] - m);
-            for (int c = 0; c < C; c++)
-                assert_float_equal(got[r * C + c], (float)(exp(x[r * C + c] - m) / sum), 1e-6);
-        }
+        fx_check_f32(sm, want, (size_t)R * C, 1e-6, 1e-5);
         kiln_tensor *handles[] = {t, rs, half, u, cs, sm};
         for (size_t i = 0; i < sizeof handles / sizeof handles[0]; i++)
             kiln_release(handles[i]);
         eng_fixture_context_destroy(ctx);
     }
     free(x);
-    free(sums);
-    free(got);
+    free(want);
 }
 
 /* dx, the gradient of sum(conv2d(x, w, padding 1, groups)) for x (2, c_all, 6, 6) (c_all at

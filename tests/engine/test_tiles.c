@@ -48,19 +48,6 @@ static void host_matmul(const float *a, const float *b, size_t m, size_t k, size
     }
 }
 
-/* Softmax of each of rows rows of cols elements, in double. */
-static void host_softmax(const float *x, size_t rows, size_t cols, float *out) {
-    for (size_t r = 0; r < rows; r++) {
-        double m = -1e30, sum = 0;
-        for (size_t c = 0; c < cols; c++)
-            m = x[r * cols + c] > m ? x[r * cols + c] : m;
-        for (size_t c = 0; c < cols; c++)
-            sum += exp(x[r * cols + c] - m);
-        for (size_t c = 0; c < cols; c++)
-            out[r * cols + c] = (float)(exp(x[r * cols + c] - m) / sum);
-    }
-}
-
 static void test_tiles_elementwise_rows_move_as_vectors(void **state) {
     eng_fixture *f = *state;
     kiln_context *ctx = f->ctx;
@@ -828,7 +815,7 @@ static void test_tiles_row_mode(void **state) {
     }
     /* three dims: rows of the last dim under two leading dims */
     kiln_tensor *t3 = kiln_reshape(tx, 3, (const int64_t[]){4, 16, C});
-    host_softmax(x, R, C, want);
+    fx_host_softmax(x, R, C, want);
     kiln_stats before = kiln_context_stats(ctx);
     kiln_tensor *sm = kiln_softmax(t3, 2);
     assert_int_equal(kiln_realize(sm), KILN_OK);
@@ -1102,7 +1089,7 @@ static void test_tiles_gpu_tuning(void **state) {
     float *rows = values(M * N, 0);
     for (size_t r = 0; r < M; r++)
         memcpy(rows + r * N, b + (r % K) * N, N * sizeof *rows);
-    host_softmax(rows, M, N, want);
+    fx_host_softmax(rows, M, N, want);
     kiln_tensor *tr = fx_f32(ctx, 2, (const int64_t[]){M, N}, rows);
     before = kiln_context_stats(ctx);
     kiln_tensor *sm = kiln_softmax(tr, -1);
