@@ -449,7 +449,7 @@ static bool no_outputs(kiln_tensor *t, uint32_t mask) {
 
 /* The most elements one kernel combines per output: lavapipe ends every loop of an invocation
  * after 65535 iterations in all (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS), silently. */
-enum { REDUCE_MAX_COUNT = 65535 };
+enum { REDUCE_MAX_COUNT = ENG_REDUCE_MAX_COUNT };
 
 static kiln_tensor *reduce_node(kiln_tensor *t, ir_op op, uint32_t mask);
 

@@ -281,10 +281,13 @@ static bool row_read(kbuild *b, const eng_node *n, const sym_node *const *at) {
 /* Whether reduction n, read at index at inside a reduction's loop, is one of the kernel's
  * outputs' shape read at the kernel's own element, with no mask on the way (a softmax's sum of
  * exp(x - max) reading its row's max, a variance its mean): it then runs as an earlier stage of
- * the same loop (reduction_beside), instead of a kernel of its own before. */
+ * the same loop (reduction_beside), instead of a kernel of its own before. Not over a symbolic
+ * count that may exceed ENG_REDUCE_MAX_COUNT: each stage's loop counts against lavapipe's
+ * budget, where two kernels would each have had their own. */
 static bool stage_read(kbuild *b, const eng_node *n, const sym_node *const *at) {
     const eng_kernel *k = b->k;
-    if (!b->in_reduce || k->rows || n->arg || n->ndim != k->ndim || !is_true(b->valid))
+    if (!b->in_reduce || k->rows || n->arg || n->ndim != k->ndim || !is_true(b->valid) ||
+        !k->reduce_count || sym_vmax(k->reduce_count) > ENG_REDUCE_MAX_COUNT)
         return false;
     for (uint32_t d = 0; d < k->ndim; d++) {
         if (n->shape[d] != k->dims[d] || at[d] != b->out_idx[d])

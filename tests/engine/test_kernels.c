@@ -864,6 +864,41 @@ static void test_engine_kernels_reduction_stages(void **state) {
     }
 }
 
+/* A reduction over a symbolic count whose largest value exceeds what one kernel combines
+ * (ENG_REDUCE_MAX_COUNT) does not take another as an earlier stage: on lavapipe the two loops
+ * would together pass its loop budget where each kernel's alone stays within it. max(x -
+ * max(x)) over rows of up to 400,000 elements, bound to 300,000: two kernels, right. */
+static void test_engine_kernels_long_symbolic_stages_stay_apart(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    enum { N = 300000 };
+    float *x = malloc(sizeof(float) * 2 * N);
+    assert_non_null(x);
+    for (size_t i = 0; i < 2 * (size_t)N; i++)
+        x[i] = (float)((i * 7919) % 1000) * 0.01f;
+    kiln_tensor *all = fx_f32(ctx, 2, (const int64_t[]){2, N}, x);
+    const kiln_expr *v = kiln_variable(ctx, "long_row", 1, 400000);
+    kiln_tensor *t = kiln_narrow_sym(all, 1, kiln_int(ctx, 0), kiln_bind(ctx, v, N));
+    const int32_t last[1] = {-1};
+    kiln_tensor *m = kiln_max(t, 1, last, true);
+    kiln_tensor *spread = kiln_max(kiln_sub(t, kiln_neg(m)), 1, last, true);
+    kiln_stats before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize(spread), KILN_OK);
+    assert_int_equal(kiln_context_stats(ctx).dispatches - before.dispatches, 2);
+    float want[2];
+    for (int r = 0; r < 2; r++) {
+        float mx = x[r * N];
+        for (int i = 1; i < N; i++)
+            mx = x[r * N + i] > mx ? x[r * N + i] : mx;
+        want[r] = mx + mx;
+    }
+    fx_check_f32(spread, want, 2, 0, 0);
+    kiln_release(spread);
+    kiln_release(m);
+    kiln_release(t);
+    kiln_release(all);
+    free(x);
+}
+
 /* Checks s (count sums) against x's sums of len elements inner apart, the o-th from o * outer. */
 static void check_strided_sums(kiln_tensor *s, const float *x, int count, int len, int outer,
                                int inner) {
@@ -1523,6 +1558,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_write_reading_a_sum_is_one_kernel),
         ENG_TEST(test_engine_kernels_reduction_stages),
         ENG_TEST(test_engine_kernels_gpu_rows_take_lane_groups),
+        ENG_TEST(test_engine_kernels_long_symbolic_stages_stay_apart),
         ENG_TEST(test_engine_kernels_conv_input_gradient_skips_the_padding),
         ENG_TEST(test_engine_kernels_gpu_tuned_conv_runs_per_image),
         ENG_TEST(test_engine_kernels_strided_conv_input_gradient),
