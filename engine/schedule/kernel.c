@@ -1295,17 +1295,17 @@ bool eng_kernel_stage_of(const eng_node *outer, const eng_node *inner) {
         if (outer->shape[d] != inner->shape[d])
             return false;
     }
-    const eng_node *todo[WALK];
+    const eng_node *pending[WALK]; /* outer's input and the elementwise nodes under it */
     uint32_t n = 0, seen = 0;
-    todo[n++] = outer->src[0].node;
+    pending[n++] = outer->src[0].node;
     while (n > 0 && seen++ < WALK) {
-        const eng_node *m = todo[--n];
+        const eng_node *m = pending[--n];
         if (m == inner)
             return true;
         if (m->storage || m->kind != ENG_EW)
             continue;
         for (uint32_t i = 0; i < m->nsrc && n < WALK; i++)
-            todo[n++] = m->src[i].node;
+            pending[n++] = m->src[i].node;
     }
     return false;
 }
