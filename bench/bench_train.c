@@ -1,43 +1,56 @@
 /* bench_train: one training step of examples/train_fashion.c (the CNN of examples/fashion_net.c
  * at batch 64: forward, backward and Adam's update in one realize) on the default device, against
- * the same model, batch and data in PyTorch on the CPU (bench/train_torch.py, 2 threads), in the
- * same run: Kiln's steps first, then PyTorch's (a process of its own).
+ * the same model, batch and data in PyTorch on the CPU (bench/train_torch.py --serve, 2 threads,
+ * a process of its own), in alternating rounds: each round runs a few steps on one side, then
+ * as many on the other (Kiln first in even rounds), so that both see the machine in the same
+ * state, and its ratio is the median of Kiln's steps over the median of PyTorch's.
  *
  * Both train on the batches of consecutive training images (0-63, 64-127, ...): WARMUP steps,
- * then STEPS timed ones (5 and 50; KILN_BENCH_QUICK=1: 2 and 10). Printed: ms per step (median
- * and mean) of each, the ratio Kiln/PyTorch of the medians, Kiln's per-step split (the host's
+ * then ROUNDS rounds of PER_ROUND timed steps (5, then 10 of 5; KILN_BENCH_QUICK=1: 2, then 5
+ * of 2). Printed: ms per step (median and mean) of each, the ratio of the medians and the
+ * median of the rounds' ratios with its confidence interval, Kiln's per-step split (the host's
  * graph building: forward, kiln_grad and the optimizer's step; the realize with the loss's
  * read-back, of which device time from kiln_stats' timestamps), its code generation, and the
  * kernels compiled in the warm-up and in the timed steps (the disk cache is off: KILN_CACHE=0,
- * so every kernel the step needs is generated). A second row times the forward alone, without
- * gradients (examples/fashion_net.c fnet_evaluate: upload, forward, the logits read back;
- * PyTorch: the model under torch.no_grad()), on the same batches, after the training steps.
- * Data: $KILN_FASHION_DATA, else
- * /usr/share/datasets/fashion-mnist (dataset-fashion-mnist); without it, or without a python3
- * that imports torch (python3-torch), the row says so and the other side still runs. */
+ * so every kernel the step needs is generated). A second set of rounds times the forward alone,
+ * without gradients (examples/fashion_net.c fnet_evaluate: upload, forward, the logits read
+ * back; PyTorch: the model under torch.no_grad()), on the same batches, after the training
+ * steps. Data: $KILN_FASHION_DATA, else /usr/share/datasets/fashion-mnist
+ * (dataset-fashion-mnist); without it, or without a python3 that imports torch
+ * (python3-torch), the row says so and Kiln's side still runs. */
 #include "../examples/fashion_net.h"
 #include "bench_util.h"
 
 #include <kiln/kiln.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #ifndef KILN_BENCH_TRAIN_TORCH
 #define KILN_BENCH_TRAIN_TORCH "bench/train_torch.py"
 #endif
 
-enum { BATCH = 64 };
+enum { BATCH = 64, MAX_ROUNDS = 64, MAX_PER_ROUND = 16 };
 
-typedef struct kiln_result {
-    double median_ms, mean_ms, first_ms;
-    double build_ms, realize_ms, device_ms;    /* medians per timed step */
-    double codegen_ms;                         /* over the whole run */
-    double forward_median_ms, forward_mean_ms; /* the forward alone (fnet_evaluate) */
+/* The run's shape: warm-up steps, then rounds of steps per side, Kiln and PyTorch in turn. */
+typedef struct plan {
+    int warmup, rounds, per_round;
+} plan;
+
+/* Kiln's side: its context and network, and what each timed step took. */
+typedef struct kiln_side {
+    kiln_context *ctx;
+    fnet net;
+    bool have_net;
+    double *build, *realize, *device; /* per timed step */
     uint64_t compiled_warmup, compiled_timed;
+    double first_ms;
     float first_loss, last_loss;
-} kiln_result;
+} kiln_side;
 
 static bool load(const char *dir, const char *prefix, idx_dataset *set) {
     char images[1024], labels[1024], msg[IDX_MESSAGE_SIZE + 1024];
@@ -51,81 +64,83 @@ static bool load(const char *dir, const char *prefix, idx_dataset *set) {
     return false;
 }
 
-static bool run_kiln(const idx_dataset *data, int warmup, int steps, kiln_result *r) {
-    kiln_context *ctx = NULL;
-    if (kiln_context_create(&(kiln_context_options){.timing = true}, &ctx) != KILN_OK) {
+static bool kiln_start(kiln_side *k, int timed) {
+    if (kiln_context_create(&(kiln_context_options){.timing = true}, &k->ctx) != KILN_OK) {
         printf("bench_train: no Kiln context\n");
         return false;
     }
-    fnet net;
-    kiln_status st = fnet_init(&net, ctx, NULL);
-    double *total = calloc((size_t)steps, sizeof(double));
-    double *build = calloc((size_t)steps, sizeof(double));
-    double *realize = calloc((size_t)steps, sizeof(double));
-    double *device = calloc((size_t)steps, sizeof(double));
+    k->build = calloc((size_t)timed, sizeof(double));
+    k->realize = calloc((size_t)timed, sizeof(double));
+    k->device = calloc((size_t)timed, sizeof(double));
+    kiln_status st = fnet_init(&k->net, k->ctx, NULL);
+    k->have_net = st == KILN_OK;
+    if (st != KILN_OK || !k->build || !k->realize || !k->device) {
+        printf("bench_train: kiln: %s\n",
+               st != KILN_OK ? kiln_context_message(k->ctx) : "out of memory");
+        return false;
+    }
+    return true;
+}
+
+/* Kiln's training steps first .. first + count - 1 (step s trains on the batch of images
+ * s * BATCH ..): ms[i] the time of each, or NULL for warm-up steps; timed steps fill k's
+ * split at index slot + i. */
+static bool kiln_steps(kiln_side *k, const idx_dataset *data, int first, int count, double *ms,
+                       int slot) {
     uint32_t rows[BATCH];
-    for (int s = 0; st == KILN_OK && s < warmup + steps && total && build && realize && device;
-         s++) {
+    for (int s = first; s < first + count; s++) {
         for (int i = 0; i < BATCH; i++)
-            rows[i] = (uint32_t)((s * BATCH + i) % data->count);
-        kiln_stats before = kiln_context_stats(ctx);
+            rows[i] = (uint32_t)(((int64_t)s * BATCH + i) % data->count);
+        kiln_stats before = kiln_context_stats(k->ctx);
         float loss;
-        st = fnet_train_step(&net, data, rows, BATCH, &loss);
-        kiln_stats after = kiln_context_stats(ctx);
+        if (fnet_train_step(&k->net, data, rows, BATCH, &loss) != KILN_OK) {
+            printf("bench_train: kiln: %s\n", kiln_context_message(k->ctx));
+            return false;
+        }
+        kiln_stats after = kiln_context_stats(k->ctx);
         uint64_t compiled = after.kernels_compiled - before.kernels_compiled;
         if (s == 0) {
-            r->first_ms = net.build_ms + net.realize_ms;
-            r->first_loss = loss;
+            k->first_ms = k->net.build_ms + k->net.realize_ms;
+            k->first_loss = loss;
         }
-        r->last_loss = loss;
-        if (s < warmup) {
-            r->compiled_warmup += compiled;
+        k->last_loss = loss;
+        if (!ms) {
+            k->compiled_warmup += compiled;
             continue;
         }
-        r->compiled_timed += compiled;
-        int t = s - warmup;
-        total[t] = net.build_ms + net.realize_ms;
-        build[t] = net.build_ms;
-        realize[t] = net.realize_ms;
-        device[t] = (double)(after.device_time_ns - before.device_time_ns) / 1e6;
+        int t = slot + s - first;
+        k->compiled_timed += compiled;
+        ms[s - first] = k->net.build_ms + k->net.realize_ms;
+        k->build[t] = k->net.build_ms;
+        k->realize[t] = k->net.realize_ms;
+        k->device[t] = (double)(after.device_time_ns - before.device_time_ns) / 1e6;
     }
-    /* The forward alone, on the same batches (its own kernels: warm-up first). */
-    double *forward = calloc((size_t)steps, sizeof(double));
-    for (int s = 0; st == KILN_OK && s < warmup + steps && forward; s++) {
-        int64_t correct, first = ((int64_t)s * BATCH) % (data->count - BATCH + 1);
+    return true;
+}
+
+/* Kiln's forward alone (fnet_evaluate: upload, forward, the logits read back) on the batches
+ * first .. first + count - 1; ms as kiln_steps'. */
+static bool kiln_forwards(kiln_side *k, const idx_dataset *data, int first, int count, double *ms) {
+    for (int s = first; s < first + count; s++) {
+        int64_t correct, at = ((int64_t)s * BATCH) % (data->count - BATCH + 1);
         double start = bench_now_ms();
-        st = fnet_evaluate(&net, data, first, BATCH, &correct);
-        if (s >= warmup)
-            forward[s - warmup] = bench_now_ms() - start;
+        if (fnet_evaluate(&k->net, data, at, BATCH, &correct) != KILN_OK) {
+            printf("bench_train: kiln: %s\n", kiln_context_message(k->ctx));
+            return false;
+        }
+        if (ms)
+            ms[s - first] = bench_now_ms() - start;
     }
-    bool ok = st == KILN_OK && total && build && realize && device && forward;
-    if (ok) {
-        double sum = 0;
-        for (int t = 0; t < steps; t++)
-            sum += total[t];
-        r->mean_ms = sum / steps;
-        r->median_ms = bench_median(total, steps);
-        r->build_ms = bench_median(build, steps);
-        r->realize_ms = bench_median(realize, steps);
-        r->device_ms = bench_median(device, steps);
-        r->codegen_ms = (double)kiln_context_stats(ctx).codegen_ns / 1e6;
-        sum = 0;
-        for (int t = 0; t < steps; t++)
-            sum += forward[t];
-        r->forward_mean_ms = sum / steps;
-        r->forward_median_ms = bench_median(forward, steps);
-    } else {
-        printf("bench_train: kiln: %s\n",
-               st != KILN_OK ? kiln_context_message(ctx) : "out of memory");
-    }
-    free(total);
-    free(build);
-    free(realize);
-    free(device);
-    free(forward);
-    fnet_finish(&net); /* a no-op after a failed fnet_init */
-    kiln_context_destroy(ctx);
-    return ok;
+    return true;
+}
+
+static void kiln_finish(kiln_side *k) {
+    free(k->build);
+    free(k->realize);
+    free(k->device);
+    if (k->have_net)
+        fnet_finish(&k->net);
+    kiln_context_destroy(k->ctx);
 }
 
 /* A python3 that imports torch: python3, else /usr/bin/python3 (NULL: none). */
@@ -140,20 +155,17 @@ static const char *torch_python(void) {
     return NULL;
 }
 
-/* The value of "key": in the JSON line json, or -1. */
-static double json_number(const char *json, const char *key) {
-    char quoted[64];
-    snprintf(quoted, sizeof quoted, "\"%s\":", key);
-    const char *p = strstr(json, quoted);
-    return p ? strtod(p + strlen(quoted), NULL) : -1;
-}
+/* PyTorch's side: bench/train_torch.py --serve in a process of its own, fed commands on its
+ * standard input ("train FIRST COUNT", "forward FIRST COUNT") and answering each with one line
+ * ("ms T1 .. Tn loss FIRST LAST"; a forward's without the losses). */
+typedef struct torch_side {
+    pid_t pid;
+    FILE *to, *from;
+    const char *script;
+    float first_loss, last_loss;
+} torch_side;
 
-typedef struct torch_result {
-    double median_ms, mean_ms, first_loss, last_loss;
-    double forward_median_ms, forward_mean_ms;
-} torch_result;
-
-static bool run_torch(const char *data_dir, int warmup, int steps, torch_result *r) {
+static bool torch_start(torch_side *t, const char *data_dir) {
     const char *python = torch_python();
     if (!python) {
         printf("bench_train: no python3 with torch (python3-torch): no PyTorch reference\n");
@@ -162,71 +174,216 @@ static bool run_torch(const char *data_dir, int warmup, int steps, torch_result 
     /* KILN_BENCH_TRAIN_SCRIPT: the script elsewhere than in the source tree (a GPU bundle). */
     const char *script = getenv("KILN_BENCH_TRAIN_SCRIPT");
     script = script && *script ? script : KILN_BENCH_TRAIN_TORCH;
-    char cmd[2048], line[1024] = "";
-    snprintf(cmd, sizeof cmd, "%s '%s' --data '%s' --steps %d --warmup %d --batch %d --threads 2",
-             python, script, data_dir, steps, warmup, BATCH);
-    FILE *p = popen(cmd, "r");
-    if (!p)
+    t->script = script;
+    char batch[16];
+    snprintf(batch, sizeof batch, "%d", BATCH);
+    int down[2], up[2];
+    if (pipe(down) != 0)
         return false;
-    while (fgets(line, sizeof line, p) && !strstr(line, "ms_per_step_median"))
-        ;
-    int rc = pclose(p);
-    r->median_ms = json_number(line, "ms_per_step_median");
-    r->mean_ms = json_number(line, "ms_per_step_mean");
-    r->first_loss = json_number(line, "first_loss");
-    r->last_loss = json_number(line, "last_loss");
-    r->forward_median_ms = json_number(line, "forward_ms_median");
-    r->forward_mean_ms = json_number(line, "forward_ms_mean");
-    if (rc != 0 || r->median_ms <= 0) {
-        printf("bench_train: %s failed (status %d)\n", cmd, rc);
+    if (pipe(up) != 0) {
+        close(down[0]);
+        close(down[1]);
+        return false;
+    }
+    fflush(stdout);
+    t->pid = fork();
+    if (t->pid == 0) {
+        dup2(down[0], 0);
+        dup2(up[1], 1);
+        close(down[0]);
+        close(down[1]);
+        close(up[0]);
+        close(up[1]);
+        execlp(python, python, script, "--serve", "--data", data_dir, "--batch", batch, "--threads",
+               "2", (char *)NULL);
+        _exit(127);
+    }
+    close(down[0]);
+    close(up[1]);
+    t->to = t->pid > 0 ? fdopen(down[1], "w") : NULL;
+    t->from = t->pid > 0 ? fdopen(up[0], "r") : NULL;
+    if (!t->to || !t->from) {
+        printf("bench_train: could not start %s %s\n", python, script);
+        if (t->to)
+            fclose(t->to);
+        else
+            close(down[1]);
+        if (t->from)
+            fclose(t->from);
+        else
+            close(up[0]);
+        t->to = t->from = NULL;
         return false;
     }
     return true;
 }
 
+/* PyTorch's training steps (what "train") or forward passes ("forward") first .. first +
+ * count - 1: ms[i] each one's time (NULL: not kept). */
+static bool torch_run(torch_side *t, const char *what, int first, int count, double *ms) {
+    char line[4096];
+    if (!t->to || fprintf(t->to, "%s %d %d\n", what, first, count) < 0 || fflush(t->to) != 0 ||
+        !fgets(line, sizeof line, t->from) || strncmp(line, "ms ", 3) != 0) {
+        printf("bench_train: %s --serve stopped answering (%s %d %d)\n", t->script, what, first,
+               count);
+        return false;
+    }
+    char *p = line + 3, *end;
+    for (int i = 0; i < count; i++, p = end) {
+        double v = strtod(p, &end);
+        if (end == p)
+            return false;
+        if (ms)
+            ms[i] = v;
+    }
+    char *loss = strstr(p, "loss ");
+    if (loss) {
+        float a = strtof(loss + 5, &end), b = strtof(end, NULL);
+        if (first == 0)
+            t->first_loss = a;
+        t->last_loss = b;
+    }
+    return true;
+}
+
+static void torch_stop(torch_side *t) {
+    if (t->to)
+        fclose(t->to); /* end of input: the script exits */
+    if (t->from)
+        fclose(t->from);
+    if (t->pid > 0)
+        waitpid(t->pid, NULL, 0);
+    t->to = t->from = NULL;
+    t->pid = 0;
+}
+
+/* One side's rounds: step (or forward) times ms[round * per_round + i]. */
+typedef struct rounds {
+    double kiln[MAX_ROUNDS * MAX_PER_ROUND], torch[MAX_ROUNDS * MAX_PER_ROUND];
+    double ratio[MAX_ROUNDS]; /* each round's median Kiln time over its median PyTorch time */
+    int count;                /* rounds done */
+} rounds;
+
+/* Warm-up on both sides, then p->rounds rounds of p->per_round steps (forward: passes) each,
+ * Kiln first in even rounds and PyTorch first in odd ones, on the same batches. */
+static bool run_rounds(const plan *p, bool forward, kiln_side *k, torch_side *t, bool *have_torch,
+                       const idx_dataset *data, rounds *r) {
+    const char *what = forward ? "forward" : "train";
+    bool ok = forward ? kiln_forwards(k, data, 0, p->warmup, NULL)
+                      : kiln_steps(k, data, 0, p->warmup, NULL, 0);
+    if (*have_torch && !torch_run(t, what, 0, p->warmup, NULL))
+        *have_torch = false;
+    for (int i = 0; ok && i < p->rounds; i++) {
+        int first = p->warmup + i * p->per_round;
+        double *km = &r->kiln[i * p->per_round], *tm = &r->torch[i * p->per_round];
+        for (int turn = 0; ok && turn < 2; turn++) {
+            if ((turn == 0) == (i % 2 == 0)) {
+                ok = forward ? kiln_forwards(k, data, first, p->per_round, km)
+                             : kiln_steps(k, data, first, p->per_round, km, i * p->per_round);
+            } else if (*have_torch && !torch_run(t, what, first, p->per_round, tm)) {
+                *have_torch = false;
+            }
+        }
+        if (ok && *have_torch) {
+            double a[MAX_PER_ROUND], b[MAX_PER_ROUND];
+            memcpy(a, km, (size_t)p->per_round * sizeof *a);
+            memcpy(b, tm, (size_t)p->per_round * sizeof *b);
+            r->ratio[i] = bench_median(a, p->per_round) / bench_median(b, p->per_round);
+        }
+        r->count = ok ? i + 1 : i;
+    }
+    return ok;
+}
+
+/* The median and mean of n times (v is sorted). */
+static void summary(double *v, int n, double *median, double *mean) {
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += v[i];
+    *mean = sum / n;
+    *median = bench_median(v, n);
+}
+
+/* "kiln/pytorch ...": the ratio of the medians, and the median of the rounds' ratios with
+ * its confidence interval. */
+static void print_ratios(const char *label, rounds *r, int timed) {
+    double km, kmean, tm, tmean;
+    summary(r->kiln, timed, &km, &kmean);
+    summary(r->torch, timed, &tm, &tmean);
+    printf("%skiln/pytorch (medians): %.2f\n", label, km / tm);
+    int lo = bench_median_ci_rank(r->count);
+    double ratio = bench_median(r->ratio, r->count);
+    printf("%skiln/pytorch (paired rounds): median %.2f, 95%% interval %.2f-%.2f over %d "
+           "rounds\n",
+           label, ratio, r->ratio[lo], r->ratio[r->count - 1 - lo], r->count);
+}
+
 int main(void) {
     const char *quick = getenv("KILN_BENCH_QUICK");
     bool is_quick = quick && *quick && strcmp(quick, "0") != 0;
-    const int warmup = is_quick ? 2 : 5, steps = is_quick ? 10 : 50;
+    const plan p = is_quick ? (plan){.warmup = 2, .rounds = 5, .per_round = 2}
+                            : (plan){.warmup = 5, .rounds = 10, .per_round = 5};
+    const int timed = p.rounds * p.per_round;
     const char *dir = getenv("KILN_FASHION_DATA");
     dir = dir && *dir ? dir : "/usr/share/datasets/fashion-mnist";
     setenv("KILN_CACHE", "0", 1);
+    signal(SIGPIPE, SIG_IGN); /* PyTorch's process gone: a failed write, not the end */
     idx_dataset data;
     if (!load(dir, "train", &data))
         return 0;
-    kiln_result k = {0};
-    bool have_kiln = run_kiln(&data, warmup, steps, &k);
+    static rounds steps, forwards;
+    kiln_side k = {0};
+    torch_side t = {0};
+    bool have_torch = torch_start(&t, dir);
+    bool ok = kiln_start(&k, timed) && run_rounds(&p, false, &k, &t, &have_torch, &data, &steps) &&
+              run_rounds(&p, true, &k, &t, &have_torch, &data, &forwards);
+    torch_stop(&t);
     idx_dataset_finish(&data);
-    torch_result t = {0};
-    bool have_torch = run_torch(dir, warmup, steps, &t);
 
-    printf("training step, CNN of examples/train_fashion.c, batch %d, Adam; %d timed steps "
-           "after %d warm-up\n",
-           BATCH, steps, warmup);
+    printf("training step, CNN of examples/train_fashion.c, batch %d, Adam; %d timed steps in "
+           "%d alternating rounds of %d, after %d warm-up\n",
+           BATCH, timed, p.rounds, p.per_round, p.warmup);
     printf("%-10s %12s %12s %12s %12s\n", "", "median ms", "mean ms", "first loss", "last loss");
-    if (have_kiln)
-        printf("%-10s %12.2f %12.2f %12.4f %12.4f\n", "kiln", k.median_ms, k.mean_ms,
-               (double)k.first_loss, (double)k.last_loss);
-    if (have_torch)
-        printf("%-10s %12.2f %12.2f %12.4f %12.4f\n", "pytorch", t.median_ms, t.mean_ms,
-               t.first_loss, t.last_loss);
-    if (have_kiln && have_torch)
-        printf("kiln/pytorch (medians): %.2f\n", k.median_ms / t.median_ms);
+    double median, mean;
+    if (ok) {
+        double v[MAX_ROUNDS * MAX_PER_ROUND];
+        memcpy(v, steps.kiln, (size_t)timed * sizeof *v);
+        summary(v, timed, &median, &mean);
+        printf("%-10s %12.2f %12.2f %12.4f %12.4f\n", "kiln", median, mean, (double)k.first_loss,
+               (double)k.last_loss);
+    }
+    if (ok && have_torch) {
+        double v[MAX_ROUNDS * MAX_PER_ROUND];
+        memcpy(v, steps.torch, (size_t)timed * sizeof *v);
+        summary(v, timed, &median, &mean);
+        printf("%-10s %12.2f %12.2f %12.4f %12.4f\n", "pytorch", median, mean, (double)t.first_loss,
+               (double)t.last_loss);
+        print_ratios("", &steps, timed);
+    }
     printf("forward alone (no gradients, logits read back), batch %d\n", BATCH);
-    if (have_kiln)
-        printf("%-10s %12.2f %12.2f\n", "kiln", k.forward_median_ms, k.forward_mean_ms);
-    if (have_torch && t.forward_median_ms > 0)
-        printf("%-10s %12.2f %12.2f\n", "pytorch", t.forward_median_ms, t.forward_mean_ms);
-    if (have_kiln && have_torch && t.forward_median_ms > 0)
-        printf("forward kiln/pytorch (medians): %.2f\n", k.forward_median_ms / t.forward_median_ms);
-    if (have_kiln) {
+    if (ok) {
+        double v[MAX_ROUNDS * MAX_PER_ROUND];
+        memcpy(v, forwards.kiln, (size_t)timed * sizeof *v);
+        summary(v, timed, &median, &mean);
+        printf("%-10s %12.2f %12.2f\n", "kiln", median, mean);
+    }
+    if (ok && have_torch) {
+        double v[MAX_ROUNDS * MAX_PER_ROUND];
+        memcpy(v, forwards.torch, (size_t)timed * sizeof *v);
+        summary(v, timed, &median, &mean);
+        printf("%-10s %12.2f %12.2f\n", "pytorch", median, mean);
+        print_ratios("forward ", &forwards, timed);
+    }
+    if (ok) {
         printf("kiln per step (medians): graph build %.2f ms, realize + read %.2f ms (device "
                "time %.2f ms); first step %.0f ms\n",
-               k.build_ms, k.realize_ms, k.device_ms, k.first_ms);
+               bench_median(k.build, timed), bench_median(k.realize, timed),
+               bench_median(k.device, timed), k.first_ms);
         printf("kiln kernels compiled: %llu in the warm-up, %llu in the timed steps; code "
                "generation %.1f ms in all\n",
                (unsigned long long)k.compiled_warmup, (unsigned long long)k.compiled_timed,
-               k.codegen_ms);
+               (double)kiln_context_stats(k.ctx).codegen_ns / 1e6);
     }
-    return have_kiln ? 0 : 1;
+    kiln_finish(&k);
+    return ok ? 0 : 1;
 }

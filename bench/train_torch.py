@@ -11,6 +11,12 @@ torch's defaults (lr 1e-3), pixels / 255 (ToTensor, no normalisation), on the sa
                            forward passes alone (torch.no_grad()) on the same batches, and
                            print one JSON line: median and mean ms per step and per forward,
                            the losses, torch's version
+  --serve                  answer commands on standard input, one line each, until its end:
+                           "train FIRST COUNT" runs COUNT training steps on the batches FIRST ..
+                           (batch s: images s * batch ..) and prints "ms T1 .. Tn loss L1 Ln"
+                           (each step's ms, the first and last loss); "forward FIRST COUNT"
+                           runs as many forward passes alone and prints "ms T1 .. Tn"
+                           (bench_train's alternating rounds)
   --epochs N               train N epochs (shuffled every epoch from --seed), print the test
                            accuracy after each: the accuracy Kiln's one-epoch run compares with
 """
@@ -68,6 +74,35 @@ def step(model, opt, x, y):
     return loss.item()
 
 
+def batch_of(images, labels, s, batch):
+    """Batch s of consecutive images (wrapping around the end, as bench_train's Kiln side)."""
+    rows = torch.arange(s * batch, (s + 1) * batch) % len(images)
+    return images[rows], labels[rows]
+
+
+def serve(model, opt, images, labels, batch):
+    """bench_train's side of its alternating rounds (--serve)."""
+    for line in sys.stdin:
+        words = line.split()
+        if len(words) != 3 or words[0] not in ("train", "forward"):
+            sys.exit(f"train_torch.py --serve: not a command: {line.strip()!r}")
+        first, count = int(words[1]), int(words[2])
+        times, losses = [], []
+        for s in range(first, first + count):
+            x, y = batch_of(images, labels, s, batch)
+            start = time.perf_counter()
+            if words[0] == "train":
+                losses.append(step(model, opt, x, y))
+            else:
+                with torch.no_grad():
+                    model(x).numpy()
+            times.append((time.perf_counter() - start) * 1e3)
+        reply = "ms " + " ".join(f"{t:.4f}" for t in times)
+        if losses:
+            reply += f" loss {losses[0]:.6f} {losses[-1]:.6f}"
+        print(reply, flush=True)
+
+
 def accuracy(model, images, labels, batch=1000):
     right = 0
     with torch.no_grad():
@@ -83,6 +118,7 @@ def main():
     p.add_argument("--steps", type=int, default=0)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--epochs", type=int, default=0)
+    p.add_argument("--serve", action="store_true")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=1)
@@ -92,6 +128,9 @@ def main():
     images, labels = load(a.data, "train")
     model = Net()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    if a.serve:
+        serve(model, opt, images, labels, a.batch)
+        return
     if a.steps:
         times, losses = [], []
         for s in range(a.warmup + a.steps):
