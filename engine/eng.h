@@ -432,6 +432,7 @@ struct kiln_context {
     uint32_t group_lanes;          /* lanes per output of a group reduction (a power of two) */
     bool group_rows;               /* many outputs' reductions along rows take lane groups too
                                     * (lower.c eng_kernel_group_lanes: a GPU's) */
+    uint32_t group_rows_min_lanes; /* the narrowest such group: the device's subgroup size */
     uint32_t test_group_lanes;     /* eng_testing.group_lanes */
     bool test_gpu_tuning;          /* eng_testing.gpu_tuning */
     uint32_t test_tile[5];         /* eng_testing.tile_ew, _rows, _cols, _vector_cols,

@@ -1218,13 +1218,14 @@ static bool loads_along_loop(sym_ctx *sc, const eng_kernel *k, const kast *a) {
 /* Reductions with few outputs and many elements each run one workgroup of lanes per output
  * (an item), the lanes combined through workgroup memory at the end: lanes * items at most
  * twice the device's parallelism, at least four elements per lane at the largest size. On a
- * GPU (ctx->group_rows) so do up to GROUP_ROWS_MAX outputs of long rows (16 elements a lane at
- * least) where every load of the loop reads along the row: the lanes of a workgroup read
- * neighbouring elements, where an invocation per output reads elements a row apart (a
- * softmax's rows of 1,024, a row sum: 1.7-2.7x and 3.4-4.4x faster on an H100). Shorter rows
- * keep an invocation per output (conv1's weight gradient, 784 pixels for 9,216 outputs whose
- * neighbours read the same elements, coalesces that way already). f32, i32 and u32
- * accumulators only (workgroup memory of other widths needs more features). */
+ * GPU (ctx->group_rows) so do up to GROUP_ROWS_MAX outputs of rows where every load of the
+ * loop reads along the row, in groups narrowed (halving, down to the device's subgroup:
+ * ctx->group_rows_min_lanes) until each lane has 16 elements at least: the lanes of a
+ * workgroup read neighbouring elements, where an invocation per output reads elements a row
+ * apart and walks its whole row alone (a softmax's rows of 1,024, a row sum: 1.7-2.7x and
+ * 3.4-4.4x faster on an H100; conv1's weight gradient, 784 pixels for 9,216 outputs, in groups
+ * of 32). Shorter rows keep an invocation per output. f32, i32 and u32 accumulators only
+ * (workgroup memory of other widths needs more features). */
 enum { GROUP_ROWS_MAX = 65536, GROUP_ROWS_LANE_STEPS = 16 };
 
 uint32_t eng_kernel_group_lanes(const kiln_context *ctx, const eng_kernel *k) {
@@ -1237,12 +1238,13 @@ uint32_t eng_kernel_group_lanes(const kiln_context *ctx, const eng_kernel *k) {
             return 0;
     }
     int64_t items = sym_vmax(k->numel), count = sym_vmax(k->reduce_count);
-    if (count < 4 * (int64_t)lanes)
-        return 0;
-    if (items <= 2 * (int64_t)ctx->parallelism / lanes)
+    if (count >= 4 * (int64_t)lanes && items <= 2 * (int64_t)ctx->parallelism / lanes)
         return lanes;
-    if (!ctx->group_rows || items > GROUP_ROWS_MAX ||
-        count < GROUP_ROWS_LANE_STEPS * (int64_t)lanes)
+    if (!ctx->group_rows || items > GROUP_ROWS_MAX)
+        return 0;
+    while (lanes > ctx->group_rows_min_lanes && count < GROUP_ROWS_LANE_STEPS * (int64_t)lanes)
+        lanes /= 2;
+    if (count < GROUP_ROWS_LANE_STEPS * (int64_t)lanes)
         return 0;
     for (uint32_t i = 0; i < k->reduction_count; i++) {
         if (!loads_along_loop(ctx->sym, k, k->reductions[i].value))

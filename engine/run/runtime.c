@@ -108,6 +108,10 @@ void eng_runtime_tune(kiln_context *ctx) {
     while (lanes * 2 <= want && lanes * 2 <= limit)
         lanes *= 2;
     ctx->group_lanes = lanes;
+    /* Row groups narrow down to a subgroup (a narrower workgroup leaves lanes idle), or not
+     * at all where the subgroup size is unknown or not a power of two. */
+    uint32_t sub = ctx->interpreter ? 0 : vkd_device_caps(ctx->dev)->subgroup_size;
+    ctx->group_rows_min_lanes = sub >= 2 && sub < lanes && !(sub & (sub - 1)) ? sub : lanes;
 }
 
 kiln_status eng_runtime_profile(kiln_context *ctx, const char *option, const vkd_profile **out) {

@@ -916,10 +916,12 @@ static void check_strided_sums(kiln_tensor *s, const float *x, int count, int le
 
 /* On a GPU, reductions of many long rows whose loads read along the row run a workgroup of
  * lanes per row (lower.c eng_kernel_group_lanes, group_rows): a row sum of 2,100 rows of
- * 1,024 (more rows than the few-outputs rule's 2,048) and a softmax's max and sum; a sum over
- * the first dim of 2,100 columns, whose loop reads elements a row apart, keeps an invocation
- * per output, as do rows of 512 (short: 8 elements a lane). As a CPU tunes (lavapipe's own),
- * none of them. Values against the host either way. */
+ * 1,024 (more rows than the few-outputs rule's 2,048) and a softmax's max and sum; rows of
+ * 512 and of 784 (conv1's weight gradient's pixels: not a multiple of the lanes) in groups
+ * narrowed to 32 lanes, 16 elements a lane, where the device's subgroup is no wider; a sum
+ * over the first dim of 2,100 columns, whose loop reads elements a row apart, keeps an
+ * invocation per output, as do rows of 64 (short even for a subgroup of 8). As a CPU tunes
+ * (lavapipe's own), none of them. Values against the host either way. */
 static void test_engine_kernels_gpu_rows_take_lane_groups(void **state) {
     eng_fixture *f = *state;
     enum { R = 2100, C = 1024 };
@@ -939,11 +941,22 @@ static void test_engine_kernels_gpu_rows_take_lane_groups(void **state) {
         assert_int_equal(kiln_realize(rs), KILN_OK);
         assert_int_equal(ctx->program_list->group_lanes, lanes); /* the newest program */
         check_strided_sums(rs, x, R, C, C, 1);
-        /* short rows: the first half of each row */
+        /* shorter rows: the first 512 or 784 elements of each, in groups of 32 lanes where
+         * the device's subgroup allows */
+        uint32_t narrow = ctx->group_rows && ctx->group_rows_min_lanes <= 32 ? 32 : 0;
         kiln_tensor *half = kiln_sum(kiln_narrow(t, 1, 0, C / 2), 1, (const int32_t[]){1}, false);
         assert_int_equal(kiln_realize(half), KILN_OK);
-        assert_int_equal(ctx->program_list->group_lanes, 0);
+        assert_int_equal(ctx->program_list->group_lanes, narrow);
         check_strided_sums(half, x, R, C / 2, C, 1);
+        kiln_tensor *part = kiln_sum(kiln_narrow(t, 1, 0, 784), 1, (const int32_t[]){1}, false);
+        assert_int_equal(kiln_realize(part), KILN_OK);
+        assert_int_equal(ctx->program_list->group_lanes, narrow);
+        check_strided_sums(part, x, R, 784, C, 1);
+        /* short rows: 64 elements */
+        kiln_tensor *few = kiln_sum(kiln_narrow(t, 1, 0, 64), 1, (const int32_t[]){1}, false);
+        assert_int_equal(kiln_realize(few), KILN_OK);
+        assert_int_equal(ctx->program_list->group_lanes, 0);
+        check_strided_sums(few, x, R, 64, C, 1);
         /* columns: the same data as (C, R) summed along C, elements R apart */
         kiln_tensor *u = fx_f32(ctx, 2, (const int64_t[]){C, R}, x);
         kiln_tensor *cs = kiln_sum(u, 1, (const int32_t[]){0}, false);
@@ -959,7 +972,7 @@ static void test_engine_kernels_gpu_rows_take_lane_groups(void **state) {
             assert_int_equal(stages->group_lanes, lanes);
         }
         fx_check_f32(sm, want, (size_t)R * C, 1e-6, 1e-5);
-        kiln_tensor *handles[] = {t, rs, half, u, cs, sm};
+        kiln_tensor *handles[] = {t, rs, half, part, few, u, cs, sm};
         for (size_t i = 0; i < sizeof handles / sizeof handles[0]; i++)
             kiln_release(handles[i]);
         eng_fixture_context_destroy(ctx);
