@@ -28,13 +28,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef KILN_BENCH_TRAIN_TORCH
 #define KILN_BENCH_TRAIN_TORCH "bench/train_torch.py"
 #endif
 
-enum { BATCH = 64, MAX_ROUNDS = 64, MAX_PER_ROUND = 16 };
+enum { BATCH = 64, MAX_ROUNDS = 64, MAX_PER_ROUND = 16, SETTLE_MS = 50 };
 
 /* The run's shape: warm-up steps, then rounds of steps per side, Kiln and PyTorch in turn. */
 typedef struct plan {
@@ -264,8 +265,18 @@ typedef struct rounds {
     int count;                /* rounds done */
 } rounds;
 
+/* Waits for the side that ran before to go idle. PyTorch's OpenMP threads keep spinning for a
+ * while after their work (libgomp's default wait policy), and on a 2-core machine they took
+ * the cores from Kiln's next steps: Kiln's step 23-28 ms with OMP_WAIT_POLICY=ACTIVE, 16-18 ms
+ * with PASSIVE, in the same hour (lavapipe's threads sleep at once). */
+static void settle(void) {
+    struct timespec pause = {.tv_sec = 0, .tv_nsec = SETTLE_MS * 1000000L};
+    nanosleep(&pause, NULL);
+}
+
 /* Warm-up on both sides, then p->rounds rounds of p->per_round steps (forward: passes) each,
- * Kiln first in even rounds and PyTorch first in odd ones, on the same batches. */
+ * Kiln first in even rounds and PyTorch first in odd ones, on the same batches, each side's
+ * turn after the other has settled. */
 static bool run_rounds(const plan *p, bool forward, kiln_side *k, torch_side *t, bool *have_torch,
                        const idx_dataset *data, rounds *r) {
     const char *what = forward ? "forward" : "train";
@@ -277,6 +288,7 @@ static bool run_rounds(const plan *p, bool forward, kiln_side *k, torch_side *t,
         int first = p->warmup + i * p->per_round;
         double *km = &r->kiln[i * p->per_round], *tm = &r->torch[i * p->per_round];
         for (int turn = 0; ok && turn < 2; turn++) {
+            settle();
             if ((turn == 0) == (i % 2 == 0)) {
                 ok = forward ? kiln_forwards(k, data, first, p->per_round, km)
                              : kiln_steps(k, data, first, p->per_round, km, i * p->per_round);
