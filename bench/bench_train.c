@@ -307,22 +307,30 @@ static bool run_rounds(const plan *p, bool forward, kiln_side *k, torch_side *t,
     return ok;
 }
 
-/* The median and mean of n times (v is sorted). */
-static void summary(double *v, int n, double *median, double *mean) {
+/* The median of n times (times kept as they are). */
+static double median_of(const double *times, int n) {
+    double v[MAX_ROUNDS * MAX_PER_ROUND];
+    memcpy(v, times, (size_t)n * sizeof *v);
+    return bench_median(v, n);
+}
+
+/* One side's row: median and mean ms of its n times, then its first and last loss (losses
+ * NULL: none). */
+static void print_side(const char *who, const double *times, int n, const float *losses) {
     double sum = 0;
     for (int i = 0; i < n; i++)
-        sum += v[i];
-    *mean = sum / n;
-    *median = bench_median(v, n);
+        sum += times[i];
+    printf("%-10s %12.2f %12.2f", who, median_of(times, n), sum / n);
+    if (losses)
+        printf(" %12.4f %12.4f", (double)losses[0], (double)losses[1]);
+    printf("\n");
 }
 
 /* "kiln/pytorch ...": the ratio of the medians, and the median of the rounds' ratios with
  * its confidence interval. */
 static void print_ratios(const char *label, rounds *r, int timed) {
-    double km, kmean, tm, tmean;
-    summary(r->kiln, timed, &km, &kmean);
-    summary(r->torch, timed, &tm, &tmean);
-    printf("%skiln/pytorch (medians): %.2f\n", label, km / tm);
+    printf("%skiln/pytorch (medians): %.2f\n", label,
+           median_of(r->kiln, timed) / median_of(r->torch, timed));
     int lo = bench_median_ci_rank(r->count);
     double ratio = bench_median(r->ratio, r->count);
     printf("%skiln/pytorch (paired rounds): median %.2f, 95%% interval %.2f-%.2f over %d "
@@ -356,34 +364,17 @@ int main(void) {
            "%d alternating rounds of %d, after %d warm-up\n",
            BATCH, timed, p.rounds, p.per_round, p.warmup);
     printf("%-10s %12s %12s %12s %12s\n", "", "median ms", "mean ms", "first loss", "last loss");
-    double median, mean;
-    if (ok) {
-        double v[MAX_ROUNDS * MAX_PER_ROUND];
-        memcpy(v, steps.kiln, (size_t)timed * sizeof *v);
-        summary(v, timed, &median, &mean);
-        printf("%-10s %12.2f %12.2f %12.4f %12.4f\n", "kiln", median, mean, (double)k.first_loss,
-               (double)k.last_loss);
-    }
+    if (ok)
+        print_side("kiln", steps.kiln, timed, (const float[]){k.first_loss, k.last_loss});
     if (ok && have_torch) {
-        double v[MAX_ROUNDS * MAX_PER_ROUND];
-        memcpy(v, steps.torch, (size_t)timed * sizeof *v);
-        summary(v, timed, &median, &mean);
-        printf("%-10s %12.2f %12.2f %12.4f %12.4f\n", "pytorch", median, mean, (double)t.first_loss,
-               (double)t.last_loss);
+        print_side("pytorch", steps.torch, timed, (const float[]){t.first_loss, t.last_loss});
         print_ratios("", &steps, timed);
     }
     printf("forward alone (no gradients, logits read back), batch %d\n", BATCH);
-    if (ok) {
-        double v[MAX_ROUNDS * MAX_PER_ROUND];
-        memcpy(v, forwards.kiln, (size_t)timed * sizeof *v);
-        summary(v, timed, &median, &mean);
-        printf("%-10s %12.2f %12.2f\n", "kiln", median, mean);
-    }
+    if (ok)
+        print_side("kiln", forwards.kiln, timed, NULL);
     if (ok && have_torch) {
-        double v[MAX_ROUNDS * MAX_PER_ROUND];
-        memcpy(v, forwards.torch, (size_t)timed * sizeof *v);
-        summary(v, timed, &median, &mean);
-        printf("%-10s %12.2f %12.2f\n", "pytorch", median, mean);
+        print_side("pytorch", forwards.torch, timed, NULL);
         print_ratios("forward ", &forwards, timed);
     }
     if (ok) {
