@@ -248,8 +248,10 @@ enum { ENG_MAX_GATHERS = 32 }; /* gathers in one kernel (more are realized first
 /* The loop passes (a loop of n iterations makes n + 1) one invocation of a kernel may run in
  * all: below the 65535 after which lavapipe leaves loops silently (lower.c, the loop budget). */
 enum { ENG_LOOP_PASSES = 65534 };
-/* The most elements one kernel combines per output (ops.c splits larger reductions): its
- * stages, ENG_MAX_REDUCTIONS at most, then stay within ENG_LOOP_PASSES (lower.c). */
+/* The most elements one kernel combines per output (ops.c splits larger reductions): lavapipe
+ * ends every loop of an invocation after 65535 iterations in all (gallivm's
+ * LP_MAX_TGSI_LOOP_ITERATIONS), silently; a kernel's stages, ENG_MAX_REDUCTIONS at most, then
+ * stay within ENG_LOOP_PASSES (lower.c). */
 enum { ENG_REDUCE_MAX_COUNT = 65535 };
 
 /* One reduction of a kernel. Every reduction of a kernel combines over the same range. */

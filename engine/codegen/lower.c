@@ -879,9 +879,9 @@ enum { REDUCE_UNROLL = 4, MAX_UNROLL = 8 };
  * per pass, the loop with the most passes takes twice the work per pass (a reduction up to
  * MAX_UNROLL, the row loop up to MAX_ROW_TILES) until the kernel fits: sizes far below the
  * limit keep their code. A reduction of constant size combines at most 65535 elements per
- * kernel (ops.c REDUCE_MAX_COUNT), so every kernel of constant sizes fits (at worst four
- * stages of 8193 passes and a row loop of 16385); one of symbolic size may not for its
- * largest values, and those are refused on lavapipe (runtime.c, eng_kernel_loop_passes). */
+ * kernel (ENG_REDUCE_MAX_COUNT: ops.c splits longer ones), so every kernel of constant sizes fits
+ * (at worst four stages of 8193 passes and a row loop of 16385); one of symbolic size may not for
+ * its largest values, and those are refused on lavapipe (runtime.c, eng_kernel_loop_passes). */
 enum { LOOP_PASSES = ENG_LOOP_PASSES, MAX_ROW_TILES = 16 };
 
 typedef struct loop_plan {

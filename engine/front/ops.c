@@ -447,21 +447,17 @@ static bool no_outputs(kiln_tensor *t, uint32_t mask) {
     return false;
 }
 
-/* The most elements one kernel combines per output: lavapipe ends every loop of an invocation
- * after 65535 iterations in all (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS), silently. */
-enum { REDUCE_MAX_COUNT = ENG_REDUCE_MAX_COUNT };
-
 static kiln_tensor *reduce_node(kiln_tensor *t, ir_op op, uint32_t mask);
 
-/* A reduction over count > REDUCE_MAX_COUNT elements in two stages: the reduced dims moved
- * last and flattened, filled up to outer * inner (count <= inner, outer <= REDUCE_MAX_COUNT)
+/* A reduction over count > ENG_REDUCE_MAX_COUNT elements in two stages: the reduced dims moved
+ * last and flattened, filled up to outer * inner (count <= inner, outer <= ENG_REDUCE_MAX_COUNT)
  * with values that change nothing (0 for sums, 1 for products, the first element for max and
  * min), reduced over inner, then over outer. The result is shaped as reduce_node's. */
 static kiln_tensor *reduce_split(kiln_tensor *t, ir_op op, uint32_t mask, int64_t count) {
     kiln_context *ctx = ENG_CTX(t);
     const shape_view *v = view_of(t);
     /* Rounded up without forming count + divisor - 1, which overflows near INT64_MAX. */
-    int64_t outer = count / REDUCE_MAX_COUNT + (count % REDUCE_MAX_COUNT != 0);
+    int64_t outer = count / ENG_REDUCE_MAX_COUNT + (count % ENG_REDUCE_MAX_COUNT != 0);
     int64_t inner = count / outer + (count % outer != 0), filled;
     if (!base_mul_i64(outer, inner, &filled))
         return eng_fail(ctx, KILN_ERROR_LIMIT_EXCEEDED,
@@ -516,7 +512,7 @@ static kiln_tensor *reduce_node(kiln_tensor *t, ir_op op, uint32_t mask) {
         shape[d] = mask & (1u << d) ? sym_const(ctx->sym, 1) : v->shape[d];
     if (no_outputs(t, mask)) /* an empty result, however many elements each would combine */
         return eng_full(ctx, type_of(t), v->ndim, shape, 0.0, NULL);
-    if (c && sym_is_const(c, &count) && count > REDUCE_MAX_COUNT)
+    if (c && sym_is_const(c, &count) && count > ENG_REDUCE_MAX_COUNT)
         return reduce_split(t, op, mask, count);
     eng_node *n = eng_node_new(ctx, ENG_REDUCE, op, type_of(t), v->ndim, shape);
     if (!n)
@@ -1002,7 +998,7 @@ static kiln_tensor *matmul_impl(kiln_tensor *a, kiln_tensor *b) {
     return r;
 }
 
-/* argmax over more elements than one loop may count (see REDUCE_MAX_COUNT): the maximum, then
+/* argmax over more elements than one loop may count (see ENG_REDUCE_MAX_COUNT): the maximum, then
  * the smallest index holding it, two reductions that split into stages like any other. A NaN
  * is the maximum (as torch.argmax): the maximum is NaN then, equal to nothing, and the NaNs
  * (x != x) are the candidates; bool + bool is or. */
@@ -1025,7 +1021,7 @@ static kiln_tensor *argmax_split(kiln_tensor *x, int32_t dim, bool keepdim) {
 
 /* torch.argmax(dim): the first index of the maximum (NaN counts as the maximum), as i64 (as
  * PyTorch). One reduction that keeps the best value and its index (i32: it combines at most
- * REDUCE_MAX_COUNT elements) together, widened to i64 in the same kernel. */
+ * ENG_REDUCE_MAX_COUNT elements) together, widened to i64 in the same kernel. */
 static kiln_tensor *argmax_typed(kiln_tensor *t, int32_t dim, bool keepdim, ir_type out_type) {
     uint32_t mask;
     if (!t || !axes_mask(t, "kiln_argmax", 1, &dim, &mask))
@@ -1039,7 +1035,7 @@ static kiln_tensor *argmax_typed(kiln_tensor *t, int32_t dim, bool keepdim, ir_t
     kiln_tensor *x = cast_to(t, type_of(t) == IR_F16 ? IR_F32 : type_of(t));
     if (!x)
         return NULL;
-    if (count && sym_is_const(count, &n) && n > REDUCE_MAX_COUNT)
+    if (count && sym_is_const(count, &n) && n > ENG_REDUCE_MAX_COUNT)
         return cast_to(argmax_split(x, dim, keepdim), out_type);
     const shape_view *v = view_of(x);
     const sym_node *shape[SHAPE_MAX_DIMS];
