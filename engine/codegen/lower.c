@@ -1194,20 +1194,27 @@ static bool tree_fits_i32(const eng_kernel *k, const kast *a) {
 
 static bool in_loop(sym_ctx *sc, const eng_kernel *k, const kast *a);
 
+/* Whether index, with var at there instead of at here, is exactly step elements further: what
+ * an invocation, or the next step, reads after this one. */
+static bool index_steps(sym_ctx *sc, const sym_node *index, const sym_node *var,
+                        const sym_node *here, const sym_node *there, int64_t step) {
+    const sym_node *from[1] = {var};
+    const sym_node *a = here ? sym_substitute(sc, index, from, &here, 1) : NULL;
+    const sym_node *b = there ? sym_substitute(sc, index, from, &there, 1) : NULL;
+    int64_t d;
+    bool ok = a && b && sym_is_const(sym_sub(sc, b, a), &d) && d == step;
+    sym_ctx_clear_error(sc);
+    return ok;
+}
+
 /* Whether every load in the reduction's loop reads the element after its last at the next
  * step (a row's consecutive elements): lanes striding the loop read neighbouring elements. */
 static bool loads_along_loop(sym_ctx *sc, const eng_kernel *k, const kast *a) {
     if (!a)
         return true;
-    if (a->kind == KAST_LOAD && in_loop(sc, k, a)) {
-        const sym_node *from[1] = {k->ridx}, *to[1] = {sym_add_c(sc, k->ridx, 1)};
-        const sym_node *next = to[0] ? sym_substitute(sc, a->index, from, to, 1) : NULL;
-        int64_t d;
-        bool ok = next && sym_is_const(sym_sub(sc, next, a->index), &d) && d == 1;
-        sym_ctx_clear_error(sc);
-        if (!ok)
-            return false;
-    }
+    if (a->kind == KAST_LOAD && in_loop(sc, k, a) &&
+        !index_steps(sc, a->index, k->ridx, k->ridx, sym_add_c(sc, k->ridx, 1), 1))
+        return false;
     for (uint32_t i = 0; i < a->nsrc; i++) {
         if (!loads_along_loop(sc, k, a->src[i]))
             return false;
@@ -1502,15 +1509,10 @@ static bool steps_by_one(sym_ctx *sc, const eng_kernel *k, const kast *a, const 
     if (!a)
         return false;
     if (a->kind == KAST_LOAD && in_loop(sc, k, a)) {
-        const sym_node *from[1] = {k->gidx}, *at[4];
+        const sym_node *first = sym_mul_c(sc, probe, 4);
         bool ok = true;
-        for (int64_t c = 0; c < 4 && ok; c++) {
-            const sym_node *to[1] = {sym_add_c(sc, sym_mul_c(sc, probe, 4), c)};
-            at[c] = to[0] ? sym_substitute(sc, a->index, from, to, 1) : NULL;
-            int64_t d;
-            ok = at[c] && sym_is_const(sym_sub(sc, at[c], at[0]), &d) && d == c;
-        }
-        sym_ctx_clear_error(sc);
+        for (int64_t c = 1; c < 4 && ok; c++)
+            ok = index_steps(sc, a->index, k->gidx, first, sym_add_c(sc, first, c), c);
         if (ok)
             return true;
     }
