@@ -666,3 +666,100 @@ uint64_t ir_hash(const ir_kernel *k) {
     }
     return h;
 }
+
+/* ---- hoisting loads ---------------------------------------------------------------------------
+ */
+
+static bool pure(ir_op op) {
+    return (op_info[op].kind == KIND_LEAF || op_info[op].kind == KIND_ALU) && op != IR_GROUP &&
+           op != IR_SHARE;
+}
+
+static bool hoisted_load(const ir_inst *i, uint32_t buffers) {
+    return (i->op == IR_LOAD || ir_is_vector_load(i->op) || i->op == IR_LOAD2R) &&
+           (buffers >> i->arg & 1);
+}
+
+/* One straight run [s, e) of a loop's body (no control instruction in it): first[i] for the
+ * loads of `buffers` that pure instructions of the run can address (their operands computed
+ * before s or by such instructions), those instructions, and the loads' EXTRACTs (which stay
+ * right after their vector load). can[] is scratch. */
+static void mark_run(const ir_kernel *k, uint32_t s, uint32_t e, uint32_t buffers, bool *can,
+                     bool *first) {
+    const ir_inst *in = k->insts.data;
+    for (uint32_t i = s; i < e; i++) {
+        bool ok = pure(in[i].op) || hoisted_load(&in[i], buffers);
+        for (uint32_t n = 0; ok && n < ir_op_operands(in[i].op); n++)
+            ok = in[i].src[n] < s || can[in[i].src[n]];
+        can[i] = ok;
+        first[i] = false;
+    }
+    for (uint32_t i = e; i-- > s;) { /* each load, then what it needs */
+        if (!can[i] || !(first[i] || hoisted_load(&in[i], buffers)))
+            continue;
+        first[i] = true;
+        for (uint32_t n = 0; n < ir_op_operands(in[i].op); n++) {
+            if (in[i].src[n] >= s)
+                first[in[i].src[n]] = true;
+        }
+    }
+    for (uint32_t i = s; i < e; i++)
+        first[i] = first[i] || (in[i].op == IR_EXTRACT && first[in[i].src[0]]);
+}
+
+kiln_status ir_hoist_loads(ir_kernel *k, uint32_t buffers) {
+    uint32_t n = (uint32_t)k->insts.len;
+    if (k->status != KILN_OK || n == 0 || buffers == 0)
+        return k->status;
+    ir_inst *old = k->insts.data;
+    ir_inst *out = base_malloc(&k->alloc, n * sizeof *out);
+    uint32_t *map = base_malloc(&k->alloc, n * sizeof *map); /* old value -> new */
+    bool *can = base_malloc(&k->alloc, n * sizeof *can);
+    bool *first = base_malloc(&k->alloc, n * sizeof *first);
+    kiln_status st = out && map && can && first ? KILN_OK : KILN_ERROR_OUT_OF_HOST_MEMORY;
+    uint32_t depth = 0;
+    bool loop[VERIFY_MAX_DEPTH]; /* each open body: whether a RANGE's */
+    for (uint32_t i = 0, put = 0; st == KILN_OK && i < n;) {
+        ir_op op = old[i].op;
+        if (op_info[op].kind == KIND_CONTROL) {
+            if ((op == IR_IF || op == IR_RANGE) && depth == VERIFY_MAX_DEPTH)
+                st = KILN_ERROR_INTERNAL;
+            else if (op == IR_IF || op == IR_RANGE)
+                loop[depth++] = op == IR_RANGE;
+            else
+                depth -= depth > 0;
+            map[i] = put;
+            out[put++] = old[i++];
+            continue;
+        }
+        uint32_t e = i;
+        while (e < n && op_info[old[e].op].kind != KIND_CONTROL)
+            e++;
+        if (depth > 0 && loop[depth - 1])
+            mark_run(k, i, e, buffers, can, first);
+        else
+            memset(first + i, 0, (e - i) * sizeof *first);
+        for (uint32_t pass = 0; pass < 2; pass++) { /* the hoisted part, then the rest */
+            for (uint32_t j = i; j < e; j++) {
+                if (first[j] == (pass == 0)) {
+                    map[j] = put;
+                    out[put++] = old[j];
+                }
+            }
+        }
+        i = e;
+    }
+    for (uint32_t i = 0; st == KILN_OK && i < n; i++) {
+        for (uint32_t s = 0; s < ir_op_operands(out[i].op); s++)
+            out[i].src[s] = map[out[i].src[s]];
+    }
+    if (st == KILN_OK)
+        memcpy(old, out, n * sizeof *out);
+    base_free(&k->alloc, out, n * sizeof *out);
+    base_free(&k->alloc, map, n * sizeof *map);
+    base_free(&k->alloc, can, n * sizeof *can);
+    base_free(&k->alloc, first, n * sizeof *first);
+    if (st != KILN_OK)
+        k->status = st;
+    return st;
+}

@@ -197,6 +197,12 @@ ir_value ir_var(ir_kernel *k, ir_value init);
 void ir_set(ir_kernel *k, ir_value var, ir_value value);
 ir_value ir_get(ir_kernel *k, ir_value var);
 
+/* Moves the loads of the buffers in the mask `buffers` (read-only ones), with the pure
+ * instructions computing their operands and the EXTRACTs of vector loads, to the start of each
+ * straight run of a RANGE's body, keeping their order; nothing else moves. Values do not
+ * change. For devices that read texels: lavapipe's fetches are calls (docs/lavapipe.md). */
+kiln_status ir_hoist_loads(ir_kernel *k, uint32_t buffers);
+
 /* Checks the structure (nesting, operand order and scope, types, buffer numbers). */
 kiln_status ir_verify(const ir_kernel *k, base_error *err);
 /* The loop passes one invocation runs (a RANGE of n iterations makes n + 1, each time its

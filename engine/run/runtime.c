@@ -480,6 +480,18 @@ static kiln_status pipeline_from_words(kiln_context *ctx, eng_program *p, const 
     return KILN_OK;
 }
 
+/* The buffers of p's lowered kernel read as texels: storages that may be (texel_storages),
+ * only read, of a 32-bit type. */
+static uint32_t texel_reads(const eng_program *p) {
+    uint32_t mask = 0;
+    for (uint32_t i = 0; i < p->ir.buffer_count; i++) {
+        const ir_buffer *b = &p->ir.buffers[i];
+        if ((p->texel_storages >> i & 1) && b->read && !b->written && ir_type_bits(b->type) == 32)
+            mask |= 1u << i;
+    }
+    return mask;
+}
+
 /* Adds the time since start (base_now_ns) to the code-generation statistic. */
 static void count_codegen(kiln_context *ctx, int64_t start) {
     int64_t end = base_now_ns();
@@ -508,12 +520,7 @@ static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_p
                        .storage_16bit = caps->storage_buffer_16bit,
                        .float16 = caps->float16,
                        .window_log2 = p->window_log2};
-    p->texel_bindings = 0; /* the buffers read as texels: only read, 32-bit */
-    for (uint32_t i = 0; i < p->ir.buffer_count; i++) {
-        const ir_buffer *b = &p->ir.buffers[i];
-        if ((p->texel_storages >> i & 1) && b->read && !b->written && ir_type_bits(b->type) == 32)
-            p->texel_bindings |= 1u << i;
-    }
+    p->texel_bindings = texel_reads(p);
     eo.texel_buffers = p->texel_bindings;
     for (uint32_t i = 0; i < p->ir.buffer_count; i++)
         eo.windows[i] = bound_windows(p, i);
@@ -842,6 +849,10 @@ static kiln_status lower_variant(kiln_context *ctx, const eng_kernel *k, eng_pro
         ir_kernel_finish(&p->ir);
         st = eng_kernel_lower(ctx, k, p, &p->ir, NULL);
     }
+    /* A loop's texel fetches (on lavapipe gathers, each a call) go first, its arithmetic
+     * after them without calls between: conv2's gradients 5% faster there (lavapipe.md) */
+    if (st == KILN_OK)
+        st = ir_hoist_loads(&p->ir, texel_reads(p));
     return st == KILN_OK ? ir_verify(&p->ir, &ctx->err) : st;
 }
 
