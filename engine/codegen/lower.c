@@ -1356,18 +1356,26 @@ static void window_periods(sym_ctx *sc, const eng_kernel *k, const kast *a, int6
         window_periods(sc, k, a->src[i], width, count, period);
 }
 
+/* Whether a window tile's output period is a kernel row of taps (below a SIMD row of 8,
+ * shorter than the loop's step: a weight gradient's, whose step is an image row). */
+static bool tap_rows(int64_t period, int64_t step) {
+    return period >= 2 && period < 8 && period < step;
+}
+
 /* The columns of a window tile whose output index has the given period along its rows of
  * width and whose loop steps by `step` elements: the period, or where that is a kernel row of
- * taps (below a SIMD row of 8, shorter than the step: a weight gradient's, whose step is an
- * image row), its smallest multiple that divides the width and is at least 16 or the width
- * (the taps of one or two channels: each element of the output's gradient then feeds that many
- * taps; 8 x 9 tiles of conv2's took 13.5-14 ms on lavapipe, 8 x 18 9.2, before pairs). A
- * forward's period is an image row, its step a kernel row: a 7 x 7 image keeps rows of 7. */
+ * taps (tap_rows), its smallest multiple that divides the width and is at least 8 or the width
+ * (a 3 x 3 kernel's taps of one channel: each element of the output's gradient then feeds that
+ * many taps). Measured on lavapipe, conv2's weight gradient in bench_ops against its GLSL
+ * reference: 8 x 9 tiles 13.5-14 ms against 9.2 for 8 x 18 before pairs; with pairs, texels
+ * and the fetches hoisted (ir_hoist_loads), 8 x 9 1.04-1.09 against 1.14-1.15 for 8 x 18 (ABBA
+ * pairs). A forward's period is an image row, its step a kernel row: a 7 x 7 image keeps rows
+ * of 7. */
 static int64_t window_columns(int64_t width, int64_t period, int64_t step) {
-    if (period < 2 || period >= 8 || period >= step)
+    if (!tap_rows(period, step))
         return period;
     for (int64_t n = 2 * period; n <= width; n += period) {
-        if (width % n == 0 && (n >= 16 || n == width))
+        if (width % n == 0 && (n >= 8 || n == width))
             return n;
     }
     return period;
@@ -1677,21 +1685,25 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
      * forward 12.8 -> 5.7. The weight gradient is the same pattern transposed: its output
      * (O, C KH KW) has the period of a kernel row (KW taps) and its loop over the pixels that
      * of an image row, so a step is an image row (up to WINDOW_UNROLL pixels) and the tile's
-     * row the taps of a channel or two (window_columns): pixel j + 1 of tap kw reads pixel
+     * row the taps of a channel (window_columns): pixel j + 1 of tap kw reads pixel
      * j's element of tap kw + 1, and each of the output's gradient elements, loaded once per
      * step, feeds the whole row of taps; both read as pairs (lower_step_pair). conv2's weight
      * gradient in the training step: a window copy and a product over it, 3.6 + 8.4 ms, ->
-     * 6.0-6.4 ms in tiles of 8 x 18; conv1's, which read its windows in place in tiles of
-     * 4 x 9 steps of 4 pixels, 2.6 -> 1.5 ms in steps of 28 (alternating runs). */
+     * 6.0-6.4 ms in tiles of 8 x 18 (8 x 9 since its fetches go first, below); conv1's, which
+     * read its windows in place in tiles of 4 x 9 steps of 4 pixels, 2.6 -> 1.5 ms in steps of
+     * 28 (alternating runs). */
     int64_t count = 0, wp[2] = {0, 0};
     bool windows =
         ctx->window_rows && tm > 1 && k->reduce_count && sym_is_const(k->reduce_count, &count);
     for (uint32_t i = 0; windows && i < k->reduction_count; i++)
         window_periods(ctx->sym, k, k->reductions[i].value, width, count, wp);
     int64_t wn = window_columns(width, wp[0], wp[1]);
-    if (wn > 1 && wp[1] > 1 && wp[1] <= WINDOW_UNROLL && 2 * wn <= WINDOW_TILE) {
+    /* Tiles of taps at most half as large (8 x 9, not 16 x 9): conv2's weight gradient in
+     * bench_ops 1.14 -> 1.09 of its reference's time (ABBA pairs; 4 x 9 as 8 x 9, 2 x 9 1.3) */
+    int64_t most = tap_rows(wp[0], wp[1]) ? WINDOW_TILE / 2 : WINDOW_TILE;
+    if (wn > 1 && wp[1] > 1 && wp[1] <= WINDOW_UNROLL && 2 * wn <= most) {
         int64_t wm = 2;
-        while (wm * 2 * wn <= WINDOW_TILE)
+        while (wm * 2 * wn <= most)
             wm *= 2;
         while (wm > 1 && (period % wm != 0 || numel / (wm * wn) < (int64_t)ctx->parallelism_long))
             wm /= 2;

@@ -1264,7 +1264,7 @@ static void test_engine_kernels_training_conv_reads_windows_in_place(void **stat
 
 /* A convolution's weight gradient reads the windows in place (nn.c window_matrix; no window
  * copy), on a CPU in tiles whose loop steps by a row of the image (10 pixels here) and whose
- * row holds the taps of two channels (18 of 36: lower.c eng_kernel_tile, window_columns), the
+ * row holds the taps of one channel (9 of 36: lower.c eng_kernel_tile, window_columns), the
  * output's gradient and the windows read as pairs of rows (LOAD2R; the rows of padding masked). A
  * symbolic batch (2 of at most 64), 4 channels, 8 filters; the gradient against the host. */
 static void test_engine_kernels_weight_gradient_reads_windows_in_place(void **state) {
@@ -1295,8 +1295,8 @@ static void test_engine_kernels_weight_gradient_reads_windows_in_place(void **st
     for (const eng_program *p = ctx->program_list; p; p = p->next)
         rows = p->window_taps == S ? p : rows;
     if (ctx->window_rows) {
-        if (!rows || rows->tile_m != 2 || rows->tile_n != 18)
-            fail_msg("want the weight gradient in steps of an image row, tiles of 2 x 18: %s",
+        if (!rows || rows->tile_m < 2 || rows->tile_n != 9)
+            fail_msg("want the weight gradient in steps of an image row, tiles of rows of 9: %s",
                      names);
         /* the pairs of a step are rows (LOAD2R): those of a buffer share one row value, whose
          * texels they fetch once on a texel buffer (emit.c load_row_pair) */
