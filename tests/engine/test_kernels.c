@@ -1324,6 +1324,45 @@ static void test_engine_kernels_weight_gradient_reads_windows_in_place(void **st
     eng_fixture_context_destroy(ctx);
 }
 
+/* A convolution's weight gradient over enough images sums groups of 4 of them in one product on
+ * a CPU (autograd.c image_groups): a constant batch of 32 (8 groups), and a symbolic one of 30
+ * of at most 32 (8 groups, the last padded with 2 zero images), 16 channels, 32 filters (8 x 32
+ * x 144 outputs grouped); elsewhere a product per image. The gradient against the host. */
+static void test_engine_kernels_weight_gradient_sums_image_groups(void **state) {
+    eng_fixture *f = *state;
+    enum { MAX = 32, C = 16, S = 6, O = 32 };
+    static float xs[MAX * C * S * S], dys[MAX * O * S * S], dw[O * C * 9], want[O * C * 9];
+    for (int symbolic = 0; symbolic < 2; symbolic++) {
+        kiln_context *ctx = eng_context_new(f->device);
+        assert_non_null(ctx);
+        int n = symbolic ? 30 : MAX;
+        kiln_tensor *flat = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){n * C * S * S}, 31);
+        kiln_tensor *dflat = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){n * O * S * S}, 32);
+        kiln_tensor *w = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){O, C, 3, 3}, 33);
+        assert_int_equal(kiln_requires_grad_(w, true), KILN_OK);
+        assert_int_equal(kiln_read(flat, xs, sizeof(float) * (size_t)(n * C * S * S)), KILN_OK);
+        assert_int_equal(kiln_read(dflat, dys, sizeof(float) * (size_t)(n * O * S * S)), KILN_OK);
+        kiln_tensor *x = symbolic ? fx_images(flat, n, MAX, C, S, S)
+                                  : kiln_reshape(flat, 4, (const int64_t[]){n, C, S, S});
+        kiln_tensor *dy = symbolic ? fx_images(dflat, n, MAX, O, S, S)
+                                   : kiln_reshape(dflat, 4, (const int64_t[]){n, O, S, S});
+        kiln_tensor *y = kiln_conv2d_ex(x, w, NULL, &(kiln_conv2d_options){.padding = {1, 1}}),
+                    *gw = NULL;
+        assert_int_equal(kiln_grad(kiln_sum(kiln_mul(y, dy), 0, NULL, false), 1, &w, &gw), KILN_OK);
+        assert_int_equal(kiln_read(gw, dw, sizeof dw), KILN_OK);
+        fx_conv2d_weight_grad_host(xs, dys, n, C, S, O, 3, 1, want);
+        for (int e = 0; e < O * C * 9; e++)
+            assert_float_equal(dw[e], want[e], 1e-3);
+        char names[4096];
+        program_names(ctx, names, sizeof names);
+        const char *grouped =
+            symbolic ? "mul_sum_((images+3)//4)_x_32x1x144" : "mul_sum_8x32x1x144";
+        if ((strstr(names, grouped) != NULL) != ctx->window_rows)
+            fail_msg("want the product over groups of 4 images exactly on a CPU: %s", names);
+        eng_fixture_context_destroy(ctx);
+    }
+}
+
 /* The input gradient of a convolution of stride 1 over a symbolic batch is a convolution of the
  * output's gradient with the flipped weights (autograd.c conv_input_grad): one product of 3
  * channels x 36 pixels per image reading the gradient's windows in place, where the product's
@@ -1587,6 +1626,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_conv_input_gradient_is_a_convolution),
         ENG_TEST(test_engine_kernels_training_conv_reads_windows_in_place),
         ENG_TEST(test_engine_kernels_weight_gradient_reads_windows_in_place),
+        ENG_TEST(test_engine_kernels_weight_gradient_sums_image_groups),
         ENG_TEST(test_engine_kernels_short_windows_read_in_place),
         ENG_TEST(test_engine_kernels_fanned_out_gradient_is_laid_out_once),
         ENG_TEST(test_engine_kernels_cheap_product_gradient_is_inlined),
