@@ -1262,6 +1262,24 @@ static void test_engine_kernels_training_conv_reads_windows_in_place(void **stat
     eng_fixture_context_destroy(ctx);
 }
 
+/* The gradient of sum(conv2d(x, w, padding 1) * dy) with respect to w (o filters of c channels,
+ * 3 x 3) against the host's from xs and dys (n images, s x s), to tol. */
+static void check_weight_grad(kiln_tensor *x, kiln_tensor *w, kiln_tensor *dy, const float *xs,
+                              const float *dys, int n, int c, int s, int o, double tol) {
+    float *dw = malloc(sizeof(float) * (size_t)(o * c * 9));
+    float *want = malloc(sizeof(float) * (size_t)(o * c * 9));
+    assert_true(dw && want);
+    kiln_tensor *y = kiln_conv2d_ex(x, w, NULL, &(kiln_conv2d_options){.padding = {1, 1}});
+    kiln_tensor *gw = NULL;
+    assert_int_equal(kiln_grad(kiln_sum(kiln_mul(y, dy), 0, NULL, false), 1, &w, &gw), KILN_OK);
+    assert_int_equal(kiln_read(gw, dw, sizeof(float) * (size_t)(o * c * 9)), KILN_OK);
+    fx_conv2d_weight_grad_host(xs, dys, n, c, s, o, 3, 1, want);
+    for (int e = 0; e < o * c * 9; e++)
+        assert_float_equal(dw[e], want[e], tol);
+    free(dw);
+    free(want);
+}
+
 /* A convolution's weight gradient reads the windows in place (nn.c window_matrix; no window
  * copy), on a CPU in tiles whose loop steps by a row of the image (10 pixels here) and whose
  * row holds the taps of one channel (9 of 36: lower.c eng_kernel_tile, window_columns), the
@@ -1272,21 +1290,15 @@ static void test_engine_kernels_weight_gradient_reads_windows_in_place(void **st
     kiln_context *ctx = eng_context_new(f->device);
     assert_non_null(ctx);
     enum { N = 2, C = 4, S = 10, O = 8 };
-    static float xs[N * C * S * S], dys[N * O * S * S], dw[O * C * 9], want[O * C * 9];
+    static float xs[N * C * S * S], dys[N * O * S * S];
     kiln_tensor *flat = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){N * C * S * S}, 21);
     kiln_tensor *w = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){O, C, 3, 3}, 22);
     kiln_tensor *dflat = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){N * O * S * S}, 23);
     assert_int_equal(kiln_requires_grad_(w, true), KILN_OK);
     assert_int_equal(kiln_read(flat, xs, sizeof xs), KILN_OK);
     assert_int_equal(kiln_read(dflat, dys, sizeof dys), KILN_OK);
-    kiln_tensor *y = kiln_conv2d_ex(fx_images(flat, N, 64, C, S, S), w, NULL,
-                                    &(kiln_conv2d_options){.padding = {1, 1}});
-    kiln_tensor *dy = fx_images(dflat, N, 64, O, S, S), *gw = NULL;
-    assert_int_equal(kiln_grad(kiln_sum(kiln_mul(y, dy), 0, NULL, false), 1, &w, &gw), KILN_OK);
-    assert_int_equal(kiln_read(gw, dw, sizeof dw), KILN_OK);
-    fx_conv2d_weight_grad_host(xs, dys, N, C, S, O, 3, 1, want);
-    for (int e = 0; e < O * C * 9; e++)
-        assert_float_equal(dw[e], want[e], 1e-4);
+    check_weight_grad(fx_images(flat, N, 64, C, S, S), w, fx_images(dflat, N, 64, O, S, S), xs, dys,
+                      N, C, S, O, 1e-4);
     char names[2048];
     program_names(ctx, names, sizeof names);
     if (strstr(names, "_4x3x3x10x10"))
@@ -1332,7 +1344,7 @@ static void test_engine_kernels_weight_gradient_reads_windows_in_place(void **st
 static void test_engine_kernels_weight_gradient_sums_image_groups(void **state) {
     eng_fixture *f = *state;
     enum { MAX = 32, C = 16, S = 6, O = 32 };
-    static float xs[MAX * C * S * S], dys[MAX * O * S * S], dw[O * C * 9], want[O * C * 9];
+    static float xs[MAX * C * S * S], dys[MAX * O * S * S];
     for (int run = 0; run < 3; run++) {
         kiln_context *ctx = eng_context_new(f->device);
         assert_non_null(ctx);
@@ -1348,13 +1360,7 @@ static void test_engine_kernels_weight_gradient_sums_image_groups(void **state) 
                                   : kiln_reshape(flat, 4, (const int64_t[]){n, C, S, S});
         kiln_tensor *dy = symbolic ? fx_images(dflat, n, MAX, O, S, S)
                                    : kiln_reshape(dflat, 4, (const int64_t[]){n, O, S, S});
-        kiln_tensor *y = kiln_conv2d_ex(x, w, NULL, &(kiln_conv2d_options){.padding = {1, 1}}),
-                    *gw = NULL;
-        assert_int_equal(kiln_grad(kiln_sum(kiln_mul(y, dy), 0, NULL, false), 1, &w, &gw), KILN_OK);
-        assert_int_equal(kiln_read(gw, dw, sizeof dw), KILN_OK);
-        fx_conv2d_weight_grad_host(xs, dys, n, C, S, O, 3, 1, want);
-        for (int e = 0; e < O * C * 9; e++)
-            assert_float_equal(dw[e], want[e], 1e-3);
+        check_weight_grad(x, w, dy, xs, dys, n, C, S, O, 1e-3);
         char names[4096];
         program_names(ctx, names, sizeof names);
         const char *grouped =
