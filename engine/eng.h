@@ -701,6 +701,10 @@ kiln_tensor *eng_reshape(kiln_tensor *t, uint32_t ndim, const sym_node *const *d
  * is provably negative (bound Variables count with their values): autograd's scatters, whose
  * amounts are sizes of the forward's views. */
 kiln_tensor *eng_pad(kiln_tensor *t, const sym_node *const *pad);
+/* t padded with zeros after its end along dim to a whole number of blocks of m elements,
+ * *blocks receiving their count, ceil(size / m); t itself where the size is a constant
+ * multiple of m. NULL where a node could not be made (the failure recorded). */
+kiln_tensor *eng_pad_to_blocks(kiln_tensor *t, uint32_t dim, int64_t m, const sym_node **blocks);
 /* e (may be NULL) was handed to the program: its handle, pinned until the current scope ends
  * (outside any scope: until a Variable it binds is bound again outside any scope; Variables
  * and expressions without bindings: the context's life). NULL (out of memory) for NULL e. */

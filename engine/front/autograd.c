@@ -478,29 +478,22 @@ static kiln_tensor *image_groups(kiln_tensor *g, kiln_tensor *b) {
     const shape_view *gv = view_of(g), *bv = view_of(b);
     if (!ctx->window_rows || gv->ndim != 3 || bv->ndim != 3)
         return NULL;
-    const sym_node *count = bv->shape[0];
-    const sym_node *groups = sym_floordiv_c(ctx->sym, sym_add_c(ctx->sym, count, GROUP - 1), GROUP);
-    const sym_node *extra =
-        groups ? sym_sub(ctx->sym, sym_mul_c(ctx->sym, groups, GROUP), count) : NULL;
-    int64_t outputs, none;
-    if (!extra)
-        return eng_fail_from_shape(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY);
-    if (!base_mul_i64(sym_vmax(groups), sym_vmax(gv->shape[1]), &outputs) ||
-        !base_mul_i64(outputs, sym_vmax(bv->shape[1]), &outputs) || sym_vmax(groups) < 2 ||
+    int64_t groups = (sym_vmax(bv->shape[0]) + GROUP - 1) / GROUP, outputs;
+    if (groups < 2 || !base_mul_i64(groups, sym_vmax(gv->shape[1]), &outputs) ||
+        !base_mul_i64(outputs, sym_vmax(bv->shape[1]), &outputs) ||
         outputs < 16 * (int64_t)ctx->parallelism)
         return NULL;
     /* (N, R, K) padded to (4 P, R, K) -> (P, 4, R, K) -> (P, R, 4, K) -> (P, R, 4 K) */
-    const sym_node *zero = cnst(ctx, 0), *pad[6] = {zero, extra, zero, zero, zero, zero};
-    bool padded = !sym_is_const(extra, &none) || none != 0;
     kiln_tensor *in[2] = {g, b}, *out[2];
     for (int t = 0; t < 2; t++) {
         const shape_view *v = view_of(in[t]);
-        const sym_node *split[4] = {groups, cnst(ctx, GROUP), v->shape[1], v->shape[2]};
-        const sym_node *merged[3] = {groups, v->shape[1], sym_mul_c(ctx->sym, v->shape[2], GROUP)};
-        kiln_tensor *whole = padded ? eng_pad(in[t], pad) : in[t];
-        kiln_tensor *t4 = whole ? eng_reshape(whole, 4, split) : NULL;
+        const sym_node *count;
+        kiln_tensor *whole = eng_pad_to_blocks(in[t], 0, GROUP, &count);
+        const sym_node *split[4] = {count, cnst(ctx, GROUP), v->shape[1], v->shape[2]};
+        const sym_node *merged[3] = {count, v->shape[1], sym_mul_c(ctx->sym, v->shape[2], GROUP)};
+        kiln_tensor *t4 = whole && merged[2] ? eng_reshape(whole, 4, split) : NULL;
         t4 = t4 ? kiln_permute(t4, (const int32_t[]){0, 2, 1, 3}) : NULL;
-        out[t] = t4 && merged[2] ? eng_reshape(t4, 3, merged) : NULL;
+        out[t] = t4 ? eng_reshape(t4, 3, merged) : NULL;
     }
     return out[0] && out[1] ? kiln_matmul(out[0], kiln_transpose(out[1], -1, -2)) : NULL;
 }

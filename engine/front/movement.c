@@ -511,6 +511,29 @@ kiln_tensor *eng_pad(kiln_tensor *t, const sym_node *const *pad) {
            pad_nodes_impl(t, pad), t);
 }
 
+kiln_tensor *eng_pad_to_blocks(kiln_tensor *t, uint32_t dim, int64_t m, const sym_node **blocks) {
+    *blocks = NULL;
+    if (!t)
+        return NULL;
+    kiln_context *ctx = ENG_CTX(t);
+    const shape_view *v = view_of(t);
+    const sym_node *size = v->shape[dim];
+    const sym_node *count = sym_floordiv_c(ctx->sym, sym_add_c(ctx->sym, size, m - 1), m);
+    const sym_node *extra = count ? sym_sub(ctx->sym, sym_mul_c(ctx->sym, count, m), size) : NULL;
+    if (!extra)
+        return eng_fail_from_shape(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY);
+    *blocks = count;
+    int64_t none;
+    if (sym_is_const(extra, &none) && none == 0)
+        return t;
+    const sym_node *pad[2 * SHAPE_MAX_DIMS];
+    for (uint32_t d = 0; d < v->ndim; d++) {
+        pad[2 * d] = sym_const(ctx->sym, 0);
+        pad[2 * d + 1] = d == dim ? extra : pad[2 * d];
+    }
+    return eng_pad(t, pad);
+}
+
 kiln_tensor *eng_expand(kiln_tensor *t, uint32_t ndim, const sym_node *const *dims) {
     ENG_OP("kiln_expand_sym", ENG_AG(.op = ENG_AG_EXPAND), expand_nodes_impl(t, ndim, dims), t);
 }

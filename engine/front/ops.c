@@ -554,7 +554,7 @@ static kiln_tensor *split_reduce_sym(kiln_tensor *x, uint32_t mask, int64_t outp
     if (p < 4)
         return NULL;
     int32_t perm[SHAPE_MAX_DIMS];
-    const sym_node *shape[SHAPE_MAX_DIMS + 1], *final[SHAPE_MAX_DIMS], *pad[2 * SHAPE_MAX_DIMS];
+    const sym_node *shape[SHAPE_MAX_DIMS + 1], *final[SHAPE_MAX_DIMS], *chunk;
     uint32_t n = 0, nk = 0;
     for (uint32_t d = 0; d < v->ndim; d++) {
         final[d] = mask & (1u << d) ? sym_const(ctx->sym, 1) : v->shape[d];
@@ -566,18 +566,9 @@ static kiln_tensor *split_reduce_sym(kiln_tensor *x, uint32_t mask, int64_t outp
     for (uint32_t d = 0; d < v->ndim; d++)
         if (mask & (1u << d))
             perm[n++] = (int32_t)d;
-    const sym_node *chunk = sym_floordiv_c(ctx->sym, sym_add_c(ctx->sym, count, p - 1), p);
-    const sym_node *padded = chunk ? sym_mul_c(ctx->sym, chunk, p) : NULL;
-    const sym_node *extra = padded ? sym_sub(ctx->sym, padded, count) : NULL;
-    if (!extra)
-        return eng_fail_from_shape(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY);
-    for (uint32_t d = 0; d <= nk; d++) {
-        pad[2 * d] = sym_const(ctx->sym, 0);
-        pad[2 * d + 1] = d == nk ? extra : sym_const(ctx->sym, 0);
-    }
     shape[nk] = count;
     kiln_tensor *y = eng_reshape(kiln_permute(x, perm), nk + 1, shape);
-    y = y ? eng_pad(y, pad) : NULL;
+    y = eng_pad_to_blocks(y, nk, p, &chunk);
     shape[nk] = sym_const(ctx->sym, p);
     shape[nk + 1] = chunk;
     y = y ? eng_reshape(y, nk + 2, shape) : NULL;
@@ -759,17 +750,9 @@ static kiln_tensor *strip_split(kiln_tensor *x, ir_op op, uint32_t mask, bool wh
     }
     if (symbolic) {
         /* (rows, cols) padded with zero rows to P ceil(rows / P) */
-        const sym_node *chunk = sym_floordiv_c(ctx->sym, sym_add_c(ctx->sym, sym_rows, p - 1), p);
-        const sym_node *extra =
-            chunk ? sym_sub(ctx->sym, sym_mul_c(ctx->sym, chunk, p), sym_rows) : NULL;
         const sym_node *flat[2] = {sym_rows, sym_const(ctx->sym, cols)};
-        const sym_node *pad[4] = {sym_const(ctx->sym, 0), extra, sym_const(ctx->sym, 0),
-                                  sym_const(ctx->sym, 0)};
-        if (!extra)
-            return eng_fail_from_shape(ctx, KILN_ERROR_OUT_OF_HOST_MEMORY);
         y = y ? eng_reshape(y, 2, flat) : NULL;
-        y = y ? eng_pad(y, pad) : NULL;
-        shape[1] = chunk;
+        y = eng_pad_to_blocks(y, 0, p, &shape[1]);
     }
     if (!symbolic && reduced == 1 && v->ndim + 1 <= SHAPE_MAX_DIMS) {
         /* (P, R / P, kept dims...): the kept dims as they are, one view (as above) */

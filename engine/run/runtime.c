@@ -520,8 +520,7 @@ static kiln_status create_pipeline(kiln_context *ctx, const eng_kernel *k, eng_p
                        .storage_16bit = caps->storage_buffer_16bit,
                        .float16 = caps->float16,
                        .window_log2 = p->window_log2};
-    p->texel_bindings = texel_reads(p);
-    eo.texel_buffers = p->texel_bindings;
+    eo.texel_buffers = p->texel_bindings; /* lower_variant */
     for (uint32_t i = 0; i < p->ir.buffer_count; i++)
         eo.windows[i] = bound_windows(p, i);
     emit_result r;
@@ -851,8 +850,9 @@ static kiln_status lower_variant(kiln_context *ctx, const eng_kernel *k, eng_pro
     }
     /* A loop's texel fetches (on lavapipe gathers, each a call) go first, its arithmetic
      * after them without calls between: conv2's gradients 5% faster there (lavapipe.md) */
+    p->texel_bindings = st == KILN_OK ? texel_reads(p) : 0;
     if (st == KILN_OK)
-        st = ir_hoist_loads(&p->ir, texel_reads(p));
+        st = ir_hoist_loads(&p->ir, p->texel_bindings);
     return st == KILN_OK ? ir_verify(&p->ir, &ctx->err) : st;
 }
 
