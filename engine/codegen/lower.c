@@ -1640,10 +1640,22 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
                 vectors = vectors || steps_by_one(ctx->sym, k, k->reductions[i].value, probe);
         }
         bool as_ew = !share && !vectors && short_window;
-        if (!constant && !share && !vectors && !as_ew)
+        /* A symbolic count of short rows whose outputs share a load along the row (a linear
+         * layer's forward, batch x 10 over 1568: its input's row read once per step for all 10
+         * columns): one row per item, a tile that divides every count. */
+        bool whole_row = false;
+        bool short_rows = !constant && !share && !vectors && !as_ew && ctx->whole_short_rows &&
+                          width > 1 && width <= 2 * (int64_t)ctx->tile_cols;
+        for (uint32_t i = 0; i < k->reduction_count && short_rows && !whole_row; i++)
+            whole_row = row_broadcast(ctx->sym, k, k->reductions[i].value, rows, width);
+        if (!constant && !share && !vectors && !as_ew && !whole_row)
             return;
         tm = share ? ctx->tile_rows : 1;
-        tn = share ? ctx->tile_cols : vectors ? ctx->tile_vector_cols : as_ew ? tn : 1;
+        tn = share       ? ctx->tile_cols
+             : vectors   ? ctx->tile_vector_cols
+             : as_ew     ? tn
+             : whole_row ? width
+                         : 1;
         if (as_ew && short_row(ctx, width, tn))
             tn = width; /* as an elementwise kernel's, below */
         /* an arg reduction keeps an index per output too: a row of 14 in halves of 7 (conv1's

@@ -1145,6 +1145,46 @@ static void test_engine_kernels_short_rows_narrow_to_a_divisor(void **state) {
     eng_fixture_context_destroy(ctx);
 }
 
+/* A product over a symbolic batch of short rows whose outputs share their left operand's row
+ * (a linear layer's forward, batch x 10 over K) computes a whole row per item on a CPU (lower.c
+ * whole_row): the row's element loaded once per step for its 10 outputs. 60 rows of at most
+ * 64 (fewer outputs have lanes share each one instead: eng_kernel_group_lanes), values against
+ * the host (integers: exact). */
+static void test_engine_kernels_symbolic_short_rows_share_the_row(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    enum { N = 60, K = 40, O = 10 };
+    static float xs[N * K], ws[O * K], bs[O], got[N * O];
+    for (int i = 0; i < N * K; i++)
+        xs[i] = (float)(i % 7) - 3.0f;
+    for (int i = 0; i < O * K; i++)
+        ws[i] = (float)(i % 5) - 2.0f;
+    for (int o = 0; o < O; o++)
+        bs[o] = (float)o;
+    kiln_tensor *flat = kiln_from_data(ctx, KILN_F32, 1, (const int64_t[]){N * K}, xs);
+    const kiln_expr *batch = kiln_bind(ctx, kiln_variable(ctx, "rows", 1, 64), N);
+    const kiln_expr *shape[2] = {batch, kiln_int(ctx, K)};
+    kiln_tensor *x = kiln_reshape_sym(flat, 2, shape);
+    kiln_tensor *w = kiln_from_data(ctx, KILN_F32, 2, (const int64_t[]){O, K}, ws);
+    kiln_tensor *b = kiln_from_data(ctx, KILN_F32, 1, (const int64_t[]){O}, bs);
+    kiln_tensor *y = kiln_add(kiln_matmul(x, kiln_transpose(w, 0, 1)), b);
+    assert_int_equal(kiln_read(y, got, sizeof got), KILN_OK);
+    for (int n = 0; n < N; n++) {
+        for (int o = 0; o < O; o++) {
+            float want = bs[o];
+            for (int k = 0; k < K; k++)
+                want += xs[n * K + k] * ws[o * K + k];
+            assert_float_equal(got[n * O + o], want, 0);
+        }
+    }
+    const eng_program *product = program_named(ctx, "R_mul_sum_add");
+    assert_non_null(product);
+    if (ctx->whole_short_rows)
+        assert_true(product->tile_m == 1 && product->tile_n == O);
+    eng_fixture_context_destroy(ctx);
+}
+
 /* The per-image window matrices of a symbolic batch (nn.c window_matrix): the forward reads
  * them in place (the product, the padding folded into its loads, after the weights' transposed
  * copy, which a CPU's tile reads as vectors; a GPU reads the weights as they are), in inference
@@ -1623,6 +1663,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_gpu_tuned_conv_runs_per_image),
         ENG_TEST(test_engine_kernels_strided_conv_input_gradient),
         ENG_TEST(test_engine_kernels_short_rows_narrow_to_a_divisor),
+        ENG_TEST(test_engine_kernels_symbolic_short_rows_share_the_row),
         ENG_TEST(test_engine_kernels_nine_elements_step_by_three),
         ENG_TEST(test_engine_kernels_compiles_report_progress),
         ENG_TEST(test_engine_kernels_recomputed_operand_is_realized_first),
