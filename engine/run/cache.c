@@ -14,7 +14,8 @@
  * float-to-integer casts, pow's special values, tanh near 0, loops within lavapipe's 65535
  * passes; 15: the kernel's name; 16: pairs (LOAD2) and window tiles stepping by image rows;
  * 17: read-only operands as texel buffers, their bindings in the flags; 18: a row's pairs
- * share their texel fetches (LOAD2R); 19: a loop's texel fetches hoisted to its start; the
+ * share their texel fetches (LOAD2R); 19: a loop's texel fetches hoisted to its start; 20: an
+ * in-place write's loads and stores of its target, and its siblings' stores, as vectors; the
  * number lives in cache_version.h): another value makes every entry a miss.
  *
  * Payload: magic, version, flags (1: parameters in a buffer, 2: a redirect; bits 16-31: the

@@ -5,7 +5,7 @@
 #ifndef KILN_ENGINE_CACHE_VERSION_H
 #define KILN_ENGINE_CACHE_VERSION_H
 
-enum { ENG_CACHE_PAYLOAD_VERSION = 19 };
+enum { ENG_CACHE_PAYLOAD_VERSION = 20 };
 
 /* Where a kernel entry's payload holds the kernel's name (engine/eng.h eng_kernel_name): a
  * NUL-padded string of ENG_CACHE_NAME_SIZE bytes at byte ENG_CACHE_NAME_OFFSET, in entries of

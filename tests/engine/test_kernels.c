@@ -688,6 +688,66 @@ static void test_engine_kernels_write_reading_a_write_is_one_kernel(void **state
     check_written_twice(f->device, false, true, 2);
 }
 
+/* How program p accesses buffer: counts of scalar (LOAD, STORE) and vector (LOAD4/8, STORE4/8)
+ * accesses. */
+static void buffer_accesses(const eng_program *p, uint32_t buffer, int *scalar, int *vector) {
+    *scalar = *vector = 0;
+    for (uint32_t i = 0; i < p->ir.insts.len; i++) {
+        const ir_inst *in = &p->ir.insts.data[i];
+        bool memory = in->op == IR_LOAD || in->op == IR_STORE || in->op == IR_LOAD4 ||
+                      in->op == IR_LOAD8 || in->op == IR_STORE4 || in->op == IR_STORE8;
+        if (!memory || in->arg != buffer)
+            continue;
+        *scalar += in->op == IR_LOAD || in->op == IR_STORE;
+        *vector += in->op != IR_LOAD && in->op != IR_STORE;
+    }
+}
+
+/* An in-place write reads its target at the elements it stores, each before storing it: a
+ * tiled kernel (a CPU's) moves them as vectors both ways (lower.c lower_outputs), and the
+ * sibling output a fused write stores beside it (kernel.c fused_write: a = 2 a + 1 stored by
+ * b += 3 a's kernel) too. Values against the host (integers: exact). */
+static void test_engine_kernels_in_place_writes_move_vectors(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    enum { N = 1 << 16 }; /* enough items for tiles of 8 on a CPU */
+    static float as[N], bs[N], want_a[N], want_b[N];
+    for (int i = 0; i < N; i++) {
+        as[i] = (float)(i % 13) - 6;
+        bs[i] = (float)(i % 5);
+        want_a[i] = 2 * as[i] + 1;
+        want_b[i] = bs[i] + 3 * want_a[i];
+    }
+    kiln_tensor *a = fx_f32(ctx, 1, (const int64_t[]){N}, as);
+    kiln_tensor *b = fx_f32(ctx, 1, (const int64_t[]){N}, bs);
+    assert_int_equal(kiln_realize(a), KILN_OK);
+    assert_int_equal(kiln_realize(b), KILN_OK);
+    kiln_scope_begin(ctx);
+    assert_int_equal(kiln_copy_(a, kiln_add_scalar(kiln_mul_scalar(a, 2), 1)), KILN_OK);
+    assert_int_equal(kiln_add_(b, kiln_mul_scalar(a, 3)), KILN_OK);
+    assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    assert_int_equal(kiln_realize(b), KILN_OK);
+    fx_check_f32(a, want_a, N, 0, 0);
+    fx_check_f32(b, want_b, N, 0, 0);
+    const eng_program *write = NULL;
+    for (const eng_program *p = ctx->program_list; p; p = p->next)
+        write = p->name[0] == 'W' ? p : write;
+    assert_non_null(write);
+    assert_int_equal(write->ir.buffer_count, 2); /* b, and a beside it */
+    int scalar[2], vector[2];
+    for (uint32_t buffer = 0; buffer < 2; buffer++)
+        buffer_accesses(write, buffer, &scalar[buffer], &vector[buffer]);
+    if (write->per_item >= 4) { /* a CPU's tiles (a GPU's are one output) */
+        for (uint32_t buffer = 0; buffer < 2; buffer++) {
+            if (scalar[buffer] != 0 || vector[buffer] < 2)
+                fail_msg("buffer %u: %d scalar and %d vector accesses", buffer, scalar[buffer],
+                         vector[buffer]);
+        }
+    }
+    eng_fixture_context_destroy(ctx);
+}
+
 /* p += sum(x, 0) / 2 for x (rows, 10) of quarters (exact sums), held by a tensor: the write's
  * kernel stores the sum too (one dispatch; realizing the sum then dispatches nothing), both
  * against the host. symbolic: x narrowed to a Variable bound to rows (of at most rows + 2). */
@@ -1655,6 +1715,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_max_pool_maximum_and_index_in_one_kernel),
         ENG_TEST(test_engine_kernels_max_pool_reads_pairs),
         ENG_TEST(test_engine_kernels_write_reading_a_write_is_one_kernel),
+        ENG_TEST(test_engine_kernels_in_place_writes_move_vectors),
         ENG_TEST(test_engine_kernels_write_reading_a_sum_is_one_kernel),
         ENG_TEST(test_engine_kernels_reduction_stages),
         ENG_TEST(test_engine_kernels_gpu_rows_take_lane_groups),
