@@ -1175,6 +1175,79 @@ done:
     free(refo);
 }
 
+/* a += b in place (kiln_add_) against its out-of-place twin a + b (a new tensor of the same
+ * size), both Kiln in one context, paired: the same bytes read and written (no target: no
+ * issue sets one). Each repetition adds b once more; a's values are checked against the count
+ * (quarters: exact). */
+typedef struct inplace_state {
+    kiln_tensor *a, *b;
+    bool in_place;
+    int adds; /* kiln_add_ calls made */
+} inplace_state;
+
+static kiln_tensor *inplace_build(void *user, int rep) {
+    inplace_state *s = user;
+    (void)rep;
+    if (!s->in_place)
+        return kiln_add(s->a, s->b);
+    s->adds++;
+    return kiln_add_(s->a, s->b) == KILN_OK ? s->a : NULL;
+}
+
+static void case_ew_inplace(void) {
+    const char *id = "ew_inplace", *name = "a += b 16M f32 in place";
+    if (!selected(id, name))
+        return;
+    row *r = row_new(id, name, "kiln a + b (a new tensor)", 3.0 * 4 * N16M, UNIT_GBS);
+    row twin = *r;
+    float *ha = alloc_floats(N16M), *hb = alloc_floats(N16M), *want = alloc_floats(N16M),
+          *got = alloc_floats(N16M);
+    kiln_context *ctx = kiln_open(r);
+    if (!ha || !hb || !want || !got || !ctx)
+        goto done;
+    bench_fill_quarters(ha, N16M, 4);
+    bench_fill_quarters(hb, N16M, 5);
+    int64_t shape[1] = {N16M};
+    inplace_state ts = {.a = kiln_from_data(ctx, KILN_F32, 1, shape, ha),
+                        .b = kiln_from_data(ctx, KILN_F32, 1, shape, hb)};
+    kiln_case tc = {.ctx = ctx, .build = inplace_build, .user = &ts};
+    kiln_tensor *out = NULL;
+    if (!ts.a || !ts.b || !kiln_measure(&twin, &tc, &out)) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "out-of-place twin: %s", twin.status);
+        row_note(r, msg);
+    }
+    r->ref_ms = twin.kiln_ms;
+    r->ref_first_ms = twin.kiln_first_ms;
+    inplace_state s = ts;
+    s.in_place = true;
+    kiln_case c = {.ctx = ctx, .build = inplace_build, .user = &s};
+    /* The first a += b is the twin's a + b (hash-consed, realized): a copy of it. It runs
+     * outside the timing, so that the repetitions are the loop's adds. */
+    kiln_tensor *first = inplace_build(&s, 0);
+    if (!first || kiln_realize(first) != KILN_OK)
+        row_note(r, "the first in-place add failed");
+    bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, N16M);
+    if (kiln_ok && strcmp(r->status, "ok") == 0) {
+        for (size_t i = 0; i < N16M; i++)
+            want[i] = ha[i] + (float)s.adds * hb[i];
+        char msg[160];
+        if (!compare(got, want, N16M, 0, 0, "KILN WRONG vs host", msg, sizeof msg))
+            row_note(r, msg);
+    }
+    (void)kiln_scope_end(ctx, 0, NULL); /* the in-place side's (a itself is outside it) */
+    (void)kiln_scope_end(ctx, 0, NULL); /* the twin's result */
+    paired_twin(r, &c, &tc);
+    numpy_row(id, "a += b 16M f32 in place vs numpy", r->kiln_ms, r->work,
+              "a=np.random.rand(n).astype(np.float32);b=a.copy()", "np.add(a,b,out=a)");
+done:
+    kiln_close(ctx);
+    free(ha);
+    free(hb);
+    free(want);
+    free(got);
+}
+
 static void case_ew_bcast(void) {
     const char *id = "ew_bcast", *name = "(4096,4096)+(4096,1) f32";
     if (!selected(id, name))
@@ -3198,6 +3271,7 @@ int main(void) {
     }
     case_ew_fma();
     case_ew_bcast();
+    case_ew_inplace();
     case_reduction(RED_SUM_ALL, "sum_all", "sum 16M f32");
     case_reduction(RED_SUM_ROWS, "sum_rows", "sum(x,-1) (4096,4096)");
     case_reduction(RED_MAX_COLS, "max_axis0", "max(x,0) (4096,4096)");
