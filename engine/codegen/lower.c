@@ -81,6 +81,7 @@ typedef struct lowering {
     const struct loop_plan *plan; /* the loops' shapes (the loop budget, below) */
     uint32_t window_taps;         /* eng_program window_taps */
     bool vector_out; /* the outputs are stored as vectors: the output buffer is read so too */
+    uint32_t read0;  /* the read-only binding of the output's storage its loads use (0: none) */
 } lowering;
 
 /* Memo keys: a sym node (slot 0); a kast for one output (slot 1 + output); a load of buffer b
@@ -447,6 +448,12 @@ static ir_value lower_rand(lowering *l, const kast *a) {
 
 static ir_value lower_value(lowering *l, const kast *a);
 
+/* The binding a load of buffer reads: the output's through its read-only alias where the
+ * kernel has one (eng_kernel_lower), else the buffer's own. */
+static uint32_t read_slot(const lowering *l, uint32_t buffer) {
+    return buffer == 0 && l->read0 ? l->read0 : buffer;
+}
+
 static ir_value lower_load_uncached(lowering *l, const kast *a, const sym_node *index_expr,
                                     const sym_node *valid) {
     ir_kernel *ir = l->ir;
@@ -459,10 +466,10 @@ static ir_value lower_load_uncached(lowering *l, const kast *a, const sym_node *
         if (!sym_is_bool(valid)) /* a mask simplified to the constant 0 (never valid) */
             ok = ir_cast(ir, IR_BOOL, ok);
         ir_value safe = ir_alu(ir, IR_WHERE, ir->index_type, ok, index, zero(ir, ir->index_type));
-        ir_value v = ir_load(ir, a->buffer, safe);
+        ir_value v = ir_load(ir, read_slot(l, a->buffer), safe);
         return ir_alu(ir, IR_WHERE, a->type, ok, v, zero(ir, a->type));
     }
-    return ir_load(ir, a->buffer, index);
+    return ir_load(ir, read_slot(l, a->buffer), index);
 }
 
 /* Whether a load may be one element of a vector load: of an input buffer of a 32-bit type, or
@@ -470,7 +477,8 @@ static ir_value lower_load_uncached(lowering *l, const kast *a, const sym_node *
  * element before storing it), never masked (a masked element reads element 0 instead, and a
  * storage may hold fewer than four elements). */
 static bool vector_load_ok(const lowering *l, const kast *a, const sym_node *valid) {
-    return (a->buffer != 0 || l->vector_out) && ir_vector_type(l->k->buffer_types[a->buffer]) &&
+    return (a->buffer != 0 || l->vector_out || l->read0) &&
+           ir_vector_type(l->k->buffer_types[a->buffer]) &&
            (!valid || (sym_is_const(valid, NULL) && sym_vmin(valid) == 1));
 }
 
@@ -481,7 +489,8 @@ static ir_value lower_load_vector(lowering *l, base_map *map, const kast *a,
                                   uint32_t w) {
     ir_kernel *ir = l->ir;
     note_vector(l, a->index, w);
-    ir_value vec = ir_load_vector(ir, a->buffer, lower_sym(l, at[step > 0 ? 0 : w - 1]), w);
+    ir_value vec =
+        ir_load_vector(ir, read_slot(l, a->buffer), lower_sym(l, at[step > 0 ? 0 : w - 1]), w);
     ir_value parts[8];
     for (uint32_t c = 0; c < w; c++)
         parts[c] = ir_extract(ir, vec, step > 0 ? c : w - 1 - c);
@@ -1260,6 +1269,28 @@ uint32_t eng_kernel_group_lanes(const kiln_context *ctx, const eng_kernel *k) {
             return 0;
     }
     return lanes;
+}
+
+static bool tree_reads_buffer0(const kast *a) {
+    if (!a)
+        return false;
+    if (a->kind == KAST_LOAD && a->buffer == 0)
+        return true;
+    for (uint32_t i = 0; i < a->nsrc; i++) {
+        if (tree_reads_buffer0(a->src[i]))
+            return true;
+    }
+    return false;
+}
+
+/* Whether k reads its output buffer (an in-place write reads its target). */
+static bool reads_buffer0(const eng_kernel *k) {
+    bool reads = tree_reads_buffer0(k->value);
+    for (uint32_t i = 0; i < k->reduction_count; i++)
+        reads = reads || tree_reads_buffer0(k->reductions[i].value);
+    for (uint32_t i = 0; i < k->sibling_count; i++)
+        reads = reads || tree_reads_buffer0(k->siblings[i].value);
+    return reads;
 }
 
 /* Whether a load's element changes along the reduction (a load in its loop; the others are
@@ -2045,6 +2076,13 @@ kiln_status eng_kernel_lower(kiln_context *ctx, const eng_kernel *k, const eng_p
                   .outputs = 1,
                   .plan = &plan,
                   .window_taps = p->window_taps};
+    /* An in-place write reads its target through a read-only binding of the same storage,
+     * on a device that reads such bindings as texels (the alias's bit of texel_storages,
+     * runtime.c): each element is read before it is stored, by the invocation that stores
+     * it, and a texel fetch beats the per-lane load of a storage buffer on lavapipe. */
+    if ((p->texel_storages >> k->buffer_count & 1) && k->buffer_count + 1 < IR_MAX_BUFFERS &&
+        ir_type_bits(k->buffer_types[0]) == 32 && reads_buffer0(k))
+        l.read0 = ir_buffer_add(ir, k->buffer_types[0]);
     align_offsets(&l, p);
     base_map_init(&l.memo, &ctx->alloc);
     l.gid = ir_global_id(ir);

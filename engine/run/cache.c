@@ -15,8 +15,9 @@
  * passes; 15: the kernel's name; 16: pairs (LOAD2) and window tiles stepping by image rows;
  * 17: read-only operands as texel buffers, their bindings in the flags; 18: a row's pairs
  * share their texel fetches (LOAD2R); 19: a loop's texel fetches hoisted to its start; 20: an
- * in-place write's loads and stores of its target, and its siblings' stores, as vectors; the
- * number lives in cache_version.h): another value makes every entry a miss.
+ * in-place write's loads and stores of its target, and its siblings' stores, as vectors, its
+ * target read through a read-only alias binding after the kernel's own; the number lives in
+ * cache_version.h): another value makes every entry a miss.
  *
  * Payload: magic, version, flags (1: parameters in a buffer, 2: a redirect; bits 16-31: the
  * texel bindings, eng_program.texel_bindings), index type,

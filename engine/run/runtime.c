@@ -807,6 +807,10 @@ static uint32_t texel_storages(const kiln_context *ctx, const eng_kernel *k) {
         if (k->buffers[i]->buffer && vkd_buffer_texels(k->buffers[i]->buffer))
             mask |= 1u << i;
     }
+    /* the bit after k's buffers: the output's storage may be read through an alias binding
+     * (lower.c eng_kernel_lower, an in-place write's target), where a binding stays free */
+    if ((mask & 1u) && k->buffer_count + 1 < ENG_MAX_BUFFERS)
+        mask |= 1u << k->buffer_count;
     return mask;
 }
 
@@ -1167,11 +1171,22 @@ static kiln_status global_size(kiln_context *ctx, const eng_kernel *k, uint64_t 
     return KILN_OK;
 }
 
+/* The storage program binding i of k holds: its buffer's, or past k's buffers the output's
+ * (a read-only alias of an in-place write's target, lower.c eng_kernel_lower). */
+static const eng_storage *read_storage(const eng_kernel *k, uint32_t i) {
+    return k->buffers[i < k->buffer_count ? i : 0];
+}
+
+/* p's bindings of storages: all but the parameters' buffer, which comes last. */
+static uint32_t storage_bindings(const eng_program *p) {
+    return p->binding_count - (p->params_in_buffer && p->param_count > 0 ? 1u : 0u);
+}
+
 static kiln_status run_interpreter(kiln_context *ctx, const eng_program *p, const eng_kernel *k,
                                    uint64_t n) {
     interp_buffer bufs[ENG_MAX_BUFFERS];
-    for (uint32_t i = 0; i < k->buffer_count; i++)
-        bufs[i] = (interp_buffer){k->buffers[i]->host, host_elements(k->buffers[i])};
+    for (uint32_t i = 0; i < p->ir.buffer_count && i < ENG_MAX_BUFFERS; i++)
+        bufs[i] = (interp_buffer){read_storage(k, i)->host, host_elements(read_storage(k, i))};
     int64_t values[ENG_MAX_PARAMS];
     pushed_values(p, k, values);
     return interp_run(&p->ir, bufs, values, n, &ctx->err);
@@ -1205,9 +1220,10 @@ static kiln_status run_device(kiln_context *ctx, eng_batch *b, const eng_program
     kiln_status lst = check_loop_limit(ctx, p, k);
     if (lst != KILN_OK)
         return lst;
-    /* One descriptor per buffer, or one per window of a storage beyond the range. */
+    /* One descriptor per buffer, or one per window of a storage beyond the range; a binding
+     * after k's buffers is the output's storage again (read_storage). */
     uint32_t descriptors = 1;
-    for (uint32_t i = 0; i < k->buffer_count; i++)
+    for (uint32_t i = 0; i < storage_bindings(p); i++)
         descriptors += bound_windows(p, i) ? bound_windows(p, i) : 1;
     vkd_binding small[ENG_MAX_BUFFERS + 1], *bindings = small;
     if (descriptors > BASE_COUNTOF(small)) {
@@ -1217,9 +1233,9 @@ static kiln_status run_device(kiln_context *ctx, eng_batch *b, const eng_program
                                   "no memory for %u descriptors", descriptors);
     }
     uint32_t binding_count = 0;
-    for (uint32_t i = 0; i < k->buffer_count; i++)
-        binding_count += window_bindings(k->buffers[i]->buffer, bound_windows(p, i), p->window_log2,
-                                         bindings + binding_count);
+    for (uint32_t i = 0; i < storage_bindings(p); i++)
+        binding_count += window_bindings(read_storage(k, i)->buffer, bound_windows(p, i),
+                                         p->window_log2, bindings + binding_count);
     /* Parameters in the index type's width. */
     union {
         int32_t i32[ENG_MAX_PARAMS];

@@ -688,25 +688,29 @@ static void test_engine_kernels_write_reading_a_write_is_one_kernel(void **state
     check_written_twice(f->device, false, true, 2);
 }
 
-/* How program p accesses buffer: counts of scalar (LOAD, STORE) and vector (LOAD4/8, STORE4/8)
- * accesses. */
-static void buffer_accesses(const eng_program *p, uint32_t buffer, int *scalar, int *vector) {
-    *scalar = *vector = 0;
+/* How program p accesses buffer: counts of scalar (LOAD, STORE) and vector (LOAD4/8,
+ * STORE4/8) accesses, and of the loads among them. */
+static void buffer_accesses(const eng_program *p, uint32_t buffer, int *scalar, int *vector,
+                            int *loads) {
+    *scalar = *vector = *loads = 0;
     for (uint32_t i = 0; i < p->ir.insts.len; i++) {
         const ir_inst *in = &p->ir.insts.data[i];
-        bool memory = in->op == IR_LOAD || in->op == IR_STORE || in->op == IR_LOAD4 ||
-                      in->op == IR_LOAD8 || in->op == IR_STORE4 || in->op == IR_STORE8;
-        if (!memory || in->arg != buffer)
+        bool load = in->op == IR_LOAD || in->op == IR_LOAD4 || in->op == IR_LOAD8;
+        bool store = in->op == IR_STORE || in->op == IR_STORE4 || in->op == IR_STORE8;
+        if ((!load && !store) || in->arg != buffer)
             continue;
         *scalar += in->op == IR_LOAD || in->op == IR_STORE;
         *vector += in->op != IR_LOAD && in->op != IR_STORE;
+        *loads += load;
     }
 }
 
 /* An in-place write reads its target at the elements it stores, each before storing it: a
- * tiled kernel (a CPU's) moves them as vectors both ways (lower.c lower_outputs), and the
- * sibling output a fused write stores beside it (kernel.c fused_write: a = 2 a + 1 stored by
- * b += 3 a's kernel) too. Values against the host (integers: exact). */
+ * tiled kernel (a CPU's) moves them as vectors (lower.c lower_outputs), and the sibling
+ * output a fused write stores beside it (kernel.c fused_write: a = 2 a + 1 stored by
+ * b += 3 a's kernel) too; on a device that reads texels the target is read through a
+ * read-only binding of its storage after the kernel's own (eng_kernel_lower), bound as texels.
+ * Values against the host (integers: exact). */
 static void test_engine_kernels_in_place_writes_move_vectors(void **state) {
     eng_fixture *f = *state;
     kiln_context *ctx = eng_context_new(f->device);
@@ -734,13 +738,19 @@ static void test_engine_kernels_in_place_writes_move_vectors(void **state) {
     for (const eng_program *p = ctx->program_list; p; p = p->next)
         write = p->name[0] == 'W' ? p : write;
     assert_non_null(write);
-    assert_int_equal(write->ir.buffer_count, 2); /* b, and a beside it */
-    int scalar[2], vector[2];
-    for (uint32_t buffer = 0; buffer < 2; buffer++)
-        buffer_accesses(write, buffer, &scalar[buffer], &vector[buffer]);
+    /* b, a beside it, and b's read-only alias where texels are read */
+    assert_int_equal(write->ir.buffer_count, ctx->texel_reads ? 3 : 2);
+    int scalar[3], vector[3], loads[3];
+    for (uint32_t buffer = 0; buffer < write->ir.buffer_count; buffer++)
+        buffer_accesses(write, buffer, &scalar[buffer], &vector[buffer], &loads[buffer]);
+    if (ctx->texel_reads) {
+        assert_int_equal(loads[0], 0);                                  /* b is read through ... */
+        assert_true(loads[2] > 0 && loads[2] == scalar[2] + vector[2]); /* ... its alias */
+        assert_true(write->texel_bindings >> 2 & 1);
+    }
     if (write->per_item >= 4) { /* a CPU's tiles (a GPU's are one output) */
-        for (uint32_t buffer = 0; buffer < 2; buffer++) {
-            if (scalar[buffer] != 0 || vector[buffer] < 2)
+        for (uint32_t buffer = 0; buffer < write->ir.buffer_count; buffer++) {
+            if (scalar[buffer] != 0 || vector[buffer] < 1)
                 fail_msg("buffer %u: %d scalar and %d vector accesses", buffer, scalar[buffer],
                          vector[buffer]);
         }
