@@ -333,7 +333,10 @@ typedef struct eng_program {
     uint32_t window_log2;
     /* Bit i: buffer i's storage can be read as texels (runtime.c texel_storages; part of the
      * variant: a storage without texels compiles again), and of those the buffers the code
-     * reads as texels (read only, 32-bit: the pipeline's texel bindings). */
+     * reads as texels (read only, 32-bit: the pipeline's texel bindings). Bindings past the
+     * kernel's buffers are buffer 0's storage again: the bit after them says the output's
+     * storage may be read so, through a read-only binding that lowering adds for an in-place
+     * write's loads of its target (lower.c eng_kernel_lower, runtime.c read_storage). */
     uint32_t texel_storages, texel_bindings;
     struct eng_program *same; /* non-NULL: this variant's code is same's (an alias) */
     /* The expressions its kernel was built from (runtime.c keep_expressions). */

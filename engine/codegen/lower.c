@@ -1895,16 +1895,17 @@ void eng_kernel_share(const kiln_context *ctx, eng_program *p) {
         p->share_lanes = s;
 }
 
-/* The sibling outputs of outputs first .. first + n - 1 (a vector store's run of the main
- * output): each at its output's own element, one vector store per sibling where those
- * elements are consecutive from a multiple of n, else one store each. */
-static void store_siblings(lowering *l, uint32_t first, uint32_t n) {
+/* The sibling outputs of outputs first .. first + n - 1 (one output, or a vector store's run
+ * of the main output): each at its output's own element (the invocation's, untiled), one
+ * vector store per sibling where a run's elements are consecutive from a multiple of n, else
+ * one store each. */
+static void store_siblings(lowering *l, uint32_t first, uint32_t n, bool tiled) {
     const eng_kernel *k = l->k;
     ir_kernel *ir = l->ir;
     const sym_node *own[8];
     for (uint32_t c = 0; c < n; c++)
-        own[c] = l->out_gidx[first + c];
-    bool vector = aligned_run(l->ctx->sym, own, n);
+        own[c] = tiled ? l->out_gidx[first + c] : NULL;
+    bool vector = n > 1 && aligned_run(l->ctx->sym, own, n);
     for (uint32_t j = 0; j < k->sibling_count; j++) {
         const eng_sibling *sib = &k->siblings[j];
         ir_value sv[8];
@@ -1919,7 +1920,7 @@ static void store_siblings(lowering *l, uint32_t first, uint32_t n) {
             continue;
         }
         for (uint32_t c = 0; c < n; c++)
-            ir_store(ir, sib->buffer, lower_sym(l, own[c]), sv[c]);
+            ir_store(ir, sib->buffer, own[c] ? lower_sym(l, own[c]) : l->gid, sv[c]);
     }
     l->out = first + n;
 }
@@ -1956,7 +1957,7 @@ static void lower_outputs(lowering *l, bool tiled) {
                 in_order[c] = v[step > 0 ? c : n - 1 - c];
             note_vector(l, k->out_index, n);
             ir_store_vector(ir, 0, lower_sym(l, run[step > 0 ? 0 : n - 1]), in_order, n);
-            store_siblings(l, l->out - n, n);
+            store_siblings(l, l->out - n, n, tiled);
             continue;
         }
         l->out--;
@@ -1966,19 +1967,9 @@ static void lower_outputs(lowering *l, bool tiled) {
                       : tiled      ? lower_sym(l, l->out_gidx[l->out])
                                    : l->gid;
         ir_store(ir, 0, at, v[0]);
-        ir_value own = k->sibling_count == 0 ? IR_NONE
-                       : tiled               ? lower_sym(l, l->out_gidx[l->out])
-                                             : l->gid;
-        for (uint32_t j = 0; j < k->sibling_count; j++) { /* at the output's own element */
-            const eng_sibling *sib = &k->siblings[j];
-            ir_value sv = lower_value(l, sib->value);
-            if (sv != IR_NONE && ir->insts.data[sv].type != k->buffer_types[sib->buffer])
-                sv = ir_cast(ir, k->buffer_types[sib->buffer], sv);
-            ir_store(ir, sib->buffer, own, sv);
-        }
+        store_siblings(l, l->out, 1, tiled); /* moves on to the next output */
         if (group_lanes)
             ir_endif(ir);
-        l->out++;
     }
     l->out = 0;
     l->vector_out = false;
