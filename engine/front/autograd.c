@@ -143,6 +143,7 @@ static bool reads_output(uint32_t op) {
     case ENG_AG_TANH:
     case ENG_AG_SIGMOID:
     case ENG_AG_RELU:
+    case ENG_AG_MAX_FIRST: /* where its input is a relu's (relu_pools) */
     case ENG_AG_SOFTMAX:
     case ENG_AG_LOG_SOFTMAX:
     case ENG_AG_MAX:
@@ -392,6 +393,8 @@ typedef struct grad_run {
     kiln_context *ctx;
     const eng_fn *fn; /* the record whose rule runs (for messages) */
     bool failed;
+    /* fn is a relu whose mask its max pool applies, or that max pool (relu_pools) */
+    bool pooled_relu;
 } grad_run;
 
 static const char *op_name(uint32_t op) {
@@ -925,8 +928,11 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
         return kiln_mul(g, kiln_mul(y, kiln_sub(scalar(ctx, gt, 1), y)));
     }
     case ENG_AG_RELU: {
+        if (r->pooled_relu) /* masked by the max pool that reads it (relu_pools) */
+            return g;
+        /* torch's: the gradient passes where the output is not <= 0 (a NaN's passes) */
         kiln_tensor *zero = scalar(ctx, gt, 0);
-        return kiln_where(kiln_gt(out_value(r), zero), g, zero);
+        return kiln_where(kiln_le(out_value(r), zero), zero, g);
     }
     case ENG_AG_MUL_SCALAR:
         return kiln_mul_scalar(g, f->value);
@@ -972,6 +978,10 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
         kiln_tensor *first = eng_argmax_i32(in_value(r, 0), -1, true);
         kiln_tensor *at =
             kiln_arange_sym(ctx, KILN_I32, eng_expr_handle(ctx, iv->shape[iv->ndim - 1]));
+        if (r->pooled_relu) { /* the relu's mask, from the maximum (relu_pools) */
+            kiln_tensor *zero = scalar(ctx, gt, 0);
+            g = kiln_where(kiln_le(out_value(r), zero), zero, g);
+        }
         return kiln_where(kiln_eq(first, at), unreduce(f, g, true), scalar(ctx, gt, 0));
     }
     case ENG_AG_CONV_INPUT:
@@ -1180,6 +1190,67 @@ static bool numel_one(const shape_view *v) {
     return true;
 }
 
+/* Whether f only moves elements: each element of its output is one element of its one input
+ * that takes a gradient (*in) or a constant, and that element's gradient is the output's,
+ * scattered back (summed where it is read more than once). */
+static bool moves_elements(const eng_fn *f, uint32_t *in) {
+    uint32_t from = 0;
+    switch ((eng_ag_op)f->op) {
+    case ENG_AG_IDENTITY:
+    case ENG_AG_RESHAPE:
+    case ENG_AG_PERMUTE:
+    case ENG_AG_EXPAND:
+    case ENG_AG_PAD:
+    case ENG_AG_SHRINK:
+    case ENG_AG_FLIP:
+    case ENG_AG_SLICE:
+    case ENG_AG_SELECT:
+    case ENG_AG_DIAGONAL:
+    case ENG_AG_UNFOLD:
+    case ENG_AG_AS_STRIDED:
+        break;
+    case ENG_AG_WHERE: /* a selection between its value and constants (a max pool's padding) */
+        from = f->in_fn[1] ? 1 : 2;
+        break;
+    default:
+        return false;
+    }
+    for (uint32_t j = 0; j < f->nin; j++)
+        if ((j == from) != (f->in_fn[j] != NULL))
+            return false;
+    *in = from;
+    return true;
+}
+
+/* max_pool2d(relu(x)): a max pool (eng_max_first) over windows of a relu's output, reached
+ * through ops that only move elements. The element that takes a window's gradient is the
+ * window's first maximum, where the relu's mask (the output not <= 0, as torch's: a NaN's
+ * gradient passes) is the window's maximum not <= 0. So where the relu's output takes its gradient
+ * from that pool alone (the relu and every op between have one consumer among the records the walk
+ * differentiates), the pool applies the mask to its own gradient, a quarter of the elements for 2 x
+ * 2 windows, and the relu passes its gradient on: the backward no longer reads the relu's output
+ * nor what it was computed from (the training example's pool-and-relu backwards stop reading the
+ * convolutions' outputs). A pool whose output was written in place since keeps the relu's
+ * mask (its maximum is no longer the value it computed). flags[k] is set for both records;
+ * consumers[k]: the differentiated records that read order[k]. */
+static void relu_pools(eng_fn *const *order, size_t n, const uint8_t *need,
+                       const uint32_t *consumers, uint8_t *flags) {
+    for (size_t k = 0; k < n; k++) {
+        const eng_fn *pool = order[k];
+        if (pool->op != ENG_AG_MAX_FIRST || !need[k] || !pool->out.cell ||
+            pool->out.cell->version != pool->out.version)
+            continue;
+        const eng_fn *f = pool->in_fn[0];
+        uint32_t in = 0;
+        while (f && need[f->order] && consumers[f->order] == 1 && moves_elements(f, &in))
+            f = f->in_fn[in];
+        if (f && f->op == ENG_AG_RELU && need[f->order] && consumers[f->order] == 1) {
+            flags[k] = 1;
+            flags[f->order] = 1;
+        }
+    }
+}
+
 kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inputs,
                       kiln_tensor **grads) {
     kiln_context *ctx = NULL;
@@ -1274,6 +1345,23 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
             if (f->in_fn[j] && need.data[f->in_fn[j]->order])
                 need.data[k] = 1;
     }
+    uint32_t *consumers = base_calloc(&ctx->alloc, order.len + 1, sizeof *consumers);
+    uint8_t *pooled = base_calloc(&ctx->alloc, order.len + 1, sizeof *pooled);
+    if (!consumers || !pooled) {
+        base_free(&ctx->alloc, consumers, (order.len + 1) * sizeof *consumers);
+        base_free(&ctx->alloc, pooled, (order.len + 1) * sizeof *pooled);
+        BASE_VEC_FREE(&ctx->alloc, &order);
+        BASE_VEC_FREE(&ctx->alloc, &need);
+        BASE_VEC_FREE(&ctx->alloc, &acc);
+        return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY,
+                              "kiln_grad: no memory for the walk");
+    }
+    for (size_t k = 0; k < order.len; k++)
+        for (uint32_t j = 0; j < order.data[k]->nin && need.data[k]; j++)
+            if (order.data[k]->in_fn[j])
+                consumers[order.data[k]->in_fn[j]->order]++;
+    relu_pools(order.data, order.len, need.data, consumers, pooled);
+    base_free(&ctx->alloc, consumers, (order.len + 1) * sizeof *consumers);
     eng_log_enter(ctx);
     ctx->call = "kiln_grad";
     size_t mark = eng_temps_begin(ctx);
@@ -1290,6 +1378,7 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
         if (!g || !need.data[k] || f->op == ENG_AG_LEAF)
             continue;
         run.fn = f;
+        run.pooled_relu = pooled[k];
         bool costly = eng_node_inlined_ops(ENG_BASE(g), RECOMPUTE_MIN_OPS) >= RECOMPUTE_MIN_OPS;
         uint32_t readers = needed_inputs(f, need.data);
         /* A costly gradient that a sum or difference passes to both its operands (a layer's
@@ -1377,6 +1466,7 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
     }
     if (result && result != out)
         base_free(&ctx->alloc, result, count * sizeof *result);
+    base_free(&ctx->alloc, pooled, (order.len + 1) * sizeof *pooled);
     BASE_VEC_FREE(&ctx->alloc, &order);
     BASE_VEC_FREE(&ctx->alloc, &need);
     BASE_VEC_FREE(&ctx->alloc, &acc);

@@ -1553,6 +1553,65 @@ static void test_engine_kernels_cheap_product_gradient_is_inlined(void **state) 
     }
 }
 
+/* The gradient of max_pool2d(relu(z)) takes the relu's mask from the pooled value
+ * (autograd.c relu_pools): the backward's elementwise kernel reads the pooled gradient, the
+ * index and the pooled value, and never recomputes the relu (no MAX instruction) nor reads z's
+ * operand. Values against the host (z = 2 x - 1, half of it negative). */
+static void test_engine_kernels_relu_mask_from_the_pool(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    enum { B = 2, C = 4, H = 8, W = 8, PH = H / 2, PW = W / 2 };
+    kiln_tensor *x = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){B, C, H, W}, 21);
+    kiln_tensor *r = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){B, C, PH, PW}, 22);
+    assert_int_equal(kiln_realize(x), KILN_OK);
+    assert_int_equal(kiln_realize(r), KILN_OK);
+    assert_int_equal(kiln_requires_grad_(x, true), KILN_OK);
+    kiln_tensor *z = kiln_add_scalar(kiln_mul_scalar(x, 2), -1);
+    kiln_tensor *y = kiln_max_pool2d(kiln_relu(z), 2, 0, 0);
+    kiln_tensor *loss = kiln_sum(kiln_mul(y, r), 0, NULL, false);
+    kiln_tensor *dx = NULL;
+    assert_int_equal(kiln_grad(loss, 1, &x, &dx), KILN_OK);
+    assert_int_equal(kiln_realize(dx), KILN_OK);
+    int elementwise = 0;
+    for (const eng_program *p = ctx->program_list; p; p = p->next) {
+        if (p->name[0] != 'E')
+            continue;
+        elementwise++;
+        for (uint32_t i = 0; i < p->ir.insts.len; i++)
+            if (p->ir.insts.data[i].op == IR_MAX)
+                fail_msg("%s recomputes the relu", p->name);
+    }
+    assert_true(elementwise > 0);
+    static float xs[B * C * H * W], rs[B * C * PH * PW], got[B * C * H * W];
+    assert_int_equal(kiln_read(x, xs, sizeof xs), KILN_OK);
+    assert_int_equal(kiln_read(r, rs, sizeof rs), KILN_OK);
+    assert_int_equal(kiln_read(dx, got, sizeof got), KILN_OK);
+    for (int p = 0; p < B * C; p++)
+        for (int i = 0; i < PH; i++)
+            for (int j = 0; j < PW; j++) {
+                int first = -1;
+                float best = 0;
+                for (int di = 0; di < 2; di++)
+                    for (int dj = 0; dj < 2; dj++) {
+                        int e = p * H * W + (2 * i + di) * W + 2 * j + dj;
+                        float v = fmaxf(2 * xs[e] - 1, 0);
+                        if (first < 0 || v > best) {
+                            first = e;
+                            best = v;
+                        }
+                    }
+                for (int di = 0; di < 2; di++)
+                    for (int dj = 0; dj < 2; dj++) {
+                        int e = p * H * W + (2 * i + di) * W + 2 * j + dj;
+                        float want = e == first && best > 0 ? 2 * rs[(p * PH + i) * PW + j] : 0;
+                        if (got[e] != want)
+                            fail_msg("dx[%d] = %g, want %g", e, got[e], want);
+                    }
+            }
+    eng_fixture_context_destroy(ctx);
+}
+
 /* The gradients of y = x @ w + b through a costly expression of y: the gradient reaching the
  * sum, read by the bias's sum and by the product's two rules, is materialised once by the copy
  * the product's rule asks for (autograd.c: a sum that passes a costly gradient to both of its
@@ -1749,6 +1808,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_weight_gradient_sums_image_groups),
         ENG_TEST(test_engine_kernels_short_windows_read_in_place),
         ENG_TEST(test_engine_kernels_fanned_out_gradient_is_laid_out_once),
+        ENG_TEST(test_engine_kernels_relu_mask_from_the_pool),
         ENG_TEST(test_engine_kernels_cheap_product_gradient_is_inlined),
     };
     return ENG_RUN_BOTH(tests);

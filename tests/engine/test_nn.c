@@ -313,6 +313,63 @@ static void test_engine_nn_pool_gradients(void **state) {
     }
 }
 
+/* The gradients of max_pool2d(relu(x)) against torch's. Kiln applies the relu's mask to the
+ * pooled gradient (autograd.c relu_pools): disjoint windows (the last row in none),
+ * overlapping windows over a -inf padding, a relu also read by another op (there the relu
+ * keeps its mask), and NaNs (torch's relu passes a NaN's gradient, and a NaN is its window's
+ * maximum), with the relu alone beside it. */
+static void test_engine_nn_relu_pool_gradients(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    const int64_t xs[4] = {2, 3, 7, 6}, ns[4] = {1, 2, 4, 4};
+    const struct {
+        int64_t kernel, stride, padding;
+        const float *r, *dx;
+        size_t nr;
+    } cases[] = {
+        {2, 2, 0, rpool_k2s2_r, rpool_k2s2_dx, N(rpool_k2s2_r)},
+        {3, 2, 1, rpool_k3s2p1_r, rpool_k3s2p1_dx, N(rpool_k3s2p1_r)},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        kiln_tensor *x = fx_f32(ctx, 4, xs, rpool_x);
+        assert_int_equal(kiln_requires_grad_(x, true), KILN_OK);
+        kiln_tensor *y =
+            kiln_max_pool2d(kiln_relu(x), cases[i].kernel, cases[i].stride, cases[i].padding);
+        int64_t shape[4];
+        assert_int_equal(kiln_tensor_shape(y, shape), KILN_OK);
+        assert_int_equal((size_t)(shape[0] * shape[1] * shape[2] * shape[3]), cases[i].nr);
+        kiln_tensor *loss =
+            kiln_sum(kiln_mul(y, fx_f32(ctx, 4, shape, cases[i].r)), 0, NULL, false);
+        kiln_tensor *dx = NULL;
+        assert_int_equal(kiln_grad(loss, 1, &x, &dx), KILN_OK);
+        fx_check_f32(dx, cases[i].dx, N(rpool_x), ATOL, RTOL);
+    }
+    kiln_tensor *x = fx_f32(ctx, 4, xs, rpool_x);
+    assert_int_equal(kiln_requires_grad_(x, true), KILN_OK);
+    kiln_tensor *h = kiln_relu(x);
+    kiln_tensor *pooled =
+        kiln_sum(kiln_mul(kiln_max_pool2d(h, 2, 0, 0),
+                          fx_f32(ctx, 4, (const int64_t[]){2, 3, 3, 3}, rpool_shared_r)),
+                 0, NULL, false);
+    kiln_tensor *own = kiln_sum(kiln_mul(h, fx_f32(ctx, 4, xs, rpool_shared_r2)), 0, NULL, false);
+    kiln_tensor *dx = NULL;
+    assert_int_equal(kiln_grad(kiln_add(pooled, own), 1, &x, &dx), KILN_OK);
+    fx_check_f32(dx, rpool_shared_dx, N(rpool_shared_dx), ATOL, RTOL);
+
+    kiln_tensor *n = fx_f32(ctx, 4, ns, rpool_nan_x);
+    assert_int_equal(kiln_requires_grad_(n, true), KILN_OK);
+    kiln_tensor *loss =
+        kiln_sum(kiln_mul(kiln_max_pool2d(kiln_relu(n), 2, 0, 0),
+                          fx_f32(ctx, 4, (const int64_t[]){1, 2, 2, 2}, rpool_nan_r)),
+                 0, NULL, false);
+    assert_int_equal(kiln_grad(loss, 1, &n, &dx), KILN_OK);
+    fx_check_f32(dx, rpool_nan_dx, N(rpool_nan_dx), 0, 0);
+    kiln_tensor *r2 = kiln_shrink(fx_f32(ctx, 4, xs, rpool_shared_r2),
+                                  (const int64_t[]){0, 0, 0, 0}, (const int64_t[]){1, 2, 4, 4});
+    loss = kiln_sum(kiln_mul(kiln_relu(n), r2), 0, NULL, false);
+    assert_int_equal(kiln_grad(loss, 1, &n, &dx), KILN_OK);
+    fx_check_f32(dx, relu_nan_dx, N(relu_nan_dx), ATOL, RTOL);
+}
+
 static void test_engine_nn_avg_pool2d(void **state) {
     kiln_context *ctx = fx_ctx(state);
     kiln_tensor *x = fx_f32(ctx, 4, (const int64_t[]){2, 3, 7, 6}, pool_x);
@@ -551,6 +608,7 @@ int main(void) {
         ENG_TEST(test_engine_nn_conv2d_ex_kernels),
         ENG_TEST(test_engine_nn_max_pool2d),
         ENG_TEST(test_engine_nn_pool_gradients),
+        ENG_TEST(test_engine_nn_relu_pool_gradients),
         ENG_TEST(test_engine_nn_avg_pool2d),
         ENG_TEST(test_engine_nn_clamp),
         ENG_TEST(test_engine_nn_gather),
