@@ -2134,15 +2134,16 @@ typedef enum conv_kind { CONV_FWD, CONV_DX, CONV_DW } conv_kind;
 typedef struct conv_state {
     conv_kind kind;
     kiln_tensor *x, *w, *dy;
+    kiln_tensor *bias; /* CONV_FWD: relu(conv2d(x, w, bias)) where set */
 } conv_state;
 
 static kiln_tensor *conv_build(void *user, int rep) {
     conv_state *s = user;
     (void)rep;
     const kiln_conv2d_options same = {.padding = {1, 1}};
-    kiln_tensor *y = kiln_conv2d_ex(s->x, s->w, NULL, &same);
+    kiln_tensor *y = kiln_conv2d_ex(s->x, s->w, s->bias, &same);
     if (s->kind == CONV_FWD || !y)
-        return y;
+        return s->bias ? kiln_relu(y) : y;
     /* d/dx and d/dw of sum(y * dY): the gradients for the output gradient dY. */
     kiln_tensor *loss = kiln_sum(kiln_mul(y, s->dy), 0, NULL, false);
     kiln_tensor *wrt = s->kind == CONV_DX ? s->x : s->w, *grad = NULL;
@@ -2446,6 +2447,62 @@ done:
     free(refo);
 }
 
+/* relu(conv2d(x, w, b)) against the bare convolution, both Kiln, paired: the bias and the
+ * relu are the product's epilogue (engine/schedule/kernel.c epilogue_of), computed in its
+ * kernel with its tiles. No target: no issue sets one. */
+static void case_conv_epilogue(void) {
+    const char *id = "conv_fwd_relu", *name = "relu(conv2d fwd + bias), same shapes";
+    if (!selected(id, name))
+        return;
+    double flops = 2.0 * CV_N * CV_O * CV_C * CV_K * CV_K * CV_H * CV_W;
+    row *r = row_new(id, name, "kiln conv2d fwd alone", flops, UNIT_GFLOPS);
+    if (!r)
+        return;
+    row twin = *r;
+    float *hx = alloc_floats(CV_X), *hw = alloc_floats(CV_WN), *want = alloc_floats(CV_Y),
+          *got = alloc_floats(CV_Y);
+    float hb[CV_O];
+    kiln_context *ctx = kiln_open(r);
+    if (!hx || !hw || !want || !got || !ctx)
+        goto done;
+    bench_fill_quarters(hx, CV_X, 21);
+    bench_fill_quarters(hw, CV_WN, 22);
+    bench_fill_quarters(hb, CV_O, 25);
+    conv_host(CONV_FWD, hx, hw, NULL, want);
+    for (size_t i = 0; i < CV_Y; i++) {
+        float v = want[i] + hb[i / (CV_H * CV_W) % CV_O];
+        want[i] = v > 0 ? v : 0;
+    }
+    conv_state ts = {.kind = CONV_FWD};
+    ts.x = shared_input(ctx, hx, 4, (int64_t[]){CV_N, CV_C, CV_H, CV_W});
+    ts.w = shared_input(ctx, hw, 4, (int64_t[]){CV_O, CV_C, CV_K, CV_K});
+    conv_state s = ts;
+    s.bias = shared_input(ctx, hb, 1, (int64_t[]){CV_O});
+    kiln_case tc = {.ctx = ctx, .build = conv_build, .user = &ts};
+    kiln_case c = {.ctx = ctx, .build = conv_build, .user = &s};
+    kiln_tensor *out = NULL;
+    if (!kiln_measure(&twin, &tc, &out)) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "bare convolution: %s", twin.status);
+        row_note(r, msg);
+    }
+    r->ref_ms = twin.kiln_ms;
+    r->ref_first_ms = twin.kiln_first_ms;
+    bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, CV_Y);
+    if (kiln_ok && strcmp(r->status, "ok") == 0) {
+        char msg[160];
+        if (!compare(got, want, CV_Y, 1e-6, 1e-6, "KILN WRONG vs host", msg, sizeof msg))
+            row_note(r, msg);
+    }
+    paired_twin(r, &c, &tc);
+done:
+    kiln_close(ctx);
+    free(hx);
+    free(hw);
+    free(want);
+    free(got);
+}
+
 /* The host's memory bandwidth next to the convolution rows (the copy cases' memcpy row, when
  * they are filtered out). */
 static void memcpy_bandwidth_row(void) {
@@ -2463,6 +2520,7 @@ static void case_convs(void) {
     case_conv(CONV_FWD, "conv_fwd", "conv2d fwd 64x16x14x14, 32x16x3x3");
     case_conv(CONV_DX, "conv_dx", "conv2d input grad, same shapes");
     case_conv(CONV_DW, "conv_dw", "conv2d weight grad, same shapes");
+    case_conv_epilogue();
     if (g.row_count > before)
         memcpy_bandwidth_row();
 }

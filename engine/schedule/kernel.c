@@ -67,7 +67,8 @@ typedef struct kbuild {
     bool row_ok;           /* an elementwise kernel of constant sizes: row mode is possible */
     uint32_t depth;        /* unrealized nodes inlined around the current one */
     uint32_t gathers;      /* gathers in the kernel (each names its Variable) */
-    const sym_node *out_idx[SHAPE_MAX_DIMS]; /* the output element's indices */
+    const sym_node *out_idx[SHAPE_MAX_DIMS]; /* the output element's indices (over k->dims) */
+    eng_node *epilogue; /* the reduction whose dims the kernel runs over (epilogue_of), or NULL */
     /* Values lifted out of the code (finish_tree): each expression replaced, and by what. */
     struct lifted {
         const sym_node *from, *to;
@@ -316,6 +317,50 @@ static bool flat_identity(kbuild *b, const eng_src *s) {
     return a && a == eng_numel(b->ctx, s->node->ndim, s->node->shape);
 }
 
+static bool same_shape(const eng_node *a, const eng_node *b) {
+    if (a->ndim != b->ndim)
+        return false;
+    for (uint32_t d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d])
+            return false;
+    return true;
+}
+
+/* An epilogue: the unrealized reduction that elementwise root reads at its own element in
+ * another shape, through dense reshapes of the whole result (relu(conv2d(x, w)) reads the
+ * per-image product, (N, O, 1, OH OW), as (N, O, OH, OW)). The kernel then runs over the
+ * reduction's dims, as the reduction's own kernel would, so that its tiles are the
+ * reduction's (lower.c eng_kernel_tile reads the dims: over (N, O, OH, OW) conv2's forward
+ * with a relu took 28 ms on lavapipe where the product alone took 4.3); its output element
+ * is the same (a reshape keeps the order of elements). NULL where there is none, or two of
+ * different shapes. */
+static eng_node *epilogue_of(kbuild *b, eng_node *root) {
+    enum { WALK = 32 };
+    if (root->kind != ENG_EW)
+        return NULL;
+    eng_node *found = NULL;
+    const eng_node *pending[WALK];
+    uint32_t n = 0, seen = 0;
+    pending[n++] = root;
+    while (n > 0 && seen++ < WALK) {
+        const eng_node *m = pending[--n];
+        for (uint32_t i = 0; i < m->nsrc; i++) {
+            const eng_src *src = &m->src[i];
+            eng_node *c = src->node;
+            if (c->storage || c->boundary || (!is_identity(src) && !flat_identity(b, src)))
+                continue;
+            if (c->kind == ENG_REDUCE) {
+                if (found && !same_shape(found, c))
+                    return NULL;
+                found = c;
+            } else if (c->kind == ENG_EW && n < WALK) {
+                pending[n++] = c;
+            }
+        }
+    }
+    return found && !same_shape(found, root) ? found : NULL;
+}
+
 /* Whether view tracker t reads some element at two logical indices, by its strides alone
  * (no enumeration): a dim that may have two or more valid indices with stride 0 (a broadcast
  * over it), or two dims of constant strides and sizes whose steps meet inside both ranges
@@ -510,7 +555,11 @@ static kast *src_value(kbuild *b, const eng_src *s, const sym_node *const *idx) 
         const sym_node *own[SHAPE_MAX_DIMS];
         if (!identity && !shape_tracker_coords(b->ctx->shape, s->st, idx, n->ndim, n->shape, own))
             unravel(b, index, n->ndim, n->shape, own);
-        const sym_node *const *at = identity ? idx : own;
+        /* the reduction the kernel runs over, at the kernel's element: at the kernel's own
+         * indices (epilogue_of), which are the product's own kernel's */
+        const sym_node *const *at = same_element && n == b->epilogue ? b->out_idx
+                                    : identity                       ? idx
+                                                                     : own;
         bool outer_at_output = b->at_output;
         b->at_output = same_element;
         b->depth++;
@@ -1226,8 +1275,10 @@ static kiln_status build(kiln_context *ctx, eng_node *node, eng_kernel *k, eng_n
     k->output = node;
     k->out_type = node->type;
     k->numel = eng_numel(ctx, node->ndim, node->shape);
-    k->ndim = node->ndim;
-    memcpy(k->dims, node->shape, node->ndim * sizeof *k->dims);
+    b.epilogue = epilogue_of(&b, node);
+    const eng_node *over = b.epilogue ? b.epilogue : node; /* the kernel's dims */
+    k->ndim = over->ndim;
+    memcpy(k->dims, over->shape, over->ndim * sizeof *k->dims);
     if (!k->numel)
         return build_fail(&b, KILN_ERROR_OVERFLOW, "the element count");
     k->gidx = index_var(&b, "gidx", k->numel);
@@ -1242,6 +1293,8 @@ static kiln_status build(kiln_context *ctx, eng_node *node, eng_kernel *k, eng_n
         return build_fail(&b, KILN_ERROR_OUT_OF_HOST_MEMORY, "the kernel's index");
     unravel(&b, k->gidx, node->ndim, node->shape, idx);
     memcpy(b.out_idx, idx, node->ndim * sizeof *idx);
+    if (b.epilogue)
+        unravel(&b, k->gidx, k->ndim, k->dims, b.out_idx);
     /* Row mode: rows of a constant size; on a GPU a constant count of rows, enough to keep it
      * busy (a CPU's lanes run a row's loops as vectors: any count of rows will do, a symbolic
      * one too, a sequence length or a batch: GPT-2's layer norm, mean, variance and
@@ -1250,8 +1303,8 @@ static kiln_status build(kiln_context *ctx, eng_node *node, eng_kernel *k, eng_n
      * GPT-2's decode no faster (docs/gpus.md). */
     int64_t rows = 1, size = 0;
     bool symbolic_rows = false;
-    b.row_ok =
-        node->kind == ENG_EW && node->ndim > 0 && sym_is_const(node->shape[node->ndim - 1], NULL);
+    b.row_ok = node->kind == ENG_EW && !b.epilogue && node->ndim > 0 &&
+               sym_is_const(node->shape[node->ndim - 1], NULL);
     for (uint32_t d = 0; b.row_ok && d + 1 < node->ndim; d++) {
         if (sym_is_const(node->shape[d], &size))
             rows *= size;
