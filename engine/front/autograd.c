@@ -978,9 +978,12 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
         kiln_tensor *first = eng_argmax_i32(in_value(r, 0), -1, true);
         kiln_tensor *at =
             kiln_arange_sym(ctx, KILN_I32, eng_expr_handle(ctx, iv->shape[iv->ndim - 1]));
-        if (r->pooled_relu) { /* the relu's mask, from the maximum (relu_pools) */
+        if (r->pooled_relu) {
+            /* the relu's mask, from the maximum (relu_pools), laid out: the backward then
+             * reads two operands, and where g is a product's (the next layer's input
+             * gradient) the mask is that product's epilogue (kernel.c epilogue_of) */
             kiln_tensor *zero = scalar(ctx, gt, 0);
-            g = kiln_where(kiln_le(out_value(r), zero), zero, g);
+            g = kiln_contiguous(kiln_where(kiln_le(out_value(r), zero), zero, g));
         }
         return kiln_where(kiln_eq(first, at), unreduce(f, g, true), scalar(ctx, gt, 0));
     }
