@@ -1299,50 +1299,55 @@ static const eng_program *newest_program(kiln_context *ctx, const char *prefix) 
     return NULL;
 }
 
-/* An elementwise op over a convolution's output, its only reader (relu(conv2d(x, w)), a
- * product by another tensor), runs in the product's kernel over the product's own dims
- * (kernel.c epilogue_of: the per-image product (N, O, 1, OH OW) read as (N, O, OH, OW)), so
- * it keeps the product's tiles. Values exactly those of the op applied to the product
- * realized alone. */
+/* An elementwise op over a convolution's output, its only reader (relu(conv2d(x, w)), the
+ * bias of conv2d_ex), runs in the product's kernel over the product's own dims (kernel.c
+ * epilogue_of: the per-image product (N, O, 1, OH OW) read as (N, O, OH, OW)), so it keeps
+ * the product's tiles; a constant batch and a Variable's. Values exactly those of the op
+ * applied on the host to the product realized alone. */
 static void test_engine_kernels_epilogue_keeps_the_product_tiles(void **state) {
     eng_fixture *f = *state;
-    kiln_context *ctx = eng_context_new(f->device);
-    assert_non_null(ctx);
     enum { N = 2, C = 8, O = 16, S = 14, OUT = N * O * S * S };
-    kiln_tensor *x = kiln_randn(ctx, KILN_F32, 4, (const int64_t[]){N, C, S, S}, 31);
-    kiln_tensor *w = kiln_randn(ctx, KILN_F32, 4, (const int64_t[]){O, C, 3, 3}, 32);
-    kiln_tensor *m = kiln_randn(ctx, KILN_F32, 4, (const int64_t[]){N, O, S, S}, 33);
-    assert_int_equal(kiln_realize(x), KILN_OK);
-    assert_int_equal(kiln_realize(w), KILN_OK);
-    assert_int_equal(kiln_realize(m), KILN_OK);
-    const kiln_conv2d_options same = {.padding = {1, 1}};
-    kiln_tensor *y = kiln_conv2d_ex(x, w, NULL, &same);
-    assert_int_equal(kiln_realize(y), KILN_OK);
-    const eng_program *alone = newest_program(ctx, "R_");
-    assert_non_null(alone);
-    static float ys[OUT], ms[OUT], got[OUT];
-    assert_int_equal(kiln_read(y, ys, sizeof ys), KILN_OK);
-    assert_int_equal(kiln_read(m, ms, sizeof ms), KILN_OK);
-    for (int op = 0; op < 2; op++) {
-        kiln_tensor *c = kiln_conv2d_ex(x, w, NULL, &same);
-        kiln_tensor *e = op == 0 ? kiln_relu(c) : kiln_mul(c, m);
-        assert_int_equal(kiln_realize(e), KILN_OK);
-        const eng_program *fused = newest_program(ctx, "R_");
-        assert_non_null(fused);
-        assert_true(fused != alone);
-        if (fused->per_item != alone->per_item || fused->tile_m != alone->tile_m ||
-            fused->tile_n != alone->tile_n || fused->window_taps != alone->window_taps)
-            fail_msg("%s: tiles %ux%u (%llu per item) where %s has %ux%u (%llu)", fused->name,
-                     fused->tile_m, fused->tile_n, (unsigned long long)fused->per_item, alone->name,
-                     alone->tile_m, alone->tile_n, (unsigned long long)alone->per_item);
-        assert_int_equal(kiln_read(e, got, sizeof got), KILN_OK);
-        for (int i = 0; i < OUT; i++) {
-            float want = op == 0 ? fmaxf(ys[i], 0) : ys[i] * ms[i];
-            if (got[i] != want)
-                fail_msg("op %d, element %d: %g, want %g", op, i, got[i], want);
+    for (int symbolic = 0; symbolic < 2; symbolic++) {
+        kiln_context *ctx = eng_context_new(f->device);
+        assert_non_null(ctx);
+        kiln_tensor *flat = kiln_randn(ctx, KILN_F32, 1, (const int64_t[]){N * C * S * S}, 31);
+        kiln_tensor *w = kiln_randn(ctx, KILN_F32, 4, (const int64_t[]){O, C, 3, 3}, 32);
+        kiln_tensor *b = kiln_randn(ctx, KILN_F32, 1, (const int64_t[]){O}, 33);
+        assert_int_equal(kiln_realize(flat), KILN_OK);
+        assert_int_equal(kiln_realize(w), KILN_OK);
+        assert_int_equal(kiln_realize(b), KILN_OK);
+        kiln_tensor *x = symbolic ? fx_images(flat, N, N + 2, C, S, S)
+                                  : kiln_reshape(flat, 4, (const int64_t[]){N, C, S, S});
+        const kiln_conv2d_options same = {.padding = {1, 1}};
+        kiln_tensor *y = kiln_conv2d_ex(x, w, NULL, &same);
+        assert_int_equal(kiln_realize(y), KILN_OK);
+        const eng_program *alone = newest_program(ctx, "R_");
+        assert_non_null(alone);
+        static float ys[OUT], bs[O], got[OUT];
+        assert_int_equal(kiln_read(y, ys, sizeof ys), KILN_OK);
+        assert_int_equal(kiln_read(b, bs, sizeof bs), KILN_OK);
+        for (int op = 0; op < 2; op++) {
+            kiln_tensor *e = op == 0 ? kiln_relu(kiln_conv2d_ex(x, w, NULL, &same))
+                                     : kiln_conv2d_ex(x, w, b, &same);
+            assert_int_equal(kiln_realize(e), KILN_OK);
+            const eng_program *fused = newest_program(ctx, "R_");
+            assert_non_null(fused);
+            assert_true(fused != alone);
+            if (fused->per_item != alone->per_item || fused->tile_m != alone->tile_m ||
+                fused->tile_n != alone->tile_n || fused->window_taps != alone->window_taps)
+                fail_msg("%s: tiles %ux%u (%llu per item) where %s has %ux%u (%llu)", fused->name,
+                         fused->tile_m, fused->tile_n, (unsigned long long)fused->per_item,
+                         alone->name, alone->tile_m, alone->tile_n,
+                         (unsigned long long)alone->per_item);
+            assert_int_equal(kiln_read(e, got, sizeof got), KILN_OK);
+            for (int i = 0; i < OUT; i++) {
+                float want = op == 0 ? fmaxf(ys[i], 0) : ys[i] + bs[i / (S * S) % O];
+                if (got[i] != want)
+                    fail_msg("op %d, element %d: %g, want %g", op, i, got[i], want);
+            }
         }
+        eng_fixture_context_destroy(ctx);
     }
-    eng_fixture_context_destroy(ctx);
 }
 
 /* y = conv2d (3 x 3, padding 1) of two size x size images of ch channels, their batch a
