@@ -395,6 +395,9 @@ typedef struct grad_run {
     bool failed;
     /* fn is a relu whose mask its max pool applies, or that max pool (relu_pools) */
     bool pooled_relu;
+    /* fn's gradient is a pool's, scattered (relu_pools): that pool's order + 1, else 0 */
+    uint32_t sums_from;
+    kiln_tensor **pooled; /* by order: a max pool's masked gradient, laid out (relu_pools) */
 } grad_run;
 
 static const char *op_name(uint32_t op) {
@@ -836,6 +839,26 @@ static kiln_tensor *times(kiln_tensor *g, kiln_tensor *b) {
 }
 
 /* The gradient of f's input i from g, the gradient of f's output. */
+/* The gradient whose sum_to gives input i's: where fn's gradient g is a max pool's scattered
+ * over the last two dims (relu_pools) and input i is summed over both (a bias's), the pool's
+ * masked gradient, laid out, which has the same sums over a quarter of the elements for
+ * 2 x 2 windows; else g. */
+static kiln_tensor *pooled_sum(const grad_run *r, uint32_t i, kiln_tensor *g) {
+    kiln_tensor *p = r->sums_from ? r->pooled[r->sums_from - 1] : NULL;
+    if (!p || type_of(p) != type_of(g))
+        return g;
+    const shape_view *v = in_view(r->fn, i), *gv = shape_tracker_last(ENG_ST(g));
+    if (gv->ndim < 2 || v->ndim > gv->ndim)
+        return g;
+    uint32_t skip = gv->ndim - v->ndim; /* g's leading dims that input i lacks */
+    for (uint32_t d = gv->ndim - 2; d < gv->ndim; d++) {
+        int64_t size;
+        if (d >= skip && (!sym_is_const(v->shape[d - skip], &size) || size != 1))
+            return g;
+    }
+    return p;
+}
+
 static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
     kiln_context *ctx = r->ctx;
     const eng_fn *f = r->fn;
@@ -854,7 +877,7 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
     case ENG_AG_RESHAPE:
         return eng_reshape(g, iv->ndim, iv->shape);
     case ENG_AG_ADD:
-        return sum_to_in(f, i, g);
+        return sum_to_in(f, i, pooled_sum(r, i, g));
     case ENG_AG_SUB:
         return sum_to_in(f, i, i == 0 ? g : kiln_neg(g));
     case ENG_AG_MUL:
@@ -984,6 +1007,7 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
              * gradient) the mask is that product's epilogue (kernel.c epilogue_of) */
             kiln_tensor *zero = scalar(ctx, gt, 0);
             g = kiln_contiguous(kiln_where(kiln_le(out_value(r), zero), zero, g));
+            r->pooled[f->order] = g;
         }
         return kiln_where(kiln_eq(first, at), unreduce(f, g, true), scalar(ctx, gt, 0));
     }
@@ -1225,6 +1249,47 @@ static bool moves_elements(const eng_fn *f, uint32_t *in) {
     return true;
 }
 
+/* Whether the records from relu's output to pool's input only pad, select from the padding,
+ * take windows over the last two dims and merge the windows' dims (kiln_max_pool2d's), so that
+ * the pool's output keeps the leading dims of the relu's output as they are. */
+static bool pools_last_two(const eng_fn *pool, const eng_fn *relu) {
+    const shape_view *out = shape_tracker_last(relu->out.st), *in = in_view(pool, 0);
+    uint32_t nd = out->ndim;
+    if (nd < 2 || in->ndim != nd + 1)
+        return false;
+    for (uint32_t d = 0; d + 2 < nd; d++)
+        if (in->shape[d] != out->shape[d])
+            return false;
+    for (const eng_fn *f = pool->in_fn[0]; f != relu; f = f->in_fn[f->op == ENG_AG_WHERE ? 1 : 0]) {
+        if (!f)
+            return false;
+        switch ((eng_ag_op)f->op) {
+        case ENG_AG_UNFOLD:
+            if (f->ints[0] + 2 < (int64_t)nd)
+                return false;
+            break;
+        case ENG_AG_PAD:
+            if (f->nsyms != 2 * nd)
+                return false;
+            for (uint32_t i = 0; i < 2 * (nd - 2); i++) {
+                int64_t v;
+                if (!sym_is_const(f->syms[i], &v) || v != 0)
+                    return false;
+            }
+            break;
+        case ENG_AG_WHERE:
+            if (!f->in_fn[1])
+                return false;
+            break;
+        case ENG_AG_RESHAPE:
+            break;
+        default:
+            return false;
+        }
+    }
+    return true;
+}
+
 /* max_pool2d(relu(x)): a max pool (eng_max_first) over windows of a relu's output, reached
  * through ops that only move elements. The element that takes a window's gradient is the
  * window's first maximum, where the relu's mask (the output not <= 0, as torch's: a NaN's
@@ -1235,9 +1300,15 @@ static bool moves_elements(const eng_fn *f, uint32_t *in) {
  * nor what it was computed from (the training example's pool-and-relu backwards stop reading the
  * convolutions' outputs). A pool whose output was written in place since keeps the relu's
  * mask (its maximum is no longer the value it computed). flags[k] is set for both records;
- * consumers[k]: the differentiated records that read order[k]. */
+ * consumers[k]: the differentiated records that read order[k].
+ *
+ * Where the pool's windows are over the relu output's last two dims only (pools_last_two),
+ * the record that made the relu's input, read by the relu alone, is marked too (sums_from:
+ * the pool's order + 1): each window's gradient lands on one element of the window's own
+ * plane, so a sum of that gradient over the last two dims (a bias's: conv2d_ex adds it) is
+ * the masked pooled gradient's over its own last two (pooled_sum). */
 static void relu_pools(eng_fn *const *order, size_t n, const uint8_t *need,
-                       const uint32_t *consumers, uint8_t *flags) {
+                       const uint32_t *consumers, uint8_t *flags, uint32_t *sums_from) {
     for (size_t k = 0; k < n; k++) {
         const eng_fn *pool = order[k];
         if (pool->op != ENG_AG_MAX_FIRST || !need[k] || !pool->out.cell ||
@@ -1247,10 +1318,13 @@ static void relu_pools(eng_fn *const *order, size_t n, const uint8_t *need,
         uint32_t in = 0;
         while (f && need[f->order] && consumers[f->order] == 1 && moves_elements(f, &in))
             f = f->in_fn[in];
-        if (f && f->op == ENG_AG_RELU && need[f->order] && consumers[f->order] == 1) {
-            flags[k] = 1;
-            flags[f->order] = 1;
-        }
+        if (!f || f->op != ENG_AG_RELU || !need[f->order] || consumers[f->order] != 1)
+            continue;
+        flags[k] = 1;
+        flags[f->order] = 1;
+        const eng_fn *made = f->in_fn[0];
+        if (made && need[made->order] && consumers[made->order] == 1 && pools_last_two(pool, f))
+            sums_from[made->order] = (uint32_t)k + 1;
     }
 }
 
@@ -1348,11 +1422,16 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
             if (f->in_fn[j] && need.data[f->in_fn[j]->order])
                 need.data[k] = 1;
     }
-    uint32_t *consumers = base_calloc(&ctx->alloc, order.len + 1, sizeof *consumers);
-    uint8_t *pooled = base_calloc(&ctx->alloc, order.len + 1, sizeof *pooled);
-    if (!consumers || !pooled) {
-        base_free(&ctx->alloc, consumers, (order.len + 1) * sizeof *consumers);
-        base_free(&ctx->alloc, pooled, (order.len + 1) * sizeof *pooled);
+    size_t slots = order.len + 1;
+    uint32_t *consumers = base_calloc(&ctx->alloc, slots, sizeof *consumers);
+    uint32_t *sums_from = base_calloc(&ctx->alloc, slots, sizeof *sums_from);
+    uint8_t *pooled = base_calloc(&ctx->alloc, slots, sizeof *pooled);
+    kiln_tensor **pool_grads = base_calloc(&ctx->alloc, slots, sizeof *pool_grads);
+    if (!consumers || !sums_from || !pooled || !pool_grads) {
+        base_free(&ctx->alloc, consumers, slots * sizeof *consumers);
+        base_free(&ctx->alloc, sums_from, slots * sizeof *sums_from);
+        base_free(&ctx->alloc, pooled, slots * sizeof *pooled);
+        base_free(&ctx->alloc, pool_grads, slots * sizeof *pool_grads);
         BASE_VEC_FREE(&ctx->alloc, &order);
         BASE_VEC_FREE(&ctx->alloc, &need);
         BASE_VEC_FREE(&ctx->alloc, &acc);
@@ -1363,13 +1442,13 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
         for (uint32_t j = 0; j < order.data[k]->nin && need.data[k]; j++)
             if (order.data[k]->in_fn[j])
                 consumers[order.data[k]->in_fn[j]->order]++;
-    relu_pools(order.data, order.len, need.data, consumers, pooled);
-    base_free(&ctx->alloc, consumers, (order.len + 1) * sizeof *consumers);
+    relu_pools(order.data, order.len, need.data, consumers, pooled, sums_from);
+    base_free(&ctx->alloc, consumers, slots * sizeof *consumers);
     eng_log_enter(ctx);
     ctx->call = "kiln_grad";
     size_t mark = eng_temps_begin(ctx);
     ctx->ag_block++;
-    grad_run run = {.ctx = ctx};
+    grad_run run = {.ctx = ctx, .pooled = pool_grads};
     if (order.len) {
         const shape_view *v = shape_tracker_last(l->st);
         acc.data[order.len - 1] = eng_full(ctx, lt, v->ndim, v->shape, 1.0, NULL);
@@ -1382,8 +1461,12 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
             continue;
         run.fn = f;
         run.pooled_relu = pooled[k];
+        run.sums_from = sums_from[k];
         bool costly = eng_node_inlined_ops(ENG_BASE(g), RECOMPUTE_MIN_OPS) >= RECOMPUTE_MIN_OPS;
         uint32_t readers = needed_inputs(f, need.data);
+        /* a bias that sums the pool's gradient instead (pooled_sum) is not g's reader */
+        for (uint32_t j = 0; j < f->nin && run.sums_from && f->op == ENG_AG_ADD; j++)
+            readers -= f->in_fn[j] && need.data[f->in_fn[j]->order] && pooled_sum(&run, j, g) != g;
         /* A costly gradient that a sum or difference passes to both its operands (a layer's
          * output and its bias) is read by two kernels at least: materialised here once, where
          * the scheduler would realize it and a product's rule then copy it again (conv1's
@@ -1469,7 +1552,9 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
     }
     if (result && result != out)
         base_free(&ctx->alloc, result, count * sizeof *result);
-    base_free(&ctx->alloc, pooled, (order.len + 1) * sizeof *pooled);
+    base_free(&ctx->alloc, sums_from, slots * sizeof *sums_from);
+    base_free(&ctx->alloc, pooled, slots * sizeof *pooled);
+    base_free(&ctx->alloc, pool_grads, slots * sizeof *pool_grads);
     BASE_VEC_FREE(&ctx->alloc, &order);
     BASE_VEC_FREE(&ctx->alloc, &need);
     BASE_VEC_FREE(&ctx->alloc, &acc);

@@ -1613,9 +1613,10 @@ static void test_engine_kernels_cheap_product_gradient_is_inlined(void **state) 
 }
 
 /* The gradient of max_pool2d(relu(z)) takes the relu's mask from the pooled value
- * (autograd.c relu_pools): the backward's elementwise kernel reads the pooled gradient, the
- * index and the pooled value, and never recomputes the relu (no MAX instruction) nor reads z's
- * operand. Values against the host (z = 2 x - 1, half of it negative). */
+ * (autograd.c relu_pools): the backward's elementwise kernels never recompute the relu (no
+ * MAX instruction) nor read z's operand, and the gradient of the bias in z sums the masked
+ * pooled gradient, not the scattered one. Values against the host (z = 2 x - 1 + bias, the
+ * bias 0: half of z negative). */
 static void test_engine_kernels_relu_mask_from_the_pool(void **state) {
     eng_fixture *f = *state;
     kiln_context *ctx = eng_context_new(f->device);
@@ -1626,12 +1627,34 @@ static void test_engine_kernels_relu_mask_from_the_pool(void **state) {
     assert_int_equal(kiln_realize(x), KILN_OK);
     assert_int_equal(kiln_realize(r), KILN_OK);
     assert_int_equal(kiln_requires_grad_(x, true), KILN_OK);
-    kiln_tensor *z = kiln_add_scalar(kiln_mul_scalar(x, 2), -1);
+    kiln_tensor *bias = kiln_zeros(ctx, KILN_F32, 1, (const int64_t[]){C});
+    assert_int_equal(kiln_realize(bias), KILN_OK);
+    assert_int_equal(kiln_requires_grad_(bias, true), KILN_OK);
+    kiln_tensor *z = kiln_add(kiln_add_scalar(kiln_mul_scalar(x, 2), -1),
+                              kiln_reshape(bias, 4, (const int64_t[]){1, C, 1, 1}));
     kiln_tensor *y = kiln_max_pool2d(kiln_relu(z), 2, 0, 0);
     kiln_tensor *loss = kiln_sum(kiln_mul(y, r), 0, NULL, false);
-    kiln_tensor *dx = NULL;
-    assert_int_equal(kiln_grad(loss, 1, &x, &dx), KILN_OK);
+    kiln_tensor *leaves[2] = {x, bias}, *grads[2] = {NULL, NULL};
+    assert_int_equal(kiln_grad(loss, 2, leaves, grads), KILN_OK);
+    kiln_tensor *dx = grads[0], *db = grads[1];
+    /* the bias's gradient sums the masked pooled gradient (B C PH PW elements), laid out, not
+     * the scattered one (B C H W): the largest node its kernels read, down to the laid-out
+     * nodes and storages they load */
+    int64_t most = 0;
+    eng_node *pending[64] = {ENG_BASE(db)};
+    for (uint32_t count = 1, seen = 0; count > 0 && seen < 64; seen++) {
+        eng_node *n = pending[--count];
+        int64_t numel = 1;
+        for (uint32_t d = 0; d < n->ndim; d++)
+            numel *= sym_vmax(n->shape[d]);
+        most = numel > most ? numel : most;
+        bool loaded = n->storage || (n->boundary && seen > 0);
+        for (uint32_t i = 0; i < n->nsrc && !loaded && count < 64; i++)
+            pending[count++] = n->src[i].node;
+    }
+    assert_int_equal(most, B * C * PH * PW);
     assert_int_equal(kiln_realize(dx), KILN_OK);
+    assert_int_equal(kiln_realize(db), KILN_OK);
     int elementwise = 0;
     for (const eng_program *p = ctx->program_list; p; p = p->next) {
         if (p->name[0] != 'E')
@@ -1643,6 +1666,7 @@ static void test_engine_kernels_relu_mask_from_the_pool(void **state) {
     }
     assert_true(elementwise > 0);
     static float xs[B * C * H * W], rs[B * C * PH * PW], got[B * C * H * W];
+    double want_db[C] = {0};
     assert_int_equal(kiln_read(x, xs, sizeof xs), KILN_OK);
     assert_int_equal(kiln_read(r, rs, sizeof rs), KILN_OK);
     assert_int_equal(kiln_read(dx, got, sizeof got), KILN_OK);
@@ -1667,7 +1691,13 @@ static void test_engine_kernels_relu_mask_from_the_pool(void **state) {
                         if (got[e] != want)
                             fail_msg("dx[%d] = %g, want %g", e, got[e], want);
                     }
+                if (best > 0)
+                    want_db[p % C] += rs[(p * PH + i) * PW + j];
             }
+    float got_db[C];
+    assert_int_equal(kiln_read(db, got_db, sizeof got_db), KILN_OK);
+    for (int c = 0; c < C; c++)
+        assert_float_equal(got_db[c], want_db[c], 1e-5);
     eng_fixture_context_destroy(ctx);
 }
 

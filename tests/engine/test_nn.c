@@ -317,7 +317,8 @@ static void test_engine_nn_pool_gradients(void **state) {
  * pooled gradient (autograd.c relu_pools): disjoint windows (the last row in none),
  * overlapping windows over a -inf padding, a relu also read by another op (there the relu
  * keeps its mask), and NaNs (torch's relu passes a NaN's gradient, and a NaN is its window's
- * maximum), with the relu alone beside it. */
+ * maximum), with the relu alone beside it, and a bias added before the relu (its gradient
+ * summed from the pooled gradient). */
 static void test_engine_nn_relu_pool_gradients(void **state) {
     kiln_context *ctx = fx_ctx(state);
     const int64_t xs[4] = {2, 3, 7, 6}, ns[4] = {1, 2, 4, 4};
@@ -368,6 +369,21 @@ static void test_engine_nn_relu_pool_gradients(void **state) {
     loss = kiln_sum(kiln_mul(kiln_relu(n), r2), 0, NULL, false);
     assert_int_equal(kiln_grad(loss, 1, &n, &dx), KILN_OK);
     fx_check_f32(dx, relu_nan_dx, N(relu_nan_dx), ATOL, RTOL);
+
+    /* a bias before the relu, as conv2d_ex adds it: its gradient sums the pooled gradient */
+    kiln_tensor *leaves[2] = {fx_f32(ctx, 4, xs, rpool_x),
+                              fx_f32(ctx, 1, (const int64_t[]){3}, rpool_bias)};
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(kiln_requires_grad_(leaves[i], true), KILN_OK);
+    kiln_tensor *biased =
+        kiln_add(leaves[0], kiln_reshape(leaves[1], 4, (const int64_t[]){1, 3, 1, 1}));
+    loss = kiln_sum(kiln_mul(kiln_max_pool2d(kiln_relu(biased), 2, 0, 0),
+                             fx_f32(ctx, 4, (const int64_t[]){2, 3, 3, 3}, rpool_bias_r)),
+                    0, NULL, false);
+    kiln_tensor *grads[2] = {NULL, NULL};
+    assert_int_equal(kiln_grad(loss, 2, leaves, grads), KILN_OK);
+    fx_check_f32(grads[0], rpool_bias_dx, N(rpool_bias_dx), ATOL, RTOL);
+    fx_check_f32(grads[1], rpool_bias_db, N(rpool_bias_db), ATOL, RTOL);
 }
 
 static void test_engine_nn_avg_pool2d(void **state) {
