@@ -545,7 +545,8 @@ kiln_tensor *eng_view_new(kiln_context *ctx, kiln_tensor *t, const shape_tracker
 eng_node *eng_resolve(kiln_tensor *t);
 /* Operations recomputed per read of unrealized elementwise node n: its op and those of the
  * unrealized elementwise nodes it inlines (counted per path, as a kernel inlines them),
- * stopping at limit. Stored values, reductions, writes and boundaries are loads: they count 0.
+ * stopping at limit. Stored values, reductions, writes and boundaries are loads, and a copy of
+ * the same type (a node of its own over a view) a move: they count 0.
  * A value of RECOMPUTE_MIN_OPS or more is materialised rather than recomputed where it is read
  * many times (schedule/kernel.c, autograd.c). */
 uint32_t eng_node_inlined_ops(const eng_node *n, uint32_t limit);

@@ -856,11 +856,21 @@ kiln_tensor *kiln_randn_sym(kiln_context *ctx, kiln_dtype dtype, uint32_t ndim,
     return eng_temps_end(ctx, mark, randn_sym_impl(ctx, dtype, ndim, shape, seed));
 }
 
-uint32_t eng_node_inlined_ops(const eng_node *n, uint32_t limit) {
+static uint32_t inlined_ops(const eng_node *n, uint32_t limit, uint32_t depth) {
     if (!n || n->storage || n->kind != ENG_EW || n->boundary)
         return 0;
-    uint32_t ops = 1;
+    if (depth == 0) /* a chain of moves this long: counted as costly */
+        return limit;
+    /* a node of its own over a view (eng_identity's: a fold's, a split reduction's): it moves
+     * elements and computes nothing */
+    bool moves = n->op == IR_CAST && n->nsrc == 1 && n->src[0].node->type == n->type;
+    uint32_t ops = moves ? 0 : 1;
     for (uint32_t i = 0; i < n->nsrc && ops < limit; i++)
-        ops += eng_node_inlined_ops(n->src[i].node, limit - ops);
+        ops += inlined_ops(n->src[i].node, limit - ops, depth - 1);
     return ops;
+}
+
+uint32_t eng_node_inlined_ops(const eng_node *n, uint32_t limit) {
+    enum { MOVES_DEPTH = 64 };
+    return inlined_ops(n, limit, MOVES_DEPTH);
 }

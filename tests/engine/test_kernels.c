@@ -285,6 +285,38 @@ static void test_engine_kernels_recompute_rule_elementwise(void **state) {
     eng_fixture_context_destroy(ctx);
 }
 
+/* A node of its own over a view (eng_identity: a fold's, a split reduction's copy) moves
+ * elements and computes nothing: it counts no operation toward the rule. Three operations
+ * behind two such copies, broadcast over 4 outputs each, stay fused (one dispatch), where
+ * counted as five they ran first (two). */
+static void test_engine_kernels_identity_copies_are_moves(void **state) {
+    eng_fixture *f = *state;
+    kiln_context *ctx = eng_context_new(f->device);
+    assert_non_null(ctx);
+    enum { N = 256 };
+    float *xs = malloc(sizeof(float) * N * N), *want = malloc(sizeof(float) * N * N * 4);
+    assert_true(xs && want);
+    for (int i = 0; i < N * N; i++)
+        xs[i] = (float)(i % 17 - 8) / 8;
+    kiln_tensor *x = fx_f32(ctx, 2, (const int64_t[]){N, N}, xs);
+    kiln_tensor *three = kiln_add(kiln_mul(x, kiln_exp(x)), x);
+    kiln_tensor *moved = eng_identity(eng_identity(three));
+    assert_int_equal(eng_node_inlined_ops(ENG_BASE(moved), 8), 3);
+    kiln_tensor *y = kiln_expand(kiln_unsqueeze(moved, -1), 3, (const int64_t[]){N, N, 4});
+    y = kiln_mul(y, kiln_arange(ctx, KILN_F32, 0, 4, 1));
+    kiln_stats before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize(y), KILN_OK);
+    kiln_stats after = kiln_context_stats(ctx);
+    assert_int_equal(delta(&before, &after).dispatches, 1);
+    for (int i = 0; i < N * N; i++)
+        for (int k = 0; k < 4; k++)
+            want[i * 4 + k] = (xs[i] * expf(xs[i]) + xs[i]) * (float)k;
+    fx_check_f32(y, want, (size_t)N * N * 4, 1e-5, 1e-5);
+    free(xs);
+    free(want);
+    eng_fixture_context_destroy(ctx);
+}
+
 /* The rule's other half: a node of four or more operations read by two kernels of their own (a
  * reduction and a kiln_contiguous copy, one through a negation it inlines) is realized once
  * and loaded by both when it has at least the device's parallelism of elements (three
@@ -1888,6 +1920,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_recomputed_operand_is_realized_first),
         ENG_TEST(test_engine_kernels_recompute_rule_elementwise),
         ENG_TEST(test_engine_kernels_recompute_rule_several_kernels),
+        ENG_TEST(test_engine_kernels_identity_copies_are_moves),
         ENG_TEST(test_engine_kernels_cheap_operand_stays_fused),
         ENG_TEST(test_engine_kernels_recompute_rule_symbolic_compiles_once),
         ENG_TEST(test_engine_kernels_inference_conv_reads_windows_in_place),
