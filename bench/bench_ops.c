@@ -1031,6 +1031,18 @@ static void paired(row *r, const kiln_case *c, ref_variant *best) {
     variant_finish(best);
 }
 
+/* Kiln's twin (the same work another way, in the same context) as row r's reference: its
+ * times, and its status in r's notes where it was not measured or did not pass. */
+static void twin_reference(row *r, const row *twin, bool measured, const char *what) {
+    if (!measured || strcmp(twin->status, "ok") != 0) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%s: %s", what, twin->status);
+        row_note(r, msg);
+    }
+    r->ref_ms = twin->kiln_ms;
+    r->ref_first_ms = twin->kiln_first_ms;
+}
+
 /* Kiln's case against Kiln's contiguous twin (the same context), paired. The caller ended the
  * scopes of both measured results (kiln_measure) first. */
 static void paired_twin(row *r, const kiln_case *c, const kiln_case *twin) {
@@ -1212,13 +1224,7 @@ static void case_ew_inplace(void) {
                         .b = kiln_from_data(ctx, KILN_F32, 1, shape, hb)};
     kiln_case tc = {.ctx = ctx, .build = inplace_build, .user = &ts};
     kiln_tensor *out = NULL;
-    if (!ts.a || !ts.b || !kiln_measure(&twin, &tc, &out)) {
-        char msg[200];
-        snprintf(msg, sizeof msg, "out-of-place twin: %s", twin.status);
-        row_note(r, msg);
-    }
-    r->ref_ms = twin.kiln_ms;
-    r->ref_first_ms = twin.kiln_first_ms;
+    twin_reference(r, &twin, ts.a && ts.b && kiln_measure(&twin, &tc, &out), "out-of-place twin");
     inplace_state s = ts;
     s.in_place = true;
     kiln_case c = {.ctx = ctx, .build = inplace_build, .user = &s};
@@ -1866,13 +1872,7 @@ static void batched_matmul_row(const char *id, const char *name, size_t distinct
     kiln_tensor *out = NULL;
     if (kiln_measure(&twin, &tc, &out) && kiln_read_floats(&twin, ctx, out, got, nc))
         bmm_check_host(&twin, got, ha, hb, 1, BATCH * M, K, N, 1);
-    if (strcmp(twin.status, "ok") != 0) {
-        char msg[200];
-        snprintf(msg, sizeof msg, "flat twin: %s", twin.status);
-        row_note(r, msg);
-    }
-    r->ref_ms = twin.kiln_ms;
-    r->ref_first_ms = twin.kiln_first_ms;
+    twin_reference(r, &twin, true, "flat twin");
     if (kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, nc))
         bmm_check_host(r, got, ha, hb, BATCH, M, K, N, distinct);
     (void)kiln_scope_end(ctx, 0, NULL); /* the batched result */
@@ -1955,13 +1955,7 @@ static void case_strided_sum(void) {
     red_state ts = {.ctx = ctx, .host = hx, .kind = RED_SUM_ROWS};
     kiln_case tc = {.ctx = ctx, .prepare = red_prepare, .build = red_build, .user = &ts};
     kiln_tensor *out = NULL;
-    if (!kiln_measure(&twin, &tc, &out)) {
-        char msg[200];
-        snprintf(msg, sizeof msg, "contiguous twin: %s", twin.status);
-        row_note(r, msg);
-    }
-    r->ref_ms = twin.kiln_ms;
-    r->ref_first_ms = twin.kiln_first_ms;
+    twin_reference(r, &twin, kiln_measure(&twin, &tc, &out), "contiguous twin");
     red_state s = ts; /* the same input tensor x, read through x.T */
     s.kind = RED_SUM_T_ROWS;
     kiln_case c = {.ctx = ctx, .prepare = red_prepare, .build = red_build, .user = &s};
@@ -2086,12 +2080,7 @@ static void case_strided_copy(void) {
     if (kiln_measure(&twin, &tc, &out) && kiln_read_floats(&twin, ctx, out, got, N16M) &&
         !compare(got, hx, N16M, 0, 0, "KILN WRONG (contiguous copy)", msg, sizeof msg))
         row_note(r, msg);
-    if (strcmp(twin.status, "ok") != 0) {
-        snprintf(msg, sizeof msg, "contiguous twin: %s", twin.status);
-        row_note(r, msg);
-    }
-    r->ref_ms = twin.kiln_ms;
-    r->ref_first_ms = twin.kiln_first_ms;
+    twin_reference(r, &twin, true, "contiguous twin");
     if (kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, N16M) &&
         !compare(got, want, N16M, 0, 0, "KILN WRONG vs host", msg, sizeof msg))
         row_note(r, msg);
@@ -2481,13 +2470,7 @@ static void case_conv_epilogue(void) {
     kiln_case tc = {.ctx = ctx, .build = conv_build, .user = &ts};
     kiln_case c = {.ctx = ctx, .build = conv_build, .user = &s};
     kiln_tensor *out = NULL;
-    if (!kiln_measure(&twin, &tc, &out)) {
-        char msg[200];
-        snprintf(msg, sizeof msg, "bare convolution: %s", twin.status);
-        row_note(r, msg);
-    }
-    r->ref_ms = twin.kiln_ms;
-    r->ref_first_ms = twin.kiln_first_ms;
+    twin_reference(r, &twin, kiln_measure(&twin, &tc, &out), "bare convolution");
     bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, CV_Y);
     if (kiln_ok && strcmp(r->status, "ok") == 0) {
         char msg[160];

@@ -389,15 +389,19 @@ kiln_tensor *kiln_detach(kiln_tensor *t) {
  */
 
 /* One kiln_grad call's state. */
+/* What relu_pools finds about a record (by record order). */
+typedef struct pool_note {
+    uint32_t consumers; /* the differentiated records that read it */
+    bool relu_masked;   /* a relu whose mask its max pool applies, or that max pool */
+    uint32_t sums_from; /* its gradient is a max pool's, scattered: that pool's order + 1 */
+    kiln_tensor *grad;  /* a max pool's masked gradient, laid out (its rule sets it) */
+} pool_note;
+
 typedef struct grad_run {
     kiln_context *ctx;
     const eng_fn *fn; /* the record whose rule runs (for messages) */
     bool failed;
-    /* fn is a relu whose mask its max pool applies, or that max pool (relu_pools) */
-    bool pooled_relu;
-    /* fn's gradient is a pool's, scattered (relu_pools): that pool's order + 1, else 0 */
-    uint32_t sums_from;
-    kiln_tensor **pooled; /* by order: a max pool's masked gradient, laid out (relu_pools) */
+    struct pool_note *notes; /* by record order (relu_pools) */
 } grad_run;
 
 static const char *op_name(uint32_t op) {
@@ -838,13 +842,13 @@ static kiln_tensor *times(kiln_tensor *g, kiln_tensor *b) {
     return one ? b : kiln_mul(g, b);
 }
 
-/* The gradient of f's input i from g, the gradient of f's output. */
 /* The gradient whose sum_to gives input i's: where fn's gradient g is a max pool's scattered
  * over the last two dims (relu_pools) and input i is summed over both (a bias's), the pool's
  * masked gradient, laid out, which has the same sums over a quarter of the elements for
  * 2 x 2 windows; else g. */
 static kiln_tensor *pooled_sum(const grad_run *r, uint32_t i, kiln_tensor *g) {
-    kiln_tensor *p = r->sums_from ? r->pooled[r->sums_from - 1] : NULL;
+    uint32_t from = r->notes[r->fn->order].sums_from;
+    kiln_tensor *p = from ? r->notes[from - 1].grad : NULL;
     if (!p || type_of(p) != type_of(g))
         return g;
     const shape_view *v = in_view(r->fn, i), *gv = shape_tracker_last(ENG_ST(g));
@@ -859,6 +863,7 @@ static kiln_tensor *pooled_sum(const grad_run *r, uint32_t i, kiln_tensor *g) {
     return p;
 }
 
+/* The gradient of f's input i from g, the gradient of f's output. */
 static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
     kiln_context *ctx = r->ctx;
     const eng_fn *f = r->fn;
@@ -951,7 +956,7 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
         return kiln_mul(g, kiln_mul(y, kiln_sub(scalar(ctx, gt, 1), y)));
     }
     case ENG_AG_RELU: {
-        if (r->pooled_relu) /* masked by the max pool that reads it (relu_pools) */
+        if (r->notes[f->order].relu_masked) /* by the max pool that reads it (relu_pools) */
             return g;
         /* torch's: the gradient passes where the output is not <= 0 (a NaN's passes) */
         kiln_tensor *zero = scalar(ctx, gt, 0);
@@ -1001,13 +1006,13 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
         kiln_tensor *first = eng_argmax_i32(in_value(r, 0), -1, true);
         kiln_tensor *at =
             kiln_arange_sym(ctx, KILN_I32, eng_expr_handle(ctx, iv->shape[iv->ndim - 1]));
-        if (r->pooled_relu) {
+        if (r->notes[f->order].relu_masked) {
             /* the relu's mask, from the maximum (relu_pools), laid out: the backward then
              * reads two operands, and where g is a product's (the next layer's input
              * gradient) the mask is that product's epilogue (kernel.c epilogue_of) */
             kiln_tensor *zero = scalar(ctx, gt, 0);
             g = kiln_contiguous(kiln_where(kiln_le(out_value(r), zero), zero, g));
-            r->pooled[f->order] = g;
+            r->notes[f->order].grad = g;
         }
         return kiln_where(kiln_eq(first, at), unreduce(f, g, true), scalar(ctx, gt, 0));
     }
@@ -1293,22 +1298,21 @@ static bool pools_last_two(const eng_fn *pool, const eng_fn *relu) {
 /* max_pool2d(relu(x)): a max pool (eng_max_first) over windows of a relu's output, reached
  * through ops that only move elements. The element that takes a window's gradient is the
  * window's first maximum, where the relu's mask (the output not <= 0, as torch's: a NaN's
- * gradient passes) is the window's maximum not <= 0. So where the relu's output takes its gradient
- * from that pool alone (the relu and every op between have one consumer among the records the walk
- * differentiates), the pool applies the mask to its own gradient, a quarter of the elements for 2 x
- * 2 windows, and the relu passes its gradient on: the backward no longer reads the relu's output
- * nor what it was computed from (the training example's pool-and-relu backwards stop reading the
- * convolutions' outputs). A pool whose output was written in place since keeps the relu's
- * mask (its maximum is no longer the value it computed). flags[k] is set for both records;
- * consumers[k]: the differentiated records that read order[k].
+ * gradient passes) is the window's maximum not <= 0. So where the relu's output takes its
+ * gradient from that pool alone (the relu and every op between have one consumer among the
+ * records the walk differentiates), the pool applies the mask to its own gradient, a quarter
+ * of the elements for 2 x 2 windows, and the relu passes its gradient on: the backward no
+ * longer reads the relu's output nor what it was computed from (the training example's
+ * pool-and-relu backwards stop reading the convolutions' outputs). A pool whose output was
+ * written in place since keeps the relu's mask (its maximum is no longer the value it
+ * computed). Both records are noted relu_masked.
  *
  * Where the pool's windows are over the relu output's last two dims only (pools_last_two),
- * the record that made the relu's input, read by the relu alone, is marked too (sums_from:
+ * the record that made the relu's input, read by the relu alone, is noted too (sums_from:
  * the pool's order + 1): each window's gradient lands on one element of the window's own
  * plane, so a sum of that gradient over the last two dims (a bias's: conv2d_ex adds it) is
  * the masked pooled gradient's over its own last two (pooled_sum). */
-static void relu_pools(eng_fn *const *order, size_t n, const uint8_t *need,
-                       const uint32_t *consumers, uint8_t *flags, uint32_t *sums_from) {
+static void relu_pools(eng_fn *const *order, size_t n, const uint8_t *need, pool_note *notes) {
     for (size_t k = 0; k < n; k++) {
         const eng_fn *pool = order[k];
         if (pool->op != ENG_AG_MAX_FIRST || !need[k] || !pool->out.cell ||
@@ -1316,15 +1320,15 @@ static void relu_pools(eng_fn *const *order, size_t n, const uint8_t *need,
             continue;
         const eng_fn *f = pool->in_fn[0];
         uint32_t in = 0;
-        while (f && need[f->order] && consumers[f->order] == 1 && moves_elements(f, &in))
+        while (f && need[f->order] && notes[f->order].consumers == 1 && moves_elements(f, &in))
             f = f->in_fn[in];
-        if (!f || f->op != ENG_AG_RELU || !need[f->order] || consumers[f->order] != 1)
+        if (!f || f->op != ENG_AG_RELU || !need[f->order] || notes[f->order].consumers != 1)
             continue;
-        flags[k] = 1;
-        flags[f->order] = 1;
+        notes[k].relu_masked = notes[f->order].relu_masked = true;
         const eng_fn *made = f->in_fn[0];
-        if (made && need[made->order] && consumers[made->order] == 1 && pools_last_two(pool, f))
-            sums_from[made->order] = (uint32_t)k + 1;
+        if (made && need[made->order] && notes[made->order].consumers == 1 &&
+            pools_last_two(pool, f))
+            notes[made->order].sums_from = (uint32_t)k + 1;
     }
 }
 
@@ -1423,15 +1427,8 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
                 need.data[k] = 1;
     }
     size_t slots = order.len + 1;
-    uint32_t *consumers = base_calloc(&ctx->alloc, slots, sizeof *consumers);
-    uint32_t *sums_from = base_calloc(&ctx->alloc, slots, sizeof *sums_from);
-    uint8_t *pooled = base_calloc(&ctx->alloc, slots, sizeof *pooled);
-    kiln_tensor **pool_grads = base_calloc(&ctx->alloc, slots, sizeof *pool_grads);
-    if (!consumers || !sums_from || !pooled || !pool_grads) {
-        base_free(&ctx->alloc, consumers, slots * sizeof *consumers);
-        base_free(&ctx->alloc, sums_from, slots * sizeof *sums_from);
-        base_free(&ctx->alloc, pooled, slots * sizeof *pooled);
-        base_free(&ctx->alloc, pool_grads, slots * sizeof *pool_grads);
+    pool_note *notes = base_calloc(&ctx->alloc, slots, sizeof *notes);
+    if (!notes) {
         BASE_VEC_FREE(&ctx->alloc, &order);
         BASE_VEC_FREE(&ctx->alloc, &need);
         BASE_VEC_FREE(&ctx->alloc, &acc);
@@ -1441,14 +1438,13 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
     for (size_t k = 0; k < order.len; k++)
         for (uint32_t j = 0; j < order.data[k]->nin && need.data[k]; j++)
             if (order.data[k]->in_fn[j])
-                consumers[order.data[k]->in_fn[j]->order]++;
-    relu_pools(order.data, order.len, need.data, consumers, pooled, sums_from);
-    base_free(&ctx->alloc, consumers, slots * sizeof *consumers);
+                notes[order.data[k]->in_fn[j]->order].consumers++;
+    relu_pools(order.data, order.len, need.data, notes);
     eng_log_enter(ctx);
     ctx->call = "kiln_grad";
     size_t mark = eng_temps_begin(ctx);
     ctx->ag_block++;
-    grad_run run = {.ctx = ctx, .pooled = pool_grads};
+    grad_run run = {.ctx = ctx, .notes = notes};
     if (order.len) {
         const shape_view *v = shape_tracker_last(l->st);
         acc.data[order.len - 1] = eng_full(ctx, lt, v->ndim, v->shape, 1.0, NULL);
@@ -1460,12 +1456,10 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
         if (!g || !need.data[k] || f->op == ENG_AG_LEAF)
             continue;
         run.fn = f;
-        run.pooled_relu = pooled[k];
-        run.sums_from = sums_from[k];
         bool costly = eng_node_inlined_ops(ENG_BASE(g), RECOMPUTE_MIN_OPS) >= RECOMPUTE_MIN_OPS;
         uint32_t readers = needed_inputs(f, need.data);
         /* a bias that sums the pool's gradient instead (pooled_sum) is not g's reader */
-        for (uint32_t j = 0; j < f->nin && run.sums_from && f->op == ENG_AG_ADD; j++)
+        for (uint32_t j = 0; j < f->nin && notes[k].sums_from && f->op == ENG_AG_ADD; j++)
             readers -= f->in_fn[j] && need.data[f->in_fn[j]->order] && pooled_sum(&run, j, g) != g;
         /* A costly gradient that a sum or difference passes to both its operands (a layer's
          * output and its bias) is read by two kernels at least: materialised here once, where
@@ -1552,9 +1546,7 @@ kiln_status kiln_grad(kiln_tensor *loss, uint32_t count, kiln_tensor *const *inp
     }
     if (result && result != out)
         base_free(&ctx->alloc, result, count * sizeof *result);
-    base_free(&ctx->alloc, sums_from, slots * sizeof *sums_from);
-    base_free(&ctx->alloc, pooled, slots * sizeof *pooled);
-    base_free(&ctx->alloc, pool_grads, slots * sizeof *pool_grads);
+    base_free(&ctx->alloc, notes, slots * sizeof *notes);
     BASE_VEC_FREE(&ctx->alloc, &order);
     BASE_VEC_FREE(&ctx->alloc, &need);
     BASE_VEC_FREE(&ctx->alloc, &acc);

@@ -252,6 +252,25 @@ static void test_engine_kernels_recomputed_operand_is_realized_first(void **stat
     eng_fixture_context_destroy(ctx);
 }
 
+/* v (rows x cols) broadcast over a last dim of 4 and multiplied by 0..3, realized: the
+ * dispatches it takes, and its values against host, v's values. */
+static void check_broadcast_of_four(kiln_context *ctx, kiln_tensor *v, int64_t rows, int64_t cols,
+                                    const float *host, uint64_t dispatches) {
+    kiln_tensor *y = kiln_expand(kiln_unsqueeze(v, -1), 3, (const int64_t[]){rows, cols, 4});
+    y = kiln_mul(y, kiln_arange(ctx, KILN_F32, 0, 4, 1));
+    kiln_stats before = kiln_context_stats(ctx);
+    assert_int_equal(kiln_realize(y), KILN_OK);
+    kiln_stats after = kiln_context_stats(ctx);
+    assert_int_equal(delta(&before, &after).dispatches, dispatches);
+    float *want = malloc(sizeof(float) * (size_t)(rows * cols * 4));
+    assert_non_null(want);
+    for (int64_t i = 0; i < rows * cols; i++)
+        for (int k = 0; k < 4; k++)
+            want[i * 4 + k] = host[i] * (float)k;
+    fx_check_f32(y, want, (size_t)(rows * cols * 4), 1e-5, 1e-5);
+    free(want);
+}
+
 /* The rule in an elementwise kernel: a node of four or more operations read through a
  * broadcast (each element by 4 outputs) runs first when it has at least the device's
  * parallelism of elements (65,536 here: a GPU's figure, a CPU's is smaller); a small one
@@ -261,27 +280,19 @@ static void test_engine_kernels_recompute_rule_elementwise(void **state) {
     kiln_context *ctx = eng_context_new(f->device);
     assert_non_null(ctx);
     enum { N = 256 };
-    float *xs = malloc(sizeof(float) * N * N), *want = malloc(sizeof(float) * N * N * 4);
-    assert_true(xs && want);
-    for (int i = 0; i < N * N; i++)
+    float *xs = malloc(sizeof(float) * N * N), *host = malloc(sizeof(float) * N * N);
+    assert_true(xs && host);
+    for (int i = 0; i < N * N; i++) {
         xs[i] = (float)(i % 17 - 8) / 8;
+        host[i] = four_ops_host(xs[i]);
+    }
     for (int big = 0; big < 2; big++) {
         int64_t rows = big ? N : 2, cols = big ? N : 4;
         kiln_tensor *x = fx_f32(ctx, 2, (const int64_t[]){rows, cols}, xs);
-        kiln_tensor *y =
-            kiln_expand(kiln_unsqueeze(four_ops(x), -1), 3, (const int64_t[]){rows, cols, 4});
-        y = kiln_mul(y, kiln_arange(ctx, KILN_F32, 0, 4, 1));
-        kiln_stats before = kiln_context_stats(ctx);
-        assert_int_equal(kiln_realize(y), KILN_OK);
-        kiln_stats after = kiln_context_stats(ctx);
-        assert_int_equal(delta(&before, &after).dispatches, big ? 2 : 1);
-        for (int64_t i = 0; i < rows * cols; i++)
-            for (int k = 0; k < 4; k++)
-                want[i * 4 + k] = four_ops_host(xs[i]) * (float)k;
-        fx_check_f32(y, want, (size_t)(rows * cols * 4), 1e-5, 1e-5);
+        check_broadcast_of_four(ctx, four_ops(x), rows, cols, host, big ? 2 : 1);
     }
     free(xs);
-    free(want);
+    free(host);
     eng_fixture_context_destroy(ctx);
 }
 
@@ -294,26 +305,18 @@ static void test_engine_kernels_identity_copies_are_moves(void **state) {
     kiln_context *ctx = eng_context_new(f->device);
     assert_non_null(ctx);
     enum { N = 256 };
-    float *xs = malloc(sizeof(float) * N * N), *want = malloc(sizeof(float) * N * N * 4);
-    assert_true(xs && want);
-    for (int i = 0; i < N * N; i++)
+    float *xs = malloc(sizeof(float) * N * N), *host = malloc(sizeof(float) * N * N);
+    assert_true(xs && host);
+    for (int i = 0; i < N * N; i++) {
         xs[i] = (float)(i % 17 - 8) / 8;
+        host[i] = xs[i] * expf(xs[i]) + xs[i];
+    }
     kiln_tensor *x = fx_f32(ctx, 2, (const int64_t[]){N, N}, xs);
-    kiln_tensor *three = kiln_add(kiln_mul(x, kiln_exp(x)), x);
-    kiln_tensor *moved = eng_identity(eng_identity(three));
+    kiln_tensor *moved = eng_identity(eng_identity(kiln_add(kiln_mul(x, kiln_exp(x)), x)));
     assert_int_equal(eng_node_inlined_ops(ENG_BASE(moved), 8), 3);
-    kiln_tensor *y = kiln_expand(kiln_unsqueeze(moved, -1), 3, (const int64_t[]){N, N, 4});
-    y = kiln_mul(y, kiln_arange(ctx, KILN_F32, 0, 4, 1));
-    kiln_stats before = kiln_context_stats(ctx);
-    assert_int_equal(kiln_realize(y), KILN_OK);
-    kiln_stats after = kiln_context_stats(ctx);
-    assert_int_equal(delta(&before, &after).dispatches, 1);
-    for (int i = 0; i < N * N; i++)
-        for (int k = 0; k < 4; k++)
-            want[i * 4 + k] = (xs[i] * expf(xs[i]) + xs[i]) * (float)k;
-    fx_check_f32(y, want, (size_t)N * N * 4, 1e-5, 1e-5);
+    check_broadcast_of_four(ctx, moved, N, N, host, 1);
     free(xs);
-    free(want);
+    free(host);
     eng_fixture_context_destroy(ctx);
 }
 

@@ -277,30 +277,36 @@ static void test_engine_nn_max_pool2d(void **state) {
 /* The gradients of sum(pool(x) * r) against torch's: disjoint windows (kernel 2, stride 2;
  * the last row is in none), windows with gaps (stride 3), overlapping windows (kernel 3,
  * stride 2, padding 1), the mean over disjoint windows. x has ties: the first maximum takes
- * the gradient. */
+ * the gradient. And of a max pool over relu(x), whose mask Kiln applies to the pooled gradient
+ * (autograd.c relu_pools): disjoint windows, overlapping ones over a -inf padding. */
 static void test_engine_nn_pool_gradients(void **state) {
     kiln_context *ctx = fx_ctx(state);
     const struct {
-        bool max;
+        bool max, relu;
         int64_t kernel, stride, padding;
-        const float *r, *dx;
+        const float *x, *r, *dx;
         size_t nr, ndx;
     } cases[] = {
-        {true, 2, 2, 0, pgrad_max_k2s2_r, pgrad_max_k2s2_dx, N(pgrad_max_k2s2_r),
+        {true, false, 2, 2, 0, pgrad_x, pgrad_max_k2s2_r, pgrad_max_k2s2_dx, N(pgrad_max_k2s2_r),
          N(pgrad_max_k2s2_dx)},
-        {true, 2, 3, 0, pgrad_max_k2s3_r, pgrad_max_k2s3_dx, N(pgrad_max_k2s3_r),
+        {true, false, 2, 3, 0, pgrad_x, pgrad_max_k2s3_r, pgrad_max_k2s3_dx, N(pgrad_max_k2s3_r),
          N(pgrad_max_k2s3_dx)},
-        {true, 3, 2, 1, pgrad_max_k3s2p1_r, pgrad_max_k3s2p1_dx, N(pgrad_max_k3s2p1_r),
-         N(pgrad_max_k3s2p1_dx)},
-        {false, 2, 2, 0, pgrad_avg_k2s2_r, pgrad_avg_k2s2_dx, N(pgrad_avg_k2s2_r),
+        {true, false, 3, 2, 1, pgrad_x, pgrad_max_k3s2p1_r, pgrad_max_k3s2p1_dx,
+         N(pgrad_max_k3s2p1_r), N(pgrad_max_k3s2p1_dx)},
+        {false, false, 2, 2, 0, pgrad_x, pgrad_avg_k2s2_r, pgrad_avg_k2s2_dx, N(pgrad_avg_k2s2_r),
          N(pgrad_avg_k2s2_dx)},
+        {true, true, 2, 2, 0, rpool_x, rpool_k2s2_r, rpool_k2s2_dx, N(rpool_k2s2_r),
+         N(rpool_k2s2_dx)},
+        {true, true, 3, 2, 1, rpool_x, rpool_k3s2p1_r, rpool_k3s2p1_dx, N(rpool_k3s2p1_r),
+         N(rpool_k3s2p1_dx)},
     };
     for (size_t i = 0; i < N(cases); i++) {
-        kiln_tensor *x = fx_f32(ctx, 4, (const int64_t[]){2, 3, 7, 6}, pgrad_x);
+        kiln_tensor *x = fx_f32(ctx, 4, (const int64_t[]){2, 3, 7, 6}, cases[i].x);
         assert_int_equal(kiln_requires_grad_(x, true), KILN_OK);
+        kiln_tensor *in = cases[i].relu ? kiln_relu(x) : x;
         kiln_tensor *y =
-            cases[i].max ? kiln_max_pool2d(x, cases[i].kernel, cases[i].stride, cases[i].padding)
-                         : kiln_avg_pool2d(x, cases[i].kernel, cases[i].stride, cases[i].padding);
+            cases[i].max ? kiln_max_pool2d(in, cases[i].kernel, cases[i].stride, cases[i].padding)
+                         : kiln_avg_pool2d(in, cases[i].kernel, cases[i].stride, cases[i].padding);
         assert_non_null(y);
         int64_t shape[4];
         assert_int_equal(kiln_tensor_shape(y, shape), KILN_OK);
@@ -313,37 +319,14 @@ static void test_engine_nn_pool_gradients(void **state) {
     }
 }
 
-/* The gradients of max_pool2d(relu(x)) against torch's. Kiln applies the relu's mask to the
- * pooled gradient (autograd.c relu_pools): disjoint windows (the last row in none),
- * overlapping windows over a -inf padding, a relu also read by another op (there the relu
- * keeps its mask), and NaNs (torch's relu passes a NaN's gradient, and a NaN is its window's
- * maximum), with the relu alone beside it, and a bias added before the relu (its gradient
- * summed from the pooled gradient). */
+/* More gradients of max_pool2d(relu(x)) against torch's (with the cases of
+ * pool_gradients): a relu also read by another op (there the relu keeps its mask), NaNs
+ * (torch's relu passes a NaN's gradient, and a NaN is its window's maximum) with the relu
+ * alone beside them, and a bias added before the relu (its gradient summed from the pooled
+ * gradient). */
 static void test_engine_nn_relu_pool_gradients(void **state) {
     kiln_context *ctx = fx_ctx(state);
     const int64_t xs[4] = {2, 3, 7, 6}, ns[4] = {1, 2, 4, 4};
-    const struct {
-        int64_t kernel, stride, padding;
-        const float *r, *dx;
-        size_t nr;
-    } cases[] = {
-        {2, 2, 0, rpool_k2s2_r, rpool_k2s2_dx, N(rpool_k2s2_r)},
-        {3, 2, 1, rpool_k3s2p1_r, rpool_k3s2p1_dx, N(rpool_k3s2p1_r)},
-    };
-    for (size_t i = 0; i < N(cases); i++) {
-        kiln_tensor *x = fx_f32(ctx, 4, xs, rpool_x);
-        assert_int_equal(kiln_requires_grad_(x, true), KILN_OK);
-        kiln_tensor *y =
-            kiln_max_pool2d(kiln_relu(x), cases[i].kernel, cases[i].stride, cases[i].padding);
-        int64_t shape[4];
-        assert_int_equal(kiln_tensor_shape(y, shape), KILN_OK);
-        assert_int_equal((size_t)(shape[0] * shape[1] * shape[2] * shape[3]), cases[i].nr);
-        kiln_tensor *loss =
-            kiln_sum(kiln_mul(y, fx_f32(ctx, 4, shape, cases[i].r)), 0, NULL, false);
-        kiln_tensor *dx = NULL;
-        assert_int_equal(kiln_grad(loss, 1, &x, &dx), KILN_OK);
-        fx_check_f32(dx, cases[i].dx, N(rpool_x), ATOL, RTOL);
-    }
     kiln_tensor *x = fx_f32(ctx, 4, xs, rpool_x);
     assert_int_equal(kiln_requires_grad_(x, true), KILN_OK);
     kiln_tensor *h = kiln_relu(x);
