@@ -369,6 +369,57 @@ static void test_engine_nn_relu_pool_gradients(void **state) {
     fx_check_f32(grads[1], rpool_bias_db, N(rpool_bias_db), ATOL, RTOL);
 }
 
+/* A pooled relu's gradient (autograd.c relu_pools, pooled_sum) against the same graph's
+ * gradient where the rewrite does not apply: there the relu's output is also read by a
+ * product by 0, a second consumer, so the relu keeps its own mask and the bias sums the
+ * scattered gradient. Windows disjoint, overlapping, strided past each other and padded;
+ * inputs of halves with ties, zeros, NaNs and infinities. The gradients of x match exactly,
+ * the bias's (summed in another order) to rounding. */
+static void test_engine_nn_relu_pool_matches_unrewritten(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    const int64_t shape[4] = {2, 3, 7, 6},
+                  kernels[][3] = {{2, 2, 0}, {3, 2, 1}, {2, 1, 1}, {3, 3, 0}, {2, 3, 1}};
+    enum { NX = 2 * 3 * 7 * 6 };
+    float xs[NX], bs[3] = {0.5f, -1.0f, 0.0f};
+    for (int i = 0; i < NX; i++)
+        xs[i] = (float)((i * 7919) % 17 - 8) / 2;
+    xs[5] = NAN;
+    xs[40] = INFINITY;
+    xs[77] = -INFINITY;
+    xs[130] = NAN;
+    for (size_t c = 0; c < N(kernels); c++) {
+        float got[2][NX + 3];
+        for (int rewritten = 0; rewritten < 2; rewritten++) {
+            kiln_tensor *leaves[2] = {fx_f32(ctx, 4, shape, xs),
+                                      fx_f32(ctx, 1, (const int64_t[]){3}, bs)};
+            for (int i = 0; i < 2; i++)
+                assert_int_equal(kiln_requires_grad_(leaves[i], true), KILN_OK);
+            kiln_tensor *h = kiln_relu(
+                kiln_add(leaves[0], kiln_reshape(leaves[1], 4, (const int64_t[]){1, 3, 1, 1})));
+            kiln_tensor *y = kiln_max_pool2d(h, kernels[c][0], kernels[c][1], kernels[c][2]);
+            int64_t ys[4];
+            assert_int_equal(kiln_tensor_shape(y, ys), KILN_OK);
+            kiln_tensor *r =
+                kiln_cos(kiln_arange(ctx, KILN_F32, 0, (double)(ys[0] * ys[1] * ys[2] * ys[3]), 1));
+            kiln_tensor *loss = kiln_sum(kiln_mul(y, kiln_reshape(r, 4, ys)), 0, NULL, false);
+            if (!rewritten) /* h read twice: no rewrite */
+                loss = kiln_add(loss, kiln_mul_scalar(kiln_sum(h, 0, NULL, false), 0));
+            kiln_tensor *grads[2] = {NULL, NULL};
+            assert_int_equal(kiln_grad(loss, 2, leaves, grads), KILN_OK);
+            assert_int_equal(kiln_read(grads[0], got[rewritten], sizeof(float) * NX), KILN_OK);
+            assert_int_equal(kiln_read(grads[1], got[rewritten] + NX, sizeof(float) * 3), KILN_OK);
+        }
+        for (int i = 0; i < NX + 3; i++) {
+            bool same = memcmp(&got[0][i], &got[1][i], sizeof(float)) == 0 ||
+                        (i >= NX && fabsf(got[0][i] - got[1][i]) <= 1e-5f * (1 + fabsf(got[0][i])));
+            if (!same)
+                fail_msg("kernel %lld, stride %lld, padding %lld, element %d: %g rewritten, %g not",
+                         (long long)kernels[c][0], (long long)kernels[c][1],
+                         (long long)kernels[c][2], i, got[1][i], got[0][i]);
+        }
+    }
+}
+
 static void test_engine_nn_avg_pool2d(void **state) {
     kiln_context *ctx = fx_ctx(state);
     kiln_tensor *x = fx_f32(ctx, 4, (const int64_t[]){2, 3, 7, 6}, pool_x);
@@ -608,6 +659,7 @@ int main(void) {
         ENG_TEST(test_engine_nn_max_pool2d),
         ENG_TEST(test_engine_nn_pool_gradients),
         ENG_TEST(test_engine_nn_relu_pool_gradients),
+        ENG_TEST(test_engine_nn_relu_pool_matches_unrewritten),
         ENG_TEST(test_engine_nn_avg_pool2d),
         ENG_TEST(test_engine_nn_clamp),
         ENG_TEST(test_engine_nn_gather),
