@@ -1254,45 +1254,29 @@ static bool moves_elements(const eng_fn *f, uint32_t *in) {
     return true;
 }
 
-/* Whether the records from relu's output to pool's input only pad, select from the padding,
- * take windows over the last two dims and merge the windows' dims (kiln_max_pool2d's), so that
- * the pool's output keeps the leading dims of the relu's output as they are. */
-static bool pools_last_two(const eng_fn *pool, const eng_fn *relu) {
-    const shape_view *out = shape_tracker_last(relu->out.st), *in = in_view(pool, 0);
-    uint32_t nd = out->ndim;
-    if (nd < 2 || in->ndim != nd + 1)
-        return false;
-    for (uint32_t d = 0; d + 2 < nd; d++)
-        if (in->shape[d] != out->shape[d])
+/* Whether record f, between a relu's output of nd dims and a max pool's windows of it, keeps
+ * the leading nd - 2 dims as they are (kiln_max_pool2d's records: a pad of the last two dims,
+ * the select from that padding, windows over the last two dims, the merge of the windows'
+ * dims). */
+static bool keeps_leading_dims(const eng_fn *f, uint32_t nd) {
+    switch ((eng_ag_op)f->op) {
+    case ENG_AG_UNFOLD:
+        return f->ints[0] + 2 >= (int64_t)nd;
+    case ENG_AG_PAD:
+        if (f->nsyms != 2 * nd)
             return false;
-    for (const eng_fn *f = pool->in_fn[0]; f != relu; f = f->in_fn[f->op == ENG_AG_WHERE ? 1 : 0]) {
-        if (!f)
-            return false;
-        switch ((eng_ag_op)f->op) {
-        case ENG_AG_UNFOLD:
-            if (f->ints[0] + 2 < (int64_t)nd)
+        for (uint32_t i = 0; i < 2 * (nd - 2); i++) {
+            int64_t v;
+            if (!sym_is_const(f->syms[i], &v) || v != 0)
                 return false;
-            break;
-        case ENG_AG_PAD:
-            if (f->nsyms != 2 * nd)
-                return false;
-            for (uint32_t i = 0; i < 2 * (nd - 2); i++) {
-                int64_t v;
-                if (!sym_is_const(f->syms[i], &v) || v != 0)
-                    return false;
-            }
-            break;
-        case ENG_AG_WHERE:
-            if (!f->in_fn[1])
-                return false;
-            break;
-        case ENG_AG_RESHAPE:
-            break;
-        default:
-            return false;
         }
+        return true;
+    case ENG_AG_WHERE:
+    case ENG_AG_RESHAPE:
+        return true;
+    default:
+        return false;
     }
-    return true;
 }
 
 /* max_pool2d(relu(x)): a max pool (eng_max_first) over windows of a relu's output, reached
@@ -1307,27 +1291,34 @@ static bool pools_last_two(const eng_fn *pool, const eng_fn *relu) {
  * written in place since keeps the relu's mask (its maximum is no longer the value it
  * computed). Both records are noted relu_masked.
  *
- * Where the pool's windows are over the relu output's last two dims only (pools_last_two),
- * the record that made the relu's input, read by the relu alone, is noted too (sums_from:
- * the pool's order + 1): each window's gradient lands on one element of the window's own
- * plane, so a sum of that gradient over the last two dims (a bias's: conv2d_ex adds it) is
- * the masked pooled gradient's over its own last two (pooled_sum). */
+ * Where the pool's windows are over the relu output's last two dims only (each record between
+ * keeps_leading_dims), the record that made the relu's input, read by the relu alone, is noted
+ * too (sums_from: the pool's order + 1): each window's gradient lands on one element of the
+ * window's own plane, so a sum of that gradient over the last two dims (a bias's: conv2d_ex adds
+ * it) is the masked pooled gradient's over its own last two (pooled_sum). */
 static void relu_pools(eng_fn *const *order, size_t n, const uint8_t *need, pool_note *notes) {
     for (size_t k = 0; k < n; k++) {
         const eng_fn *pool = order[k];
         if (pool->op != ENG_AG_MAX_FIRST || !need[k] || !pool->out.cell ||
             pool->out.cell->version != pool->out.version)
             continue;
+        const shape_view *windows = in_view(pool, 0); /* (leading..., OH, OW, window) */
+        uint32_t nd = windows->ndim - 1, in = 0;
+        bool last_two = nd >= 2;
         const eng_fn *f = pool->in_fn[0];
-        uint32_t in = 0;
-        while (f && need[f->order] && notes[f->order].consumers == 1 && moves_elements(f, &in))
+        while (f && need[f->order] && notes[f->order].consumers == 1 && moves_elements(f, &in)) {
+            last_two = last_two && keeps_leading_dims(f, nd);
             f = f->in_fn[in];
+        }
         if (!f || f->op != ENG_AG_RELU || !need[f->order] || notes[f->order].consumers != 1)
             continue;
         notes[k].relu_masked = notes[f->order].relu_masked = true;
+        const shape_view *out = shape_tracker_last(f->out.st);
+        last_two = last_two && out->ndim == nd;
+        for (uint32_t d = 0; last_two && d + 2 < nd; d++)
+            last_two = windows->shape[d] == out->shape[d];
         const eng_fn *made = f->in_fn[0];
-        if (made && need[made->order] && notes[made->order].consumers == 1 &&
-            pools_last_two(pool, f))
+        if (last_two && made && need[made->order] && notes[made->order].consumers == 1)
             notes[made->order].sums_from = (uint32_t)k + 1;
     }
 }

@@ -1342,12 +1342,8 @@ static kiln_status build(kiln_context *ctx, eng_node *node, eng_kernel *k, eng_n
 bool eng_kernel_stage_of(const eng_node *outer, const eng_node *inner) {
     enum { WALK = 32 };
     if (outer->kind != ENG_REDUCE || inner->kind != ENG_REDUCE || inner->arg ||
-        outer->ndim != inner->ndim || outer->reduce_mask != inner->reduce_mask)
+        outer->reduce_mask != inner->reduce_mask || !same_shape(outer, inner))
         return false;
-    for (uint32_t d = 0; d < outer->ndim; d++) {
-        if (outer->shape[d] != inner->shape[d])
-            return false;
-    }
     const eng_node *pending[WALK]; /* outer's input and the elementwise nodes under it */
     uint32_t n = 0, seen = 0;
     pending[n++] = outer->src[0].node;

@@ -271,6 +271,17 @@ static void check_broadcast_of_four(kiln_context *ctx, kiln_tensor *v, int64_t r
     free(want);
 }
 
+/* n values in [-1, 1) in eighths, 17 distinct (the recompute tests' input); *host: n more
+ * floats for the host's results. Both freed by the caller. */
+static float *eighths(size_t n, float **host) {
+    float *xs = malloc(sizeof(float) * n);
+    *host = malloc(sizeof(float) * n);
+    assert_true(xs && *host);
+    for (size_t i = 0; i < n; i++)
+        xs[i] = (float)((int)(i % 17) - 8) / 8;
+    return xs;
+}
+
 /* The rule in an elementwise kernel: a node of four or more operations read through a
  * broadcast (each element by 4 outputs) runs first when it has at least the device's
  * parallelism of elements (65,536 here: a GPU's figure, a CPU's is smaller); a small one
@@ -280,12 +291,9 @@ static void test_engine_kernels_recompute_rule_elementwise(void **state) {
     kiln_context *ctx = eng_context_new(f->device);
     assert_non_null(ctx);
     enum { N = 256 };
-    float *xs = malloc(sizeof(float) * N * N), *host = malloc(sizeof(float) * N * N);
-    assert_true(xs && host);
-    for (int i = 0; i < N * N; i++) {
-        xs[i] = (float)(i % 17 - 8) / 8;
+    float *host, *xs = eighths(N * N, &host);
+    for (int i = 0; i < N * N; i++)
         host[i] = four_ops_host(xs[i]);
-    }
     for (int big = 0; big < 2; big++) {
         int64_t rows = big ? N : 2, cols = big ? N : 4;
         kiln_tensor *x = fx_f32(ctx, 2, (const int64_t[]){rows, cols}, xs);
@@ -305,12 +313,9 @@ static void test_engine_kernels_identity_copies_are_moves(void **state) {
     kiln_context *ctx = eng_context_new(f->device);
     assert_non_null(ctx);
     enum { N = 256 };
-    float *xs = malloc(sizeof(float) * N * N), *host = malloc(sizeof(float) * N * N);
-    assert_true(xs && host);
-    for (int i = 0; i < N * N; i++) {
-        xs[i] = (float)(i % 17 - 8) / 8;
+    float *host, *xs = eighths(N * N, &host);
+    for (int i = 0; i < N * N; i++)
         host[i] = xs[i] * expf(xs[i]) + xs[i];
-    }
     kiln_tensor *x = fx_f32(ctx, 2, (const int64_t[]){N, N}, xs);
     kiln_tensor *moved = eng_identity(eng_identity(kiln_add(kiln_mul(x, kiln_exp(x)), x)));
     assert_int_equal(eng_node_inlined_ops(ENG_BASE(moved), 8), 3);
