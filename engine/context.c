@@ -100,6 +100,7 @@ kiln_status eng_context_create(const kiln_context_options *opt, const eng_extern
     ctx->free_slot = UINT32_MAX;
     /* A realize's compiles report progress once they take a second (tests: from the first). */
     ctx->progress_ns = eng_testing_options()->progress_always ? 0 : 1000000000;
+    ctx->no_foresight = eng_testing_options()->no_foresight;
     base_arena_init(&ctx->arena, &alloc, 64 * 1024);
     base_map_init(&ctx->nodes, &alloc);
     base_map_init(&ctx->programs, &alloc);
@@ -139,6 +140,7 @@ void kiln_context_destroy(kiln_context *ctx) {
     base_map_finish(&ctx->nodes);
     base_map_finish(&ctx->programs);
     base_map_finish(&ctx->refused);
+    eng_foresight_finish(ctx);
     base_arena_finish(&ctx->arena);
     base_allocator alloc = ctx->alloc;
     base_log_route_set(ctx->log_prev); /* however deep: nothing of ctx runs after this */
@@ -194,6 +196,8 @@ kiln_stats kiln_context_stats(const kiln_context *ctx) {
     s.live_storage_bytes = ctx->live_bytes;
     s.pool_bytes = ctx->pool_bytes;
     s.live_expressions = sym_ctx_live_nodes(ctx->sym);
+    for (uint32_t i = 0; i < ENG_PLANS_KEPT; i++)
+        s.live_plans += ctx->plans[i] != NULL;
     return s;
 }
 

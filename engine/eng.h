@@ -124,6 +124,9 @@ typedef struct eng_node {
     uint64_t deferred; /* a realize's mark: a write whose earlier readers are scheduled, its
                           kernel left to the write reading it (realize.c step_build) */
     uint64_t hash;
+    uint64_t local_hash;          /* eng_node_local_hash's, once asked (0: not yet) */
+    uint64_t plan_mark;           /* the realize that numbered it (realize.c's foresight) */
+    uint32_t plan_index;          /* its number there */
     struct eng_node *next, *prev; /* the context's live nodes */
 } eng_node;
 
@@ -371,6 +374,10 @@ typedef struct eng_program {
 
 /* ---- the context --------------------------------------------------------------------------- */
 
+/* Where the kernel builds of one graph stopped at dependencies (realize.c's foresight). */
+typedef struct eng_plan eng_plan;
+enum { ENG_PLANS_KEPT = 8 }; /* graphs a context keeps them for */
+
 struct kiln_context {
     base_allocator alloc;
     base_error err;   /* the most recent failure's status and message */
@@ -381,6 +388,11 @@ struct kiln_context {
     base_map nodes;    /* hash-consing of graph nodes */
     base_map programs; /* memory cache of compiled kernels */
     base_map refused;  /* kernels the device cannot run for their value types (runtime.c) */
+    /* The graphs whose kernel builds stopped at dependencies, and where (realize.c's
+     * foresight), the least recently used replaced. */
+    eng_plan *plans[ENG_PLANS_KEPT];
+    uint64_t plan_clock;
+    bool no_foresight; /* test-only (eng_testing): builds learn nothing from earlier ones */
     eng_program *program_list;
     eng_storage *storage_list; /* live storages */
     eng_node *node_list;       /* live nodes */
@@ -505,6 +517,10 @@ void eng_node_discard(kiln_context *ctx, eng_node *candidate);
 /* A node of its own copying src read through st (taken), of the given sizes (graph.c). */
 eng_node *eng_node_copy(kiln_context *ctx, eng_node *src, const shape_tracker *st, uint32_t ndim,
                         const sym_node *const *shape);
+/* What the node is and how it reads its sources, not which nodes those are nor the values its
+ * bound Variables have: equal for the nodes of every step that builds the same graph
+ * (realize.c's foresight). Kept in the node. */
+uint64_t eng_node_local_hash(eng_node *n);
 /* The hash-consing equality of two nodes (base_map_eq_fn). */
 bool eng_node_same(const void *stored, const void *key, void *user);
 /* A compact copy of st (only its views), owned by the caller (eng_tracker_free). */
@@ -861,6 +877,8 @@ kiln_status eng_batch_run(kiln_context *ctx, eng_batch *b, const eng_program *p,
 kiln_status eng_batch_finish(kiln_context *ctx, eng_batch *b, bool *ran);
 
 /* realize.c: the schedule and the walk */
+/* Frees what the scheduler learnt about the context's kernel builds (realize.c). */
+void eng_foresight_finish(kiln_context *ctx);
 kiln_status eng_realize(kiln_context *ctx, uint32_t count, eng_node *const *nodes);
 
 uint32_t eng_type_size(ir_type t);

@@ -57,6 +57,9 @@ typedef struct eng_testing {
     /* Report the progress of a realize's compiles after every kernel compiled ("compiling
      * kernels: i of n"), not only once compiling has taken a second (realize.c). */
     bool progress_always;
+    /* Kernel builds learn nothing from earlier realizes (realize.c's foresight): every build
+     * that meets a dependency not yet scheduled stops and runs again once it is. */
+    bool no_foresight;
 } eng_testing;
 
 /* Sets the overrides of the contexts created from now on (NULL: none). */

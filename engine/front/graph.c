@@ -69,46 +69,77 @@ bool eng_tracker_equal(const shape_tracker *a, const shape_tracker *b) {
     return true;
 }
 
-static uint64_t hash_or_zero(const sym_node *s) {
-    return s ? sym_node_hash(s) : 0;
+/* s's hash; unbound, with each bound Variable's as the Variable's (its value left out). */
+static uint64_t sym_hash(const sym_node *s, bool unbound) {
+    if (!s)
+        return 0;
+    if (!unbound || !sym_node_binds(s))
+        return sym_node_hash(s);
+    const sym_node *var;
+    int64_t value;
+    if (sym_unbind(s, &var, &value))
+        return sym_node_hash(var);
+    uint64_t h = base_hash_u64(sym_node_kind(s), sym_node_arity(s));
+    for (uint32_t i = 0; i < sym_node_arity(s); i++)
+        h = base_hash_u64(h, sym_hash(sym_node_src(s, i), true));
+    return h;
 }
 
 /* The structural hash of a tracker's canonical fields (what shape_view_equal compares). */
-static uint64_t tracker_hash(const shape_tracker *st) {
+static uint64_t tracker_hash(const shape_tracker *st, bool unbound) {
     uint64_t h = st->nviews;
     for (uint32_t i = 0; i < st->nviews; i++) {
         const shape_view *v = &st->views[i];
         h = base_hash_u64(h, ((uint64_t)v->ndim << 1) | v->masked);
-        h = base_hash_u64(h, hash_or_zero(v->offset));
+        h = base_hash_u64(h, sym_hash(v->offset, unbound));
         for (uint32_t d = 0; d < v->ndim; d++) {
-            h = base_hash_u64(h, hash_or_zero(v->shape[d]));
-            h = base_hash_u64(h, hash_or_zero(v->strides[d]));
+            h = base_hash_u64(h, sym_hash(v->shape[d], unbound));
+            h = base_hash_u64(h, sym_hash(v->strides[d], unbound));
             if (v->masked) {
-                h = base_hash_u64(h, hash_or_zero(v->mask_begin[d]));
-                h = base_hash_u64(h, hash_or_zero(v->mask_end[d]));
+                h = base_hash_u64(h, sym_hash(v->mask_begin[d], unbound));
+                h = base_hash_u64(h, sym_hash(v->mask_end[d], unbound));
             }
         }
     }
     return h;
 }
 
-static uint64_t node_hash(const eng_node *n) {
+/* What n is and how it reads its sources; local, neither which nodes those are nor the values
+ * its bound Variables have (a hash equal in every step that builds the same graph), else the
+ * hash-consing key. */
+static uint64_t fields_hash(const eng_node *n, bool local) {
     uint64_t h = base_hash_u64((uint64_t)n->kind, ((uint64_t)n->op << 8) | n->type);
     h = base_hash_u64(h, n->ndim);
     for (uint32_t d = 0; d < n->ndim; d++)
-        h = base_hash_u64(h, sym_node_hash(n->shape[d]));
+        h = base_hash_u64(h, sym_hash(n->shape[d], local));
     for (uint32_t s = 0; s < n->nsrc; s++) {
-        h = base_hash_u64(h, n->src[s].id);
-        h = base_hash_u64(h, tracker_hash(n->src[s].st));
+        if (!local)
+            h = base_hash_u64(h, n->src[s].id);
+        h = base_hash_u64(h, tracker_hash(n->src[s].st, local));
     }
     uint64_t bits;
     memcpy(&bits, &n->value, sizeof bits);
     h = base_hash_u64(h, bits);
-    h = base_hash_u64(h, n->value_expr ? sym_node_hash(n->value_expr) : 0);
+    h = base_hash_u64(h, sym_hash(n->value_expr, local));
     h = base_hash_u64(h, n->seed);
     h = base_hash_u64(h, n->dim);
     h = base_hash_u64(h, n->rand_word);
     return base_hash_u64(h, ((uint64_t)n->reduce_mask << 1) | n->arg);
+}
+
+static uint64_t node_hash(const eng_node *n) {
+    return fields_hash(n, false);
+}
+
+uint64_t eng_node_local_hash(eng_node *n) {
+    if (!n->local_hash) {
+        uint64_t h = fields_hash(n, true);
+        h = base_hash_u64(h, ((uint64_t)n->nsrc << 2) | ((uint64_t)n->boundary << 1) | n->unique);
+        if (n->dst_view)
+            h = base_hash_u64(h, tracker_hash(n->dst_view, true));
+        n->local_hash = h ? h : 1;
+    }
+    return n->local_hash;
 }
 
 bool eng_node_same(const void *stored, const void *key, void *user) {

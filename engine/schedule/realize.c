@@ -3,9 +3,15 @@
 #include "eng.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { MAX_NEEDS = 16 }; /* dependencies one kernel build reports at a time */
+
+typedef struct learnt_stop { /* a build of node x stopped at needs (node numbers; foresight) */
+    uint32_t x, count;
+    uint32_t needs[MAX_NEEDS];
+} learnt_stop;
 
 /* Scheduling runs on an explicit stack (allocated with the context's allocator), not on the C
  * stack: a graph of any depth schedules. A frame is a node being scheduled and where it is. */
@@ -24,6 +30,8 @@ typedef struct frame {
     eng_node *snapshot; /* STEP_READERS: the target's old value copied (NULL: none yet) */
     uint32_t need_count, next_need;
     eng_node *needs[MAX_NEEDS];
+    bool looked_ahead;  /* foresee found the node's first stop (next_stop) */
+    uint32_t next_stop; /* the plan's stop of the node to take next + 1 (0: none left) */
 } frame;
 
 typedef struct schedule {
@@ -33,6 +41,13 @@ typedef struct schedule {
     BASE_VEC(eng_node *) walk; /* mark_dependencies' work list */
     size_t ran;                /* after run_schedule: the kernels that ran (the first ones) */
     uint64_t wanted;           /* the mark of the unrealized nodes the roots depend on */
+    /* Foresight (below): the nodes numbered (0: none), in order; the graph's signature; its
+     * plan from an earlier realize (NULL: none), or what this one learns. */
+    uint64_t numbered;
+    BASE_VEC(eng_node *) order;
+    uint64_t signature;
+    const eng_plan *plan;
+    BASE_VEC(learnt_stop) stops;
 } schedule;
 
 static kiln_status no_memory(kiln_context *ctx) {
@@ -348,6 +363,219 @@ static void order_needs(eng_node **needs, uint32_t count) {
     }
 }
 
+/* ---- foresight: the dependencies of a build known from the last realize of the graph --------
+ *
+ * A kernel build that meets an unrealized node its kernel must load (a reduction, a value
+ * several kernels read) stops, the scheduler schedules those dependencies, and the build runs
+ * again. A program that builds the same graph step after step (a training or decoding loop)
+ * paid that twice for most of its kernels: of the training step's 48 builds, 22 stopped
+ * (docs/lavapipe.md). So a realize numbers the nodes it may schedule (depth first from its
+ * roots) and hashes the graph they make: each node's local hash (what it is, not which nodes:
+ * eng_node_local_hash), the numbers of its sources, its unrealized readers (to four), whether a
+ * tensor holds it, a realized one's storage size. A realize whose builds stopped keeps, under
+ * that signature, which node's build stopped at which nodes (by number); the next realize of
+ * the same signature schedules those first and builds each once. Scheduling is a function of
+ * what the signature covers, so the kernels and their order are the same as without it; what
+ * it leaves out (the readers of a node beyond their count, the order the program made the
+ * nodes in) can at worst schedule a node that would have been inlined: a kernel more, never
+ * another value. */
+
+typedef struct plan_stop {
+    uint32_t x, count;
+    uint32_t first; /* its needs: the plan's needs[first .. first + count) */
+} plan_stop;
+
+/* One allocation: the stops by node number (a node's in the order they came), then the
+ * needs. */
+struct eng_plan {
+    uint64_t signature;
+    uint32_t nodes; /* numbered by the walk */
+    uint64_t used;  /* ctx->plan_clock when last used */
+    uint32_t stop_count, need_count;
+    plan_stop *stops;
+    uint32_t *needs;
+};
+
+static size_t plan_size(uint32_t stops, uint32_t needs) {
+    return sizeof(eng_plan) + stops * sizeof(plan_stop) + needs * sizeof(uint32_t);
+}
+
+static void plan_free(kiln_context *ctx, eng_plan *p) {
+    base_free(&ctx->alloc, p, plan_size(p->stop_count, p->need_count));
+}
+
+/* The first stop of node x in p + 1 (0: none). */
+static uint32_t first_stop(const eng_plan *p, uint32_t x) {
+    uint32_t lo = 0, hi = p->stop_count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (p->stops[mid].x < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < p->stop_count && p->stops[lo].x == x ? lo + 1 : 0;
+}
+
+void eng_foresight_finish(kiln_context *ctx) {
+    for (uint32_t i = 0; i < ENG_PLANS_KEPT; i++) {
+        if (ctx->plans[i])
+            plan_free(ctx, ctx->plans[i]);
+        ctx->plans[i] = NULL;
+    }
+}
+
+/* Numbers the nodes the roots reach (a realized one is a leaf), depth first in source order,
+ * into s->order, and returns the graph's signature; false: out of memory (no foresight). */
+static bool number_nodes(schedule *s, uint32_t count, eng_node *const *roots, uint64_t *out) {
+    kiln_context *ctx = s->ctx;
+    uint64_t mark = s->numbered = ++ctx->next_mark;
+    s->order.len = 0;
+    s->walk.len = 0;
+    for (uint32_t i = count; i-- > 0;) {
+        if (BASE_VEC_PUSH(&ctx->alloc, &s->walk, roots[i]) != KILN_OK)
+            return false;
+    }
+    while (s->walk.len > 0) {
+        eng_node *n = s->walk.data[--s->walk.len];
+        if (n->plan_mark == mark)
+            continue;
+        n->plan_mark = mark;
+        n->plan_index = (uint32_t)s->order.len;
+        if (s->order.len >= UINT32_MAX - 1 || BASE_VEC_PUSH(&ctx->alloc, &s->order, n) != KILN_OK)
+            return false;
+        for (uint32_t i = n->storage ? 0 : n->nsrc; i-- > 0;) {
+            if (BASE_VEC_PUSH(&ctx->alloc, &s->walk, n->src[i].node) != KILN_OK)
+                return false;
+        }
+    }
+    uint64_t h = base_hash_u64(count, s->order.len);
+    for (uint32_t i = 0; i < count; i++)
+        h = base_hash_u64(h, roots[i]->plan_index);
+    for (size_t i = 0; i < s->order.len; i++) {
+        eng_node *n = s->order.data[i];
+        uint64_t readers = 0;
+        for (const eng_reader *r = n->readers; r && readers < 4; r = r->next)
+            readers += !r->node->storage;
+        h = base_hash_u64(h, eng_node_local_hash(n));
+        h = base_hash_u64(h, readers | (uint64_t)(n->cells > 0) << 3 |
+                                 (uint64_t)(n->storage != NULL) << 4 | (uint64_t)n->written << 5);
+        if (n->storage)
+            h = base_hash_u64(base_hash_u64(h, n->storage->elements), n->storage->bound);
+        else
+            for (uint32_t j = 0; j < n->nsrc; j++)
+                h = base_hash_u64(h, n->src[j].node->plan_index);
+    }
+    *out = h;
+    return true;
+}
+
+/* Before the realize schedules: the plan of its graph, if an earlier realize left one. */
+static void look_ahead(schedule *s, uint32_t count, eng_node *const *roots) {
+    kiln_context *ctx = s->ctx;
+    if (ctx->no_foresight || !number_nodes(s, count, roots, &s->signature)) {
+        s->numbered = 0;
+        return;
+    }
+    for (uint32_t i = 0; i < ENG_PLANS_KEPT; i++) {
+        eng_plan *p = ctx->plans[i];
+        if (p && p->signature == s->signature && p->nodes == s->order.len) {
+            p->used = ++ctx->plan_clock;
+            s->plan = p;
+            return;
+        }
+    }
+}
+
+/* The dependencies the frame's node's next build stopped at in the last realize of this graph,
+ * those not realized yet, into f->needs (their count; 0: none known). */
+static uint32_t foresee(schedule *s, frame *f) {
+    const eng_plan *p = s->plan;
+    if (!p)
+        return 0;
+    if (!f->looked_ahead) {
+        f->looked_ahead = true;
+        f->next_stop = f->node->plan_mark == s->numbered ? first_stop(p, f->node->plan_index) : 0;
+    }
+    uint32_t count = 0;
+    while (count == 0 && f->next_stop) {
+        const plan_stop *stop = &p->stops[f->next_stop - 1];
+        f->next_stop = f->next_stop < p->stop_count && stop[1].x == stop->x ? f->next_stop + 1 : 0;
+        for (uint32_t i = 0; i < stop->count; i++) {
+            eng_node *n = s->order.data[p->needs[stop->first + i]];
+            if (!n->storage)
+                f->needs[count++] = n;
+        }
+    }
+    return count;
+}
+
+/* A build of node stopped at needs: kept for the plan this realize leaves (nodes made while
+ * scheduling, which have no number, are not). */
+static void remember(schedule *s, const eng_node *node, eng_node *const *needs, uint32_t count) {
+    if (s->plan || !s->numbered || node->plan_mark != s->numbered)
+        return;
+    learnt_stop stop = {.x = node->plan_index, .count = count};
+    for (uint32_t i = 0; i < count; i++) {
+        if (needs[i]->plan_mark != s->numbered)
+            return;
+        stop.needs[i] = needs[i]->plan_index;
+    }
+    if (BASE_VEC_PUSH(&s->ctx->alloc, &s->stops, stop) != KILN_OK)
+        s->numbered = 0; /* no memory: nothing learnt this time */
+}
+
+/* Stops by node number, a node's in the order they came (first: the learnt stop's index). */
+static int stop_cmp(const void *pa, const void *pb) {
+    const plan_stop *a = pa, *b = pb;
+    if (a->x != b->x)
+        return a->x < b->x ? -1 : 1;
+    return a->first < b->first ? -1 : a->first > b->first;
+}
+
+/* After a realize that ran: the stops it learnt become its graph's plan (replacing the least
+ * recently used one). Nothing is kept where none stopped or memory is short. */
+static void keep_plan(schedule *s) {
+    kiln_context *ctx = s->ctx;
+    if (s->plan || !s->numbered || s->stops.len == 0)
+        return;
+    const learnt_stop *learnt = s->stops.data;
+    uint32_t n = (uint32_t)s->stops.len, needs = 0;
+    for (uint32_t i = 0; i < n; i++)
+        needs += learnt[i].count;
+    eng_plan *p = base_malloc(&ctx->alloc, plan_size(n, needs));
+    if (!p)
+        return;
+    *p = (eng_plan){.signature = s->signature,
+                    .nodes = (uint32_t)s->order.len,
+                    .used = ++ctx->plan_clock,
+                    .stop_count = n,
+                    .need_count = needs,
+                    .stops = (plan_stop *)(p + 1)};
+    p->needs = (uint32_t *)(p->stops + n);
+    for (uint32_t i = 0; i < n; i++)
+        p->stops[i] = (plan_stop){.x = learnt[i].x, .count = learnt[i].count, .first = i};
+    qsort(p->stops, n, sizeof *p->stops, stop_cmp);
+    for (uint32_t i = 0, at = 0; i < n; i++) {
+        const learnt_stop *l = &learnt[p->stops[i].first];
+        memcpy(p->needs + at, l->needs, l->count * sizeof *l->needs);
+        p->stops[i].first = at;
+        at += l->count;
+    }
+    uint32_t slot = 0;
+    for (uint32_t i = 0; i < ENG_PLANS_KEPT; i++) {
+        if (!ctx->plans[i]) {
+            slot = i;
+            break;
+        }
+        if (ctx->plans[i]->used < ctx->plans[slot]->used)
+            slot = i;
+    }
+    if (ctx->plans[slot])
+        plan_free(ctx, ctx->plans[slot]);
+    ctx->plans[slot] = p;
+}
+
 /* Builds the node's kernel: the dependencies it needs first (STEP_NEEDS, then built again), or
  * the kernel, added to the schedule (the frame is done). */
 static kiln_status step_build(schedule *s, frame *f) {
@@ -363,10 +591,21 @@ static kiln_status step_build(schedule *s, frame *f) {
             return KILN_OK;
         }
     }
+    uint32_t known = foresee(s, f);
+    if (known > 0) {
+        order_needs(f->needs, known);
+        f->step = STEP_NEEDS;
+        f->need_count = known;
+        f->next_need = 0;
+        return KILN_OK;
+    }
     eng_kernel k;
     uint32_t count = 0;
     kiln_status st = eng_kernel_build(s->ctx, f->node, &k, f->needs, MAX_NEEDS, &count, s->wanted);
+    s->ctx->stats.kernel_builds++;
     if (st == KILN_ERROR_NOT_FOUND && count > 0) {
+        s->ctx->stats.builds_stopped++;
+        remember(s, f->node, f->needs, count);
         order_needs(f->needs, count);
         f->step = STEP_NEEDS;
         f->need_count = count;
@@ -615,19 +854,21 @@ static void let_go(schedule *s) {
 
 /* KILN_DEBUG=1: two lines per realize, this realize's figures (the difference from before)
  * and then the context's totals, each field named:
- *   realize: 3 kernels (2 compiled in 1.204 ms, 1 from the memory cache, 0 from disk),
- *            3 dispatches, device 0.310 ms
+ *   realize: 3 kernels (2 compiled in 1.204 ms, 1 from the memory cache, 0 from disk; 4
+ *            builds, 1 stopped), 3 dispatches, device 0.310 ms
  *   totals: 4 realizes, 9 kernels compiled in 3.1 ms, 4 memory-cache hits, 2 disk hits,
  *           1 disk miss, 11 dispatches, device 1.020 ms */
 static void log_stats(kiln_context *ctx, size_t kernels, const kiln_stats *b) {
     const kiln_stats *t = &ctx->stats;
     base_log(BASE_LOG_INFO, "engine",
              "realize: %zu kernels (%llu compiled in %.3f ms, %llu from the memory cache, %llu "
-             "from disk), %llu dispatches, device %.3f ms",
+             "from disk; %llu builds, %llu stopped), %llu dispatches, device %.3f ms",
              kernels, (unsigned long long)(t->kernels_compiled - b->kernels_compiled),
              (double)(t->codegen_ns - b->codegen_ns) / 1e6,
              (unsigned long long)(t->kernels_cached - b->kernels_cached),
              (unsigned long long)(t->disk_hits - b->disk_hits),
+             (unsigned long long)(t->kernel_builds - b->kernel_builds),
+             (unsigned long long)(t->builds_stopped - b->builds_stopped),
              (unsigned long long)(t->dispatches - b->dispatches),
              (double)(t->device_time_ns - b->device_time_ns) / 1e6);
     base_log(BASE_LOG_INFO, "engine",
@@ -662,6 +903,8 @@ static kiln_status realize_impl(kiln_context *ctx, const char *call, uint32_t co
         ctx->graph_own_ns = 0;
     }
     kiln_status st = mark_wanted(&s, count, nodes);
+    if (st == KILN_OK)
+        look_ahead(&s, count, nodes);
     for (uint32_t i = 0; st == KILN_OK && i < count; i++)
         st = schedule_node(&s, nodes[i]);
     eng_trace_span(ctx, ENG_TRACE_HOST, "schedule", "schedule", start, base_now_ns(), NULL);
@@ -683,6 +926,8 @@ static kiln_status realize_impl(kiln_context *ctx, const char *call, uint32_t co
     }
     if (st != KILN_OK)
         unassign(&s);
+    else
+        keep_plan(&s);
     let_go(&s);
     ctx->stats.realizes++;
     if (base_log_verbosity() >= 1)
@@ -696,6 +941,8 @@ static kiln_status realize_impl(kiln_context *ctx, const char *call, uint32_t co
     BASE_VEC_FREE(&ctx->alloc, &s.kernels);
     BASE_VEC_FREE(&ctx->alloc, &s.stack);
     BASE_VEC_FREE(&ctx->alloc, &s.walk);
+    BASE_VEC_FREE(&ctx->alloc, &s.order);
+    BASE_VEC_FREE(&ctx->alloc, &s.stops);
     /* The kernels' ASTs and the lowering memo live for one realize. */
     base_arena_reset(&ctx->arena);
     return st;

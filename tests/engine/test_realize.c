@@ -2,6 +2,7 @@
  * (scheduling keeps its own stack), kiln_realize_many takes any count, and a write is applied
  * exactly once whatever fails around it: kernels that ran keep their results, the others are
  * undone, and the message says which were which. */
+#include "eng_testing.h"
 #include "engine_fixture.h"
 #include "test_alloc.h"
 #include "vk_fixture.h"
@@ -224,8 +225,10 @@ static void write_once_loop(bool device, long step) {
 }
 
 static void test_engine_realize_write_once_under_allocation_failures(void **state) {
-    /* Each device run compiles a kernel: every 12th allocation point there. */
-    write_once_loop(on_device(state), on_device(state) ? 12 : 1);
+    /* Each device run compiles a kernel: every third allocation point there (a realize there
+     * makes about 25; a build that stops at a dependency makes one more, which may fail
+     * quietly: realize.c remember). */
+    write_once_loop(on_device(state), on_device(state) ? 3 : 1);
 }
 
 /* A later kernel of the same realize refused when it runs (max over a symbolic size bound to
@@ -438,6 +441,94 @@ static void test_engine_realize_write_copies_a_small_target(void **state) {
     kiln_release(after);
 }
 
+/* ---- foresight: builds that know their dependencies from earlier ones ---------------------- */
+
+/* The graphs below, each realized once: its values (4 floats) and the kernels it ran. */
+typedef struct ran {
+    float values[4];
+    uint64_t kernels;
+} ran;
+
+static ran realize_counted(kiln_context *ctx, kiln_tensor *x) {
+    ran r = {{0}, 0};
+    uint64_t before = kiln_context_stats(ctx).dispatches;
+    if (kiln_read(x, r.values, sizeof r.values) != KILN_OK)
+        fail_msg("kiln_read: %s", kiln_context_message(ctx));
+    r.kernels = kiln_context_stats(ctx).dispatches - before;
+    return r;
+}
+
+/* 0: x <- x0 + sum(x) / 4 as in reduction_chain, 40 times; 1: steps inlined into one another
+ * as in test_engine_realize_deep_chain_of_inlined_steps, 60 times; 2: a value of four
+ * operations read by two reductions (realized first), 3: the same value read by one (inlined;
+ * the sum's node the same as 2's); 4: in-place adds after sums, as
+ * test_engine_realize_deep_writes_keep_program_order, 30 times. */
+static ran foresight_graph(kiln_context *ctx, int which) {
+    kiln_scope_begin(ctx);
+    const float x0v[4] = {0, 1, 2, 3};
+    kiln_tensor *x0 = fx_f32(ctx, 1, (const int64_t[]){4}, x0v), *x = x0, *out = NULL;
+    if (which == 0) {
+        for (int k = 0; k < 40; k++) {
+            kiln_tensor *in = k % 2 ? kiln_reshape(x, 2, (const int64_t[]){2, 2}) : x;
+            x = kiln_add(x0, kiln_mul_scalar(kiln_sum(in, 0, NULL, false), 0.25));
+        }
+        out = x;
+    } else if (which == 1) {
+        for (int k = 0; k < 60; k++)
+            x = kiln_add(x, kiln_sub(kiln_max(x, 0, NULL, false), kiln_min(x, 0, NULL, false)));
+        out = x;
+    } else if (which == 2 || which == 3) {
+        kiln_tensor *e = kiln_add_scalar(kiln_mul(kiln_exp(kiln_neg(x)), kiln_add_scalar(x, 1)), 2);
+        kiln_tensor *wide =
+            kiln_expand(kiln_reshape(e, 2, (const int64_t[]){1, 4}), 2, (const int64_t[]){4, 4});
+        kiln_tensor *sum = kiln_sum(wide, 1, (const int32_t[]){1}, false);
+        out = which == 2 ? kiln_add(sum, kiln_max(wide, 1, (const int32_t[]){1}, false)) : sum;
+    } else {
+        kiln_tensor *one = kiln_scalar(ctx, KILN_F32, 1),
+                    *total = kiln_zeros(ctx, KILN_F32, 1, (const int64_t[]){1});
+        for (int k = 0; k < 30; k++) {
+            total = kiln_add(total, kiln_sum(x, 0, NULL, false));
+            assert_int_equal(kiln_add_(x, one), KILN_OK);
+        }
+        out = kiln_add(x, total);
+    }
+    ran r = realize_counted(ctx, out);
+    assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    return r;
+}
+
+/* What the scheduler learns from earlier realizes changes neither a graph's kernels nor its
+ * values: each graph, realized after every graph before it (each twice) in one context (the
+ * second time from what the first learnt), against the same graph in a context that learns
+ * nothing (eng_testing no_foresight). */
+static void test_engine_realize_foresight_changes_no_schedule(void **state) {
+    bool device = on_device(state);
+    kiln_context_options opt = {.device = device ? NULL : "interp", .validation = device};
+    kiln_context *with = fx_ctx(state), *without = NULL;
+    assert_int_equal(
+        eng_testing_context_create(&opt, &(eng_testing){.no_foresight = true}, &without), KILN_OK);
+    uint64_t stopped = kiln_context_stats(with).builds_stopped;
+    for (int which = 0; which < 5; which++) {
+        ran want = foresight_graph(without, which);
+        for (int again = 0; again < 2; again++) {
+            ran got = foresight_graph(with, which);
+            if (got.kernels != want.kernels || memcmp(got.values, want.values, sizeof got.values))
+                fail_msg("graph %d, run %d: %llu kernels, values %g %g %g %g; without foresight "
+                         "%llu, %g %g %g %g",
+                         which, again + 1, (unsigned long long)got.kernels, got.values[0],
+                         got.values[1], got.values[2], got.values[3],
+                         (unsigned long long)want.kernels, want.values[0], want.values[1],
+                         want.values[2], want.values[3]);
+        }
+    }
+    /* builds stopped in the first runs; a run of graph 0 once more stops at none */
+    uint64_t before = kiln_context_stats(with).builds_stopped;
+    assert_true(before > stopped);
+    (void)foresight_graph(with, 0);
+    assert_int_equal(kiln_context_stats(with).builds_stopped, before);
+    kiln_context_destroy(without);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_realize_graph_1000_kernels_deep),
@@ -453,6 +544,7 @@ int main(void) {
         ENG_TEST(test_engine_realize_reader_consumed_after_the_write),
         ENG_TEST(test_engine_realize_write_skips_dead_readers),
         ENG_TEST(test_engine_realize_write_copies_a_small_target),
+        ENG_TEST(test_engine_realize_foresight_changes_no_schedule),
     };
     return ENG_RUN_BOTH(tests);
 }

@@ -8,12 +8,16 @@
  * steps) falls below half the first step's; no step after the first compiles a kernel, the
  * epoch's last, partial batch (60,000 mod 64 = 32 images) included, and every live count
  * (tensors, nodes, storages and their bytes, expressions) is the same after every step from the
- * second on; the test pass compiles only in its first batch. On the interpreter and on the
- * device: two steps of a smaller model (2 and 2 channels, batch 2) from the same parameters and
- * data give the same losses and parameters. */
+ * second on; the test pass compiles only in its first batch; from the third step on, each kernel
+ * is built once (the scheduler knows each build's dependencies from the step before). On the
+ * interpreter and on the device: two steps of a smaller model (2 and 2 channels, batch 2) from
+ * the same parameters and data give the same losses and parameters; and on the device, four
+ * such steps give the same losses, parameters and kernels a step whether builds learn from the
+ * steps before or not. */
 #include "../../examples/fashion_net.h"
 
 #include "engine_fixture.h"
+#include "eng_testing.h"
 
 #include <kiln/kiln.h>
 
@@ -24,6 +28,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -111,9 +116,18 @@ static void test_examples_train_fashion_loss_halves_with_flat_compiles_and_memor
     uint64_t compiled_first = 0;
     live second = {0};
     for (int s = 0; s < TRAIN_STEPS; s++) {
+        kiln_stats before = kiln_context_stats(ctx);
         expect_ok(ctx, fnet_train_step(&net, &train_set, order + BATCH * s, BATCH, &loss[s]),
                   "step");
         assert_true(isfinite(loss[s]));
+        kiln_stats after = kiln_context_stats(ctx);
+        uint64_t builds = after.kernel_builds - before.kernel_builds;
+        uint64_t stopped = after.builds_stopped - before.builds_stopped;
+        uint64_t dispatches = after.dispatches - before.dispatches;
+        if (s >= 2 && (stopped != 0 || builds != dispatches))
+            fail_msg("step %d: %llu kernel builds (%llu stopped at a dependency) for %llu kernels",
+                     s + 1, (unsigned long long)builds, (unsigned long long)stopped,
+                     (unsigned long long)dispatches);
         if (s == 0)
             compiled_first = kiln_context_stats(ctx).kernels_compiled;
         else if (s == 1) {
@@ -170,21 +184,35 @@ enum {
                    FNET_CLASSES * SMALL_C2 * 49 + FNET_CLASSES,
 };
 
-static void two_small_steps(bool device, float *losses, float *params) {
+/* steps (at most 4) steps of the reduced model in a context (on the device, builds learning
+ * from earlier ones or not: eng_testing no_foresight; else on the interpreter): the losses, the
+ * parameters after, and the kernels each step ran (NULL: not wanted). */
+static void small_steps(bool device, bool foresight, int steps, float *losses, float *params,
+                        uint64_t *kernels) {
     kiln_context *ctx = eng_context_new(device);
+    if (device && !foresight) {
+        eng_fixture_context_destroy(ctx);
+        ctx = NULL;
+        kiln_context_options opt = {.validation = true};
+        assert_int_equal(
+            eng_testing_context_create(&opt, &(eng_testing){.no_foresight = true}, &ctx), KILN_OK);
+    }
     assert_non_null(ctx);
     fnet net;
     const fnet_options o = {
         .c1 = SMALL_C1, .c2 = SMALL_C2, .batch = SMALL_BATCH, .eval_batch = SMALL_BATCH, .seed = 3};
     expect_ok(ctx, fnet_init(&net, ctx, &o), "fnet_init");
-    const uint32_t rows[2][SMALL_BATCH] = {{5, 40000}, {59999, 7}};
+    const uint32_t rows[4][SMALL_BATCH] = {{5, 40000}, {59999, 7}, {123, 4567}, {31000, 2}};
     live first = {0};
-    for (int s = 0; s < 2; s++) {
+    for (int s = 0; s < steps; s++) {
+        uint64_t before = kiln_context_stats(ctx).dispatches;
         expect_ok(ctx, fnet_train_step(&net, &train_set, rows[s], SMALL_BATCH, &losses[s]), "step");
+        if (kernels)
+            kernels[s] = kiln_context_stats(ctx).dispatches - before;
         if (s == 0)
             first = live_now(ctx);
     }
-    expect_same(first, live_now(ctx), "the second step", false);
+    expect_same(first, live_now(ctx), "a later step", false);
     float *p = params;
     for (int i = 0; i < FNET_PARAMS; i++) {
         int64_t n;
@@ -201,8 +229,8 @@ static void test_examples_train_fashion_interpreter_agrees_with_device(void **st
     (void)state;
     static float p_interp[SMALL_PARAMS], p_device[SMALL_PARAMS];
     float l_interp[2], l_device[2];
-    two_small_steps(false, l_interp, p_interp);
-    two_small_steps(true, l_device, p_device);
+    small_steps(false, true, 2, l_interp, p_interp, NULL);
+    small_steps(true, true, 2, l_device, p_device, NULL);
     for (int s = 0; s < 2; s++) {
         if (fabs(l_interp[s] - l_device[s]) > 1e-5 + 1e-4 * fabs(l_interp[s]))
             fail_msg("step %d: loss %.7g on the interpreter, %.7g on the device", s + 1,
@@ -217,10 +245,33 @@ static void test_examples_train_fashion_interpreter_agrees_with_device(void **st
     }
 }
 
+/* What the scheduler learns from a step's builds changes no value and no kernel: four steps
+ * with it and without it, the same losses and parameters to the bit, the same kernels a step. */
+static void test_examples_train_fashion_foresight_changes_no_value(void **state) {
+    (void)state;
+    static float p_with[SMALL_PARAMS], p_without[SMALL_PARAMS];
+    float l_with[4], l_without[4];
+    uint64_t k_with[4], k_without[4];
+    small_steps(true, true, 4, l_with, p_with, k_with);
+    small_steps(true, false, 4, l_without, p_without, k_without);
+    for (int s = 0; s < 4; s++) {
+        if (memcmp(&l_with[s], &l_without[s], sizeof(float)) != 0 || k_with[s] != k_without[s])
+            fail_msg("step %d: loss %.9g in %llu kernels, %.9g in %llu without foresight", s + 1,
+                     l_with[s], (unsigned long long)k_with[s], l_without[s],
+                     (unsigned long long)k_without[s]);
+    }
+    for (int i = 0; i < SMALL_PARAMS; i++) {
+        if (memcmp(&p_with[i], &p_without[i], sizeof(float)) != 0)
+            fail_msg("parameter element %d: %.9g, %.9g without foresight", i, p_with[i],
+                     p_without[i]);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_examples_train_fashion_loss_halves_with_flat_compiles_and_memory),
         cmocka_unit_test(test_examples_train_fashion_interpreter_agrees_with_device),
+        cmocka_unit_test(test_examples_train_fashion_foresight_changes_no_value),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
