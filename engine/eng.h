@@ -106,7 +106,7 @@ typedef struct eng_node {
     uint32_t rand_word;            /* ENG_RAND: which of the block's four words (0..3) */
     uint32_t reduce_mask;          /* ENG_REDUCE */
     uint32_t dim;                  /* ENG_GATHER: the dim indexed */
-    bool arg;                      /* ENG_REDUCE with IR_MAX: index (i32) of the first maximum */
+    uint8_t arg;                   /* ENG_REDUCE with IR_MAX: an index (i32), eng_arg_kind */
     bool unique;                   /* a creation (zeros, arange, ...): never hash-consed */
     bool boundary;                 /* kiln_contiguous: realized by a kernel of its own */
     bool interned;                 /* in the context's hash-consing table */
@@ -257,11 +257,16 @@ enum { ENG_LOOP_PASSES = 65534 };
  * stay within ENG_LOOP_PASSES (lower.c). */
 enum { ENG_REDUCE_MAX_COUNT = 65535 };
 
+/* Which maximum an arg reduction gives the index of (0: none, the maximum itself): the first
+ * (a NaN is the maximum, the first NaN: torch.argmax), or a pool's (the first maximum, but of
+ * NaNs the last: torch's max_pool2d, whose loop takes every NaN it meets). */
+typedef enum eng_arg_kind { ENG_ARG_NONE, ENG_ARG_FIRST, ENG_ARG_POOL } eng_arg_kind;
+
 /* One reduction of a kernel. Every reduction of a kernel combines over the same range. */
 typedef struct eng_reduction {
     ir_op op;       /* ADD, MUL, MAX, MIN */
     ir_type type;   /* of the combined values */
-    bool arg;       /* MAX that yields the index (i32) of the first maximum */
+    uint8_t arg;    /* MAX that yields an index (i32): eng_arg_kind (0: the maximum) */
     uint32_t stage; /* combined after the reductions of lower stages its value reads */
     kast *value;    /* the value combined, over ridx */
     eng_node *node;
@@ -923,9 +928,10 @@ kiln_tensor *eng_identity(kiln_tensor *t);
  * first maximum only (torch's max_pool2d; a NaN is the maximum), where kiln_max shares it
  * among the elements equal to the result. call names the public call for messages. */
 kiln_tensor *eng_max_first(const char *call, kiln_tensor *t);
-/* kiln_argmax's indices as i32 (ops.c), for composites whose indices are small (a pooling
- * window's): no 64-bit integers in their kernels. */
-kiln_tensor *eng_argmax_i32(kiln_tensor *t, int32_t dim, bool keepdim);
+/* The index (i32: no 64-bit integers in its kernels) of the maximum of each row of t's last
+ * dim (kept, of size 1) that torch's max_pool2d gives the gradient: the first maximum, of
+ * NaNs the last (ENG_ARG_POOL; ops.c). */
+kiln_tensor *eng_pool_argmax(kiln_tensor *t);
 /* A sum over axis of an integer tensor accumulated in i32 (bool and 8-bit integers) or its own
  * dtype, not widened to i64 as kiln_sum's: for sums that cannot overflow (one non-zero term).
  * Records no gradient (integers have none). */

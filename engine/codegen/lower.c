@@ -848,7 +848,8 @@ static ir_value reduce_identity(ir_kernel *ir, ir_op op, ir_type t) {
 }
 
 /* One combining step of reduction r with value v; arg reductions also keep the index of the
- * first maximum (NaN counts as the maximum, as torch.argmax). */
+ * first maximum (NaN counts as the maximum: the first NaN, as torch.argmax; a pool's the last,
+ * as torch's max_pool2d, which takes every NaN it meets). */
 static void combine(lowering *l, const eng_reduction *r, ir_value acc, ir_value at, ir_value v) {
     ir_kernel *ir = l->ir;
     ir_value best = ir_get(ir, acc);
@@ -858,8 +859,11 @@ static void combine(lowering *l, const eng_reduction *r, ir_value acc, ir_value 
     }
     ir_value greater = ir_alu(ir, IR_LT, IR_BOOL, best, v, IR_NONE);
     ir_value v_nan = ir_alu(ir, IR_NE, IR_BOOL, v, v, IR_NONE);
-    ir_value best_num = ir_alu(ir, IR_EQ, IR_BOOL, best, best, IR_NONE);
-    ir_value nan_wins = ir_alu(ir, IR_AND, IR_BOOL, v_nan, best_num, IR_NONE);
+    ir_value nan_wins = v_nan;
+    if (r->arg != ENG_ARG_POOL) {
+        ir_value best_num = ir_alu(ir, IR_EQ, IR_BOOL, best, best, IR_NONE);
+        nan_wins = ir_alu(ir, IR_AND, IR_BOOL, v_nan, best_num, IR_NONE);
+    }
     ir_value take = ir_alu(ir, IR_OR, IR_BOOL, greater, nan_wins, IR_NONE);
     ir_set(ir, acc, ir_alu(ir, IR_WHERE, r->type, take, v, best));
     ir_value index = ir_cast(ir, IR_I32, l->ridx);

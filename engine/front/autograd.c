@@ -1000,10 +1000,10 @@ static kiln_tensor *rule(grad_run *r, uint32_t i, kiln_tensor *g) {
         return kiln_where(hit, expand_to(share, iv->ndim, iv->shape), scalar(ctx, gt, 0));
     }
     case ENG_AG_MAX_FIRST: {
-        /* The row's first maximum (a NaN is the maximum) takes the gradient: its index is an
-         * arg reduction of the saved input, made by the backward only (a forward that is not
-         * differentiated never computes it). */
-        kiln_tensor *first = eng_argmax_i32(in_value(r, 0), -1, true);
+        /* The row's first maximum (of NaNs, the last, as torch's max_pool2d) takes the
+         * gradient: its index is an arg reduction of the saved input, made by the backward
+         * only (a forward that is not differentiated never computes it). */
+        kiln_tensor *first = eng_pool_argmax(in_value(r, 0));
         kiln_tensor *at =
             kiln_arange_sym(ctx, KILN_I32, eng_expr_handle(ctx, iv->shape[iv->ndim - 1]));
         if (r->notes[f->order].relu_masked) {

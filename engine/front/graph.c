@@ -124,7 +124,7 @@ static uint64_t fields_hash(const eng_node *n, bool local) {
     h = base_hash_u64(h, n->seed);
     h = base_hash_u64(h, n->dim);
     h = base_hash_u64(h, n->rand_word);
-    return base_hash_u64(h, ((uint64_t)n->reduce_mask << 1) | n->arg);
+    return base_hash_u64(h, ((uint64_t)n->reduce_mask << 2) | n->arg);
 }
 
 static uint64_t node_hash(const eng_node *n) {

@@ -984,8 +984,9 @@ static kiln_tensor *matmul_impl(kiln_tensor *a, kiln_tensor *b) {
 /* argmax over more elements than one loop may count (see ENG_REDUCE_MAX_COUNT): the maximum, then
  * the smallest index holding it, two reductions that split into stages like any other. A NaN
  * is the maximum (as torch.argmax): the maximum is NaN then, equal to nothing, and the NaNs
- * (x != x) are the candidates; bool + bool is or. */
-static kiln_tensor *argmax_split(kiln_tensor *x, int32_t dim, bool keepdim) {
+ * (x != x) are the candidates; bool + bool is or. A pool's (ENG_ARG_POOL) takes the largest
+ * index of a NaN where there is one. */
+static kiln_tensor *argmax_split(kiln_tensor *x, int32_t dim, bool keepdim, eng_arg_kind kind) {
     kiln_context *ctx = ENG_CTX(x);
     const shape_view *v = view_of(x);
     uint32_t d = (uint32_t)(dim < 0 ? dim + (int32_t)v->ndim : dim);
@@ -998,14 +999,21 @@ static kiln_tensor *argmax_split(kiln_tensor *x, int32_t dim, bool keepdim) {
         index = kiln_unsqueeze(index, -1);
     kiln_tensor *m = kiln_max(x, 1, &dim, true);
     kiln_tensor *big = eng_full(ctx, IR_I32, 0, NULL, (double)INT32_MAX, NULL);
-    kiln_tensor *at_max = kiln_add(kiln_eq(x, m), kiln_ne(x, x));
-    return kiln_min(kiln_where(at_max, index, big), 1, &dim, keepdim);
+    kiln_tensor *nan = kiln_ne(x, x);
+    kiln_tensor *first =
+        kiln_min(kiln_where(kiln_add(kiln_eq(x, m), nan), index, big), 1, &dim, keepdim);
+    if (kind != ENG_ARG_POOL)
+        return first;
+    kiln_tensor *none = eng_full(ctx, IR_I32, 0, NULL, -1, NULL);
+    kiln_tensor *last_nan = kiln_max(kiln_where(nan, index, none), 1, &dim, keepdim);
+    return kiln_where(kiln_eq(last_nan, none), first, last_nan);
 }
 
 /* torch.argmax(dim): the first index of the maximum (NaN counts as the maximum), as i64 (as
  * PyTorch). One reduction that keeps the best value and its index (i32: it combines at most
  * ENG_REDUCE_MAX_COUNT elements) together, widened to i64 in the same kernel. */
-static kiln_tensor *argmax_typed(kiln_tensor *t, int32_t dim, bool keepdim, ir_type out_type) {
+static kiln_tensor *argmax_typed(kiln_tensor *t, int32_t dim, bool keepdim, ir_type out_type,
+                                 eng_arg_kind kind) {
     uint32_t mask;
     if (!t || !axes_mask(t, "kiln_argmax", 1, &dim, &mask))
         return NULL;
@@ -1019,7 +1027,7 @@ static kiln_tensor *argmax_typed(kiln_tensor *t, int32_t dim, bool keepdim, ir_t
     if (!x)
         return NULL;
     if (count && sym_is_const(count, &n) && n > ENG_REDUCE_MAX_COUNT)
-        return cast_to(argmax_split(x, dim, keepdim), out_type);
+        return cast_to(argmax_split(x, dim, keepdim, kind), out_type);
     const shape_view *v = view_of(x);
     const sym_node *shape[SHAPE_MAX_DIMS];
     for (uint32_t d = 0; d < v->ndim; d++)
@@ -1030,7 +1038,7 @@ static kiln_tensor *argmax_typed(kiln_tensor *t, int32_t dim, bool keepdim, ir_t
     r->nsrc = 1;
     r->src[0] = (eng_src){eng_resolve(x), eng_tracker_keep(ctx, ENG_ST(x)), 0};
     r->reduce_mask = mask;
-    r->arg = true;
+    r->arg = (uint8_t)kind;
     if (!r->src[0].st) {
         eng_node_discard(ctx, r);
         return NULL;
@@ -1042,11 +1050,11 @@ static kiln_tensor *argmax_typed(kiln_tensor *t, int32_t dim, bool keepdim, ir_t
 }
 
 static kiln_tensor *argmax_impl(kiln_tensor *t, int32_t dim, bool keepdim) {
-    return argmax_typed(t, dim, keepdim, IR_I64);
+    return argmax_typed(t, dim, keepdim, IR_I64, ENG_ARG_FIRST);
 }
 
-kiln_tensor *eng_argmax_i32(kiln_tensor *t, int32_t dim, bool keepdim) {
-    return argmax_typed(t, dim, keepdim, IR_I32);
+kiln_tensor *eng_pool_argmax(kiln_tensor *t) {
+    return argmax_typed(t, -1, true, IR_I32, ENG_ARG_POOL);
 }
 
 /* torch.nn.functional.conv2d without bias or groups: x (N, C, H, W), w (O, C, KH, KW) ->

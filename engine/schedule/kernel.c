@@ -1472,7 +1472,11 @@ size_t eng_kernel_dump(const eng_kernel *k, char *buf, size_t cap) {
     put(&t, "\n");
     for (uint32_t i = 0; i < k->reduction_count; i++) {
         const eng_reduction *r = &k->reductions[i];
-        put(&t, "  reduction%u = %s%s over ", i, r->arg ? "arg" : "", ir_op_name(r->op));
+        put(&t, "  reduction%u = %s%s over ", i,
+            r->arg == ENG_ARG_POOL ? "poolarg"
+            : r->arg               ? "arg"
+                                   : "",
+            ir_op_name(r->op));
         put_sym(&t, k->ridx);
         put(&t, " < ");
         put_sym(&t, k->reduce_count);

@@ -319,6 +319,58 @@ static void test_engine_nn_pool_gradients(void **state) {
     }
 }
 
+/* Several NaNs in one window, against torch's max_pool2d, which takes every NaN it meets as
+ * the maximum: the last NaN takes the window's gradient (where kiln_argmax's is the first),
+ * also after +inf, over disjoint and overlapping padded windows and over a relu. */
+static void test_engine_nn_nan_pool_gradients(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    const struct {
+        bool relu;
+        int64_t kernel, stride, padding;
+        const float *r, *dx;
+        size_t nr;
+    } cases[] = {
+        {false, 2, 2, 0, npool_k2s2_r, npool_k2s2_dx, N(npool_k2s2_r)},
+        {false, 3, 2, 1, npool_k3s2p1_r, npool_k3s2p1_dx, N(npool_k3s2p1_r)},
+        {true, 2, 2, 0, npool_relu_k2s2_r, npool_relu_k2s2_dx, N(npool_relu_k2s2_r)},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        kiln_tensor *x = fx_f32(ctx, 4, (const int64_t[]){1, 2, 4, 6}, npool_x);
+        assert_int_equal(kiln_requires_grad_(x, true), KILN_OK);
+        kiln_tensor *y = kiln_max_pool2d(cases[i].relu ? kiln_relu(x) : x, cases[i].kernel,
+                                         cases[i].stride, cases[i].padding);
+        int64_t shape[4];
+        assert_int_equal(kiln_tensor_shape(y, shape), KILN_OK);
+        assert_int_equal((size_t)(shape[0] * shape[1] * shape[2] * shape[3]), cases[i].nr);
+        kiln_tensor *loss =
+            kiln_sum(kiln_mul(y, fx_f32(ctx, 4, shape, cases[i].r)), 0, NULL, false);
+        kiln_tensor *dx = NULL;
+        assert_int_equal(kiln_grad(loss, 1, &x, &dx), KILN_OK);
+        fx_check_f32(dx, cases[i].dx, N(npool_x), ATOL, RTOL);
+    }
+}
+
+/* A window of more elements than one loop may combine (256 x 256 = 65,536: its index is two
+ * reductions, ops.c argmax_split): the first of two equal maxima takes the gradient, and of two
+ * NaNs the last, as torch's max_pool2d. */
+static void test_engine_nn_pool_gradient_of_a_huge_window(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    enum { SIDE = 256 };
+    static float x[SIDE * SIDE], want[SIDE * SIDE];
+    for (int nans = 0; nans < 2; nans++) {
+        for (int i = 0; i < SIDE * SIDE; i++)
+            x[i] = (float)(i % 7) - 3, want[i] = 0;
+        int first = 10 * SIDE + 10, last = 200 * SIDE + 7;
+        x[first] = x[last] = nans ? NAN : 5;
+        want[nans ? last : first] = 1;
+        kiln_tensor *t = fx_f32(ctx, 4, (const int64_t[]){1, 1, SIDE, SIDE}, x);
+        assert_int_equal(kiln_requires_grad_(t, true), KILN_OK);
+        kiln_tensor *y = kiln_max_pool2d(t, SIDE, SIDE, 0), *dx = NULL;
+        assert_int_equal(kiln_grad(kiln_sum(y, 0, NULL, false), 1, &t, &dx), KILN_OK);
+        fx_check_f32(dx, want, SIDE * SIDE, 0, 0);
+    }
+}
+
 /* More gradients of max_pool2d(relu(x)) against torch's (with the cases of
  * pool_gradients): a relu also read by another op (there the relu keeps its mask), NaNs
  * (torch's relu passes a NaN's gradient, and a NaN is its window's maximum) with the relu
@@ -659,6 +711,8 @@ int main(void) {
         ENG_TEST(test_engine_nn_max_pool2d),
         ENG_TEST(test_engine_nn_pool_gradients),
         ENG_TEST(test_engine_nn_relu_pool_gradients),
+        ENG_TEST(test_engine_nn_nan_pool_gradients),
+        ENG_TEST(test_engine_nn_pool_gradient_of_a_huge_window),
         ENG_TEST(test_engine_nn_relu_pool_matches_unrewritten),
         ENG_TEST(test_engine_nn_avg_pool2d),
         ENG_TEST(test_engine_nn_clamp),
