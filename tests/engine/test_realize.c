@@ -529,6 +529,50 @@ static void test_engine_realize_foresight_changes_no_schedule(void **state) {
     kiln_context_destroy(without);
 }
 
+/* A program of ever new graphs keeps at most 8 plans (kiln_stats live_plans; engine/eng.h
+ * ENG_PLANS_KEPT), the least recently realized replaced: chains of 3 to 26 sums (other graphs
+ * of the same few kernels), each realized twice (the second time from its plan: no build
+ * stops), twice over, in a context whose host blocks are counted; in the second pass every
+ * graph's plan replaces another and the blocks stay where the first pass left them (its
+ * kernels compiled, the batch's pools at their largest). */
+static void test_engine_realize_plans_stay_bounded(void **state) {
+    enum { PLANS = 8 };
+    test_alloc ta = {0};
+    kiln_context *ctx = counted_context(on_device(state), &ta);
+    long blocks = -1;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int len = 3; len <= 26; len++) {
+            for (int again = 0; again < 2; again++) {
+                kiln_scope_begin(ctx);
+                kiln_tensor *x0 = fx_f32(ctx, 1, (const int64_t[]){4}, (const float[]){0, 1, 2, 3});
+                kiln_tensor *x = x0;
+                for (int k = 0; k < len; k++) {
+                    kiln_tensor *in = k % 2 ? kiln_reshape(x, 2, (const int64_t[]){2, 2}) : x;
+                    x = kiln_add(x0, kiln_mul_scalar(kiln_sum(in, 0, NULL, false), 0.25));
+                }
+                uint64_t stopped = kiln_context_stats(ctx).builds_stopped;
+                float v[4];
+                assert_int_equal(kiln_read(x, v, sizeof v), KILN_OK);
+                assert_true(v[0] == 1.5f * (float)len);
+                kiln_stats after = kiln_context_stats(ctx);
+                if (again)
+                    assert_int_equal(after.builds_stopped, stopped);
+                else
+                    assert_true(after.builds_stopped > stopped);
+                assert_true(after.live_plans <= PLANS);
+                assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+            }
+            if (pass == 1 && ta.live_blocks != blocks)
+                fail_msg("chain %d, second pass: %ld host blocks live, %ld after the first", len,
+                         ta.live_blocks, blocks);
+        }
+        blocks = ta.live_blocks;
+    }
+    assert_int_equal(kiln_context_stats(ctx).live_plans, PLANS);
+    eng_fixture_context_destroy(ctx);
+    assert_int_equal(ta.live_blocks, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         ENG_TEST(test_engine_realize_graph_1000_kernels_deep),
@@ -545,6 +589,7 @@ int main(void) {
         ENG_TEST(test_engine_realize_write_skips_dead_readers),
         ENG_TEST(test_engine_realize_write_copies_a_small_target),
         ENG_TEST(test_engine_realize_foresight_changes_no_schedule),
+        ENG_TEST(test_engine_realize_plans_stay_bounded),
     };
     return ENG_RUN_BOTH(tests);
 }
