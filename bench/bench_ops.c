@@ -2486,6 +2486,114 @@ done:
     free(got);
 }
 
+/* The training example's conv1 and pool1: x (64, 1, 28, 28), w (16, 1, 3, 3), padding 1, a
+ * bias and relu, then max_pool2d 2 (docs/convolution.md). */
+enum { CP_N = 64, CP_O = 16, CP_H = 28, CP_W = 28 };
+enum {
+    CP_X = CP_N * CP_H * CP_W,
+    CP_WN = CP_O * 9,
+    CP_Y = CP_N * CP_O * (CP_H / 2) * (CP_W / 2),
+    CP_PT = 7, /* conv_pool_*.comp's tiles: 8 or 16 channels x 7 pooled pixels */
+};
+
+static kiln_tensor *conv_pool_build(void *user, int rep) {
+    conv_state *s = user;
+    (void)rep;
+    const kiln_conv2d_options same = {.padding = {1, 1}};
+    return kiln_max_pool2d(kiln_relu(kiln_conv2d_ex(s->x, s->w, s->bias, &same)), 2, 2, 0);
+}
+
+/* max_pool2d(relu(conv2d(x, w, b))) with conv1's shapes: Kiln (the convolution's kernel, then
+ * the pool's) against one hand-written kernel that computes the convolution inside the pool's
+ * windows and never stores it (shaders/conv_pool.glsl): what such a fusion would save, which
+ * Kiln's scheduler does not do (a reduction inside another reduction's windows). No target:
+ * no issue sets one. */
+static void case_conv_pool(void) {
+    const char *id = "conv1_pool", *name = "maxpool2(relu(conv2d 64x1x28x28, 16x1x3x3 + b))";
+    if (!selected(id, name))
+        return;
+    row *r =
+        row_new(id, name, "glsl fused conv+pool", 2.0 * CP_N * CP_O * 9 * CP_H * CP_W, UNIT_GFLOPS);
+    if (!r)
+        return;
+    float *hx = alloc_floats(CP_X), *hw = alloc_floats(CP_WN), *want = alloc_floats(CP_Y),
+          *got = alloc_floats(CP_Y), *refo = alloc_floats(CP_Y);
+    float hb[CP_O];
+    kiln_context *ctx = kiln_open(r);
+    if (!hx || !hw || !want || !got || !refo || !ctx)
+        goto done;
+    bench_fill_quarters(hx, CP_X, 31);
+    bench_fill_quarters(hw, CP_WN, 32);
+    bench_fill_quarters(hb, CP_O, 33);
+    for (int n = 0; n < CP_N; n++) {
+        for (int o = 0; o < CP_O; o++) {
+            for (int ph = 0; ph < CP_H / 2; ph++) {
+                for (int pw = 0; pw < CP_W / 2; pw++) {
+                    double best = -INFINITY;
+                    for (int a = 0; a < 4; a++) {
+                        int oh = 2 * ph + a / 2, ow = 2 * pw + a % 2;
+                        double v = hb[o];
+                        for (int t = 0; t < 9; t++) {
+                            int ih = oh + t / 3 - 1, iw = ow + t % 3 - 1;
+                            if (ih >= 0 && ih < CP_H && iw >= 0 && iw < CP_W)
+                                v += (double)hw[o * 9 + t] * hx[(n * CP_H + ih) * CP_W + iw];
+                        }
+                        best = v > best ? v : best;
+                    }
+                    want[((n * CP_O + o) * (CP_H / 2) + ph) * (CP_W / 2) + pw] =
+                        (float)(best > 0 ? best : 0);
+                }
+            }
+        }
+    }
+    conv_state s = {.kind = CONV_FWD};
+    s.x = shared_input(ctx, hx, 4, (int64_t[]){CP_N, 1, CP_H, CP_W});
+    s.w = shared_input(ctx, hw, 4, (int64_t[]){CP_O, 1, 3, 3});
+    s.bias = shared_input(ctx, hb, 1, (int64_t[]){CP_O});
+    kiln_case c = {.ctx = ctx, .build = conv_pool_build, .user = &s};
+    kiln_tensor *out = NULL;
+    reserve_output(ctx, CP_Y);
+    bool kiln_ok = kiln_measure(r, &c, &out) && kiln_read_floats(r, ctx, out, got, CP_Y);
+    vkd_buffer *bo = ref_buffer(NULL, CP_Y), *bx = ref_buffer(hx, CP_X),
+               *bw = ref_buffer(hw, CP_WN), *bb = ref_buffer(hb, CP_O);
+    const vkd_buffer *tx = texel_buffer(bx), *tw = texel_buffer(bw), *tb = texel_buffer(bb);
+    ref_variant v[2];
+    int nv = 0;
+    static const uint32_t tiles[2] = {8, 16};
+    for (int i = 0; i < 2 && bo && tx && tw && tb; i++) {
+        char shader[40], vname[24];
+        snprintf(shader, sizeof shader, "conv_pool_%ux7+texels", tiles[i] & 31);
+        snprintf(vname, sizeof vname, "%ux7 texels", tiles[i] & 31);
+        uint32_t items = CP_N * (CP_H / 2) * (CP_W / 2 / CP_PT);
+        /* bindings 1-3 (x, w, b) are read as texels */
+        v[nv++] = variant1(vname, ref_pipeline_texels(shader, 4, 12, NULL, 0, 14u),
+                           (ref_dispatch){.buffers = {bo, tx, tw, tb},
+                                          .binding_count = 4,
+                                          .push = {CP_O, CP_H, CP_W},
+                                          .push_size = 12,
+                                          .groups = {items / 64, CP_O / tiles[i], 1}});
+    }
+    const double tol = 1e-6;
+    ref_variant best;
+    bool ref_ok = ref_best(r, v, nv, bo, refo, CP_Y, want, tol, tol, &best);
+    check_outputs(r, kiln_ok ? got : NULL, ref_ok ? refo : NULL, want, CP_Y, tol, tol);
+    if (kiln_ok && ref_ok)
+        paired(r, &c, &best);
+    else
+        variant_finish(&best);
+    ref_buffer_destroy(bo);
+    ref_buffer_destroy(bx);
+    ref_buffer_destroy(bw);
+    ref_buffer_destroy(bb);
+done:
+    kiln_close(ctx);
+    free(hx);
+    free(hw);
+    free(want);
+    free(got);
+    free(refo);
+}
+
 /* The host's memory bandwidth next to the convolution rows (the copy cases' memcpy row, when
  * they are filtered out). */
 static void memcpy_bandwidth_row(void) {
@@ -2504,6 +2612,7 @@ static void case_convs(void) {
     case_conv(CONV_DX, "conv_dx", "conv2d input grad, same shapes");
     case_conv(CONV_DW, "conv_dw", "conv2d weight grad, same shapes");
     case_conv_epilogue();
+    case_conv_pool();
     if (g.row_count > before)
         memcpy_bandwidth_row();
 }
