@@ -101,6 +101,7 @@ kiln_status eng_context_create(const kiln_context_options *opt, const eng_extern
     /* A realize's compiles report progress once they take a second (tests: from the first). */
     ctx->progress_ns = eng_testing_options()->progress_always ? 0 : 1000000000;
     ctx->no_foresight = eng_testing_options()->no_foresight;
+    ctx->no_unrolled_windows = eng_testing_options()->no_unrolled_windows;
     base_arena_init(&ctx->arena, &alloc, 64 * 1024);
     base_map_init(&ctx->nodes, &alloc);
     base_map_init(&ctx->programs, &alloc);

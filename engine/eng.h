@@ -270,6 +270,7 @@ typedef struct eng_reduction {
     uint32_t stage; /* combined after the reductions of lower stages its value reads */
     kast *value;    /* the value combined, over ridx */
     eng_node *node;
+    const sym_node *at; /* an unrolled window's instance: node's element (NULL: the kernel's) */
 } eng_reduction;
 
 /* A kernel's sibling output (below). */
@@ -397,7 +398,8 @@ struct kiln_context {
      * foresight), the least recently used replaced. */
     eng_plan *plans[ENG_PLANS_KEPT];
     uint64_t plan_clock;
-    bool no_foresight; /* test-only (eng_testing): builds learn nothing from earlier ones */
+    bool no_foresight;        /* test-only (eng_testing): builds learn nothing from earlier ones */
+    bool no_unrolled_windows; /* test-only (eng_testing): kernel.c unrolls no windows */
     eng_program *program_list;
     eng_storage *storage_list; /* live storages */
     eng_node *node_list;       /* live nodes */

@@ -60,6 +60,10 @@ typedef struct eng_testing {
     /* Kernel builds learn nothing from earlier realizes (realize.c's foresight): every build
      * that meets a dependency not yet scheduled stops and runs again once it is. */
     bool no_foresight;
+    /* No reduction over small windows of another reduction is unrolled (kernel.c
+     * build_window): a convolution that only its max pool reads is stored by a kernel of its
+     * own and the pool's kernel loads it. */
+    bool no_unrolled_windows;
 } eng_testing;
 
 /* Sets the overrides of the contexts created from now on (NULL: none). */

@@ -1731,6 +1731,12 @@ void eng_kernel_tile(const kiln_context *ctx, const eng_kernel *k, eng_program *
     /* Tiles of taps at most half as large (8 x 9, not 16 x 9): conv2's weight gradient in
      * bench_ops 1.14 -> 1.09 of its reference's time (ABBA pairs; 4 x 9 as 8 x 9, 2 x 9 1.3) */
     int64_t most = tap_rows(wp[0], wp[1]) ? WINDOW_TILE / 2 : WINDOW_TILE;
+    /* Unrolled windows (kernel.c build_window: several reductions, an accumulator each per
+     * output) in tiles of half as many outputs: conv1's within its pool on lavapipe (four
+     * reductions), 8 x 14 tiles ran 1.47-1.52x bench_ops' hand-written reference and took
+     * 0.8-1.0 s to compile at the first dispatch; 16 x 14 1.21-1.29x but 2-3 s (the training
+     * step's first step 0.3 -> 2.8 s); 4 x 14 1.52-1.56x, 0.4-0.5 s */
+    most /= k->reduction_count > 1 ? 2 : 1;
     if (wn > 1 && wp[1] > 1 && wp[1] <= WINDOW_UNROLL && 2 * wn <= most) {
         int64_t wm = 2;
         while (wm * 2 * wn <= most)

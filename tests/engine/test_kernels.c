@@ -1657,6 +1657,55 @@ static void test_engine_kernels_cheap_product_gradient_is_inlined(void **state) 
  * MAX instruction) nor read z's operand, and the gradient of the bias in z sums the masked
  * pooled gradient, not the scattered one. Values against the host (z = 2 x - 1 + bias, the
  * bias 0: half of z negative). */
+/* max_pool2d(relu(conv2d(x, w, b)), 2, stride), and with extra (the relu's output also summed,
+ * in the same realize: read twice, the convolution is stored and the pool loads it) or instead
+ * a sum of x: the pooled values and the kernels run. */
+static uint64_t conv_pool_form(kiln_context *ctx, bool extra, int64_t stride, float *out,
+                               size_t n) {
+    enum { B = 2, O = 4, H = 8, W = 12 };
+    kiln_scope_begin(ctx);
+    kiln_tensor *x = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){B, 1, H, W}, 31);
+    kiln_tensor *w = kiln_rand(ctx, KILN_F32, 4, (const int64_t[]){O, 1, 3, 3}, 32);
+    kiln_tensor *bias = kiln_rand(ctx, KILN_F32, 1, (const int64_t[]){O}, 33);
+    kiln_tensor *inputs[3] = {x, w, bias};
+    assert_int_equal(kiln_realize_many(ctx, 3, inputs), KILN_OK);
+    const kiln_conv2d_options same = {.padding = {1, 1}};
+    kiln_tensor *h = kiln_relu(kiln_conv2d_ex(x, w, bias, &same));
+    kiln_tensor *outs[2] = {kiln_max_pool2d(h, 2, stride, 0),
+                            kiln_sum(extra ? h : x, 0, NULL, false)};
+    uint64_t before = kiln_context_stats(ctx).dispatches;
+    assert_int_equal(kiln_realize_many(ctx, 2, outs), KILN_OK);
+    uint64_t kernels = kiln_context_stats(ctx).dispatches - before;
+    assert_true(n == (size_t)B * O * ((H - 2) / stride + 1) * ((W - 2) / stride + 1));
+    assert_int_equal(kiln_read(outs[0], out, sizeof(float) * n), KILN_OK);
+    assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    return kernels;
+}
+
+/* A convolution that only its max pool reads is computed inside the pool's windows
+ * (engine/schedule/kernel.c, unrolled windows): one kernel fewer than where the relu's output is
+ * read twice, and the same values to the bit (the same sums in the same order). Overlapping
+ * windows (stride 1) are not unrolled: each would compute the convolution's elements again.
+ * The training step's form, the pool's index a sibling: test_train_fashion
+ * `unrolled_windows_change_no_value`. */
+static void test_engine_kernels_conv_inside_its_pool(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    enum { N = 2 * 4 * 7 * 11 };
+    static float fused[N], apart[N];
+    for (int64_t stride = 2; stride >= 1; stride--) {
+        size_t n = (size_t)2 * 4 * (6 / stride + 1) * (10 / stride + 1);
+        uint64_t k_fused = conv_pool_form(ctx, false, stride, fused, n);
+        uint64_t k_apart = conv_pool_form(ctx, true, stride, apart, n);
+        if (k_fused + (stride == 2) != k_apart)
+            fail_msg("stride %lld: %llu kernels, %llu with the convolution read twice",
+                     (long long)stride, (unsigned long long)k_fused, (unsigned long long)k_apart);
+        for (size_t i = 0; i < n; i++)
+            if (memcmp(&fused[i], &apart[i], sizeof(float)) != 0)
+                fail_msg("stride %lld: element %zu is %.9g, %.9g with the convolution read twice",
+                         (long long)stride, i, fused[i], apart[i]);
+    }
+}
+
 static void test_engine_kernels_relu_mask_from_the_pool(void **state) {
     eng_fixture *f = *state;
     kiln_context *ctx = eng_context_new(f->device);
@@ -1939,6 +1988,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_short_windows_read_in_place),
         ENG_TEST(test_engine_kernels_fanned_out_gradient_is_laid_out_once),
         ENG_TEST(test_engine_kernels_relu_mask_from_the_pool),
+        ENG_TEST(test_engine_kernels_conv_inside_its_pool),
         ENG_TEST(test_engine_kernels_epilogue_keeps_the_product_tiles),
         ENG_TEST(test_engine_kernels_cheap_product_gradient_is_inlined),
     };

@@ -371,6 +371,29 @@ static void test_engine_nn_pool_gradient_of_a_huge_window(void **state) {
     }
 }
 
+/* max_pool2d(relu(conv2d(x, w, b))) whose convolution only the pool reads (computed inside
+ * the pool's windows, never stored: engine/schedule/kernel.c), its values and its gradients
+ * for x, w and b against torch's. */
+static void test_engine_nn_conv_inside_its_pool(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_tensor *leaves[3] = {fx_f32(ctx, 4, (const int64_t[]){2, 1, 6, 8}, cpool_x),
+                              fx_f32(ctx, 4, (const int64_t[]){3, 1, 3, 3}, cpool_w),
+                              fx_f32(ctx, 1, (const int64_t[]){3}, cpool_b)};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(kiln_requires_grad_(leaves[i], true), KILN_OK);
+    const kiln_conv2d_options same = {.padding = {1, 1}};
+    kiln_tensor *y =
+        kiln_max_pool2d(kiln_relu(kiln_conv2d_ex(leaves[0], leaves[1], leaves[2], &same)), 2, 0, 0);
+    fx_check_f32(y, cpool_y, N(cpool_y), ATOL, RTOL);
+    kiln_tensor *loss = kiln_sum(
+        kiln_mul(y, fx_f32(ctx, 4, (const int64_t[]){2, 3, 3, 4}, cpool_r)), 0, NULL, false);
+    kiln_tensor *grads[3] = {NULL, NULL, NULL};
+    assert_int_equal(kiln_grad(loss, 3, leaves, grads), KILN_OK);
+    fx_check_f32(grads[0], cpool_dx, N(cpool_dx), ATOL, RTOL);
+    fx_check_f32(grads[1], cpool_dw, N(cpool_dw), ATOL, RTOL);
+    fx_check_f32(grads[2], cpool_db, N(cpool_db), ATOL, RTOL);
+}
+
 /* More gradients of max_pool2d(relu(x)) against torch's (with the cases of
  * pool_gradients): a relu also read by another op (there the relu keeps its mask), NaNs
  * (torch's relu passes a NaN's gradient, and a NaN is its window's maximum) with the relu
@@ -713,6 +736,7 @@ int main(void) {
         ENG_TEST(test_engine_nn_relu_pool_gradients),
         ENG_TEST(test_engine_nn_nan_pool_gradients),
         ENG_TEST(test_engine_nn_pool_gradient_of_a_huge_window),
+        ENG_TEST(test_engine_nn_conv_inside_its_pool),
         ENG_TEST(test_engine_nn_relu_pool_matches_unrewritten),
         ENG_TEST(test_engine_nn_avg_pool2d),
         ENG_TEST(test_engine_nn_clamp),

@@ -13,7 +13,8 @@
  * interpreter and on the device: two steps of a smaller model (2 and 2 channels, batch 2) from
  * the same parameters and data give the same losses and parameters; and on the device, four
  * such steps give the same losses, parameters and kernels a step whether builds learn from the
- * steps before or not. */
+ * steps before or not, and the same losses and parameters, in fewer kernels, with the
+ * convolutions computed inside their pools' windows or stored. */
 #include "../../examples/fashion_net.h"
 
 #include "engine_fixture.h"
@@ -184,18 +185,17 @@ enum {
                    FNET_CLASSES * SMALL_C2 * 49 + FNET_CLASSES,
 };
 
-/* steps (at most 4) steps of the reduced model in a context (on the device, builds learning
- * from earlier ones or not: eng_testing no_foresight; else on the interpreter): the losses, the
- * parameters after, and the kernels each step ran (NULL: not wanted). */
-static void small_steps(bool device, bool foresight, int steps, float *losses, float *params,
-                        uint64_t *kernels) {
-    kiln_context *ctx = eng_context_new(device);
-    if (device && !foresight) {
-        eng_fixture_context_destroy(ctx);
-        ctx = NULL;
+/* steps (at most 4) steps of the reduced model in a context (on the device, with the test-only
+ * overrides testing where not NULL; else on the interpreter): the losses, the parameters after,
+ * and the kernels each step ran (NULL: not wanted). */
+static void small_steps(bool device, const eng_testing *testing, int steps, float *losses,
+                        float *params, uint64_t *kernels) {
+    kiln_context *ctx = NULL;
+    if (device && testing) {
         kiln_context_options opt = {.validation = true};
-        assert_int_equal(
-            eng_testing_context_create(&opt, &(eng_testing){.no_foresight = true}, &ctx), KILN_OK);
+        assert_int_equal(eng_testing_context_create(&opt, testing, &ctx), KILN_OK);
+    } else {
+        ctx = eng_context_new(device);
     }
     assert_non_null(ctx);
     fnet net;
@@ -229,8 +229,8 @@ static void test_examples_train_fashion_interpreter_agrees_with_device(void **st
     (void)state;
     static float p_interp[SMALL_PARAMS], p_device[SMALL_PARAMS];
     float l_interp[2], l_device[2];
-    small_steps(false, true, 2, l_interp, p_interp, NULL);
-    small_steps(true, true, 2, l_device, p_device, NULL);
+    small_steps(false, NULL, 2, l_interp, p_interp, NULL);
+    small_steps(true, NULL, 2, l_device, p_device, NULL);
     for (int s = 0; s < 2; s++) {
         if (fabs(l_interp[s] - l_device[s]) > 1e-5 + 1e-4 * fabs(l_interp[s]))
             fail_msg("step %d: loss %.7g on the interpreter, %.7g on the device", s + 1,
@@ -245,26 +245,38 @@ static void test_examples_train_fashion_interpreter_agrees_with_device(void **st
     }
 }
 
-/* What the scheduler learns from a step's builds changes no value and no kernel: four steps
- * with it and without it, the same losses and parameters to the bit, the same kernels a step. */
-static void test_examples_train_fashion_foresight_changes_no_value(void **state) {
-    (void)state;
+/* Four steps with and without an override, on the device: the same losses and parameters to
+ * the bit; the kernels a step the same (fewer: with fewer_kernels). */
+static void same_steps(const eng_testing *without, const char *what, bool fewer_kernels) {
     static float p_with[SMALL_PARAMS], p_without[SMALL_PARAMS];
     float l_with[4], l_without[4];
     uint64_t k_with[4], k_without[4];
-    small_steps(true, true, 4, l_with, p_with, k_with);
-    small_steps(true, false, 4, l_without, p_without, k_without);
+    small_steps(true, &(eng_testing){0}, 4, l_with, p_with, k_with);
+    small_steps(true, without, 4, l_without, p_without, k_without);
     for (int s = 0; s < 4; s++) {
-        if (memcmp(&l_with[s], &l_without[s], sizeof(float)) != 0 || k_with[s] != k_without[s])
-            fail_msg("step %d: loss %.9g in %llu kernels, %.9g in %llu without foresight", s + 1,
-                     l_with[s], (unsigned long long)k_with[s], l_without[s],
-                     (unsigned long long)k_without[s]);
+        bool kernels = fewer_kernels ? k_with[s] < k_without[s] : k_with[s] == k_without[s];
+        if (memcmp(&l_with[s], &l_without[s], sizeof(float)) != 0 || !kernels)
+            fail_msg("step %d: loss %.9g in %llu kernels, %.9g in %llu %s", s + 1, l_with[s],
+                     (unsigned long long)k_with[s], l_without[s], (unsigned long long)k_without[s],
+                     what);
     }
     for (int i = 0; i < SMALL_PARAMS; i++) {
         if (memcmp(&p_with[i], &p_without[i], sizeof(float)) != 0)
-            fail_msg("parameter element %d: %.9g, %.9g without foresight", i, p_with[i],
-                     p_without[i]);
+            fail_msg("parameter element %d: %.9g, %.9g %s", i, p_with[i], p_without[i], what);
     }
+}
+
+/* What the scheduler learns from a step's builds changes no value and no kernel. */
+static void test_examples_train_fashion_foresight_changes_no_value(void **state) {
+    (void)state;
+    same_steps(&(eng_testing){.no_foresight = true}, "without foresight", false);
+}
+
+/* The convolutions computed inside their pools' windows (the pools' indices siblings of those
+ * kernels; engine/schedule/kernel.c) change no value, in fewer kernels. */
+static void test_examples_train_fashion_unrolled_windows_change_no_value(void **state) {
+    (void)state;
+    same_steps(&(eng_testing){.no_unrolled_windows = true}, "with the convolutions stored", true);
 }
 
 int main(void) {
@@ -272,6 +284,7 @@ int main(void) {
         cmocka_unit_test(test_examples_train_fashion_loss_halves_with_flat_compiles_and_memory),
         cmocka_unit_test(test_examples_train_fashion_interpreter_agrees_with_device),
         cmocka_unit_test(test_examples_train_fashion_foresight_changes_no_value),
+        cmocka_unit_test(test_examples_train_fashion_unrolled_windows_change_no_value),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
