@@ -11,8 +11,10 @@
  * mean): such reductions become stages of the kernel (a stage's value may read the results of
  * lower ones) and one invocation owns a row (lower.c). So does, on any device, a reduction that
  * another's loop reads at the kernel's own element over the same dims (a softmax's max in the
- * sum of exp(x - max), a variance's mean: stage_read), stored beside the kernel's output. Any
- * other unrealized reduction is a dependency that must be realized by an earlier kernel. No input
+ * sum of exp(x - max), a variance's mean: stage_read), stored beside the kernel's output. A max
+ * over small windows of a short reduction (a pool of a convolution) is unrolled, the reduction
+ * computed at each window element (build_window). Any other unrealized reduction is a
+ * dependency that must be realized by an earlier kernel. No input
  * is made contiguous first: every load reads through its view's index expression.
  *
  * Against recomputation: an inlined node is computed again at every read, so inside a
