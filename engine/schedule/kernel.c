@@ -875,8 +875,8 @@ static void add_siblings(kbuild *b, eng_node *r, uint64_t wanted) {
 enum {
     WINDOW_WALK = 8,
     /* The longest reduction unrolled windows read: a short one's kernel stores much for little
-     * arithmetic, which the unrolling saves (conv1's 9 taps: its convolution and pool 2.32 ->
-     * 1.42 ms in the training step on lavapipe, ABBA rounds); a long one's product is better
+     * arithmetic, which the unrolling saves (conv1's 9 taps: its convolution and pool 2.30 ->
+     * 1.53 ms in the training step on lavapipe, ABBA rounds); a long one's product is better
      * tiled alone (conv2's 144 taps: 3.40 -> 3.58 ms fused) */
     WINDOW_READ_MAX = 32,
 };
