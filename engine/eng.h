@@ -573,6 +573,8 @@ eng_node *eng_resolve(kiln_tensor *t);
  * A value of RECOMPUTE_MIN_OPS or more is materialised rather than recomputed where it is read
  * many times (schedule/kernel.c, autograd.c). */
 uint32_t eng_node_inlined_ops(const eng_node *n, uint32_t limit);
+/* The unrealized nodes that read n, counted up to most (graph.c). */
+uint32_t eng_node_live_readers(const eng_node *n, uint32_t most);
 enum { RECOMPUTE_MIN_OPS = 4 };
 /* Makes n the current value of t's storage (a write). */
 void eng_cell_set(kiln_context *ctx, eng_tensor *t, eng_node *n);

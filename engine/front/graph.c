@@ -901,6 +901,13 @@ static uint32_t inlined_ops(const eng_node *n, uint32_t limit, uint32_t depth) {
     return ops;
 }
 
+uint32_t eng_node_live_readers(const eng_node *n, uint32_t most) {
+    uint32_t count = 0;
+    for (const eng_reader *r = n->readers; r && count < most; r = r->next)
+        count += !r->node->storage;
+    return count;
+}
+
 uint32_t eng_node_inlined_ops(const eng_node *n, uint32_t limit) {
     enum { MOVES_DEPTH = 64 };
     return inlined_ops(n, limit, MOVES_DEPTH);

@@ -881,17 +881,9 @@ enum {
     WINDOW_READ_MAX = 32,
 };
 
-/* The unrealized readers of n. */
-static uint32_t live_readers(const eng_node *n) {
-    uint32_t count = 0;
-    for (const eng_reader *r = n->readers; r; r = r->next)
-        count += !r->node->storage;
-    return count;
-}
-
-/* The reduced element count of r's input when it is a constant from 2 to ENG_MAX_REDUCTIONS
- * (0 otherwise), its reduced dims' sizes into sizes. */
-static uint32_t window_count(const eng_node *r, int64_t *sizes) {
+/* The elements reduction r combines per output when that count is a constant (0: symbolic),
+ * its reduced dims' sizes into sizes (1 for the others). */
+static int64_t constant_count(const eng_node *r, int64_t *sizes) {
     const shape_view *in = shape_tracker_last(r->src[0].st);
     int64_t count = 1, size;
     for (uint32_t d = 0; d < in->ndim; d++) {
@@ -903,6 +895,13 @@ static uint32_t window_count(const eng_node *r, int64_t *sizes) {
         sizes[d] = size;
         count *= size;
     }
+    return count;
+}
+
+/* Reduction r's window count when it is a constant from 2 to ENG_MAX_REDUCTIONS (0 otherwise),
+ * its reduced dims' sizes into sizes. */
+static uint32_t window_count(const eng_node *r, int64_t *sizes) {
+    int64_t count = constant_count(r, sizes);
     return count >= 2 && count <= ENG_MAX_REDUCTIONS ? (uint32_t)count : 0;
 }
 
@@ -930,23 +929,16 @@ static bool unrolls(const kbuild *b, const eng_node *r) {
             const eng_node *s = n->src[i].node;
             if (s->storage || s->kind == ENG_CONST)
                 continue;
-            if (next || live_readers(s) != 1 || s->boundary || view_repeats(n->src[i].st))
+            if (next || eng_node_live_readers(s, 2) != 1 || s->boundary ||
+                view_repeats(n->src[i].st))
                 return false; /* two unrealized sources, one read elsewhere or repeatedly */
             next = s;
         }
         if (!next)
             return false;
         if (next->kind == ENG_REDUCE) {
-            const shape_view *v = shape_tracker_last(next->src[0].st);
-            int64_t taps = 1, size;
-            for (uint32_t d = 0; d < v->ndim; d++) {
-                if (!(next->reduce_mask & (1u << d)))
-                    continue;
-                if (!sym_is_const(v->shape[d], &size))
-                    return false;
-                taps *= size;
-            }
-            return !next->arg && taps <= WINDOW_READ_MAX;
+            int64_t taps = constant_count(next, sizes);
+            return !next->arg && taps > 0 && taps <= WINDOW_READ_MAX;
         }
         if (next->kind != ENG_EW)
             return false;

@@ -152,21 +152,34 @@ static kiln_status mark_dependencies(schedule *s, eng_node *n, uint64_t stamp) {
 }
 
 /* Marks the unrealized nodes the roots depend on (eng_node wanted): a kernel's sibling
- * outputs are nodes the realize computes anyway (kernel.c add_siblings). */
+ * outputs are nodes the realize computes anyway (kernel.c add_siblings). With foresight (below)
+ * the same walk numbers the nodes it reaches, a realized one as a leaf, depth first in source
+ * order, into s->order (s->numbered: the mark; 0 where memory ran short: no foresight). */
 static kiln_status mark_wanted(schedule *s, uint32_t count, eng_node *const *roots) {
     kiln_context *ctx = s->ctx;
     s->wanted = ++ctx->next_mark;
+    s->numbered = ctx->no_foresight ? 0 : s->wanted;
+    s->order.len = 0;
     s->walk.len = 0;
-    for (uint32_t i = 0; i < count; i++) {
+    for (uint32_t i = count; i-- > 0;) {
         if (BASE_VEC_PUSH(&ctx->alloc, &s->walk, roots[i]) != KILN_OK)
             return no_memory(ctx);
     }
     while (s->walk.len > 0) {
         eng_node *n = s->walk.data[--s->walk.len];
-        if (!n || n->storage || n->wanted == s->wanted)
+        if (!n || (s->numbered ? n->plan_mark == s->numbered : n->wanted == s->wanted))
+            continue;
+        if (s->numbered) {
+            n->plan_mark = s->numbered;
+            n->plan_index = (uint32_t)s->order.len;
+            if (s->order.len >= UINT32_MAX - 1 ||
+                BASE_VEC_PUSH(&ctx->alloc, &s->order, n) != KILN_OK)
+                s->numbered = 0; /* the wanted marks go on: visited nodes have theirs */
+        }
+        if (n->storage)
             continue;
         n->wanted = s->wanted;
-        for (uint32_t i = 0; i < n->nsrc; i++) {
+        for (uint32_t i = n->nsrc; i-- > 0;) {
             if (BASE_VEC_PUSH(&ctx->alloc, &s->walk, n->src[i].node) != KILN_OK)
                 return no_memory(ctx);
         }
@@ -425,38 +438,16 @@ void eng_foresight_finish(kiln_context *ctx) {
     }
 }
 
-/* Numbers the nodes the roots reach (a realized one is a leaf), depth first in source order,
- * into s->order, and returns the graph's signature; false: out of memory (no foresight). */
-static bool number_nodes(schedule *s, uint32_t count, eng_node *const *roots, uint64_t *out) {
-    kiln_context *ctx = s->ctx;
-    uint64_t mark = s->numbered = ++ctx->next_mark;
-    s->order.len = 0;
-    s->walk.len = 0;
-    for (uint32_t i = count; i-- > 0;) {
-        if (BASE_VEC_PUSH(&ctx->alloc, &s->walk, roots[i]) != KILN_OK)
-            return false;
-    }
-    while (s->walk.len > 0) {
-        eng_node *n = s->walk.data[--s->walk.len];
-        if (n->plan_mark == mark)
-            continue;
-        n->plan_mark = mark;
-        n->plan_index = (uint32_t)s->order.len;
-        if (s->order.len >= UINT32_MAX - 1 || BASE_VEC_PUSH(&ctx->alloc, &s->order, n) != KILN_OK)
-            return false;
-        for (uint32_t i = n->storage ? 0 : n->nsrc; i-- > 0;) {
-            if (BASE_VEC_PUSH(&ctx->alloc, &s->walk, n->src[i].node) != KILN_OK)
-                return false;
-        }
-    }
+/* The signature of the graph mark_wanted numbered (the roots' numbers, then each node's local
+ * hash, unrealized readers up to four, whether a tensor holds it, and its sources' numbers or
+ * its storage's size). */
+static uint64_t graph_signature(const schedule *s, uint32_t count, eng_node *const *roots) {
     uint64_t h = base_hash_u64(count, s->order.len);
     for (uint32_t i = 0; i < count; i++)
         h = base_hash_u64(h, roots[i]->plan_index);
     for (size_t i = 0; i < s->order.len; i++) {
         eng_node *n = s->order.data[i];
-        uint64_t readers = 0;
-        for (const eng_reader *r = n->readers; r && readers < 4; r = r->next)
-            readers += !r->node->storage;
+        uint64_t readers = eng_node_live_readers(n, 4);
         h = base_hash_u64(h, eng_node_local_hash(n));
         h = base_hash_u64(h, readers | (uint64_t)(n->cells > 0) << 3 |
                                  (uint64_t)(n->storage != NULL) << 4 | (uint64_t)n->written << 5);
@@ -466,17 +457,15 @@ static bool number_nodes(schedule *s, uint32_t count, eng_node *const *roots, ui
             for (uint32_t j = 0; j < n->nsrc; j++)
                 h = base_hash_u64(h, n->src[j].node->plan_index);
     }
-    *out = h;
-    return true;
+    return h;
 }
 
 /* Before the realize schedules: the plan of its graph, if an earlier realize left one. */
 static void look_ahead(schedule *s, uint32_t count, eng_node *const *roots) {
     kiln_context *ctx = s->ctx;
-    if (ctx->no_foresight || !number_nodes(s, count, roots, &s->signature)) {
-        s->numbered = 0;
+    if (!s->numbered)
         return;
-    }
+    s->signature = graph_signature(s, count, roots);
     for (uint32_t i = 0; i < ENG_PLANS_KEPT; i++) {
         eng_plan *p = ctx->plans[i];
         if (p && p->signature == s->signature && p->nodes == s->order.len) {
