@@ -199,6 +199,7 @@ kiln_stats kiln_context_stats(const kiln_context *ctx) {
     s.live_expressions = sym_ctx_live_nodes(ctx->sym);
     for (uint32_t i = 0; i < ENG_PLANS_KEPT; i++)
         s.live_plans += ctx->plans[i] != NULL;
+    s.live_replays = eng_foresight_replays(ctx);
     return s;
 }
 

@@ -125,6 +125,7 @@ typedef struct eng_node {
                           kernel left to the write reading it (realize.c step_build) */
     uint64_t hash;
     uint64_t local_hash;          /* eng_node_local_hash's, once asked (0: not yet) */
+    uint64_t values_hash;         /* eng_node_values_hash's, once asked (0: not yet) */
     uint64_t plan_mark;           /* the realize that numbered it (realize.c's foresight) */
     uint32_t plan_index;          /* its number there */
     struct eng_node *next, *prev; /* the context's live nodes */
@@ -528,6 +529,9 @@ eng_node *eng_node_copy(kiln_context *ctx, eng_node *src, const shape_tracker *s
  * bound Variables have: equal for the nodes of every step that builds the same graph
  * (realize.c's foresight). Kept in the node. */
 uint64_t eng_node_local_hash(eng_node *n);
+/* eng_node_local_hash with the values of its bound Variables: equal where a kernel built
+ * from the node is the same (realize.c's replay). Kept in the node. */
+uint64_t eng_node_values_hash(eng_node *n);
 /* The hash-consing equality of two nodes (base_map_eq_fn). */
 bool eng_node_same(const void *stored, const void *key, void *user);
 /* A compact copy of st (only its views), owned by the caller (eng_tracker_free). */
@@ -877,6 +881,8 @@ kiln_status eng_storage_read(kiln_context *ctx, eng_storage *s, void *data, uint
  * the error recorded. */
 eng_storage *eng_bounds_flag(kiln_context *ctx);
 enum { ENG_BOUNDS_WORDS = 4 };
+/* Whether k has a program compiled for it already (eng_program_get would compile none). */
+bool eng_program_ready(kiln_context *ctx, const eng_kernel *k);
 kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program **out);
 typedef struct eng_batch eng_batch;
 kiln_status eng_batch_begin(kiln_context *ctx, eng_batch **out);
@@ -888,6 +894,10 @@ kiln_status eng_batch_finish(kiln_context *ctx, eng_batch *b, bool *ran);
 /* realize.c: the schedule and the walk */
 /* Frees what the scheduler learnt about the context's kernel builds (realize.c). */
 void eng_foresight_finish(kiln_context *ctx);
+/* Marks the expressions of the kernels it keeps (for eng_collect_expressions). */
+void eng_foresight_mark(kiln_context *ctx);
+/* The kernels it keeps (kiln_stats live_replays). */
+uint64_t eng_foresight_replays(const kiln_context *ctx);
 kiln_status eng_realize(kiln_context *ctx, uint32_t count, eng_node *const *nodes);
 
 uint32_t eng_type_size(ir_type t);

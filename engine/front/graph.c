@@ -104,23 +104,22 @@ static uint64_t tracker_hash(const shape_tracker *st, bool unbound) {
     return h;
 }
 
-/* What n is and how it reads its sources; local, neither which nodes those are nor the values
- * its bound Variables have (a hash equal in every step that builds the same graph), else the
- * hash-consing key. */
-static uint64_t fields_hash(const eng_node *n, bool local) {
+/* What n is and how it reads its sources: with ids, which nodes those are (the hash-consing
+ * key); unbound, without the values its bound Variables have. */
+static uint64_t fields_hash(const eng_node *n, bool ids, bool unbound) {
     uint64_t h = base_hash_u64((uint64_t)n->kind, ((uint64_t)n->op << 8) | n->type);
     h = base_hash_u64(h, n->ndim);
     for (uint32_t d = 0; d < n->ndim; d++)
-        h = base_hash_u64(h, sym_hash(n->shape[d], local));
+        h = base_hash_u64(h, sym_hash(n->shape[d], unbound));
     for (uint32_t s = 0; s < n->nsrc; s++) {
-        if (!local)
+        if (ids)
             h = base_hash_u64(h, n->src[s].id);
-        h = base_hash_u64(h, tracker_hash(n->src[s].st, local));
+        h = base_hash_u64(h, tracker_hash(n->src[s].st, unbound));
     }
     uint64_t bits;
     memcpy(&bits, &n->value, sizeof bits);
     h = base_hash_u64(h, bits);
-    h = base_hash_u64(h, sym_hash(n->value_expr, local));
+    h = base_hash_u64(h, sym_hash(n->value_expr, unbound));
     h = base_hash_u64(h, n->seed);
     h = base_hash_u64(h, n->dim);
     h = base_hash_u64(h, n->rand_word);
@@ -128,18 +127,28 @@ static uint64_t fields_hash(const eng_node *n, bool local) {
 }
 
 static uint64_t node_hash(const eng_node *n) {
-    return fields_hash(n, false);
+    return fields_hash(n, true, false);
+}
+
+/* fields_hash without ids, then what the node alone has (its sources' count, a write's view). */
+static uint64_t own_hash(const eng_node *n, bool unbound) {
+    uint64_t h = fields_hash(n, false, unbound);
+    h = base_hash_u64(h, ((uint64_t)n->nsrc << 2) | ((uint64_t)n->boundary << 1) | n->unique);
+    if (n->dst_view)
+        h = base_hash_u64(h, tracker_hash(n->dst_view, unbound));
+    return h ? h : 1;
 }
 
 uint64_t eng_node_local_hash(eng_node *n) {
-    if (!n->local_hash) {
-        uint64_t h = fields_hash(n, true);
-        h = base_hash_u64(h, ((uint64_t)n->nsrc << 2) | ((uint64_t)n->boundary << 1) | n->unique);
-        if (n->dst_view)
-            h = base_hash_u64(h, tracker_hash(n->dst_view, true));
-        n->local_hash = h ? h : 1;
-    }
+    if (!n->local_hash)
+        n->local_hash = own_hash(n, true);
     return n->local_hash;
+}
+
+uint64_t eng_node_values_hash(eng_node *n) {
+    if (!n->values_hash)
+        n->values_hash = own_hash(n, false);
+    return n->values_hash;
 }
 
 bool eng_node_same(const void *stored, const void *key, void *user) {

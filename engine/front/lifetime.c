@@ -759,6 +759,7 @@ void eng_collect_expressions(kiln_context *ctx, bool force) {
         }
     }
     eng_ag_mark(ctx);
+    eng_foresight_mark(ctx);
     for (const eng_program *p = ctx->program_list; p; p = p->next) {
         if (p->has_guard)
             sym_mark(sc, p->guard.expr);

@@ -1056,6 +1056,16 @@ static void name_program(kiln_context *ctx, const eng_kernel *k, eng_program *p)
     }
 }
 
+bool eng_program_ready(kiln_context *ctx, const eng_kernel *k) {
+    uint32_t windows[ENG_MAX_BUFFERS], log2;
+    base_error kept = ctx->err;
+    if (storage_windows(ctx, k, windows, &log2) != KILN_OK) {
+        ctx->err = kept;
+        return false;
+    }
+    return find_variant(ctx, k, windows) != NULL;
+}
+
 kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program **out) {
     uint32_t windows[ENG_MAX_BUFFERS], log2;
     kiln_status wst = storage_windows(ctx, k, windows, &log2);

@@ -46,8 +46,9 @@ typedef struct schedule {
     uint64_t numbered;
     BASE_VEC(eng_node *) order;
     uint64_t signature;
-    const eng_plan *plan;
+    eng_plan *plan;
     BASE_VEC(learnt_stop) stops;
+    struct replay **replays; /* without a plan: the kernels this realize keeps (by number) */
 } schedule;
 
 static kiln_status no_memory(kiln_context *ctx) {
@@ -118,6 +119,23 @@ static kiln_status add_kernel(schedule *s, eng_node *node, const eng_kernel *k) 
     if (st != KILN_OK)
         s->kernels.len--;
     return st;
+}
+
+/* Output j of kernel k: 0 its node, then its siblings'. */
+static eng_node *output_node(const eng_kernel *k, uint32_t j) {
+    return j ? k->siblings[j - 1].node : k->output;
+}
+
+/* The outputs of the kernels from `from` on give back the storage add_kernel gave them. */
+static void give_back(schedule *s, size_t from) {
+    for (size_t i = from; i < s->kernels.len; i++) {
+        const eng_kernel *k = &s->kernels.data[i];
+        for (uint32_t j = 0; j <= k->sibling_count; j++) {
+            eng_node *n = output_node(k, j);
+            eng_storage_unref(s->ctx, n->storage);
+            n->storage = NULL;
+        }
+    }
 }
 
 static kiln_status push_frame(schedule *s, eng_node *node) {
@@ -407,13 +425,17 @@ struct eng_plan {
     uint32_t stop_count, need_count;
     plan_stop *stops;
     uint32_t *needs;
+    struct replay **replays; /* the kernel built for each node, by number (NULL: none; below) */
 };
 
 static size_t plan_size(uint32_t stops, uint32_t needs) {
     return sizeof(eng_plan) + stops * sizeof(plan_stop) + needs * sizeof(uint32_t);
 }
 
+static void replays_free(kiln_context *ctx, struct replay **replays, uint32_t nodes);
+
 static void plan_free(kiln_context *ctx, eng_plan *p) {
+    replays_free(ctx, p->replays, p->nodes);
     base_free(&ctx->alloc, p, plan_size(p->stop_count, p->need_count));
 }
 
@@ -522,11 +544,11 @@ static int stop_cmp(const void *pa, const void *pb) {
     return a->first < b->first ? -1 : a->first > b->first;
 }
 
-/* After a realize that ran: the stops it learnt become its graph's plan (replacing the least
- * recently used one). Nothing is kept where none stopped or memory is short. */
+/* After a realize's schedule: the stops it learnt and the kernels it built become its graph's
+ * plan (replacing the least recently used one). Nothing is kept where memory is short. */
 static void keep_plan(schedule *s) {
     kiln_context *ctx = s->ctx;
-    if (s->plan || !s->numbered || s->stops.len == 0)
+    if (s->plan || !s->numbered || (s->stops.len == 0 && !s->replays))
         return;
     const learnt_stop *learnt = s->stops.data;
     uint32_t n = (uint32_t)s->stops.len, needs = 0;
@@ -540,7 +562,9 @@ static void keep_plan(schedule *s) {
                     .used = ++ctx->plan_clock,
                     .stop_count = n,
                     .need_count = needs,
-                    .stops = (plan_stop *)(p + 1)};
+                    .stops = (plan_stop *)(p + 1),
+                    .replays = s->replays};
+    s->replays = NULL; /* the plan's now */
     p->needs = (uint32_t *)(p->stops + n);
     for (uint32_t i = 0; i < n; i++)
         p->stops[i] = (plan_stop){.x = learnt[i].x, .count = learnt[i].count, .first = i};
@@ -563,6 +587,356 @@ static void keep_plan(schedule *s) {
     if (ctx->plans[slot])
         plan_free(ctx, ctx->plans[slot]);
     ctx->plans[slot] = p;
+}
+
+/* ---- replay: a kernel built once, taken again by the next realizes of its graph ------------
+ *
+ * Foresight left each kernel of a graph realized again built once; that build is still host
+ * work (about 20 us a kernel: the training step's 24 took 0.5 ms of its 1.4 ms of host time,
+ * most of it the symbolic algebra of the views' indices, done again to the same result). So the
+ * plan keeps, for each numbered node, the kernel last built for it (its ASTs left out: only
+ * lowering reads them, and the program is compiled already) with the region it was built from:
+ * the node, its siblings and the unrealized nodes they compute (a build inlines every
+ * unrealized node it depends on, or stops), and the realized nodes where it stops (their
+ * storages are its buffers). Each region node is kept with its values hash (graph.c
+ * eng_node_values_hash: what a build reads of it, bound values included) and, if realized,
+ * which buffer holds its storage. A later realize of the graph takes the kernel instead of
+ * building it where the region is the same: every node's values hash, the same nodes realized,
+ * the same buffers from their storages (distinct storages where they were distinct), siblings
+ * and fused writes still to compute, and a program compiled for it. Otherwise the node is built
+ * and that build is kept. Where a bound value changes from one realize to the next (an
+ * optimizer's step count), the kernels reading it are built each time. Debug builds also build
+ * every kernel they take and compare the two: a difference is an internal error. */
+
+enum { NO_SLOT = UINT32_MAX, UNREALIZED = UINT32_MAX - 1, NO_NODE = UINT32_MAX };
+
+typedef struct region_node {
+    uint32_t node;   /* its number */
+    uint32_t slot;   /* realized: the buffer holding its storage (NO_SLOT: none); UNREALIZED */
+    uint64_t values; /* eng_node_values_hash */
+} region_node;
+
+typedef BASE_VEC(region_node) region_vec;
+
+typedef struct replay {
+    eng_kernel k;                            /* without ASTs, nodes and storages */
+    uint32_t siblings[ENG_MAX_OUTPUTS - 1];  /* their nodes' numbers */
+    uint32_t reductions[ENG_MAX_REDUCTIONS]; /* their nodes' numbers (NO_NODE: none) */
+    uint32_t flag_slots;                     /* bit i: buffer i is the bounds flag */
+    uint32_t count;                          /* region nodes */
+    region_node region[];
+} replay;
+
+static size_t replay_size(uint32_t count) {
+    return sizeof(replay) + count * sizeof(region_node);
+}
+
+static void replays_free(kiln_context *ctx, replay **replays, uint32_t nodes) {
+    if (!replays)
+        return;
+    for (uint32_t i = 0; i < nodes; i++) {
+        if (replays[i])
+            base_free(&ctx->alloc, replays[i], replay_size(replays[i]->count));
+    }
+    base_free(&ctx->alloc, replays, nodes * sizeof *replays);
+}
+
+void eng_foresight_mark(kiln_context *ctx) {
+    sym_ctx *sc = ctx->sym;
+    for (uint32_t i = 0; i < ENG_PLANS_KEPT; i++) {
+        const eng_plan *p = ctx->plans[i];
+        for (uint32_t j = 0; p && p->replays && j < p->nodes; j++) {
+            const eng_kernel *k = p->replays[j] ? &p->replays[j]->k : NULL;
+            if (!k)
+                continue;
+            for (uint32_t d = 0; d < k->ndim; d++)
+                sym_mark(sc, k->dims[d]);
+            const sym_node *fixed[] = {k->numel, k->out_index, k->gidx, k->reduce_count, k->ridx};
+            for (size_t f = 0; f < BASE_COUNTOF(fixed); f++)
+                sym_mark(sc, fixed[f]);
+            for (uint32_t r = 0; r < k->reduction_count; r++)
+                sym_mark(sc, k->reductions[r].at);
+            for (uint32_t q = 0; q < k->param_count; q++)
+                sym_mark(sc, k->params[q]);
+        }
+    }
+}
+
+uint64_t eng_foresight_replays(const kiln_context *ctx) {
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < ENG_PLANS_KEPT; i++) {
+        const eng_plan *p = ctx->plans[i];
+        for (uint32_t j = 0; p && p->replays && j < p->nodes; j++)
+            n += p->replays[j] != NULL;
+    }
+    return n;
+}
+
+/* Whether buffer i of k is an output's: buffer 0 (a write's target is its region's), or a
+ * sibling's. */
+static bool output_slot(const eng_kernel *k, uint32_t i) {
+    if (i == 0)
+        return k->output->kind != ENG_WRITE;
+    for (uint32_t j = 0; j < k->sibling_count; j++) {
+        if (k->siblings[j].buffer == i)
+            return true;
+    }
+    return false;
+}
+
+/* The number of n in this realize (NO_NODE: n is NULL or has none). */
+static uint32_t number_of(const schedule *s, const eng_node *n) {
+    return n && n->plan_mark == s->numbered ? n->plan_index : NO_NODE;
+}
+
+/* The region of k (just added for its output node, every storage assigned) into s->walk's
+ * scratch as region nodes; false where a node of it has no number. */
+static bool region_of(schedule *s, const eng_kernel *k, region_vec *out) {
+    kiln_context *ctx = s->ctx;
+    uint64_t seen = ++ctx->next_mark;
+    s->walk.len = 0;
+    for (uint32_t j = k->sibling_count + 1; j-- > 0;) {
+        eng_node *root = j ? k->siblings[j - 1].node : k->output;
+        if (BASE_VEC_PUSH(&ctx->alloc, &s->walk, root) != KILN_OK)
+            return false;
+    }
+    while (s->walk.len > 0) {
+        eng_node *n = s->walk.data[--s->walk.len];
+        if (n->mark2 == seen)
+            continue;
+        n->mark2 = seen;
+        uint32_t number = number_of(s, n);
+        if (number == NO_NODE)
+            return false;
+        /* the outputs have their storage now; they were unrealized when built */
+        bool output = n == k->output;
+        for (uint32_t j = 0; j < k->sibling_count; j++)
+            output = output || n == k->siblings[j].node;
+        region_node r = {.node = number, .slot = UNREALIZED, .values = eng_node_values_hash(n)};
+        if (n->storage && !output) {
+            r.slot = NO_SLOT;
+            for (uint32_t i = 0; i < k->buffer_count && r.slot == NO_SLOT; i++) {
+                if (k->buffers[i] == n->storage)
+                    r.slot = i;
+            }
+        }
+        if (BASE_VEC_PUSH(&ctx->alloc, out, r) != KILN_OK)
+            return false;
+        if (r.slot != UNREALIZED)
+            continue;
+        for (uint32_t i = n->nsrc; i-- > 0;) {
+            if (BASE_VEC_PUSH(&ctx->alloc, &s->walk, n->src[i].node) != KILN_OK)
+                return false;
+        }
+    }
+    return true;
+}
+
+/* Keeps kernel k (just added) as its node's replay, in place of the one kept before; nothing
+ * where it cannot be taken again (a node without a number, a buffer no region node holds). */
+static void keep_replay(schedule *s, const eng_kernel *k) {
+    kiln_context *ctx = s->ctx;
+    uint32_t x = number_of(s, k->output);
+    if (!s->numbered || x == NO_NODE)
+        return;
+    replay ***replays = s->plan ? &s->plan->replays : &s->replays;
+    if (!*replays) {
+        *replays = base_calloc(&ctx->alloc, s->order.len, sizeof **replays);
+        if (!*replays)
+            return;
+    }
+    region_vec region = {0};
+    uint32_t covered = 0, flags = 0;
+    bool ok = region_of(s, k, &region);
+    for (size_t i = 0; ok && i < region.len; i++) {
+        if (region.data[i].slot < ENG_MAX_BUFFERS)
+            covered |= 1u << region.data[i].slot;
+    }
+    for (uint32_t i = 0; ok && i < k->buffer_count; i++) {
+        for (uint32_t j = 0; j < i; j++)
+            ok = ok && k->buffers[j] != k->buffers[i];
+        if (k->buffers[i] == ctx->bounds_flag)
+            flags |= 1u << i;
+        ok = ok && (covered >> i & 1u || flags >> i & 1u || output_slot(k, i));
+    }
+    for (uint32_t j = 0; j < k->reduction_count; j++)
+        ok = ok && (!k->reductions[j].node || number_of(s, k->reductions[j].node) != NO_NODE);
+    replay *r = ok ? base_malloc(&ctx->alloc, replay_size((uint32_t)region.len)) : NULL;
+    if (r) {
+        r->k = *k;
+        r->k.value = NULL;
+        r->k.output = NULL;
+        memset(r->k.buffers, 0, sizeof r->k.buffers);
+        for (uint32_t j = 0; j < k->sibling_count; j++) {
+            r->siblings[j] = number_of(s, k->siblings[j].node);
+            r->k.siblings[j].node = NULL;
+            r->k.siblings[j].value = NULL;
+        }
+        for (uint32_t j = 0; j < k->reduction_count; j++) {
+            r->reductions[j] = number_of(s, k->reductions[j].node);
+            r->k.reductions[j].node = NULL;
+            r->k.reductions[j].value = NULL;
+        }
+        r->flag_slots = flags;
+        r->count = (uint32_t)region.len;
+        memcpy(r->region, region.data, region.len * sizeof *region.data);
+    }
+    BASE_VEC_FREE(&ctx->alloc, &region);
+    replay **slot = &(*replays)[x];
+    if (*slot)
+        base_free(&ctx->alloc, *slot, replay_size((*slot)->count));
+    *slot = r; /* NULL where it cannot be taken: built again */
+}
+
+/* The kernel r keeps, for node x of this realize, into k: false where x's region differs from
+ * r's (then x is built). */
+static bool take_replay(schedule *s, const replay *r, eng_node *x, eng_kernel *k) {
+    kiln_context *ctx = s->ctx;
+    const eng_node *const *order = (const eng_node *const *)s->order.data;
+    *k = r->k;
+    k->output = x;
+    for (uint32_t j = 0; j < k->sibling_count; j++) {
+        eng_node *sib = s->order.data[r->siblings[j]];
+        if (sib->storage ||
+            (sib->kind == ENG_WRITE ? sib->deferred != s->wanted : sib->wanted != s->wanted))
+            return false;
+        k->siblings[j].node = sib;
+    }
+    for (uint32_t j = 0; j < k->reduction_count; j++)
+        k->reductions[j].node =
+            r->reductions[j] == NO_NODE ? NULL : s->order.data[r->reductions[j]];
+    for (uint32_t i = 0; i < r->count; i++) {
+        const region_node *e = &r->region[i];
+        eng_node *n = s->order.data[e->node];
+        if (eng_node_values_hash(n) != e->values)
+            return false;
+        if (e->slot == UNREALIZED) { /* x and its siblings included: their storage comes later */
+            if (n->storage)
+                return false;
+            continue;
+        }
+        if (!n->storage)
+            return false;
+        if (e->slot == NO_SLOT)
+            continue;
+        if (k->buffers[e->slot] && k->buffers[e->slot] != n->storage)
+            return false;
+        k->buffers[e->slot] = n->storage;
+    }
+    for (uint32_t i = 0; i < k->buffer_count; i++) {
+        if (r->flag_slots >> i & 1u) {
+            k->buffers[i] = eng_bounds_flag(ctx);
+            if (!k->buffers[i])
+                return false;
+        }
+        if (!k->buffers[i] && !output_slot(k, i))
+            return false;
+        for (uint32_t j = 0; k->buffers[i] && j < i; j++) {
+            if (k->buffers[j] == k->buffers[i])
+                return false;
+        }
+    }
+    for (uint32_t i = 0; i < r->count; i++) { /* a storage loaded through no buffer: not one */
+        const region_node *e = &r->region[i];
+        for (uint32_t b = 0; e->slot == NO_SLOT && b < k->buffer_count; b++) {
+            if (k->buffers[b] == order[e->node]->storage)
+                return false;
+        }
+    }
+    return true;
+}
+
+#ifndef NDEBUG
+/* The first field where a (taken) and b (built) differ, their outputs' buffers aside (NULL:
+ * none). */
+static const char *replay_differs(const eng_kernel *a, const eng_kernel *b) {
+    if (a->hash != b->hash || a->out_type != b->out_type || a->ndim != b->ndim ||
+        a->rows != b->rows || a->numel != b->numel || a->out_index != b->out_index ||
+        a->gidx != b->gidx)
+        return "the kernel's code or its output";
+    for (uint32_t d = 0; d < a->ndim; d++) {
+        if (a->dims[d] != b->dims[d])
+            return "dims";
+    }
+    if (a->reduction_count != b->reduction_count || a->reduce_count != b->reduce_count ||
+        a->ridx != b->ridx)
+        return "reductions";
+    for (uint32_t i = 0; i < a->reduction_count; i++) {
+        const eng_reduction *x = &a->reductions[i], *y = &b->reductions[i];
+        if (x->op != y->op || x->type != y->type || x->arg != y->arg || x->stage != y->stage ||
+            x->node != y->node || x->at != y->at)
+            return "a reduction";
+    }
+    if (a->output != b->output || a->sibling_count != b->sibling_count)
+        return "outputs";
+    for (uint32_t j = 0; j < a->sibling_count; j++) {
+        if (a->siblings[j].node != b->siblings[j].node ||
+            a->siblings[j].buffer != b->siblings[j].buffer)
+            return "siblings";
+    }
+    if (a->buffer_count != b->buffer_count)
+        return "buffer count";
+    for (uint32_t i = 0; i < a->buffer_count; i++) {
+        if (a->buffer_types[i] != b->buffer_types[i] ||
+            (!output_slot(a, i) && a->buffers[i] != b->buffers[i]))
+            return "buffers";
+    }
+    if (a->param_count != b->param_count || a->offset_params != b->offset_params)
+        return "parameters";
+    for (uint32_t i = 0; i < a->param_count; i++) {
+        if (a->params[i] != b->params[i] || a->param_values[i] != b->param_values[i])
+            return "parameters";
+    }
+    return NULL;
+}
+
+/* Debug builds: x built as well, which must give the kernel taken (k). */
+static kiln_status check_replay(schedule *s, eng_node *x, const eng_kernel *k) {
+    eng_node *needs[MAX_NEEDS];
+    uint32_t count = 0;
+    eng_kernel built;
+    kiln_status st = eng_kernel_build(s->ctx, x, &built, needs, MAX_NEEDS, &count, s->wanted);
+    if (st != KILN_OK && !(st == KILN_ERROR_NOT_FOUND && count > 0))
+        return st; /* out of memory: the realize fails as a build would have */
+    const char *differs = st == KILN_OK ? replay_differs(k, &built) : "its build stopped";
+    if (!differs)
+        return KILN_OK;
+    return base_error_set(&s->ctx->err, KILN_ERROR_INTERNAL,
+                          "scheduling: the kernel kept for node %u of the graph differs from "
+                          "its build (%s)",
+                          x->plan_index, differs);
+}
+#endif
+
+/* Node x's kernel taken from its replay and added to the schedule; *taken false where there
+ * is none to take (x is then built). */
+static kiln_status take_kernel(schedule *s, eng_node *x, bool *taken) {
+    kiln_context *ctx = s->ctx;
+    *taken = false;
+    uint32_t number = number_of(s, x);
+    const replay *r = s->plan && s->plan->replays && number != NO_NODE && s->numbered
+                          ? s->plan->replays[number]
+                          : NULL;
+    eng_kernel k;
+    if (!r || !take_replay(s, r, x, &k))
+        return KILN_OK;
+    kiln_status st = KILN_OK;
+#ifndef NDEBUG
+    st = check_replay(s, x, &k);
+    if (st != KILN_OK)
+        return st;
+#endif
+    st = add_kernel(s, x, &k);
+    if (st != KILN_OK)
+        return st;
+    if (!eng_program_ready(ctx, &s->kernels.data[s->kernels.len - 1])) {
+        give_back(s, s->kernels.len - 1); /* its program went: built, compiled again */
+        s->kernels.len--;
+        return KILN_OK;
+    }
+    ctx->stats.builds_replayed++;
+    *taken = true;
+    return KILN_OK;
 }
 
 /* Builds the node's kernel: the dependencies it needs first (STEP_NEEDS, then built again), or
@@ -588,9 +962,16 @@ static kiln_status step_build(schedule *s, frame *f) {
         f->next_need = 0;
         return KILN_OK;
     }
+    bool taken;
+    eng_node *node = f->node;
+    kiln_status st = take_kernel(s, node, &taken);
+    if (st != KILN_OK || taken) {
+        s->stack.len -= st == KILN_OK;
+        return st;
+    }
     eng_kernel k;
     uint32_t count = 0;
-    kiln_status st = eng_kernel_build(s->ctx, f->node, &k, f->needs, MAX_NEEDS, &count, s->wanted);
+    st = eng_kernel_build(s->ctx, f->node, &k, f->needs, MAX_NEEDS, &count, s->wanted);
     s->ctx->stats.kernel_builds++;
     if (st == KILN_ERROR_NOT_FOUND && count > 0) {
         s->ctx->stats.builds_stopped++;
@@ -603,9 +984,11 @@ static kiln_status step_build(schedule *s, frame *f) {
     }
     if (st != KILN_OK)
         return st;
-    eng_node *node = f->node;
     s->stack.len--;
-    return add_kernel(s, node, &k);
+    st = add_kernel(s, node, &k);
+    if (st == KILN_OK)
+        keep_replay(s, &s->kernels.data[s->kernels.len - 1]);
+    return st;
 }
 
 static kiln_status step_needs(schedule *s, frame *f) {
@@ -804,25 +1187,13 @@ static kiln_status check_bounds(schedule *s, const char *call, bool report) {
                           call, words[1], words[2], ran);
 }
 
-/* Output j of kernel k: 0 its node, then its siblings'. */
-static eng_node *output_node(const eng_kernel *k, uint32_t j) {
-    return j ? k->siblings[j - 1].node : k->output;
-}
-
 /* After a failed realize: the kernels that ran keep their results (a write that ran is never
  * applied again); the nodes of the others stay unrealized and give back the storage this
  * realize made for them (a write's storage is its target's, not its own). No kernel that ran
  * reads or writes such a storage (its kernel comes after them), and a command buffer that
  * recorded one was never submitted. */
 static void unassign(schedule *s) {
-    for (size_t i = s->ran; i < s->kernels.len; i++) {
-        const eng_kernel *k = &s->kernels.data[i];
-        for (uint32_t j = 0; j <= k->sibling_count; j++) {
-            eng_node *n = output_node(k, j);
-            eng_storage_unref(s->ctx, n->storage);
-            n->storage = NULL;
-        }
-    }
+    give_back(s, s->ran);
 }
 
 /* The nodes whose kernels ran are realized: they let their sources go (what only they held is
@@ -851,13 +1222,15 @@ static void log_stats(kiln_context *ctx, size_t kernels, const kiln_stats *b) {
     const kiln_stats *t = &ctx->stats;
     base_log(BASE_LOG_INFO, "engine",
              "realize: %zu kernels (%llu compiled in %.3f ms, %llu from the memory cache, %llu "
-             "from disk; %llu builds, %llu stopped), %llu dispatches, device %.3f ms",
+             "from disk; %llu builds, %llu stopped, %llu replayed), %llu dispatches, device "
+             "%.3f ms",
              kernels, (unsigned long long)(t->kernels_compiled - b->kernels_compiled),
              (double)(t->codegen_ns - b->codegen_ns) / 1e6,
              (unsigned long long)(t->kernels_cached - b->kernels_cached),
              (unsigned long long)(t->disk_hits - b->disk_hits),
              (unsigned long long)(t->kernel_builds - b->kernel_builds),
              (unsigned long long)(t->builds_stopped - b->builds_stopped),
+             (unsigned long long)(t->builds_replayed - b->builds_replayed),
              (unsigned long long)(t->dispatches - b->dispatches),
              (double)(t->device_time_ns - b->device_time_ns) / 1e6);
     base_log(BASE_LOG_INFO, "engine",
@@ -903,8 +1276,10 @@ static kiln_status realize_impl(kiln_context *ctx, const char *call, uint32_t co
         base_error_set(&ctx->err, st, "%s: scheduling failed (%.*s): no kernel ran", call,
                        CAUSE_MAX, cause);
     }
-    if (st == KILN_OK)
+    if (st == KILN_OK) {
+        keep_plan(&s); /* what scheduling learnt holds whether the kernels run or not */
         st = run_schedule(&s, call);
+    }
     /* every kernel that ran keeps its result, a realize failing on the flag too */
     kiln_status bounds = check_bounds(&s, call, st == KILN_OK);
     st = st == KILN_OK ? bounds : st;
@@ -915,8 +1290,6 @@ static kiln_status realize_impl(kiln_context *ctx, const char *call, uint32_t co
     }
     if (st != KILN_OK)
         unassign(&s);
-    else
-        keep_plan(&s);
     let_go(&s);
     ctx->stats.realizes++;
     if (base_log_verbosity() >= 1)
@@ -930,6 +1303,7 @@ static kiln_status realize_impl(kiln_context *ctx, const char *call, uint32_t co
     BASE_VEC_FREE(&ctx->alloc, &s.kernels);
     BASE_VEC_FREE(&ctx->alloc, &s.stack);
     BASE_VEC_FREE(&ctx->alloc, &s.walk);
+    replays_free(ctx, s.replays, (uint32_t)s.order.len); /* kept by no plan */
     BASE_VEC_FREE(&ctx->alloc, &s.order);
     BASE_VEC_FREE(&ctx->alloc, &s.stops);
     /* The kernels' ASTs and the lowering memo live for one realize. */

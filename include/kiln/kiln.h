@@ -218,15 +218,18 @@ typedef struct kiln_stats {
     uint64_t live_storage_bytes;
     uint64_t pool_bytes;
     uint64_t live_expressions;
-    uint64_t kernels_texel;  /* of the kernels generated: operands read as texel buffers (CPU
-                                devices; docs/lavapipe.md) */
-    uint64_t kernel_builds;  /* kernels the scheduler built (host work of every realize) */
-    uint64_t builds_stopped; /* of those, builds that stopped at a dependency not yet scheduled
-                                and ran again once it was (a graph realized again, step after
-                                step, schedules those dependencies first: known from the last
-                                time, they cost no build) */
-    uint64_t live_plans;     /* graphs whose builds' dependencies the context keeps (now; at
-                                most 8, the least recently realized replaced) */
+    uint64_t kernels_texel;   /* of the kernels generated: operands read as texel buffers (CPU
+                                 devices; docs/lavapipe.md) */
+    uint64_t kernel_builds;   /* kernels the scheduler built (host work of every realize) */
+    uint64_t builds_stopped;  /* of those, builds that stopped at a dependency not yet scheduled
+                                 and ran again once it was (a graph realized again, step after
+                                 step, schedules those dependencies first: known from the last
+                                 time, they cost no build) */
+    uint64_t live_plans;      /* graphs whose builds' dependencies the context keeps (now; at
+                                 most 8, the least recently realized replaced) */
+    uint64_t builds_replayed; /* kernels taken from the last realize of the same graph instead
+                                 of built (kernel_builds does not count them) */
+    uint64_t live_replays;    /* kernels those plans keep to be taken so (now) */
 } kiln_stats;
 kiln_stats kiln_context_stats(const kiln_context *ctx);
 

@@ -529,18 +529,76 @@ static void test_engine_realize_foresight_changes_no_schedule(void **state) {
     kiln_context_destroy(without);
 }
 
+/* Step `step` of replay_follows_bound_values' program: acc += x[start : start + 4] * scale +
+ * sum(relu(2x)), with scale = step + 1 read as a number (kiln_scalar_expr) and start = step % 3
+ * a bound Variable (a view's offset): one graph each step, other values; acc's values after it,
+ * and its kernels. */
+static ran replay_graph(kiln_context *ctx, kiln_tensor *acc, int step) {
+    kiln_scope_begin(ctx);
+    const float xv[8] = {1, -2, 3, -4, 5, -6, 7, -8};
+    kiln_tensor *x = fx_f32(ctx, 1, (const int64_t[]){8}, xv);
+    const kiln_expr *scale = kiln_variable(ctx, "scale", 1, 100);
+    const kiln_expr *start = kiln_variable(ctx, "start", 0, 4);
+    kiln_tensor *s = kiln_scalar_expr(ctx, KILN_F32, kiln_bind(ctx, scale, step + 1));
+    kiln_tensor *part = kiln_narrow_sym(x, 0, kiln_bind(ctx, start, step % 3), kiln_int(ctx, 4));
+    kiln_tensor *steady = kiln_sum(kiln_relu(kiln_mul_scalar(x, 2)), 0, NULL, false);
+    assert_int_equal(kiln_add_(acc, kiln_add(kiln_mul(part, s), steady)), KILN_OK);
+    ran r = realize_counted(ctx, acc);
+    assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    return r;
+}
+
+/* A kernel taken from the last realize of its graph (realize.c's replay) computes what its
+ * build would: six steps of replay_graph, whose bound values change every step (the kernels
+ * that read them are built again) and whose sum of the relu does not (taken), against the
+ * host's values and against a context that keeps nothing (eng_testing no_foresight): the same
+ * values and kernels. Debug builds also build every kernel taken and compare. */
+static void test_engine_realize_replay_follows_bound_values(void **state) {
+    bool device = on_device(state);
+    kiln_context_options opt = {.device = device ? NULL : "interp", .validation = device};
+    kiln_context *with = fx_ctx(state), *without = NULL;
+    assert_int_equal(
+        eng_testing_context_create(&opt, &(eng_testing){.no_foresight = true}, &without), KILN_OK);
+    kiln_tensor *acc[2];
+    kiln_context *ctxs[2] = {with, without};
+    for (int c = 0; c < 2; c++) {
+        acc[c] = kiln_zeros(ctxs[c], KILN_F32, 1, (const int64_t[]){4});
+        assert_int_equal(kiln_realize(acc[c]), KILN_OK);
+    }
+    const float xv[8] = {1, -2, 3, -4, 5, -6, 7, -8};
+    float want[4] = {0};
+    uint64_t replayed = kiln_context_stats(with).builds_replayed;
+    for (int step = 0; step < 6; step++) {
+        for (int i = 0; i < 4; i++)
+            want[i] += xv[step % 3 + i] * (float)(step + 1) + 2 * (1 + 3 + 5 + 7);
+        ran got = replay_graph(with, acc[0], step), other = replay_graph(without, acc[1], step);
+        for (int i = 0; i < 4; i++) {
+            if (got.values[i] != want[i] || other.values[i] != want[i])
+                fail_msg("step %d, element %d: %g with replays, %g without; %g expected", step, i,
+                         got.values[i], other.values[i], want[i]);
+        }
+        assert_int_equal(got.kernels, other.kernels);
+    }
+    assert_true(kiln_context_stats(with).builds_replayed > replayed); /* the steady sum's */
+    assert_int_equal(kiln_context_stats(without).builds_replayed, 0);
+    kiln_release(acc[0]);
+    kiln_release(acc[1]);
+    kiln_context_destroy(without);
+}
+
 /* A program of ever new graphs keeps at most 8 plans (kiln_stats live_plans; engine/eng.h
  * ENG_PLANS_KEPT), the least recently realized replaced: chains of 3 to 26 sums (other graphs
  * of the same few kernels), each realized twice (the second time from its plan: no build
- * stops), twice over, in a context whose host blocks are counted; in the second pass every
- * graph's plan replaces another and the blocks stay where the first pass left them (its
- * kernels compiled, the batch's pools at their largest). */
+ * stops, every kernel taken from the first), three times over, in a context whose host blocks
+ * are counted; from the second pass every graph's plan replaces another, and in the third the
+ * blocks after each chain are those after the same chain in the second (the kernels compiled
+ * and the batch's pools at their largest in the first; the same eight plans kept). */
 static void test_engine_realize_plans_stay_bounded(void **state) {
     enum { PLANS = 8 };
     test_alloc ta = {0};
     kiln_context *ctx = counted_context(on_device(state), &ta);
-    long blocks = -1;
-    for (int pass = 0; pass < 2; pass++) {
+    long blocks[27] = {0};
+    for (int pass = 0; pass < 3; pass++) {
         for (int len = 3; len <= 26; len++) {
             for (int again = 0; again < 2; again++) {
                 kiln_scope_begin(ctx);
@@ -550,23 +608,28 @@ static void test_engine_realize_plans_stay_bounded(void **state) {
                     kiln_tensor *in = k % 2 ? kiln_reshape(x, 2, (const int64_t[]){2, 2}) : x;
                     x = kiln_add(x0, kiln_mul_scalar(kiln_sum(in, 0, NULL, false), 0.25));
                 }
-                uint64_t stopped = kiln_context_stats(ctx).builds_stopped;
+                kiln_stats before = kiln_context_stats(ctx);
+                uint64_t stopped = before.builds_stopped;
                 float v[4];
                 assert_int_equal(kiln_read(x, v, sizeof v), KILN_OK);
                 assert_true(v[0] == 1.5f * (float)len);
                 kiln_stats after = kiln_context_stats(ctx);
-                if (again)
+                if (again) {
                     assert_int_equal(after.builds_stopped, stopped);
-                else
+                    assert_int_equal(after.kernel_builds, before.kernel_builds);
+                    assert_true(after.builds_replayed > before.builds_replayed);
+                } else {
                     assert_true(after.builds_stopped > stopped);
+                }
                 assert_true(after.live_plans <= PLANS);
                 assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
             }
-            if (pass == 1 && ta.live_blocks != blocks)
-                fail_msg("chain %d, second pass: %ld host blocks live, %ld after the first", len,
-                         ta.live_blocks, blocks);
+            if (pass == 1)
+                blocks[len] = ta.live_blocks;
+            else if (pass == 2 && ta.live_blocks != blocks[len])
+                fail_msg("chain %d, third pass: %ld host blocks live, %ld in the second", len,
+                         ta.live_blocks, blocks[len]);
         }
-        blocks = ta.live_blocks;
     }
     assert_int_equal(kiln_context_stats(ctx).live_plans, PLANS);
     eng_fixture_context_destroy(ctx);
@@ -589,6 +652,7 @@ int main(void) {
         ENG_TEST(test_engine_realize_write_skips_dead_readers),
         ENG_TEST(test_engine_realize_write_copies_a_small_target),
         ENG_TEST(test_engine_realize_foresight_changes_no_schedule),
+        ENG_TEST(test_engine_realize_replay_follows_bound_values),
         ENG_TEST(test_engine_realize_plans_stay_bounded),
     };
     return ENG_RUN_BOTH(tests);

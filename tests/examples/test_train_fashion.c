@@ -124,11 +124,17 @@ static void test_examples_train_fashion_loss_halves_with_flat_compiles_and_memor
         kiln_stats after = kiln_context_stats(ctx);
         uint64_t builds = after.kernel_builds - before.kernel_builds;
         uint64_t stopped = after.builds_stopped - before.builds_stopped;
+        uint64_t replayed = after.builds_replayed - before.builds_replayed;
         uint64_t dispatches = after.dispatches - before.dispatches;
-        if (s >= 2 && (stopped != 0 || builds != dispatches))
-            fail_msg("step %d: %llu kernel builds (%llu stopped at a dependency) for %llu kernels",
+        /* From the third step each kernel is built once or taken from the last step: all but
+         * those that read the optimizer's step count, a bound value that changes every step
+         * (its updates; 18 of 24 kernels taken, on this machine) */
+        if (s >= 2 &&
+            (stopped != 0 || builds + replayed != dispatches || replayed < dispatches / 2))
+            fail_msg("step %d: %llu kernel builds (%llu stopped at a dependency) and %llu taken "
+                     "from the last step for %llu kernels",
                      s + 1, (unsigned long long)builds, (unsigned long long)stopped,
-                     (unsigned long long)dispatches);
+                     (unsigned long long)replayed, (unsigned long long)dispatches);
         if (s == 0)
             compiled_first = kiln_context_stats(ctx).kernels_compiled;
         else if (s == 1) {
