@@ -119,14 +119,14 @@ typedef struct eng_node {
     uint32_t cells;                /* of those, cells whose current value it is */
     uint64_t id;                   /* creation order, never reused */
     uint64_t mark;                 /* scratch for graph walks (a stamp per walk) */
-    uint64_t mark2;                /* scratch for a walk inside another (realize.c) */
+    uint64_t mark2;                /* scratch for a walk inside another (schedule/) */
     uint64_t wanted;               /* a realize's mark: it needs this node (realize.c) */
     uint64_t deferred; /* a realize's mark: a write whose earlier readers are scheduled, its
                           kernel left to the write reading it (realize.c step_build) */
     uint64_t hash;
     uint64_t local_hash;          /* eng_node_local_hash's, once asked (0: not yet) */
     uint64_t values_hash;         /* eng_node_values_hash's, once asked (0: not yet) */
-    uint64_t plan_mark;           /* the realize that numbered it (realize.c's foresight) */
+    uint64_t plan_mark;           /* the realize that numbered it (plan.c's foresight) */
     uint32_t plan_index;          /* its number there */
     struct eng_node *next, *prev; /* the context's live nodes */
 } eng_node;
@@ -381,7 +381,8 @@ typedef struct eng_program {
 
 /* ---- the context --------------------------------------------------------------------------- */
 
-/* Where the kernel builds of one graph stopped at dependencies (realize.c's foresight). */
+/* What a realize kept for the next realize of its graph: where its kernel builds stopped at
+ * dependencies, the kernels it built (plan.c's foresight and replay). */
 typedef struct eng_plan eng_plan;
 enum { ENG_PLANS_KEPT = 8 }; /* graphs a context keeps them for */
 
@@ -527,10 +528,10 @@ eng_node *eng_node_copy(kiln_context *ctx, eng_node *src, const shape_tracker *s
                         const sym_node *const *shape);
 /* What the node is and how it reads its sources, not which nodes those are nor the values its
  * bound Variables have: equal for the nodes of every step that builds the same graph
- * (realize.c's foresight). Kept in the node. */
+ * (plan.c's foresight). Kept in the node. */
 uint64_t eng_node_local_hash(eng_node *n);
 /* eng_node_local_hash with the values of its bound Variables: equal where a kernel built
- * from the node is the same (realize.c's replay). Kept in the node. */
+ * from the node is the same (plan.c's replay). Kept in the node. */
 uint64_t eng_node_values_hash(eng_node *n);
 /* The hash-consing equality of two nodes (base_map_eq_fn). */
 bool eng_node_same(const void *stored, const void *key, void *user);
@@ -892,7 +893,7 @@ kiln_status eng_batch_run(kiln_context *ctx, eng_batch *b, const eng_program *p,
 kiln_status eng_batch_finish(kiln_context *ctx, eng_batch *b, bool *ran);
 
 /* realize.c: the schedule and the walk */
-/* Frees what the scheduler learnt about the context's kernel builds (realize.c). */
+/* Frees what the scheduler learnt about the context's kernel builds (plan.c). */
 void eng_foresight_finish(kiln_context *ctx);
 /* Marks the expressions of the kernels it keeps (for eng_collect_expressions). */
 void eng_foresight_mark(kiln_context *ctx);

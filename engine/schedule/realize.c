@@ -6,50 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_NEEDS = 16 }; /* dependencies one kernel build reports at a time */
-
-typedef struct learnt_stop { /* a build of node x stopped at needs (node numbers; foresight) */
-    uint32_t x, count;
-    uint32_t needs[MAX_NEEDS];
-} learnt_stop;
-
-/* Scheduling runs on an explicit stack (allocated with the context's allocator), not on the C
- * stack: a graph of any depth schedules. A frame is a node being scheduled and where it is. */
-typedef enum frame_step {
-    STEP_START,   /* not looked at yet */
-    STEP_READERS, /* a write: scheduling the earlier readers of its target, one at a time */
-    STEP_BUILD,   /* building its kernel (again, once the dependencies it needed are done) */
-    STEP_NEEDS,   /* scheduling the dependencies its kernel build asked for, one at a time */
-} frame_step;
-
-typedef struct frame {
-    eng_node *node;
-    frame_step step;
-    uint64_t stamp;     /* STEP_READERS: the mark of the nodes the write's value depends on */
-    eng_reader *reader; /* STEP_READERS: the reader scheduled last (NULL: none yet) */
-    eng_node *snapshot; /* STEP_READERS: the target's old value copied (NULL: none yet) */
-    uint32_t need_count, next_need;
-    eng_node *needs[MAX_NEEDS];
-    bool looked_ahead;  /* foresee found the node's first stop (next_stop) */
-    uint32_t next_stop; /* the plan's stop of the node to take next + 1 (0: none left) */
-} frame;
-
-typedef struct schedule {
-    kiln_context *ctx;
-    BASE_VEC(eng_kernel) kernels; /* in dependency order; every output has its storage */
-    BASE_VEC(frame) stack;
-    BASE_VEC(eng_node *) walk; /* mark_dependencies' work list */
-    size_t ran;                /* after run_schedule: the kernels that ran (the first ones) */
-    uint64_t wanted;           /* the mark of the unrealized nodes the roots depend on */
-    /* Foresight (below): the nodes numbered (0: none), in order; the graph's signature; its
-     * plan from an earlier realize (NULL: none), or what this one learns. */
-    uint64_t numbered;
-    BASE_VEC(eng_node *) order;
-    uint64_t signature;
-    eng_plan *plan;
-    BASE_VEC(learnt_stop) stops;
-    struct replay **replays; /* without a plan: the kernels this realize keeps (by number) */
-} schedule;
+#include "schedule.h"
 
 static kiln_status no_memory(kiln_context *ctx) {
     return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory to schedule");
@@ -394,538 +351,15 @@ static void order_needs(eng_node **needs, uint32_t count) {
     }
 }
 
-/* ---- foresight: the dependencies of a build known from the last realize of the graph --------
- *
- * A kernel build that meets an unrealized node its kernel must load (a reduction, a value
- * several kernels read) stops, the scheduler schedules those dependencies, and the build runs
- * again. A program that builds the same graph step after step (a training or decoding loop)
- * paid that twice for most of its kernels: of the training step's 48 builds, 22 stopped
- * (docs/lavapipe.md). So a realize numbers the nodes it may schedule (depth first from its
- * roots) and hashes the graph they make: each node's local hash (what it is, not which nodes:
- * eng_node_local_hash), the numbers of its sources, its unrealized readers (to four), whether a
- * tensor holds it, a realized one's storage size. A realize whose builds stopped keeps, under
- * that signature, which node's build stopped at which nodes (by number); the next realize of
- * the same signature schedules those first and builds each once. Scheduling is a function of
- * what the signature covers, so the kernels and their order are the same as without it; what
- * it leaves out (the readers of a node beyond their count, the order the program made the
- * nodes in) can at worst schedule a node that would have been inlined: a kernel more, never
- * another value. */
-
-typedef struct plan_stop {
-    uint32_t x, count;
-    uint32_t first; /* its needs: the plan's needs[first .. first + count) */
-} plan_stop;
-
-/* One allocation: the stops by node number (a node's in the order they came), then the
- * needs. */
-struct eng_plan {
-    uint64_t signature;
-    uint32_t nodes; /* numbered by the walk */
-    uint64_t used;  /* ctx->plan_clock when last used */
-    uint32_t stop_count, need_count;
-    plan_stop *stops;
-    uint32_t *needs;
-    struct replay **replays; /* the kernel built for each node, by number (NULL: none; below) */
-};
-
-static size_t plan_size(uint32_t stops, uint32_t needs) {
-    return sizeof(eng_plan) + stops * sizeof(plan_stop) + needs * sizeof(uint32_t);
-}
-
-static void replays_free(kiln_context *ctx, struct replay **replays, uint32_t nodes);
-
-static void plan_free(kiln_context *ctx, eng_plan *p) {
-    replays_free(ctx, p->replays, p->nodes);
-    base_free(&ctx->alloc, p, plan_size(p->stop_count, p->need_count));
-}
-
-/* The first stop of node x in p + 1 (0: none). */
-static uint32_t first_stop(const eng_plan *p, uint32_t x) {
-    uint32_t lo = 0, hi = p->stop_count;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (p->stops[mid].x < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < p->stop_count && p->stops[lo].x == x ? lo + 1 : 0;
-}
-
-void eng_foresight_finish(kiln_context *ctx) {
-    for (uint32_t i = 0; i < ENG_PLANS_KEPT; i++) {
-        if (ctx->plans[i])
-            plan_free(ctx, ctx->plans[i]);
-        ctx->plans[i] = NULL;
-    }
-}
-
-/* The signature of the graph mark_wanted numbered (the roots' numbers, then each node's local
- * hash, unrealized readers up to four, whether a tensor holds it, and its sources' numbers or
- * its storage's size). */
-static uint64_t graph_signature(const schedule *s, uint32_t count, eng_node *const *roots) {
-    uint64_t h = base_hash_u64(count, s->order.len);
-    for (uint32_t i = 0; i < count; i++)
-        h = base_hash_u64(h, roots[i]->plan_index);
-    for (size_t i = 0; i < s->order.len; i++) {
-        eng_node *n = s->order.data[i];
-        uint64_t readers = eng_node_live_readers(n, 4);
-        h = base_hash_u64(h, eng_node_local_hash(n));
-        h = base_hash_u64(h, readers | (uint64_t)(n->cells > 0) << 3 |
-                                 (uint64_t)(n->storage != NULL) << 4 | (uint64_t)n->written << 5);
-        if (n->storage)
-            h = base_hash_u64(base_hash_u64(h, n->storage->elements), n->storage->bound);
-        else
-            for (uint32_t j = 0; j < n->nsrc; j++)
-                h = base_hash_u64(h, n->src[j].node->plan_index);
-    }
-    return h;
-}
-
-/* Before the realize schedules: the plan of its graph, if an earlier realize left one. */
-static void look_ahead(schedule *s, uint32_t count, eng_node *const *roots) {
-    kiln_context *ctx = s->ctx;
-    if (!s->numbered)
-        return;
-    s->signature = graph_signature(s, count, roots);
-    for (uint32_t i = 0; i < ENG_PLANS_KEPT; i++) {
-        eng_plan *p = ctx->plans[i];
-        if (p && p->signature == s->signature && p->nodes == s->order.len) {
-            p->used = ++ctx->plan_clock;
-            s->plan = p;
-            return;
-        }
-    }
-}
-
-/* The dependencies the frame's node's next build stopped at in the last realize of this graph,
- * those not realized yet, into f->needs (their count; 0: none known). */
-static uint32_t foresee(schedule *s, frame *f) {
-    const eng_plan *p = s->plan;
-    if (!p)
-        return 0;
-    if (!f->looked_ahead) {
-        f->looked_ahead = true;
-        f->next_stop = f->node->plan_mark == s->numbered ? first_stop(p, f->node->plan_index) : 0;
-    }
-    uint32_t count = 0;
-    while (count == 0 && f->next_stop) {
-        const plan_stop *stop = &p->stops[f->next_stop - 1];
-        f->next_stop = f->next_stop < p->stop_count && stop[1].x == stop->x ? f->next_stop + 1 : 0;
-        for (uint32_t i = 0; i < stop->count; i++) {
-            eng_node *n = s->order.data[p->needs[stop->first + i]];
-            if (!n->storage)
-                f->needs[count++] = n;
-        }
-    }
-    return count;
-}
-
-/* A build of node stopped at needs: kept for the plan this realize leaves (nodes made while
- * scheduling, which have no number, are not). */
-static void remember(schedule *s, const eng_node *node, eng_node *const *needs, uint32_t count) {
-    if (s->plan || !s->numbered || node->plan_mark != s->numbered)
-        return;
-    learnt_stop stop = {.x = node->plan_index, .count = count};
-    for (uint32_t i = 0; i < count; i++) {
-        if (needs[i]->plan_mark != s->numbered)
-            return;
-        stop.needs[i] = needs[i]->plan_index;
-    }
-    if (BASE_VEC_PUSH(&s->ctx->alloc, &s->stops, stop) != KILN_OK)
-        s->numbered = 0; /* no memory: nothing learnt this time */
-}
-
-/* Stops by node number, a node's in the order they came (first: the learnt stop's index). */
-static int stop_cmp(const void *pa, const void *pb) {
-    const plan_stop *a = pa, *b = pb;
-    if (a->x != b->x)
-        return a->x < b->x ? -1 : 1;
-    return a->first < b->first ? -1 : a->first > b->first;
-}
-
-/* After a realize's schedule: the stops it learnt and the kernels it built become its graph's
- * plan (replacing the least recently used one). Nothing is kept where memory is short. */
-static void keep_plan(schedule *s) {
-    kiln_context *ctx = s->ctx;
-    if (s->plan || !s->numbered || (s->stops.len == 0 && !s->replays))
-        return;
-    const learnt_stop *learnt = s->stops.data;
-    uint32_t n = (uint32_t)s->stops.len, needs = 0;
-    for (uint32_t i = 0; i < n; i++)
-        needs += learnt[i].count;
-    eng_plan *p = base_malloc(&ctx->alloc, plan_size(n, needs));
-    if (!p)
-        return;
-    *p = (eng_plan){.signature = s->signature,
-                    .nodes = (uint32_t)s->order.len,
-                    .used = ++ctx->plan_clock,
-                    .stop_count = n,
-                    .need_count = needs,
-                    .stops = (plan_stop *)(p + 1),
-                    .replays = s->replays};
-    s->replays = NULL; /* the plan's now */
-    p->needs = (uint32_t *)(p->stops + n);
-    for (uint32_t i = 0; i < n; i++)
-        p->stops[i] = (plan_stop){.x = learnt[i].x, .count = learnt[i].count, .first = i};
-    qsort(p->stops, n, sizeof *p->stops, stop_cmp);
-    for (uint32_t i = 0, at = 0; i < n; i++) {
-        const learnt_stop *l = &learnt[p->stops[i].first];
-        memcpy(p->needs + at, l->needs, l->count * sizeof *l->needs);
-        p->stops[i].first = at;
-        at += l->count;
-    }
-    uint32_t slot = 0;
-    for (uint32_t i = 0; i < ENG_PLANS_KEPT; i++) {
-        if (!ctx->plans[i]) {
-            slot = i;
-            break;
-        }
-        if (ctx->plans[i]->used < ctx->plans[slot]->used)
-            slot = i;
-    }
-    if (ctx->plans[slot])
-        plan_free(ctx, ctx->plans[slot]);
-    ctx->plans[slot] = p;
-}
-
-/* ---- replay: a kernel built once, taken again by the next realizes of its graph ------------
- *
- * Foresight left each kernel of a graph realized again built once; that build is still host
- * work (about 20 us a kernel: the training step's 24 took 0.5 ms of its 1.4 ms of host time,
- * most of it the symbolic algebra of the views' indices, done again to the same result). So the
- * plan keeps, for each numbered node, the kernel last built for it (its ASTs left out: only
- * lowering reads them, and the program is compiled already) with the region it was built from:
- * the node, its siblings and the unrealized nodes they compute (a build inlines every
- * unrealized node it depends on, or stops), and the realized nodes where it stops (their
- * storages are its buffers). Each region node is kept with its values hash (graph.c
- * eng_node_values_hash: what a build reads of it, bound values included) and, if realized,
- * which buffer holds its storage. A later realize of the graph takes the kernel instead of
- * building it where the region is the same: every node's values hash, the same nodes realized,
- * the same buffers from their storages (distinct storages where they were distinct), siblings
- * and fused writes still to compute, and a program compiled for it. Otherwise the node is built
- * and that build is kept. Where a bound value changes from one realize to the next (an
- * optimizer's step count), the kernels reading it are built each time. Debug builds also build
- * every kernel they take and compare the two: a difference is an internal error. */
-
-enum { NO_SLOT = UINT32_MAX, UNREALIZED = UINT32_MAX - 1, NO_NODE = UINT32_MAX };
-
-typedef struct region_node {
-    uint32_t node;   /* its number */
-    uint32_t slot;   /* realized: the buffer holding its storage (NO_SLOT: none); UNREALIZED */
-    uint64_t values; /* eng_node_values_hash */
-} region_node;
-
-typedef BASE_VEC(region_node) region_vec;
-
-typedef struct replay {
-    eng_kernel k;                            /* without ASTs, nodes and storages */
-    uint32_t siblings[ENG_MAX_OUTPUTS - 1];  /* their nodes' numbers */
-    uint32_t reductions[ENG_MAX_REDUCTIONS]; /* their nodes' numbers (NO_NODE: none) */
-    uint32_t flag_slots;                     /* bit i: buffer i is the bounds flag */
-    uint32_t count;                          /* region nodes */
-    region_node region[];
-} replay;
-
-static size_t replay_size(uint32_t count) {
-    return sizeof(replay) + count * sizeof(region_node);
-}
-
-static void replays_free(kiln_context *ctx, replay **replays, uint32_t nodes) {
-    if (!replays)
-        return;
-    for (uint32_t i = 0; i < nodes; i++) {
-        if (replays[i])
-            base_free(&ctx->alloc, replays[i], replay_size(replays[i]->count));
-    }
-    base_free(&ctx->alloc, replays, nodes * sizeof *replays);
-}
-
-void eng_foresight_mark(kiln_context *ctx) {
-    sym_ctx *sc = ctx->sym;
-    for (uint32_t i = 0; i < ENG_PLANS_KEPT; i++) {
-        const eng_plan *p = ctx->plans[i];
-        for (uint32_t j = 0; p && p->replays && j < p->nodes; j++) {
-            const eng_kernel *k = p->replays[j] ? &p->replays[j]->k : NULL;
-            if (!k)
-                continue;
-            for (uint32_t d = 0; d < k->ndim; d++)
-                sym_mark(sc, k->dims[d]);
-            const sym_node *fixed[] = {k->numel, k->out_index, k->gidx, k->reduce_count, k->ridx};
-            for (size_t f = 0; f < BASE_COUNTOF(fixed); f++)
-                sym_mark(sc, fixed[f]);
-            for (uint32_t r = 0; r < k->reduction_count; r++)
-                sym_mark(sc, k->reductions[r].at);
-            for (uint32_t q = 0; q < k->param_count; q++)
-                sym_mark(sc, k->params[q]);
-        }
-    }
-}
-
-uint64_t eng_foresight_replays(const kiln_context *ctx) {
-    uint64_t n = 0;
-    for (uint32_t i = 0; i < ENG_PLANS_KEPT; i++) {
-        const eng_plan *p = ctx->plans[i];
-        for (uint32_t j = 0; p && p->replays && j < p->nodes; j++)
-            n += p->replays[j] != NULL;
-    }
-    return n;
-}
-
-/* Whether buffer i of k is an output's: buffer 0 (a write's target is its region's), or a
- * sibling's. */
-static bool output_slot(const eng_kernel *k, uint32_t i) {
-    if (i == 0)
-        return k->output->kind != ENG_WRITE;
-    for (uint32_t j = 0; j < k->sibling_count; j++) {
-        if (k->siblings[j].buffer == i)
-            return true;
-    }
-    return false;
-}
-
-/* The number of n in this realize (NO_NODE: n is NULL or has none). */
-static uint32_t number_of(const schedule *s, const eng_node *n) {
-    return n && n->plan_mark == s->numbered ? n->plan_index : NO_NODE;
-}
-
-/* The region of k (just added for its output node, every storage assigned) into s->walk's
- * scratch as region nodes; false where a node of it has no number. */
-static bool region_of(schedule *s, const eng_kernel *k, region_vec *out) {
-    kiln_context *ctx = s->ctx;
-    uint64_t seen = ++ctx->next_mark;
-    s->walk.len = 0;
-    for (uint32_t j = k->sibling_count + 1; j-- > 0;) {
-        eng_node *root = j ? k->siblings[j - 1].node : k->output;
-        if (BASE_VEC_PUSH(&ctx->alloc, &s->walk, root) != KILN_OK)
-            return false;
-    }
-    while (s->walk.len > 0) {
-        eng_node *n = s->walk.data[--s->walk.len];
-        if (n->mark2 == seen)
-            continue;
-        n->mark2 = seen;
-        uint32_t number = number_of(s, n);
-        if (number == NO_NODE)
-            return false;
-        /* the outputs have their storage now; they were unrealized when built */
-        bool output = n == k->output;
-        for (uint32_t j = 0; j < k->sibling_count; j++)
-            output = output || n == k->siblings[j].node;
-        region_node r = {.node = number, .slot = UNREALIZED, .values = eng_node_values_hash(n)};
-        if (n->storage && !output) {
-            r.slot = NO_SLOT;
-            for (uint32_t i = 0; i < k->buffer_count && r.slot == NO_SLOT; i++) {
-                if (k->buffers[i] == n->storage)
-                    r.slot = i;
-            }
-        }
-        if (BASE_VEC_PUSH(&ctx->alloc, out, r) != KILN_OK)
-            return false;
-        if (r.slot != UNREALIZED)
-            continue;
-        for (uint32_t i = n->nsrc; i-- > 0;) {
-            if (BASE_VEC_PUSH(&ctx->alloc, &s->walk, n->src[i].node) != KILN_OK)
-                return false;
-        }
-    }
-    return true;
-}
-
-/* Keeps kernel k (just added) as its node's replay, in place of the one kept before; nothing
- * where it cannot be taken again (a node without a number, a buffer no region node holds). */
-static void keep_replay(schedule *s, const eng_kernel *k) {
-    kiln_context *ctx = s->ctx;
-    uint32_t x = number_of(s, k->output);
-    if (!s->numbered || x == NO_NODE)
-        return;
-    replay ***replays = s->plan ? &s->plan->replays : &s->replays;
-    if (!*replays) {
-        *replays = base_calloc(&ctx->alloc, s->order.len, sizeof **replays);
-        if (!*replays)
-            return;
-    }
-    region_vec region = {0};
-    uint32_t covered = 0, flags = 0;
-    bool ok = region_of(s, k, &region);
-    for (size_t i = 0; ok && i < region.len; i++) {
-        if (region.data[i].slot < ENG_MAX_BUFFERS)
-            covered |= 1u << region.data[i].slot;
-    }
-    for (uint32_t i = 0; ok && i < k->buffer_count; i++) {
-        for (uint32_t j = 0; j < i; j++)
-            ok = ok && k->buffers[j] != k->buffers[i];
-        if (k->buffers[i] == ctx->bounds_flag)
-            flags |= 1u << i;
-        ok = ok && (covered >> i & 1u || flags >> i & 1u || output_slot(k, i));
-    }
-    for (uint32_t j = 0; j < k->reduction_count; j++)
-        ok = ok && (!k->reductions[j].node || number_of(s, k->reductions[j].node) != NO_NODE);
-    replay *r = ok ? base_malloc(&ctx->alloc, replay_size((uint32_t)region.len)) : NULL;
-    if (r) {
-        r->k = *k;
-        r->k.value = NULL;
-        r->k.output = NULL;
-        memset(r->k.buffers, 0, sizeof r->k.buffers);
-        for (uint32_t j = 0; j < k->sibling_count; j++) {
-            r->siblings[j] = number_of(s, k->siblings[j].node);
-            r->k.siblings[j].node = NULL;
-            r->k.siblings[j].value = NULL;
-        }
-        for (uint32_t j = 0; j < k->reduction_count; j++) {
-            r->reductions[j] = number_of(s, k->reductions[j].node);
-            r->k.reductions[j].node = NULL;
-            r->k.reductions[j].value = NULL;
-        }
-        r->flag_slots = flags;
-        r->count = (uint32_t)region.len;
-        memcpy(r->region, region.data, region.len * sizeof *region.data);
-    }
-    BASE_VEC_FREE(&ctx->alloc, &region);
-    replay **slot = &(*replays)[x];
-    if (*slot)
-        base_free(&ctx->alloc, *slot, replay_size((*slot)->count));
-    *slot = r; /* NULL where it cannot be taken: built again */
-}
-
-/* The kernel r keeps, for node x of this realize, into k: false where x's region differs from
- * r's (then x is built). */
-static bool take_replay(schedule *s, const replay *r, eng_node *x, eng_kernel *k) {
-    kiln_context *ctx = s->ctx;
-    const eng_node *const *order = (const eng_node *const *)s->order.data;
-    *k = r->k;
-    k->output = x;
-    for (uint32_t j = 0; j < k->sibling_count; j++) {
-        eng_node *sib = s->order.data[r->siblings[j]];
-        if (sib->storage ||
-            (sib->kind == ENG_WRITE ? sib->deferred != s->wanted : sib->wanted != s->wanted))
-            return false;
-        k->siblings[j].node = sib;
-    }
-    for (uint32_t j = 0; j < k->reduction_count; j++)
-        k->reductions[j].node =
-            r->reductions[j] == NO_NODE ? NULL : s->order.data[r->reductions[j]];
-    for (uint32_t i = 0; i < r->count; i++) {
-        const region_node *e = &r->region[i];
-        eng_node *n = s->order.data[e->node];
-        if (eng_node_values_hash(n) != e->values)
-            return false;
-        if (e->slot == UNREALIZED) { /* x and its siblings included: their storage comes later */
-            if (n->storage)
-                return false;
-            continue;
-        }
-        if (!n->storage)
-            return false;
-        if (e->slot == NO_SLOT)
-            continue;
-        if (k->buffers[e->slot] && k->buffers[e->slot] != n->storage)
-            return false;
-        k->buffers[e->slot] = n->storage;
-    }
-    for (uint32_t i = 0; i < k->buffer_count; i++) {
-        if (r->flag_slots >> i & 1u) {
-            k->buffers[i] = eng_bounds_flag(ctx);
-            if (!k->buffers[i])
-                return false;
-        }
-        if (!k->buffers[i] && !output_slot(k, i))
-            return false;
-        for (uint32_t j = 0; k->buffers[i] && j < i; j++) {
-            if (k->buffers[j] == k->buffers[i])
-                return false;
-        }
-    }
-    for (uint32_t i = 0; i < r->count; i++) { /* a storage loaded through no buffer: not one */
-        const region_node *e = &r->region[i];
-        for (uint32_t b = 0; e->slot == NO_SLOT && b < k->buffer_count; b++) {
-            if (k->buffers[b] == order[e->node]->storage)
-                return false;
-        }
-    }
-    return true;
-}
-
-#ifndef NDEBUG
-/* The first field where a (taken) and b (built) differ, their outputs' buffers aside (NULL:
- * none). */
-static const char *replay_differs(const eng_kernel *a, const eng_kernel *b) {
-    if (a->hash != b->hash || a->out_type != b->out_type || a->ndim != b->ndim ||
-        a->rows != b->rows || a->numel != b->numel || a->out_index != b->out_index ||
-        a->gidx != b->gidx)
-        return "the kernel's code or its output";
-    for (uint32_t d = 0; d < a->ndim; d++) {
-        if (a->dims[d] != b->dims[d])
-            return "dims";
-    }
-    if (a->reduction_count != b->reduction_count || a->reduce_count != b->reduce_count ||
-        a->ridx != b->ridx)
-        return "reductions";
-    for (uint32_t i = 0; i < a->reduction_count; i++) {
-        const eng_reduction *x = &a->reductions[i], *y = &b->reductions[i];
-        if (x->op != y->op || x->type != y->type || x->arg != y->arg || x->stage != y->stage ||
-            x->node != y->node || x->at != y->at)
-            return "a reduction";
-    }
-    if (a->output != b->output || a->sibling_count != b->sibling_count)
-        return "outputs";
-    for (uint32_t j = 0; j < a->sibling_count; j++) {
-        if (a->siblings[j].node != b->siblings[j].node ||
-            a->siblings[j].buffer != b->siblings[j].buffer)
-            return "siblings";
-    }
-    if (a->buffer_count != b->buffer_count)
-        return "buffer count";
-    for (uint32_t i = 0; i < a->buffer_count; i++) {
-        if (a->buffer_types[i] != b->buffer_types[i] ||
-            (!output_slot(a, i) && a->buffers[i] != b->buffers[i]))
-            return "buffers";
-    }
-    if (a->param_count != b->param_count || a->offset_params != b->offset_params)
-        return "parameters";
-    for (uint32_t i = 0; i < a->param_count; i++) {
-        if (a->params[i] != b->params[i] || a->param_values[i] != b->param_values[i])
-            return "parameters";
-    }
-    return NULL;
-}
-
-/* Debug builds: x built as well, which must give the kernel taken (k). */
-static kiln_status check_replay(schedule *s, eng_node *x, const eng_kernel *k) {
-    eng_node *needs[MAX_NEEDS];
-    uint32_t count = 0;
-    eng_kernel built;
-    kiln_status st = eng_kernel_build(s->ctx, x, &built, needs, MAX_NEEDS, &count, s->wanted);
-    if (st != KILN_OK && !(st == KILN_ERROR_NOT_FOUND && count > 0))
-        return st; /* out of memory: the realize fails as a build would have */
-    const char *differs = st == KILN_OK ? replay_differs(k, &built) : "its build stopped";
-    if (!differs)
-        return KILN_OK;
-    return base_error_set(&s->ctx->err, KILN_ERROR_INTERNAL,
-                          "scheduling: the kernel kept for node %u of the graph differs from "
-                          "its build (%s)",
-                          x->plan_index, differs);
-}
-#endif
-
-/* Node x's kernel taken from its replay and added to the schedule; *taken false where there
- * is none to take (x is then built). */
+/* Node x's kernel taken from the last realize of the graph (plan.c) and added to the schedule;
+ * *taken false where there is none to take (x is then built). */
 static kiln_status take_kernel(schedule *s, eng_node *x, bool *taken) {
     kiln_context *ctx = s->ctx;
     *taken = false;
-    uint32_t number = number_of(s, x);
-    const replay *r = s->plan && s->plan->replays && number != NO_NODE && s->numbered
-                          ? s->plan->replays[number]
-                          : NULL;
     eng_kernel k;
-    if (!r || !take_replay(s, r, x, &k))
-        return KILN_OK;
-    kiln_status st = KILN_OK;
-#ifndef NDEBUG
-    st = check_replay(s, x, &k);
-    if (st != KILN_OK)
+    kiln_status st;
+    if (!plan_take(s, x, &k, &st))
         return st;
-#endif
     st = add_kernel(s, x, &k);
     if (st != KILN_OK)
         return st;
@@ -954,7 +388,7 @@ static kiln_status step_build(schedule *s, frame *f) {
             return KILN_OK;
         }
     }
-    uint32_t known = foresee(s, f);
+    uint32_t known = plan_foresee(s, f);
     if (known > 0) {
         order_needs(f->needs, known);
         f->step = STEP_NEEDS;
@@ -975,7 +409,7 @@ static kiln_status step_build(schedule *s, frame *f) {
     s->ctx->stats.kernel_builds++;
     if (st == KILN_ERROR_NOT_FOUND && count > 0) {
         s->ctx->stats.builds_stopped++;
-        remember(s, f->node, f->needs, count);
+        plan_remember(s, f->node, f->needs, count);
         order_needs(f->needs, count);
         f->step = STEP_NEEDS;
         f->need_count = count;
@@ -987,7 +421,7 @@ static kiln_status step_build(schedule *s, frame *f) {
     s->stack.len--;
     st = add_kernel(s, node, &k);
     if (st == KILN_OK)
-        keep_replay(s, &s->kernels.data[s->kernels.len - 1]);
+        plan_keep_replay(s, &s->kernels.data[s->kernels.len - 1]);
     return st;
 }
 
@@ -1266,7 +700,7 @@ static kiln_status realize_impl(kiln_context *ctx, const char *call, uint32_t co
     }
     kiln_status st = mark_wanted(&s, count, nodes);
     if (st == KILN_OK)
-        look_ahead(&s, count, nodes);
+        plan_look_ahead(&s, count, nodes);
     for (uint32_t i = 0; st == KILN_OK && i < count; i++)
         st = schedule_node(&s, nodes[i]);
     eng_trace_span(ctx, ENG_TRACE_HOST, "schedule", "schedule", start, base_now_ns(), NULL);
@@ -1277,7 +711,7 @@ static kiln_status realize_impl(kiln_context *ctx, const char *call, uint32_t co
                        CAUSE_MAX, cause);
     }
     if (st == KILN_OK) {
-        keep_plan(&s); /* what scheduling learnt holds whether the kernels run or not */
+        plan_keep(&s); /* what scheduling learnt holds whether the kernels run or not */
         st = run_schedule(&s, call);
     }
     /* every kernel that ran keeps its result, a realize failing on the flag too */
@@ -1303,7 +737,7 @@ static kiln_status realize_impl(kiln_context *ctx, const char *call, uint32_t co
     BASE_VEC_FREE(&ctx->alloc, &s.kernels);
     BASE_VEC_FREE(&ctx->alloc, &s.stack);
     BASE_VEC_FREE(&ctx->alloc, &s.walk);
-    replays_free(ctx, s.replays, (uint32_t)s.order.len); /* kept by no plan */
+    plan_forget(&s); /* kept by no plan */
     BASE_VEC_FREE(&ctx->alloc, &s.order);
     BASE_VEC_FREE(&ctx->alloc, &s.stops);
     /* The kernels' ASTs and the lowering memo live for one realize. */
