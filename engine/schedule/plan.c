@@ -425,6 +425,12 @@ static bool take_replay(schedule *s, const replay *r, eng_node *x, eng_kernel *k
         if (e->slot == UNREALIZED) { /* x and its siblings included: their storage comes later */
             if (n->storage)
                 return false;
+            /* a source moved to a copy of its old values since the graph was numbered (a
+             * write's earlier reader, realize.c step_readers) has no number: not the region */
+            for (uint32_t j = 0; j < n->nsrc; j++) {
+                if (number_of(s, n->src[j].node) == NO_NODE)
+                    return false;
+            }
             continue;
         }
         if (!n->storage)
