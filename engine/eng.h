@@ -12,6 +12,8 @@
  *   realize.c    cuts the graph into kernels (the schedule): one output, at most one
  *                reduction, elementwise chains inlined, every input read through its view's
  *                index; it also runs the whole walk as one function, one call per stage
+ *   plan.c       what a realize keeps for the next realize of its graph: where its builds
+ *                stopped (foresight) and the kernels it built (replay)
  *   kernel.c     each kernel becomes a kernel AST with bound values unbound; its hash is the key
  * codegen/:
  *   lower.c      AST -> kernel IR (ir.h); emit.c: IR -> SPIR-V (on a cache miss only)
@@ -396,8 +398,9 @@ struct kiln_context {
     base_map nodes;    /* hash-consing of graph nodes */
     base_map programs; /* memory cache of compiled kernels */
     base_map refused;  /* kernels the device cannot run for their value types (runtime.c) */
-    /* The graphs whose kernel builds stopped at dependencies, and where (realize.c's
-     * foresight), the least recently used replaced. */
+    /* What realizes of a graph kept for its next realize: where its kernel builds stopped at
+     * dependencies, the kernels it built (plan.c's foresight and replay), eight graphs, the
+     * least recently used replaced. */
     eng_plan *plans[ENG_PLANS_KEPT];
     uint64_t plan_clock;
     bool no_foresight;        /* test-only (eng_testing): builds learn nothing from earlier ones */
@@ -892,13 +895,14 @@ kiln_status eng_batch_run(kiln_context *ctx, eng_batch *b, const eng_program *p,
 /* Submits and waits; *ran: whether the recorded kernels ran (even if waiting failed). */
 kiln_status eng_batch_finish(kiln_context *ctx, eng_batch *b, bool *ran);
 
-/* realize.c: the schedule and the walk */
-/* Frees what the scheduler learnt about the context's kernel builds (plan.c). */
+/* plan.c: what a realize keeps for the next realize of its graph */
+/* Frees what the scheduler learnt about the context's kernel builds. */
 void eng_foresight_finish(kiln_context *ctx);
 /* Marks the expressions of the kernels it keeps (for eng_collect_expressions). */
 void eng_foresight_mark(kiln_context *ctx);
 /* The kernels it keeps (kiln_stats live_replays). */
 uint64_t eng_foresight_replays(const kiln_context *ctx);
+/* realize.c: the schedule and the walk */
 kiln_status eng_realize(kiln_context *ctx, uint32_t count, eng_node *const *nodes);
 
 uint32_t eng_type_size(ir_type t);

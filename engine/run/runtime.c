@@ -818,7 +818,7 @@ static uint32_t texel_storages(const kiln_context *ctx, const eng_kernel *k) {
  * their residues and binds k's storages in the same windows, or NULL. An alias answers with
  * the variant whose code it shares. */
 static eng_program *find_variant(kiln_context *ctx, const eng_kernel *k,
-                                 const uint32_t windows[ENG_MAX_BUFFERS]) {
+                                 const uint32_t windows[ENG_MAX_BUFFERS], bool count) {
     uint32_t texels = texel_storages(ctx, k);
     eng_program *p = base_map_find(&ctx->programs, k->hash, &k->hash, program_eq, NULL);
     sym_assignment a = params_of(k);
@@ -827,7 +827,7 @@ static eng_program *find_variant(kiln_context *ctx, const eng_kernel *k,
     for (; p; p = p->variant) {
         base_error err = {0};
         if (p->has_guard && !sym_guard_check(&p->guard, &a, &err)) {
-            ctx->stats.guard_failures++;
+            ctx->stats.guard_failures += count;
             continue;
         }
         if (memcmp(p->residue, want, k->param_count) == 0 && p->texel_storages == texels &&
@@ -971,6 +971,10 @@ static uint32_t gather_expressions(const eng_kernel *k, const sym_node *found[KE
     }
     for (uint32_t d = 0; d < k->ndim; d++)
         found[n++] = k->dims[d];
+    for (uint32_t r = 0; r < k->reduction_count; r++) {
+        if (k->reductions[r].at && n < KEEP_MAX)
+            found[n++] = k->reductions[r].at;
+    }
     gather_kast(k->value, found, KEEP_MAX, &n);
     for (uint32_t r = 0; r < k->reduction_count; r++)
         gather_kast(k->reductions[r].value, found, KEEP_MAX, &n);
@@ -1060,10 +1064,10 @@ bool eng_program_ready(kiln_context *ctx, const eng_kernel *k) {
     uint32_t windows[ENG_MAX_BUFFERS], log2;
     base_error kept = ctx->err;
     if (storage_windows(ctx, k, windows, &log2) != KILN_OK) {
-        ctx->err = kept;
+        ctx->err = kept; /* eng_program_get will say why */
         return false;
     }
-    return find_variant(ctx, k, windows) != NULL;
+    return find_variant(ctx, k, windows, false) != NULL;
 }
 
 kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program **out) {
@@ -1071,7 +1075,7 @@ kiln_status eng_program_get(kiln_context *ctx, const eng_kernel *k, eng_program 
     kiln_status wst = storage_windows(ctx, k, windows, &log2);
     if (wst != KILN_OK)
         return wst;
-    eng_program *p = find_variant(ctx, k, windows);
+    eng_program *p = find_variant(ctx, k, windows, true);
     if (p) {
         ctx->stats.kernels_cached++;
         *out = p;

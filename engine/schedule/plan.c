@@ -160,8 +160,8 @@ static int stop_cmp(const void *pa, const void *pb) {
  * plan (replacing the least recently used one). Nothing is kept where memory is short. */
 void plan_keep(schedule *s) {
     kiln_context *ctx = s->ctx;
-    if (s->plan || !s->numbered || (s->stops.len == 0 && !s->replays))
-        return;
+    if (s->plan || !s->numbered || (s->stops.len == 0 && s->kernels.len < 2))
+        return; /* (a graph of one kernel gains little from a plan, and would take a slot) */
     const learnt_stop *learnt = s->stops.data;
     uint32_t n = (uint32_t)s->stops.len, needs = 0;
     for (uint32_t i = 0; i < n; i++)
@@ -174,9 +174,7 @@ void plan_keep(schedule *s) {
                     .used = ++ctx->plan_clock,
                     .stop_count = n,
                     .need_count = needs,
-                    .stops = (plan_stop *)(p + 1),
-                    .replays = s->replays};
-    s->replays = NULL; /* the plan's now */
+                    .stops = (plan_stop *)(p + 1)};
     p->needs = (uint32_t *)(p->stops + n);
     for (uint32_t i = 0; i < n; i++)
         p->stops[i] = (plan_stop){.x = learnt[i].x, .count = learnt[i].count, .first = i};
@@ -223,9 +221,10 @@ void plan_keep(schedule *s) {
 enum { NO_SLOT = UINT32_MAX, UNREALIZED = UINT32_MAX - 1, NO_NODE = UINT32_MAX };
 
 typedef struct region_node {
-    uint32_t node;   /* its number */
-    uint32_t slot;   /* realized: the buffer holding its storage (NO_SLOT: none); UNREALIZED */
-    uint64_t values; /* eng_node_values_hash */
+    uint32_t node;    /* its number */
+    uint32_t slot;    /* realized: the buffer holding its storage (NO_SLOT: none); UNREALIZED */
+    uint64_t values;  /* eng_node_values_hash */
+    uint64_t readers; /* readers_print */
 } region_node;
 
 typedef BASE_VEC(region_node) region_vec;
@@ -286,7 +285,7 @@ uint64_t eng_foresight_replays(const kiln_context *ctx) {
 
 /* Whether buffer i of k is an output's: buffer 0 (a write's target is its region's), or a
  * sibling's. */
-static bool output_slot(const eng_kernel *k, uint32_t i) {
+static bool output_buffer(const eng_kernel *k, uint32_t i) {
     if (i == 0)
         return k->output->kind != ENG_WRITE;
     for (uint32_t j = 0; j < k->sibling_count; j++) {
@@ -298,7 +297,48 @@ static bool output_slot(const eng_kernel *k, uint32_t i) {
 
 /* The number of n in this realize (NO_NODE: n is NULL or has none). */
 static uint32_t number_of(const schedule *s, const eng_node *n) {
-    return n && n->plan_mark == s->numbered ? n->plan_index : NO_NODE;
+    return s->numbered && n && n->plan_mark == s->numbered ? n->plan_index : NO_NODE;
+}
+
+/* Whether n is one of k's outputs (built unrealized; their storage comes with the kernel). */
+static bool is_output(const eng_kernel *k, const eng_node *n) {
+    for (uint32_t j = 0; j <= k->sibling_count; j++) {
+        if (kernel_output(k, j) == n)
+            return true;
+    }
+    return false;
+}
+
+enum { READERS_SEEN = 32 }; /* as kernel.c's walk up the readers (SEVERAL_WALK) */
+
+/* What a build may look at of the readers above n (kernel.c read_by_several_kernels: whether
+ * two kernels read it; add_siblings: other reductions of the same input; unrolled windows: a
+ * chain's only reader): the walk up its unrealized readers through unrealized elementwise
+ * ones, as far as the build's walk goes, each reader seen with its number (NO_NODE outside the
+ * graph), kind, op, and whether it is realized (k's outputs not yet), held by a tensor, a
+ * boundary or wanted by this realize. A reader made or dropped outside the graph (a tensor
+ * built and not realized) changes it: the kernel is then built. */
+static uint64_t readers_print(const schedule *s, const eng_kernel *k, const eng_node *n) {
+    const eng_node *pending[READERS_SEEN];
+    uint32_t count = 0, seen = 0;
+    uint64_t h = 0;
+    pending[count++] = n;
+    while (count > 0 && seen < READERS_SEEN) {
+        const eng_node *m = pending[--count];
+        seen++;
+        for (const eng_reader *r = m->readers; r; r = r->next) {
+            const eng_node *u = r->node;
+            bool realized = u->storage && !is_output(k, u);
+            h = base_hash_u64(h, number_of(s, u));
+            h = base_hash_u64(h, (uint64_t)u->kind | (uint64_t)u->op << 8 |
+                                     (uint64_t)realized << 24 | (uint64_t)(u->cells > 0) << 25 |
+                                     (uint64_t)u->boundary << 26 |
+                                     (uint64_t)(u->wanted == s->wanted) << 27);
+            if (!realized && u->kind == ENG_EW && count < READERS_SEEN)
+                pending[count++] = u;
+        }
+    }
+    return base_hash_u64(h, seen);
 }
 
 /* The region of k (just added for its output node, every storage assigned) into s->walk's
@@ -308,8 +348,7 @@ static bool region_of(schedule *s, const eng_kernel *k, region_vec *out) {
     uint64_t seen = ++ctx->next_mark;
     s->walk.len = 0;
     for (uint32_t j = k->sibling_count + 1; j-- > 0;) {
-        eng_node *root = j ? k->siblings[j - 1].node : k->output;
-        if (BASE_VEC_PUSH(&ctx->alloc, &s->walk, root) != KILN_OK)
+        if (BASE_VEC_PUSH(&ctx->alloc, &s->walk, kernel_output(k, j)) != KILN_OK)
             return false;
     }
     while (s->walk.len > 0) {
@@ -320,12 +359,11 @@ static bool region_of(schedule *s, const eng_kernel *k, region_vec *out) {
         uint32_t number = number_of(s, n);
         if (number == NO_NODE)
             return false;
-        /* the outputs have their storage now; they were unrealized when built */
-        bool output = n == k->output;
-        for (uint32_t j = 0; j < k->sibling_count; j++)
-            output = output || n == k->siblings[j].node;
-        region_node r = {.node = number, .slot = UNREALIZED, .values = eng_node_values_hash(n)};
-        if (n->storage && !output) {
+        region_node r = {.node = number,
+                         .slot = UNREALIZED,
+                         .values = eng_node_values_hash(n),
+                         .readers = readers_print(s, k, n)};
+        if (n->storage && !is_output(k, n)) { /* the outputs were unrealized when built */
             r.slot = NO_SLOT;
             for (uint32_t i = 0; i < k->buffer_count && r.slot == NO_SLOT; i++) {
                 if (k->buffers[i] == n->storage)
@@ -344,14 +382,16 @@ static bool region_of(schedule *s, const eng_kernel *k, region_vec *out) {
     return true;
 }
 
-/* Keeps kernel k (just added) as its node's replay, in place of the one kept before; nothing
- * where it cannot be taken again (a node without a number, a buffer no region node holds). */
+/* Keeps kernel k (just added) as its node's replay, in place of the one kept before, where the
+ * graph has a plan (from its second realize on: a graph realized once keeps no kernels);
+ * nothing where it cannot be taken again (a node without a number, a buffer no region node
+ * holds). */
 void plan_keep_replay(schedule *s, const eng_kernel *k) {
     kiln_context *ctx = s->ctx;
     uint32_t x = number_of(s, k->output);
-    if (!s->numbered || x == NO_NODE)
+    if (!s->plan || x == NO_NODE)
         return;
-    replay ***replays = s->plan ? &s->plan->replays : &s->replays;
+    replay ***replays = &s->plan->replays;
     if (!*replays) {
         *replays = base_calloc(&ctx->alloc, s->order.len, sizeof **replays);
         if (!*replays)
@@ -369,7 +409,7 @@ void plan_keep_replay(schedule *s, const eng_kernel *k) {
             ok = ok && k->buffers[j] != k->buffers[i];
         if (k->buffers[i] == ctx->bounds_flag)
             flags |= 1u << i;
-        ok = ok && (covered >> i & 1u || flags >> i & 1u || output_slot(k, i));
+        ok = ok && (covered >> i & 1u || flags >> i & 1u || output_buffer(k, i));
     }
     for (uint32_t j = 0; j < k->reduction_count; j++)
         ok = ok && (!k->reductions[j].node || number_of(s, k->reductions[j].node) != NO_NODE);
@@ -420,7 +460,7 @@ static bool take_replay(schedule *s, const replay *r, eng_node *x, eng_kernel *k
     for (uint32_t i = 0; i < r->count; i++) {
         const region_node *e = &r->region[i];
         eng_node *n = s->order.data[e->node];
-        if (eng_node_values_hash(n) != e->values)
+        if (eng_node_values_hash(n) != e->values || readers_print(s, k, n) != e->readers)
             return false;
         if (e->slot == UNREALIZED) { /* x and its siblings included: their storage comes later */
             if (n->storage)
@@ -447,7 +487,7 @@ static bool take_replay(schedule *s, const replay *r, eng_node *x, eng_kernel *k
             if (!k->buffers[i])
                 return false;
         }
-        if (!k->buffers[i] && !output_slot(k, i))
+        if (!k->buffers[i] && !output_buffer(k, i))
             return false;
         for (uint32_t j = 0; k->buffers[i] && j < i; j++) {
             if (k->buffers[j] == k->buffers[i])
@@ -496,7 +536,7 @@ static const char *replay_differs(const eng_kernel *a, const eng_kernel *b) {
         return "buffer count";
     for (uint32_t i = 0; i < a->buffer_count; i++) {
         if (a->buffer_types[i] != b->buffer_types[i] ||
-            (!output_slot(a, i) && a->buffers[i] != b->buffers[i]))
+            (!output_buffer(a, i) && a->buffers[i] != b->buffers[i]))
             return "buffers";
     }
     if (a->param_count != b->param_count || a->offset_params != b->offset_params)
@@ -529,18 +569,12 @@ static kiln_status check_replay(schedule *s, eng_node *x, const eng_kernel *k) {
 bool plan_take(schedule *s, eng_node *x, eng_kernel *k, kiln_status *st) {
     *st = KILN_OK;
     uint32_t number = number_of(s, x);
-    const replay *r = s->plan && s->plan->replays && number != NO_NODE && s->numbered
-                          ? s->plan->replays[number]
-                          : NULL;
+    const replay *r =
+        s->plan && s->plan->replays && number != NO_NODE ? s->plan->replays[number] : NULL;
     if (!r || !take_replay(s, r, x, k))
         return false;
 #ifndef NDEBUG
     *st = check_replay(s, x, k);
 #endif
     return *st == KILN_OK;
-}
-
-void plan_forget(schedule *s) {
-    replays_free(s->ctx, s->replays, (uint32_t)s->order.len);
-    s->replays = NULL;
 }

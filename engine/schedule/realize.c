@@ -68,7 +68,7 @@ static kiln_status assign_storage(kiln_context *ctx, eng_node *node, eng_kernel 
 
 /* Appends node's kernel k to the schedule and gives node its storage: every kernel in the
  * schedule has its output's storage, and every storage this realize assigned has its kernel
- * (unassign relies on both). */
+ * (give_back relies on both). */
 static kiln_status add_kernel(schedule *s, eng_node *node, const eng_kernel *k) {
     if (BASE_VEC_PUSH(&s->ctx->alloc, &s->kernels, *k) != KILN_OK)
         return no_memory(s->ctx);
@@ -78,17 +78,17 @@ static kiln_status add_kernel(schedule *s, eng_node *node, const eng_kernel *k) 
     return st;
 }
 
-/* Output j of kernel k: 0 its node, then its siblings'. */
-static eng_node *output_node(const eng_kernel *k, uint32_t j) {
-    return j ? k->siblings[j - 1].node : k->output;
-}
-
-/* The outputs of the kernels from `from` on give back the storage add_kernel gave them. */
+/* The outputs of the kernels from `from` on give back the storage add_kernel gave them. After a
+ * failed realize (from the first that did not run): the kernels that ran keep their results (a
+ * write that ran is never applied again); the nodes of the others stay unrealized and give back
+ * the storage this realize made for them (a write's storage is its target's, not its own). No
+ * kernel that ran reads or writes such a storage (its kernel comes after them), and a command
+ * buffer that recorded one was never submitted. */
 static void give_back(schedule *s, size_t from) {
     for (size_t i = from; i < s->kernels.len; i++) {
         const eng_kernel *k = &s->kernels.data[i];
         for (uint32_t j = 0; j <= k->sibling_count; j++) {
-            eng_node *n = output_node(k, j);
+            eng_node *n = kernel_output(k, j);
             eng_storage_unref(s->ctx, n->storage);
             n->storage = NULL;
         }
@@ -127,7 +127,7 @@ static kiln_status mark_dependencies(schedule *s, eng_node *n, uint64_t stamp) {
 }
 
 /* Marks the unrealized nodes the roots depend on (eng_node wanted): a kernel's sibling
- * outputs are nodes the realize computes anyway (kernel.c add_siblings). With foresight (below)
+ * outputs are nodes the realize computes anyway (kernel.c add_siblings). For foresight (plan.c)
  * the same walk numbers the nodes it reaches, a realized one as a leaf, depth first in source
  * order, into s->order (s->numbered: the mark; 0 where memory ran short: no foresight). */
 static kiln_status mark_wanted(schedule *s, uint32_t count, eng_node *const *roots) {
@@ -364,7 +364,9 @@ static kiln_status take_kernel(schedule *s, eng_node *x, bool *taken) {
     if (st != KILN_OK)
         return st;
     if (!eng_program_ready(ctx, &s->kernels.data[s->kernels.len - 1])) {
-        give_back(s, s->kernels.len - 1); /* its program went: built, compiled again */
+        /* no program for it with these storages (a variant not compiled: another texel or
+         * window binding): built, and compiled */
+        give_back(s, s->kernels.len - 1);
         s->kernels.len--;
         return KILN_OK;
     }
@@ -621,15 +623,6 @@ static kiln_status check_bounds(schedule *s, const char *call, bool report) {
                           call, words[1], words[2], ran);
 }
 
-/* After a failed realize: the kernels that ran keep their results (a write that ran is never
- * applied again); the nodes of the others stay unrealized and give back the storage this
- * realize made for them (a write's storage is its target's, not its own). No kernel that ran
- * reads or writes such a storage (its kernel comes after them), and a command buffer that
- * recorded one was never submitted. */
-static void unassign(schedule *s) {
-    give_back(s, s->ran);
-}
-
 /* The nodes whose kernels ran are realized: they let their sources go (what only they held is
  * freed). */
 static void let_go(schedule *s) {
@@ -637,13 +630,13 @@ static void let_go(schedule *s) {
     const eng_kernel *ks = s->kernels.data;
     for (size_t i = 0; i < s->ran; i++)
         for (uint32_t j = 0; j <= ks[i].sibling_count; j++)
-            eng_node_ref(output_node(&ks[i], j));
+            eng_node_ref(kernel_output(&ks[i], j));
     for (size_t i = 0; i < s->ran; i++)
         for (uint32_t j = 0; j <= ks[i].sibling_count; j++)
-            eng_node_let_go(s->ctx, output_node(&ks[i], j));
+            eng_node_let_go(s->ctx, kernel_output(&ks[i], j));
     for (size_t i = 0; i < s->ran; i++)
         for (uint32_t j = 0; j <= ks[i].sibling_count; j++)
-            eng_node_unref(s->ctx, output_node(&ks[i], j));
+            eng_node_unref(s->ctx, kernel_output(&ks[i], j));
 }
 
 /* KILN_DEBUG=1: two lines per realize, this realize's figures (the difference from before)
@@ -723,7 +716,7 @@ static kiln_status realize_impl(kiln_context *ctx, const char *call, uint32_t co
         ctx->blob_saved = true;
     }
     if (st != KILN_OK)
-        unassign(&s);
+        give_back(&s, s.ran);
     let_go(&s);
     ctx->stats.realizes++;
     if (base_log_verbosity() >= 1)
@@ -737,7 +730,6 @@ static kiln_status realize_impl(kiln_context *ctx, const char *call, uint32_t co
     BASE_VEC_FREE(&ctx->alloc, &s.kernels);
     BASE_VEC_FREE(&ctx->alloc, &s.stack);
     BASE_VEC_FREE(&ctx->alloc, &s.walk);
-    plan_forget(&s); /* kept by no plan */
     BASE_VEC_FREE(&ctx->alloc, &s.order);
     BASE_VEC_FREE(&ctx->alloc, &s.stops);
     /* The kernels' ASTs and the lowering memo live for one realize. */

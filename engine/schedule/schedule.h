@@ -29,7 +29,7 @@ typedef struct frame {
     eng_node *snapshot; /* STEP_READERS: the target's old value copied (NULL: none yet) */
     uint32_t need_count, next_need;
     eng_node *needs[MAX_NEEDS];
-    bool looked_ahead;  /* foresee found the node's first stop (next_stop) */
+    bool looked_ahead;  /* plan_foresee found the node's first stop (next_stop) */
     uint32_t next_stop; /* the plan's stop of the node to take next + 1 (0: none left) */
 } frame;
 
@@ -40,15 +40,19 @@ typedef struct schedule {
     BASE_VEC(eng_node *) walk; /* mark_dependencies' work list */
     size_t ran;                /* after run_schedule: the kernels that ran (the first ones) */
     uint64_t wanted;           /* the mark of the unrealized nodes the roots depend on */
-    /* Foresight (below): the nodes numbered (0: none), in order; the graph's signature; its
-     * plan from an earlier realize (NULL: none), or what this one learns. */
+    /* Foresight and replay (plan.c): the nodes numbered (0: none), in order; the graph's
+     * signature; its plan from an earlier realize (NULL: none), or what this one learns. */
     uint64_t numbered;
     BASE_VEC(eng_node *) order;
     uint64_t signature;
     eng_plan *plan;
     BASE_VEC(learnt_stop) stops;
-    struct replay **replays; /* without a plan: the kernels this realize keeps (by number) */
 } schedule;
+
+/* Output j of kernel k: 0 its node, then its siblings'. */
+static inline eng_node *kernel_output(const eng_kernel *k, uint32_t j) {
+    return j ? k->siblings[j - 1].node : k->output;
+}
 
 /* ---- plan.c: what a realize keeps for the next realize of its graph ---------------------- */
 
@@ -68,7 +72,5 @@ void plan_keep_replay(schedule *s, const eng_kernel *k);
  * assigned): false where there is none to take, or on *st's failure (Debug builds build x too
  * and compare). */
 bool plan_take(schedule *s, eng_node *x, eng_kernel *k, kiln_status *st);
-/* Frees what the realize kept that no plan took (after a failure). */
-void plan_forget(schedule *s);
 
 #endif

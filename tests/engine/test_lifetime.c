@@ -2,7 +2,8 @@
  * storage of its own; a write never reaches another tensor's value nor a computation built
  * after it; released handles and tensors of other contexts are errors, never a use of freed
  * memory; loops run in constant memory (live counts and the allocator's bytes flat from the
- * second step on). */
+ * third step on: a graph's second realize keeps its kernels for the next, engine/schedule/
+ * plan.c). */
 #include "engine_fixture.h"
 #include "test_alloc.h"
 
@@ -536,8 +537,9 @@ static void assert_flat(const counts *a, const counts *b, int step) {
                  b->blocks);
 }
 
-/* Runs steps of kind, checking the counts flat after step 2 and the parameters against the
- * host's after the last step. */
+/* Runs steps of kind, checking the counts flat after step 3 (a graph's second realize keeps
+ * its kernels for the next: plan.c) and the parameters against the host's after the last
+ * step. */
 static void run_loop(bool device, bool validation, loop_kind kind, int steps) {
     test_alloc ta = {0};
     kiln_context_options opt = {.device = device ? NULL : "interp",
@@ -547,16 +549,16 @@ static void run_loop(bool device, bool validation, loop_kind kind, int steps) {
     kiln_context *ctx = NULL;
     assert_int_equal(kiln_context_create(&opt, &ctx), KILN_OK);
     mlp m = mlp_new(ctx);
-    counts at2 = {0};
+    counts at3 = {0};
     for (int step = 1; step <= steps; step++) {
         kiln_status st = loop_step(ctx, kind, &m);
         if (st != KILN_OK)
             fail_msg("step %d: %s", step, kiln_context_message(ctx));
-        if (step == 2)
-            at2 = counts_now(ctx, &ta);
-        else if (step > 2 && (step % 50 == 0 || step == steps || step == 100 || step == 1000)) {
+        if (step == 3)
+            at3 = counts_now(ctx, &ta);
+        else if (step > 3 && (step % 50 == 0 || step == steps || step == 100 || step == 1000)) {
             counts now = counts_now(ctx, &ta);
-            assert_flat(&at2, &now, step);
+            assert_flat(&at3, &now, step);
         }
     }
     float w1[IN * HID], w2[HID * OUT];
@@ -596,7 +598,7 @@ static void test_engine_lifetime_loop_scopes(void **state) {
 /* The batch a Variable bound to a new value every step (1..16, round and round), the inputs
  * narrowed to it, the parameters updated in place, a scope per step: one compile for every
  * batch size, and the live counts (expressions included) and allocator bytes flat from the
- * second step on; the parameters as the host computes them. */
+ * third step on; the parameters as the host computes them. */
 static void test_engine_lifetime_loop_symbolic_batch(void **state) {
     bool device = on_device(state);
     test_alloc ta = {0};
@@ -621,8 +623,8 @@ static void test_engine_lifetime_loop_symbolic_batch(void **state) {
              fx_f32(ctx, 2, (const int64_t[]){HID, OUT}, w2)};
     const kiln_expr *batch = kiln_variable(ctx, "batch", 1, MAX_BATCH);
     enum { STEPS = 40 };
-    counts at2 = {0};
-    uint64_t compiled2 = 0;
+    counts at3 = {0};
+    uint64_t compiled3 = 0;
     for (int step = 1; step <= STEPS; step++) {
         int b = step % MAX_BATCH + 1;
         kiln_scope_begin(ctx);
@@ -648,12 +650,12 @@ static void test_engine_lifetime_loop_symbolic_batch(void **state) {
         /* Live counts and host memory are flat from step 2, on a device too: a freed device
          * buffer of another size class makes room for a new one (engine/run/runtime.c). */
         counts now = counts_now(ctx, &ta);
-        if (step == 2) {
-            at2 = now;
-            compiled2 = now.stats.kernels_compiled;
-        } else if (step > 2) {
-            assert_flat(&at2, &now, step);
-            assert_int_equal(now.stats.kernels_compiled, compiled2);
+        if (step == 3) {
+            at3 = now;
+            compiled3 = now.stats.kernels_compiled;
+        } else if (step > 3) {
+            assert_flat(&at3, &now, step);
+            assert_int_equal(now.stats.kernels_compiled, compiled3);
         }
     }
     fx_check_f32(m.w1, w1, IN * HID, 1e-5, 1e-4);
@@ -665,7 +667,7 @@ static void test_engine_lifetime_loop_symbolic_batch(void **state) {
 /* The symbolic batch loop with no scope: the batch Variable bound to a new value every step
  * outside any scope (1..16, round and round), next = f(state) and every handle of the step
  * released by hand. The expressions of a superseded binding go with the tensors that used
- * them: the live counts (expressions included) and allocator bytes flat from the second step
+ * them: the live counts (expressions included) and allocator bytes flat from the third step
  * on, one compile for every batch size, the parameters as the host computes them. */
 static void test_engine_lifetime_loop_rebind_released(void **state) {
     bool device = on_device(state);
@@ -691,8 +693,8 @@ static void test_engine_lifetime_loop_rebind_released(void **state) {
     kiln_tensor *p2 = fx_f32(ctx, 2, (const int64_t[]){HID, OUT}, w2);
     const kiln_expr *batch = kiln_variable(ctx, "batch", 1, MAX_BATCH);
     enum { STEPS = 40 };
-    counts at2 = {0};
-    uint64_t compiled2 = 0;
+    counts at3 = {0};
+    uint64_t compiled3 = 0;
     const kiln_expr *previous = NULL;
     for (int step = 1; step <= STEPS; step++) {
         int b = step % MAX_BATCH + 1;
@@ -736,12 +738,12 @@ static void test_engine_lifetime_loop_rebind_released(void **state) {
         p1 = next[0], p2 = next[1];
         host_step(w1, w2, b);
         counts now = counts_now(ctx, &ta);
-        if (step == 2) {
-            at2 = now;
-            compiled2 = now.stats.kernels_compiled;
-        } else if (step > 2) {
-            assert_flat(&at2, &now, step);
-            assert_int_equal(now.stats.kernels_compiled, compiled2);
+        if (step == 3) {
+            at3 = now;
+            compiled3 = now.stats.kernels_compiled;
+        } else if (step > 3) {
+            assert_flat(&at3, &now, step);
+            assert_int_equal(now.stats.kernels_compiled, compiled3);
         }
     }
     fx_check_f32(p1, w1, IN * HID, 1e-5, 1e-4);
@@ -789,7 +791,7 @@ static void test_engine_lifetime_loop_faults(void **state) {
          * may hold more nodes at once than a whole one, so the node table's capacity (a
          * high-water mark) may grow: the bytes are not compared, every block and every live
          * count is. Such a part is a graph of its own too, whose builds' dependencies and
-         * kernels the context may keep (at most 8 graphs: realize.c's foresight and replay). */
+         * kernels the context may keep (at most 8 graphs: plan.c's foresight and replay). */
         if (n == 1 || after.stats.kernels_compiled != before.stats.kernels_compiled ||
             after.stats.live_plans != before.stats.live_plans ||
             after.stats.live_replays != before.stats.live_replays)
