@@ -154,11 +154,62 @@ static void test_engine_interop_packed_u8_buffer(void **state) {
     vk_fixture_assert_no_messages(a->vk);
 }
 
+/* The same sums realized on Kiln's buffers, then on the application's: sum(relu(2x)) and
+ * sum(x + 1) of 12 elements, four times in a scope each; x is Kiln's (read as texels on a CPU
+ * device) the first three times, the application's buffer (read as a storage buffer: other
+ * variants of the kernels, compiled then) the fourth. The third realize takes its kernels as
+ * the second built them (engine/schedule/plan.c); the fourth takes none that needed a variant
+ * compiled: the sums right every time. */
+static void test_engine_interop_kept_kernel_on_another_buffer(void **state) {
+    app *a = *state;
+    base_error err = {0};
+    vkd_buffer *buf = NULL;
+    float v[12];
+    double relu2 = 0, plus1 = 0;
+    for (int i = 0; i < 12; i++) {
+        v[i] = (float)(i - 5);
+        relu2 += v[i] > 0 ? 2.0 * v[i] : 0.0;
+        plus1 += v[i] + 1.0;
+    }
+    assert_int_equal(vkd_buffer_create(a->vk->dev, sizeof v, &buf, &err), KILN_OK);
+    assert_int_equal(vkd_buffer_upload(buf, 0, v, sizeof v, &err), KILN_OK);
+    for (int step = 0; step < 4; step++) {
+        kiln_scope_begin(a->ctx);
+        kiln_tensor *x =
+            step < 3
+                ? kiln_from_data(a->ctx, KILN_F32, 1, (const int64_t[]){12}, v)
+                : kiln_tensor_from_vulkan_buffer(a->ctx, vkd_buffer_handle(buf), sizeof v, KILN_F32,
+                                                 1, (int64_t[]){12}, (int64_t[]){1}, 0);
+        assert_non_null(x);
+        assert_int_equal(kiln_realize(x), KILN_OK);
+        kiln_tensor *sums[2] = {kiln_sum(kiln_relu(kiln_mul_scalar(x, 2)), 0, NULL, false),
+                                kiln_sum(kiln_add_scalar(x, 1), 0, NULL, false)};
+        kiln_stats before = kiln_context_stats(a->ctx);
+        assert_int_equal(kiln_realize_many(a->ctx, 2, sums), KILN_OK);
+        kiln_stats after = kiln_context_stats(a->ctx);
+        float got[2];
+        assert_int_equal(kiln_read(sums[0], &got[0], sizeof got[0]), KILN_OK);
+        assert_int_equal(kiln_read(sums[1], &got[1], sizeof got[1]), KILN_OK);
+        assert_true(got[0] == (float)relu2 && got[1] == (float)plus1);
+        uint64_t kernels = after.dispatches - before.dispatches;
+        uint64_t taken = after.builds_replayed - before.builds_replayed;
+        if (step == 2)
+            assert_int_equal(taken, kernels);
+        /* a kernel compiled now (another variant) was built, never taken without its code */
+        if (step == 3 && after.kernels_compiled > before.kernels_compiled)
+            assert_true(taken < kernels);
+        assert_int_equal(kiln_scope_end(a->ctx, 0, NULL), KILN_OK);
+    }
+    vkd_buffer_destroy(buf);
+    vk_fixture_assert_no_messages(a->vk);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_engine_interop_packed_u8_buffer),
         cmocka_unit_test(test_engine_interop_wrapped_buffer_is_read_in_place),
         cmocka_unit_test(test_engine_interop_result_buffer_is_addressable),
+        cmocka_unit_test(test_engine_interop_kept_kernel_on_another_buffer),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
