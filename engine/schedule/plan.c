@@ -203,20 +203,22 @@ void plan_keep(schedule *s) {
  *
  * Foresight left each kernel of a graph realized again built once; that build is still host
  * work (about 20 us a kernel: the training step's 24 took 0.5 ms of its 1.4 ms of host time,
- * most of it the symbolic algebra of the views' indices, done again to the same result). So the
- * plan keeps, for each numbered node, the kernel last built for it (its ASTs left out: only
- * lowering reads them, and the program is compiled already) with the region it was built from:
- * the node, its siblings and the unrealized nodes they compute (a build inlines every
- * unrealized node it depends on, or stops), and the realized nodes where it stops (their
- * storages are its buffers). Each region node is kept with its values hash (graph.c
- * eng_node_values_hash: what a build reads of it, bound values included) and, if realized,
- * which buffer holds its storage. A later realize of the graph takes the kernel instead of
- * building it where the region is the same: every node's values hash, the same nodes realized,
- * the same buffers from their storages (distinct storages where they were distinct), siblings
- * and fused writes still to compute, and a program compiled for it. Otherwise the node is built
- * and that build is kept. Where a bound value changes from one realize to the next (an
- * optimizer's step count), the kernels reading it are built each time. Debug builds also build
- * every kernel they take and compare the two: a difference is an internal error. */
+ * most of it the symbolic algebra of the views' indices, done again to the same result). So,
+ * from the graph's second realize (a graph realized once keeps nothing), the plan keeps for
+ * each numbered node the kernel last built for it (its ASTs left out: only lowering reads them,
+ * and the program is compiled already) with the region it was built from: the node, its
+ * siblings and the unrealized nodes they compute (a build inlines every unrealized node it
+ * depends on, or stops), and the realized nodes where it stops (their storages are its
+ * buffers). Each region node is kept with its values hash (graph.c eng_node_values_hash: what a
+ * build reads of it, bound values included), a print of the readers above it (readers_print)
+ * and, if realized, which buffer holds its storage. A later realize of the graph takes the
+ * kernel instead of building it where the region is the same: every node's values hash and
+ * readers, the same nodes realized, no source moved, the same buffers from their storages
+ * (distinct storages where they were distinct), siblings and fused writes still to compute, and
+ * a program compiled for it. Otherwise the node is built and that build is kept. Where a bound
+ * value changes from one realize to the next (an optimizer's step count), the kernels reading
+ * it are built each time. Debug builds also build every kernel they take and compare the two: a
+ * difference is an internal error. */
 
 enum { NO_SLOT = UINT32_MAX, UNREALIZED = UINT32_MAX - 1, NO_NODE = UINT32_MAX };
 

@@ -647,7 +647,7 @@ static void test_engine_lifetime_loop_symbolic_batch(void **state) {
         assert_int_equal(kiln_realize_many(ctx, 2, (kiln_tensor *[]){m.w1, m.w2}), KILN_OK);
         assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
         host_step(w1, w2, b);
-        /* Live counts and host memory are flat from step 2, on a device too: a freed device
+        /* Live counts and host memory are flat from step 3, on a device too: a freed device
          * buffer of another size class makes room for a new one (engine/run/runtime.c). */
         counts now = counts_now(ctx, &ta);
         if (step == 3) {
