@@ -816,7 +816,7 @@ static uint32_t texel_storages(const kiln_context *ctx, const eng_kernel *k) {
 
 /* A compiled variant of k's hash whose guard holds for k's values, that was asked for by
  * their residues and binds k's storages in the same windows, or NULL. An alias answers with
- * the variant whose code it shares. */
+ * the variant whose code it shares. With count, a guard that fails is counted in the stats. */
 static eng_program *find_variant(kiln_context *ctx, const eng_kernel *k,
                                  const uint32_t windows[ENG_MAX_BUFFERS], bool count) {
     uint32_t texels = texel_storages(ctx, k);
