@@ -536,6 +536,13 @@ uint64_t eng_node_local_hash(eng_node *n);
 /* eng_node_local_hash with the values of its bound Variables: equal where a kernel built
  * from the node is the same (plan.c's replay). Kept in the node. */
 uint64_t eng_node_values_hash(eng_node *n);
+/* eng_node_values_hash with the values bound in n's value expression left out (the Variables
+ * kept): equal for two nodes that differ only in those (a number read from a bound Variable,
+ * kiln_scalar_expr). Not kept. */
+uint64_t eng_node_values_hash_but_value(const eng_node *n);
+/* The bindings in n's expressions (its sizes, its sources' views, its value, a write's view):
+ * sym_node_binds' bits, OR-ed. */
+uint64_t eng_node_binds(const eng_node *n);
 /* The hash-consing equality of two nodes (base_map_eq_fn). */
 bool eng_node_same(const void *stored, const void *key, void *user);
 /* A compact copy of st (only its views), owned by the caller (eng_tracker_free). */

@@ -105,8 +105,9 @@ static uint64_t tracker_hash(const shape_tracker *st, bool unbound) {
 }
 
 /* What n is and how it reads its sources: with ids, which nodes those are (the hash-consing
- * key); unbound, without the values its bound Variables have. */
-static uint64_t fields_hash(const eng_node *n, bool ids, bool unbound) {
+ * key); unbound, without the values its bound Variables have; value_unbound, without the value
+ * of those in its value expression. */
+static uint64_t fields_hash(const eng_node *n, bool ids, bool unbound, bool value_unbound) {
     uint64_t h = base_hash_u64((uint64_t)n->kind, ((uint64_t)n->op << 8) | n->type);
     h = base_hash_u64(h, n->ndim);
     for (uint32_t d = 0; d < n->ndim; d++)
@@ -119,7 +120,7 @@ static uint64_t fields_hash(const eng_node *n, bool ids, bool unbound) {
     uint64_t bits;
     memcpy(&bits, &n->value, sizeof bits);
     h = base_hash_u64(h, bits);
-    h = base_hash_u64(h, sym_hash(n->value_expr, unbound));
+    h = base_hash_u64(h, sym_hash(n->value_expr, unbound || value_unbound));
     h = base_hash_u64(h, n->seed);
     h = base_hash_u64(h, n->dim);
     h = base_hash_u64(h, n->rand_word);
@@ -127,12 +128,12 @@ static uint64_t fields_hash(const eng_node *n, bool ids, bool unbound) {
 }
 
 static uint64_t node_hash(const eng_node *n) {
-    return fields_hash(n, true, false);
+    return fields_hash(n, true, false, false);
 }
 
 /* fields_hash without ids, then what the node alone has (its sources' count, a write's view). */
-static uint64_t own_hash(const eng_node *n, bool unbound) {
-    uint64_t h = fields_hash(n, false, unbound);
+static uint64_t own_hash(const eng_node *n, bool unbound, bool value_unbound) {
+    uint64_t h = fields_hash(n, false, unbound, value_unbound);
     h = base_hash_u64(h, ((uint64_t)n->nsrc << 2) | ((uint64_t)n->boundary << 1) | n->unique);
     if (n->dst_view)
         h = base_hash_u64(h, tracker_hash(n->dst_view, unbound));
@@ -141,14 +142,41 @@ static uint64_t own_hash(const eng_node *n, bool unbound) {
 
 uint64_t eng_node_local_hash(eng_node *n) {
     if (!n->local_hash)
-        n->local_hash = own_hash(n, true);
+        n->local_hash = own_hash(n, true, false);
     return n->local_hash;
 }
 
 uint64_t eng_node_values_hash(eng_node *n) {
     if (!n->values_hash)
-        n->values_hash = own_hash(n, false);
+        n->values_hash = own_hash(n, false, false);
     return n->values_hash;
+}
+
+uint64_t eng_node_values_hash_but_value(const eng_node *n) {
+    return own_hash(n, false, true);
+}
+
+static uint64_t tracker_binds(const shape_tracker *st) {
+    uint64_t bits = 0;
+    for (uint32_t i = 0; st && i < st->nviews; i++) {
+        const shape_view *v = &st->views[i];
+        bits |= sym_node_binds(v->offset);
+        for (uint32_t d = 0; d < v->ndim; d++) {
+            bits |= sym_node_binds(v->shape[d]) | sym_node_binds(v->strides[d]);
+            if (v->masked)
+                bits |= sym_node_binds(v->mask_begin[d]) | sym_node_binds(v->mask_end[d]);
+        }
+    }
+    return bits;
+}
+
+uint64_t eng_node_binds(const eng_node *n) {
+    uint64_t bits = sym_node_binds(n->value_expr) | tracker_binds(n->dst_view);
+    for (uint32_t d = 0; d < n->ndim; d++)
+        bits |= sym_node_binds(n->shape[d]);
+    for (uint32_t s = 0; s < n->nsrc; s++)
+        bits |= tracker_binds(n->src[s].st);
+    return bits;
 }
 
 bool eng_node_same(const void *stored, const void *key, void *user) {

@@ -216,9 +216,10 @@ void plan_keep(schedule *s) {
  * readers, the same nodes realized, no source moved, the same buffers from their storages
  * (distinct storages where they were distinct), siblings and fused writes still to compute, and
  * a program compiled for it. Otherwise the node is built and that build is kept. Where a bound
- * value changes from one realize to the next (an optimizer's step count), the kernels reading
- * it are built each time. Debug builds also build every kernel they take and compare the two: a
- * difference is an internal error. */
+ * value changes from one realize to the next, the kernels whose views or sizes read it are built
+ * each time; one read only as a number (kiln_scalar_expr: an optimizer's step count) is a
+ * parameter of the same kernel, which takes the new value (rebind). Debug builds also build
+ * every kernel they take and compare the two: a difference is an internal error. */
 
 enum { NO_SLOT = UINT32_MAX, UNREALIZED = UINT32_MAX - 1, NO_NODE = UINT32_MAX };
 
@@ -226,6 +227,7 @@ typedef struct region_node {
     uint32_t node;    /* its number */
     uint32_t slot;    /* realized: the buffer holding its storage (NO_SLOT: none); UNREALIZED */
     uint64_t values;  /* eng_node_values_hash */
+    uint64_t rest;    /* eng_node_values_hash_but_value */
     uint64_t readers; /* readers_print */
 } region_node;
 
@@ -364,6 +366,7 @@ static bool region_of(schedule *s, const eng_kernel *k, region_vec *out) {
         region_node r = {.node = number,
                          .slot = UNREALIZED,
                          .values = eng_node_values_hash(n),
+                         .rest = eng_node_values_hash_but_value(n),
                          .readers = readers_print(s, k, n)};
         if (n->storage && !is_output(k, n)) { /* the outputs were unrealized when built */
             r.slot = NO_SLOT;
@@ -442,8 +445,30 @@ void plan_keep_replay(schedule *s, const eng_kernel *k) {
     *slot = r; /* NULL where it cannot be taken: built again */
 }
 
+/* Where inlined node n differs from the region's only in the value of the Variable its value
+ * reads (a number read from a bound Variable, kiln_scalar_expr: an optimizer's step count),
+ * and that Variable is a parameter of k (not a lifted offset), k is the same kernel with that
+ * parameter's value: k takes it (the parameters so set in *rebound, each set once). */
+static bool rebind(eng_kernel *k, const eng_node *n, const region_node *e, uint32_t *rebound) {
+    const sym_node *var;
+    int64_t value;
+    if (e->slot != UNREALIZED || !n->value_expr || !sym_unbind(n->value_expr, &var, &value) ||
+        eng_node_values_hash_but_value(n) != e->rest)
+        return false;
+    for (uint32_t i = 0; i < k->param_count; i++) {
+        if (k->params[i] != var || (k->offset_params >> i & 1u))
+            continue;
+        if ((*rebound >> i & 1u) && k->param_values[i] != value)
+            return false;
+        k->param_values[i] = value;
+        *rebound |= 1u << i;
+        return true;
+    }
+    return false;
+}
+
 /* The kernel r keeps, for node x of this realize, into k: false where x's region differs from
- * r's (then x is built). */
+ * r's (then x is built), but for the values rebind gives its parameters. */
 static bool take_replay(schedule *s, const replay *r, eng_node *x, eng_kernel *k) {
     kiln_context *ctx = s->ctx;
     const eng_node *const *order = (const eng_node *const *)s->order.data;
@@ -459,10 +484,12 @@ static bool take_replay(schedule *s, const replay *r, eng_node *x, eng_kernel *k
     for (uint32_t j = 0; j < k->reduction_count; j++)
         k->reductions[j].node =
             r->reductions[j] == NO_NODE ? NULL : s->order.data[r->reductions[j]];
+    uint32_t rebound = 0;
     for (uint32_t i = 0; i < r->count; i++) {
         const region_node *e = &r->region[i];
         eng_node *n = s->order.data[e->node];
-        if (eng_node_values_hash(n) != e->values || readers_print(s, k, n) != e->readers)
+        if ((eng_node_values_hash(n) != e->values && !rebind(k, n, e, &rebound)) ||
+            readers_print(s, k, n) != e->readers)
             return false;
         if (e->slot == UNREALIZED) { /* x and its siblings included: their storage comes later */
             if (n->storage)
@@ -502,6 +529,16 @@ static bool take_replay(schedule *s, const replay *r, eng_node *x, eng_kernel *k
             if (k->buffers[b] == order[e->node]->storage)
                 return false;
         }
+    }
+    /* A Variable rebound must have its new value everywhere in the region: no node that kept
+     * its values may bind it (it would hold the old one). */
+    uint64_t bits = 0;
+    for (uint32_t i = 0; i < k->param_count; i++)
+        bits |= rebound >> i & 1u ? sym_node_binds(k->params[i]) : 0;
+    for (uint32_t i = 0; bits && i < r->count; i++) {
+        eng_node *n = s->order.data[r->region[i].node];
+        if (eng_node_values_hash(n) == r->region[i].values && (eng_node_binds(n) & bits))
+            return false;
     }
     return true;
 }
