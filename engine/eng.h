@@ -540,9 +540,9 @@ uint64_t eng_node_values_hash(eng_node *n);
  * kept): equal for two nodes that differ only in those (a number read from a bound Variable,
  * kiln_scalar_expr). Not kept. */
 uint64_t eng_node_values_hash_but_value(const eng_node *n);
-/* The bindings in n's expressions (its sizes, its sources' views, its value, a write's view):
- * sym_node_binds' bits, OR-ed. */
-uint64_t eng_node_binds(const eng_node *n);
+/* The bindings in n's expressions (its sizes, its sources' views, a write's view, and with
+ * with_value its value): sym_node_binds' bits, OR-ed. */
+uint64_t eng_node_binds(const eng_node *n, bool with_value);
 /* The hash-consing equality of two nodes (base_map_eq_fn). */
 bool eng_node_same(const void *stored, const void *key, void *user);
 /* A compact copy of st (only its views), owned by the caller (eng_tracker_free). */

@@ -170,8 +170,8 @@ static uint64_t tracker_binds(const shape_tracker *st) {
     return bits;
 }
 
-uint64_t eng_node_binds(const eng_node *n) {
-    uint64_t bits = sym_node_binds(n->value_expr) | tracker_binds(n->dst_view);
+uint64_t eng_node_binds(const eng_node *n, bool with_value) {
+    uint64_t bits = (with_value ? sym_node_binds(n->value_expr) : 0) | tracker_binds(n->dst_view);
     for (uint32_t d = 0; d < n->ndim; d++)
         bits |= sym_node_binds(n->shape[d]);
     for (uint32_t s = 0; s < n->nsrc; s++)

@@ -453,7 +453,8 @@ static bool rebind(eng_kernel *k, const eng_node *n, const region_node *e, uint3
     const sym_node *var;
     int64_t value;
     if (e->slot != UNREALIZED || !n->value_expr || !sym_unbind(n->value_expr, &var, &value) ||
-        eng_node_values_hash_but_value(n) != e->rest)
+        eng_node_values_hash_but_value(n) != e->rest ||
+        (eng_node_binds(n, false) & sym_node_binds(var))) /* its sizes or views bind it too */
         return false;
     for (uint32_t i = 0; i < k->param_count; i++) {
         if (k->params[i] != var || (k->offset_params >> i & 1u))
@@ -537,7 +538,7 @@ static bool take_replay(schedule *s, const replay *r, eng_node *x, eng_kernel *k
         bits |= rebound >> i & 1u ? sym_node_binds(k->params[i]) : 0;
     for (uint32_t i = 0; bits && i < r->count; i++) {
         eng_node *n = s->order.data[r->region[i].node];
-        if (eng_node_values_hash(n) == r->region[i].values && (eng_node_binds(n) & bits))
+        if (eng_node_values_hash(n) == r->region[i].values && (eng_node_binds(n, true) & bits))
             return false;
     }
     return true;
