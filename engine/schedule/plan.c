@@ -453,8 +453,7 @@ static bool rebind(eng_kernel *k, const eng_node *n, const region_node *e, uint3
     const sym_node *var;
     int64_t value;
     if (e->slot != UNREALIZED || !n->value_expr || !sym_unbind(n->value_expr, &var, &value) ||
-        eng_node_values_hash_but_value(n) != e->rest ||
-        (eng_node_binds(n, false) & sym_node_binds(var))) /* its sizes or views bind it too */
+        eng_node_values_hash_but_value(n) != e->rest)
         return false;
     for (uint32_t i = 0; i < k->param_count; i++) {
         if (k->params[i] != var || (k->offset_params >> i & 1u))
@@ -532,13 +531,14 @@ static bool take_replay(schedule *s, const replay *r, eng_node *x, eng_kernel *k
         }
     }
     /* A Variable rebound must have its new value everywhere in the region: no node that kept
-     * its values may bind it (it would hold the old one). */
+     * its values may bind it, nor may a rebound node's sizes or views (they would hold the old
+     * one). */
     uint64_t bits = 0;
     for (uint32_t i = 0; i < k->param_count; i++)
         bits |= rebound >> i & 1u ? sym_node_binds(k->params[i]) : 0;
     for (uint32_t i = 0; bits && i < r->count; i++) {
         eng_node *n = s->order.data[r->region[i].node];
-        if (eng_node_values_hash(n) == r->region[i].values && (eng_node_binds(n, true) & bits))
+        if (eng_node_binds(n, eng_node_values_hash(n) == r->region[i].values) & bits)
             return false;
     }
     return true;
