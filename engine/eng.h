@@ -251,6 +251,9 @@ enum { ENG_MAX_TILE = 64 }; /* outputs per invocation of a tile of shared loads 
 /* outputs per invocation of a tile of windows in whole rows (lower.c eng_kernel_tile) */
 enum { ENG_MAX_WINDOW_TILE = 256 };
 enum { ENG_MAX_GATHERS = 32 }; /* gathers in one kernel (more are realized first) */
+/* Nodes a kernel build's walk up a node's readers looks at, at most (kernel.c
+ * read_by_several_kernels; plan.c's readers_print covers as many) */
+enum { ENG_READERS_WALK = 32 };
 /* The loop passes (a loop of n iterations makes n + 1) one invocation of a kernel may run in
  * all: below the 65535 after which lavapipe leaves loops silently (lower.c, the loop budget). */
 enum { ENG_LOOP_PASSES = 65534 };

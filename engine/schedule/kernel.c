@@ -410,13 +410,12 @@ static bool view_repeats(const shape_tracker *t) {
  * kiln_contiguous boundaries) reached from them, directly or through unrealized elementwise
  * nodes (which such a kernel inlines), are two or more. Inlined, n would be computed once in
  * each; the nodes below n, read by n alone, are not forks themselves. The walk up the readers
- * stops after SEVERAL_WALK nodes (what it has not seen counts as no kernel). A reduction fused
+ * stops after ENG_READERS_WALK nodes (what it has not seen counts as no kernel). A reduction fused
  * into its reader's kernel (mean = sum * 1/n, a row mode) still counts: loading n there costs
  * one kernel more, never a wrong result. */
-enum { SEVERAL_WALK = 32 };
 
 static bool read_by_several_kernels(const eng_node *n) {
-    const eng_node *pending[SEVERAL_WALK], *first = NULL, *direct = NULL;
+    const eng_node *pending[ENG_READERS_WALK], *first = NULL, *direct = NULL;
     bool fork = false;
     for (const eng_reader *r = n->readers; r && !fork; r = r->next) {
         if (!r->node->storage) {
@@ -428,7 +427,7 @@ static bool read_by_several_kernels(const eng_node *n) {
         return false;
     uint32_t count = 0, seen = 0;
     pending[count++] = n;
-    while (count > 0 && seen < SEVERAL_WALK) {
+    while (count > 0 && seen < ENG_READERS_WALK) {
         const eng_node *m = pending[--count];
         seen++;
         for (const eng_reader *r = m->readers; r; r = r->next) {
@@ -439,7 +438,7 @@ static bool read_by_several_kernels(const eng_node *n) {
                 if (first && u != first)
                     return true;
                 first = u;
-            } else if (u->kind == ENG_EW && count < SEVERAL_WALK) {
+            } else if (u->kind == ENG_EW && count < ENG_READERS_WALK) {
                 pending[count++] = u;
             }
         }

@@ -313,8 +313,6 @@ static bool is_output(const eng_kernel *k, const eng_node *n) {
     return false;
 }
 
-enum { READERS_SEEN = 32 }; /* as kernel.c's walk up the readers (SEVERAL_WALK) */
-
 /* What a build may look at of the readers above n (kernel.c read_by_several_kernels: whether
  * two kernels read it; add_siblings: other reductions of the same input; unrolled windows: a
  * chain's only reader): the walk up its unrealized readers through unrealized elementwise
@@ -323,11 +321,11 @@ enum { READERS_SEEN = 32 }; /* as kernel.c's walk up the readers (SEVERAL_WALK) 
  * boundary or wanted by this realize. A reader made or dropped outside the graph (a tensor
  * built and not realized) changes it: the kernel is then built. */
 static uint64_t readers_print(const schedule *s, const eng_kernel *k, const eng_node *n) {
-    const eng_node *pending[READERS_SEEN];
+    const eng_node *pending[ENG_READERS_WALK];
     uint32_t count = 0, seen = 0;
     uint64_t h = 0;
     pending[count++] = n;
-    while (count > 0 && seen < READERS_SEEN) {
+    while (count > 0 && seen < ENG_READERS_WALK) {
         const eng_node *m = pending[--count];
         seen++;
         for (const eng_reader *r = m->readers; r; r = r->next) {
@@ -338,7 +336,7 @@ static uint64_t readers_print(const schedule *s, const eng_kernel *k, const eng_
                                      (uint64_t)realized << 24 | (uint64_t)(u->cells > 0) << 25 |
                                      (uint64_t)u->boundary << 26 |
                                      (uint64_t)(u->wanted == s->wanted) << 27);
-            if (!realized && u->kind == ENG_EW && count < READERS_SEEN)
+            if (!realized && u->kind == ENG_EW && count < ENG_READERS_WALK)
                 pending[count++] = u;
         }
     }

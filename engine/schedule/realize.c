@@ -1,12 +1,9 @@
 /* Realization: the walk of eng.h's top comment (docs/architecture.md) as one function, one
  * call per stage. */
-#include "eng.h"
+#include "schedule.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-
-#include "schedule.h"
 
 static kiln_status no_memory(kiln_context *ctx) {
     return base_error_set(&ctx->err, KILN_ERROR_OUT_OF_HOST_MEMORY, "no memory to schedule");
@@ -351,6 +348,16 @@ static void order_needs(eng_node **needs, uint32_t count) {
     }
 }
 
+/* The frame schedules the count dependencies in f->needs first (STEP_NEEDS), then builds
+ * again. */
+static kiln_status wait_for_needs(frame *f, uint32_t count) {
+    order_needs(f->needs, count);
+    f->step = STEP_NEEDS;
+    f->need_count = count;
+    f->next_need = 0;
+    return KILN_OK;
+}
+
 /* Node x's kernel taken from the last realize of the graph (plan.c) and added to the schedule;
  * *taken false where there is none to take (x is then built). */
 static kiln_status take_kernel(schedule *s, eng_node *x, bool *taken) {
@@ -391,13 +398,8 @@ static kiln_status step_build(schedule *s, frame *f) {
         }
     }
     uint32_t known = plan_foresee(s, f);
-    if (known > 0) {
-        order_needs(f->needs, known);
-        f->step = STEP_NEEDS;
-        f->need_count = known;
-        f->next_need = 0;
-        return KILN_OK;
-    }
+    if (known > 0)
+        return wait_for_needs(f, known);
     bool taken;
     eng_node *node = f->node;
     kiln_status st = take_kernel(s, node, &taken);
@@ -412,11 +414,7 @@ static kiln_status step_build(schedule *s, frame *f) {
     if (st == KILN_ERROR_NOT_FOUND && count > 0) {
         s->ctx->stats.builds_stopped++;
         plan_remember(s, f->node, f->needs, count);
-        order_needs(f->needs, count);
-        f->step = STEP_NEEDS;
-        f->need_count = count;
-        f->next_need = 0;
-        return KILN_OK;
+        return wait_for_needs(f, count);
     }
     if (st != KILN_OK)
         return st;

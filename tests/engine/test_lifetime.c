@@ -537,6 +537,17 @@ static void assert_flat(const counts *a, const counts *b, int step) {
                  b->blocks);
 }
 
+/* A symbolic loop's counts after step `step`: at the third, the baseline (*at3); after it, flat
+ * against it and no kernel compiled (one compile serves every batch size). */
+static void flat_from_third(int step, counts now, counts *at3) {
+    if (step == 3) {
+        *at3 = now;
+    } else if (step > 3) {
+        assert_flat(at3, &now, step);
+        assert_int_equal(now.stats.kernels_compiled, at3->stats.kernels_compiled);
+    }
+}
+
 /* Runs steps of kind, checking the counts flat after step 3 (a graph's second realize keeps
  * its kernels for the next: plan.c) and the parameters against the host's after the last
  * step. */
@@ -624,7 +635,6 @@ static void test_engine_lifetime_loop_symbolic_batch(void **state) {
     const kiln_expr *batch = kiln_variable(ctx, "batch", 1, MAX_BATCH);
     enum { STEPS = 40 };
     counts at3 = {0};
-    uint64_t compiled3 = 0;
     for (int step = 1; step <= STEPS; step++) {
         int b = step % MAX_BATCH + 1;
         kiln_scope_begin(ctx);
@@ -649,14 +659,7 @@ static void test_engine_lifetime_loop_symbolic_batch(void **state) {
         host_step(w1, w2, b);
         /* Live counts and host memory are flat from step 3, on a device too: a freed device
          * buffer of another size class makes room for a new one (engine/run/runtime.c). */
-        counts now = counts_now(ctx, &ta);
-        if (step == 3) {
-            at3 = now;
-            compiled3 = now.stats.kernels_compiled;
-        } else if (step > 3) {
-            assert_flat(&at3, &now, step);
-            assert_int_equal(now.stats.kernels_compiled, compiled3);
-        }
+        flat_from_third(step, counts_now(ctx, &ta), &at3);
     }
     fx_check_f32(m.w1, w1, IN * HID, 1e-5, 1e-4);
     fx_check_f32(m.w2, w2, HID * OUT, 1e-5, 1e-4);
@@ -694,7 +697,6 @@ static void test_engine_lifetime_loop_rebind_released(void **state) {
     const kiln_expr *batch = kiln_variable(ctx, "batch", 1, MAX_BATCH);
     enum { STEPS = 40 };
     counts at3 = {0};
-    uint64_t compiled3 = 0;
     const kiln_expr *previous = NULL;
     for (int step = 1; step <= STEPS; step++) {
         int b = step % MAX_BATCH + 1;
@@ -737,14 +739,7 @@ static void test_engine_lifetime_loop_rebind_released(void **state) {
         kiln_release(p2);
         p1 = next[0], p2 = next[1];
         host_step(w1, w2, b);
-        counts now = counts_now(ctx, &ta);
-        if (step == 3) {
-            at3 = now;
-            compiled3 = now.stats.kernels_compiled;
-        } else if (step > 3) {
-            assert_flat(&at3, &now, step);
-            assert_int_equal(now.stats.kernels_compiled, compiled3);
-        }
+        flat_from_third(step, counts_now(ctx, &ta), &at3);
     }
     fx_check_f32(p1, w1, IN * HID, 1e-5, 1e-4);
     fx_check_f32(p2, w2, HID * OUT, 1e-5, 1e-4);
