@@ -789,6 +789,12 @@ kiln_status eng_kernel_build(kiln_context *ctx, eng_node *node, eng_kernel *k, e
  * of its loop and store it (a softmax's sum of exp(x - max) and its max): the scheduler then
  * realizes outer first when a kernel needs both. */
 bool eng_kernel_stage_of(const eng_node *outer, const eng_node *inner);
+/* The walk up n's readers a build takes (kernel.c read_by_several_kernels), which replay's
+ * print follows (plan.c readers_print): visit(reader, user) for each reader of each node walked
+ * (n, then the readers it climbs through, ENG_READERS_WALK nodes at most), which answers > 0 to
+ * climb through that reader, 0 to pass it, < 0 to end the walk (true). */
+typedef int (*eng_reader_visit)(const eng_node *reader, void *user);
+bool eng_readers_walk(const eng_node *n, eng_reader_visit visit, void *user);
 
 /* Whether expression e (an index, a mask) of kernel k changes along its reduction's loop:
  * e with ridx + 1 for ridx is another expression (kernel.c keeps such a mask's bounds as code,

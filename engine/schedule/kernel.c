@@ -414,8 +414,40 @@ static bool view_repeats(const shape_tracker *t) {
  * into its reader's kernel (mean = sum * 1/n, a row mode) still counts: loading n there costs
  * one kernel more, never a wrong result. */
 
+bool eng_readers_walk(const eng_node *n, eng_reader_visit visit, void *user) {
+    const eng_node *pending[ENG_READERS_WALK];
+    uint32_t count = 0, seen = 0;
+    pending[count++] = n;
+    while (count > 0 && seen < ENG_READERS_WALK) {
+        const eng_node *m = pending[--count];
+        seen++;
+        for (const eng_reader *r = m->readers; r; r = r->next) {
+            int step = visit(r->node, user);
+            if (step < 0)
+                return true;
+            if (step > 0 && count < ENG_READERS_WALK)
+                pending[count++] = r->node;
+        }
+    }
+    return false;
+}
+
+/* read_by_several_kernels' visit: the first kernel of its own met in *user; stops at a second. */
+static int kernel_reader(const eng_node *u, void *user) {
+    const eng_node **first = user;
+    if (u->storage)
+        return 0;
+    if (u->kind == ENG_REDUCE || u->boundary) {
+        if (*first && u != *first)
+            return -1;
+        *first = u;
+        return 0;
+    }
+    return u->kind == ENG_EW;
+}
+
 static bool read_by_several_kernels(const eng_node *n) {
-    const eng_node *pending[ENG_READERS_WALK], *first = NULL, *direct = NULL;
+    const eng_node *first = NULL, *direct = NULL;
     bool fork = false;
     for (const eng_reader *r = n->readers; r && !fork; r = r->next) {
         if (!r->node->storage) {
@@ -423,27 +455,7 @@ static bool read_by_several_kernels(const eng_node *n) {
             direct = r->node;
         }
     }
-    if (!fork)
-        return false;
-    uint32_t count = 0, seen = 0;
-    pending[count++] = n;
-    while (count > 0 && seen < ENG_READERS_WALK) {
-        const eng_node *m = pending[--count];
-        seen++;
-        for (const eng_reader *r = m->readers; r; r = r->next) {
-            const eng_node *u = r->node;
-            if (u->storage)
-                continue;
-            if (u->kind == ENG_REDUCE || u->boundary) {
-                if (first && u != first)
-                    return true;
-                first = u;
-            } else if (u->kind == ENG_EW && count < ENG_READERS_WALK) {
-                pending[count++] = u;
-            }
-        }
-    }
-    return false;
+    return fork && eng_readers_walk(n, kernel_reader, &first);
 }
 
 /* The rule against recomputation: an unrealized elementwise node read through a repeating

@@ -313,34 +313,35 @@ static bool is_output(const eng_kernel *k, const eng_node *n) {
     return false;
 }
 
+typedef struct print {
+    const schedule *s;
+    const eng_kernel *k;
+    uint64_t h;
+} print;
+
+/* readers_print's visit: the reader into the print; climbs where a build's walk would (k's
+ * outputs, realized since, counted as they were). */
+static int print_reader(const eng_node *u, void *user) {
+    print *p = user;
+    bool realized = u->storage && !is_output(p->k, u);
+    p->h = base_hash_u64(p->h, number_of(p->s, u));
+    p->h = base_hash_u64(p->h, (uint64_t)u->kind | (uint64_t)u->op << 8 | (uint64_t)realized << 24 |
+                                   (uint64_t)(u->cells > 0) << 25 | (uint64_t)u->boundary << 26 |
+                                   (uint64_t)(u->wanted == p->s->wanted) << 27);
+    return !realized && u->kind == ENG_EW && !u->boundary;
+}
+
 /* What a build may look at of the readers above n (kernel.c read_by_several_kernels: whether
  * two kernels read it; add_siblings: other reductions of the same input; unrolled windows: a
- * chain's only reader): the walk up its unrealized readers through unrealized elementwise
- * ones, as far as the build's walk goes, each reader seen with its number (NO_NODE outside the
- * graph), kind, op, and whether it is realized (k's outputs not yet), held by a tensor, a
- * boundary or wanted by this realize. A reader made or dropped outside the graph (a tensor
- * built and not realized) changes it: the kernel is then built. */
+ * chain's only reader): the build's walk up its readers (eng_readers_walk), climbing where it
+ * climbs, each reader seen with its number (NO_NODE outside the graph), kind, op, and whether
+ * it is realized (k's outputs not yet), held by a tensor, a boundary or wanted by this
+ * realize. A reader made or dropped outside the graph (a tensor built and not realized)
+ * changes it: the kernel is then built. */
 static uint64_t readers_print(const schedule *s, const eng_kernel *k, const eng_node *n) {
-    const eng_node *pending[ENG_READERS_WALK];
-    uint32_t count = 0, seen = 0;
-    uint64_t h = 0;
-    pending[count++] = n;
-    while (count > 0 && seen < ENG_READERS_WALK) {
-        const eng_node *m = pending[--count];
-        seen++;
-        for (const eng_reader *r = m->readers; r; r = r->next) {
-            const eng_node *u = r->node;
-            bool realized = u->storage && !is_output(k, u);
-            h = base_hash_u64(h, number_of(s, u));
-            h = base_hash_u64(h, (uint64_t)u->kind | (uint64_t)u->op << 8 |
-                                     (uint64_t)realized << 24 | (uint64_t)(u->cells > 0) << 25 |
-                                     (uint64_t)u->boundary << 26 |
-                                     (uint64_t)(u->wanted == s->wanted) << 27);
-            if (!realized && u->kind == ENG_EW && count < ENG_READERS_WALK)
-                pending[count++] = u;
-        }
-    }
-    return base_hash_u64(h, seen);
+    print p = {s, k, 0};
+    eng_readers_walk(n, print_reader, &p);
+    return p.h;
 }
 
 /* The region of k (just added for its output node, every storage assigned) into s->walk's
