@@ -539,13 +539,22 @@ uint64_t eng_node_local_hash(eng_node *n);
 /* eng_node_local_hash with the values of its bound Variables: equal where a kernel built
  * from the node is the same (plan.c's replay). Kept in the node. */
 uint64_t eng_node_values_hash(eng_node *n);
-/* eng_node_values_hash with the values bound in n's value expression left out (the Variables
- * kept): equal for two nodes that differ only in those (a number read from a bound Variable,
- * kiln_scalar_expr). Not kept. */
-uint64_t eng_node_values_hash_but_value(const eng_node *n);
-/* The bindings in n's expressions (its sizes, its sources' views, a write's view, and with
- * with_value its value): sym_node_binds' bits, OR-ed. */
-uint64_t eng_node_binds(const eng_node *n, bool with_value);
+/* What a kernel's build reads of a realized node it loads (kernel.c src_value, buffer_slot):
+ * its type, its sizes (unbound: without the values of their bound Variables), and its
+ * storage's type, size (the larger of its elements and bound) and whether it is an
+ * application's; not how the node was computed, so equal for the result of a write at a bound
+ * position from one step to the next (plan.c's replay). Not kept. */
+uint64_t eng_node_frontier_hash(const eng_node *n, bool unbound);
+/* Variables bound in some nodes' expressions and their values (eng_node_bindings). */
+typedef struct eng_bindings {
+    const sym_node *vars[ENG_MAX_PARAMS];
+    int64_t values[ENG_MAX_PARAMS];
+    uint32_t count;
+} eng_bindings;
+/* Adds the Variables bound in n's sizes (and unless sizes_only, its value, a write's view and
+ * its sources' views) to b with their values; false where one bound in b already has another
+ * value here, or b is full. */
+bool eng_node_bindings(const eng_node *n, bool sizes_only, eng_bindings *b);
 /* The hash-consing equality of two nodes (base_map_eq_fn). */
 bool eng_node_same(const void *stored, const void *key, void *user);
 /* A compact copy of st (only its views), owned by the caller (eng_tracker_free). */

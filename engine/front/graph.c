@@ -105,9 +105,8 @@ static uint64_t tracker_hash(const shape_tracker *st, bool unbound) {
 }
 
 /* What n is and how it reads its sources: with ids, which nodes those are (the hash-consing
- * key); unbound, without the values its bound Variables have; value_unbound, without the value
- * of those in its value expression. */
-static uint64_t fields_hash(const eng_node *n, bool ids, bool unbound, bool value_unbound) {
+ * key); unbound, without the values its bound Variables have. */
+static uint64_t fields_hash(const eng_node *n, bool ids, bool unbound) {
     uint64_t h = base_hash_u64((uint64_t)n->kind, ((uint64_t)n->op << 8) | n->type);
     h = base_hash_u64(h, n->ndim);
     for (uint32_t d = 0; d < n->ndim; d++)
@@ -120,7 +119,7 @@ static uint64_t fields_hash(const eng_node *n, bool ids, bool unbound, bool valu
     uint64_t bits;
     memcpy(&bits, &n->value, sizeof bits);
     h = base_hash_u64(h, bits);
-    h = base_hash_u64(h, sym_hash(n->value_expr, unbound || value_unbound));
+    h = base_hash_u64(h, sym_hash(n->value_expr, unbound));
     h = base_hash_u64(h, n->seed);
     h = base_hash_u64(h, n->dim);
     h = base_hash_u64(h, n->rand_word);
@@ -128,12 +127,12 @@ static uint64_t fields_hash(const eng_node *n, bool ids, bool unbound, bool valu
 }
 
 static uint64_t node_hash(const eng_node *n) {
-    return fields_hash(n, true, false, false);
+    return fields_hash(n, true, false);
 }
 
 /* fields_hash without ids, then what the node alone has (its sources' count, a write's view). */
-static uint64_t own_hash(const eng_node *n, bool unbound, bool value_unbound) {
-    uint64_t h = fields_hash(n, false, unbound, value_unbound);
+static uint64_t own_hash(const eng_node *n, bool unbound) {
+    uint64_t h = fields_hash(n, false, unbound);
     h = base_hash_u64(h, ((uint64_t)n->nsrc << 2) | ((uint64_t)n->boundary << 1) | n->unique);
     if (n->dst_view)
         h = base_hash_u64(h, tracker_hash(n->dst_view, unbound));
@@ -142,41 +141,76 @@ static uint64_t own_hash(const eng_node *n, bool unbound, bool value_unbound) {
 
 uint64_t eng_node_local_hash(eng_node *n) {
     if (!n->local_hash)
-        n->local_hash = own_hash(n, true, false);
+        n->local_hash = own_hash(n, true);
     return n->local_hash;
 }
 
 uint64_t eng_node_values_hash(eng_node *n) {
     if (!n->values_hash)
-        n->values_hash = own_hash(n, false, false);
+        n->values_hash = own_hash(n, false);
     return n->values_hash;
 }
 
-uint64_t eng_node_values_hash_but_value(const eng_node *n) {
-    return own_hash(n, false, true);
+/* Adds the bindings in e to b; false where a Variable bound before has another value here,
+ * or where b is full. */
+static bool collect_bindings(const sym_node *e, eng_bindings *b) {
+    if (!sym_node_binds(e))
+        return true;
+    const sym_node *var;
+    int64_t value;
+    if (!sym_unbind(e, &var, &value)) {
+        for (uint32_t i = 0; i < sym_node_arity(e); i++) {
+            if (!collect_bindings(sym_node_src(e, i), b))
+                return false;
+        }
+        return true;
+    }
+    for (uint32_t i = 0; i < b->count; i++) {
+        if (b->vars[i] == var)
+            return b->values[i] == value;
+    }
+    if (b->count == ENG_MAX_PARAMS)
+        return false;
+    b->vars[b->count] = var;
+    b->values[b->count++] = value;
+    return true;
 }
 
-static uint64_t tracker_binds(const shape_tracker *st) {
-    uint64_t bits = 0;
-    for (uint32_t i = 0; st && i < st->nviews; i++) {
+static bool collect_tracker_bindings(const shape_tracker *st, eng_bindings *b) {
+    bool ok = true;
+    for (uint32_t i = 0; st && ok && i < st->nviews; i++) {
         const shape_view *v = &st->views[i];
-        bits |= sym_node_binds(v->offset);
-        for (uint32_t d = 0; d < v->ndim; d++) {
-            bits |= sym_node_binds(v->shape[d]) | sym_node_binds(v->strides[d]);
-            if (v->masked)
-                bits |= sym_node_binds(v->mask_begin[d]) | sym_node_binds(v->mask_end[d]);
+        ok = collect_bindings(v->offset, b);
+        for (uint32_t d = 0; ok && d < v->ndim; d++) {
+            ok = collect_bindings(v->shape[d], b) && collect_bindings(v->strides[d], b) &&
+                 (!v->masked ||
+                  (collect_bindings(v->mask_begin[d], b) && collect_bindings(v->mask_end[d], b)));
         }
     }
-    return bits;
+    return ok;
 }
 
-uint64_t eng_node_binds(const eng_node *n, bool with_value) {
-    uint64_t bits = (with_value ? sym_node_binds(n->value_expr) : 0) | tracker_binds(n->dst_view);
+bool eng_node_bindings(const eng_node *n, bool sizes_only, eng_bindings *b) {
+    bool ok = true;
+    for (uint32_t d = 0; ok && d < n->ndim; d++)
+        ok = collect_bindings(n->shape[d], b);
+    if (sizes_only)
+        return ok;
+    ok = ok && collect_bindings(n->value_expr, b) && collect_tracker_bindings(n->dst_view, b);
+    for (uint32_t s = 0; ok && s < n->nsrc; s++)
+        ok = collect_tracker_bindings(n->src[s].st, b);
+    return ok;
+}
+
+uint64_t eng_node_frontier_hash(const eng_node *n, bool unbound) {
+    const eng_storage *st = n->storage;
+    uint64_t h = base_hash_u64(((uint64_t)n->type << 8) | (st ? st->type : 0xff), n->ndim);
     for (uint32_t d = 0; d < n->ndim; d++)
-        bits |= sym_node_binds(n->shape[d]);
-    for (uint32_t s = 0; s < n->nsrc; s++)
-        bits |= tracker_binds(n->src[s].st);
-    return bits;
+        h = base_hash_u64(h, sym_hash(n->shape[d], unbound));
+    if (st) /* a build reads the larger of its size and bound (kernel.c buffer_slot) */
+        h = base_hash_u64(h,
+                          (st->bound > st->elements ? st->bound : st->elements) << 1 | st->wrapped);
+    return h ? h : 1;
 }
 
 bool eng_node_same(const void *stored, const void *key, void *user) {

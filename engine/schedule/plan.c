@@ -209,25 +209,29 @@ void plan_keep(schedule *s) {
  * and the program is compiled already) with the region it was built from: the node, its
  * siblings and the unrealized nodes they compute (a build inlines every unrealized node it
  * depends on, or stops), and the realized nodes where it stops (their storages are its
- * buffers). Each region node is kept with its values hash (graph.c eng_node_values_hash: what a
- * build reads of it, bound values included), a print of the readers above it (readers_print)
- * and, if realized, which buffer holds its storage. A later realize of the graph takes the
- * kernel instead of building it where the region is the same: every node's values hash and
- * readers, the same nodes realized, no source moved, the same buffers from their storages
- * (distinct storages where they were distinct), siblings and fused writes still to compute, and
- * a program compiled for it. Otherwise the node is built and that build is kept. Where a bound
- * value changes from one realize to the next, the kernels whose views or sizes read it are built
- * each time; one read only as a number (kiln_scalar_expr: an optimizer's step count) is a
- * parameter of the same kernel, which takes the new value (rebind). Debug builds also build
- * every kernel they take and compare the two: a difference is an internal error. */
+ * buffers). Each region node is kept with what a build reads of it, with and without bound
+ * values: an unrealized node's values and local hashes (graph.c eng_node_values_hash,
+ * eng_node_local_hash), a realized one's frontier hash (eng_node_frontier_hash: its type, sizes
+ * and storage, not how it was computed, so that a kernel loading the result of a write at a
+ * bound position is taken at the next position too); with a print of the readers above it
+ * (readers_print) and, if realized, which buffer holds its storage. A later realize of the
+ * graph takes the kernel instead of building it where the region is the same: every node's
+ * hashes and readers, the same nodes realized, no source moved, the same buffers from their
+ * storages (distinct storages where they were distinct), siblings and fused writes still to
+ * compute, and a program compiled for it. Otherwise the node is built and that build is kept.
+ * Where only bound values differ (a view's start that moves with a position, a number read
+ * from a bound Variable: an optimizer's step count), the kernel is the same, its bound
+ * Variables parameters (kernel.c unbind), and is taken with the values now bound (rebind).
+ * Debug builds also build every kernel they take and compare the two: a difference is an
+ * internal error. */
 
 enum { NO_SLOT = UINT32_MAX, UNREALIZED = UINT32_MAX - 1, NO_NODE = UINT32_MAX };
 
 typedef struct region_node {
     uint32_t node;    /* its number */
     uint32_t slot;    /* realized: the buffer holding its storage (NO_SLOT: none); UNREALIZED */
-    uint64_t values;  /* eng_node_values_hash */
-    uint64_t rest;    /* eng_node_values_hash_but_value */
+    uint64_t values;  /* eng_node_values_hash; realized, eng_node_frontier_hash */
+    uint64_t local;   /* the same without the bound values: eng_node_local_hash, unbound */
     uint64_t readers; /* readers_print */
 } region_node;
 
@@ -362,11 +366,7 @@ static bool region_of(schedule *s, const eng_kernel *k, region_vec *out) {
         uint32_t number = number_of(s, n);
         if (number == NO_NODE)
             return false;
-        region_node r = {.node = number,
-                         .slot = UNREALIZED,
-                         .values = eng_node_values_hash(n),
-                         .rest = eng_node_values_hash_but_value(n),
-                         .readers = readers_print(s, k, n)};
+        region_node r = {.node = number, .slot = UNREALIZED, .readers = readers_print(s, k, n)};
         if (n->storage && !is_output(k, n)) { /* the outputs were unrealized when built */
             r.slot = NO_SLOT;
             for (uint32_t i = 0; i < k->buffer_count && r.slot == NO_SLOT; i++) {
@@ -374,6 +374,9 @@ static bool region_of(schedule *s, const eng_kernel *k, region_vec *out) {
                     r.slot = i;
             }
         }
+        bool inlined = r.slot == UNREALIZED;
+        r.values = inlined ? eng_node_values_hash(n) : eng_node_frontier_hash(n, false);
+        r.local = inlined ? eng_node_local_hash(n) : eng_node_frontier_hash(n, true);
         if (BASE_VEC_PUSH(&ctx->alloc, out, r) != KILN_OK)
             return false;
         if (r.slot != UNREALIZED)
@@ -444,30 +447,33 @@ void plan_keep_replay(schedule *s, const eng_kernel *k) {
     *slot = r; /* NULL where it cannot be taken: built again */
 }
 
-/* Where inlined node n differs from the region's only in the value of the Variable its value
- * reads (a number read from a bound Variable, kiln_scalar_expr: an optimizer's step count),
- * and that Variable is a parameter of k (not a lifted offset), k is the same kernel with that
- * parameter's value: k takes it (the parameters so set in *rebound, each set once). */
-static bool rebind(eng_kernel *k, const eng_node *n, const region_node *e, uint32_t *rebound) {
-    const sym_node *var;
-    int64_t value;
-    if (e->slot != UNREALIZED || !n->value_expr || !sym_unbind(n->value_expr, &var, &value) ||
-        eng_node_values_hash_but_value(n) != e->rest)
-        return false;
-    for (uint32_t i = 0; i < k->param_count; i++) {
-        if (k->params[i] != var || (k->offset_params >> i & 1u))
-            continue;
-        if ((*rebound >> i & 1u) && k->param_values[i] != value)
+/* k's parameters for the values now bound in r's region, where a node differs from the
+ * region's only in those (a view's start or size, a number read from a bound Variable): the
+ * same kernel, built with every bound Variable as its Variable, each a parameter (kernel.c
+ * unbind), takes the new values. False where a Variable is bound to two values in the region,
+ * or one of k's Variables (its lifted offsets aside) is bound in none of its nodes. */
+static bool rebind(const schedule *s, const replay *r, eng_kernel *k) {
+    eng_bindings now = {0};
+    for (uint32_t i = 0; i < r->count; i++) {
+        const region_node *e = &r->region[i];
+        if (!eng_node_bindings(s->order.data[e->node], e->slot != UNREALIZED, &now))
             return false;
-        k->param_values[i] = value;
-        *rebound |= 1u << i;
-        return true;
     }
-    return false;
+    for (uint32_t i = 0; i < k->param_count; i++) {
+        if (k->offset_params >> i & 1u)
+            continue;
+        uint32_t j = 0;
+        while (j < now.count && now.vars[j] != k->params[i])
+            j++;
+        if (j == now.count)
+            return false;
+        k->param_values[i] = now.values[j];
+    }
+    return true;
 }
 
 /* The kernel r keeps, for node x of this realize, into k: false where x's region differs from
- * r's (then x is built), but for the values rebind gives its parameters. */
+ * r's (then x is built), but for bound values, which rebind gives its parameters. */
 static bool take_replay(schedule *s, const replay *r, eng_node *x, eng_kernel *k) {
     kiln_context *ctx = s->ctx;
     const eng_node *const *order = (const eng_node *const *)s->order.data;
@@ -483,12 +489,19 @@ static bool take_replay(schedule *s, const replay *r, eng_node *x, eng_kernel *k
     for (uint32_t j = 0; j < k->reduction_count; j++)
         k->reductions[j].node =
             r->reductions[j] == NO_NODE ? NULL : s->order.data[r->reductions[j]];
-    uint32_t rebound = 0;
+    bool rebinding = false;
     for (uint32_t i = 0; i < r->count; i++) {
         const region_node *e = &r->region[i];
         eng_node *n = s->order.data[e->node];
-        if ((eng_node_values_hash(n) != e->values && !rebind(k, n, e, &rebound)) ||
-            readers_print(s, k, n) != e->readers)
+        bool inlined = e->slot == UNREALIZED;
+        if (!inlined && !n->storage)
+            return false;
+        if ((inlined ? eng_node_values_hash(n) : eng_node_frontier_hash(n, false)) != e->values) {
+            if ((inlined ? eng_node_local_hash(n) : eng_node_frontier_hash(n, true)) != e->local)
+                return false;
+            rebinding = true;
+        }
+        if (readers_print(s, k, n) != e->readers)
             return false;
         if (e->slot == UNREALIZED) { /* x and its siblings included: their storage comes later */
             if (n->storage)
@@ -501,8 +514,6 @@ static bool take_replay(schedule *s, const replay *r, eng_node *x, eng_kernel *k
             }
             continue;
         }
-        if (!n->storage)
-            return false;
         if (e->slot == NO_SLOT)
             continue;
         if (k->buffers[e->slot] && k->buffers[e->slot] != n->storage)
@@ -529,18 +540,7 @@ static bool take_replay(schedule *s, const replay *r, eng_node *x, eng_kernel *k
                 return false;
         }
     }
-    /* A Variable rebound must have its new value everywhere in the region: no node that kept
-     * its values may bind it, nor may a rebound node's sizes or views (they would hold the old
-     * one). */
-    uint64_t bits = 0;
-    for (uint32_t i = 0; i < k->param_count; i++)
-        bits |= rebound >> i & 1u ? sym_node_binds(k->params[i]) : 0;
-    for (uint32_t i = 0; bits && i < r->count; i++) {
-        eng_node *n = s->order.data[r->region[i].node];
-        if (eng_node_binds(n, eng_node_values_hash(n) == r->region[i].values) & bits)
-            return false;
-    }
-    return true;
+    return !rebinding || rebind(s, r, k);
 }
 
 #ifndef NDEBUG
