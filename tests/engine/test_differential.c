@@ -203,9 +203,9 @@ static void loop_step(kiln_context *ctx, loop_state *ls, int step, float *out, i
             kiln_context_clear_error(ctx);
     }
     /* In about half the loops, a tensor built and not realized reads one of the values every
-     * step, and from step 3 a reduction reads it: the value is then one that two kernels
-     * would read, which a build realizes first, so the kernels that inlined it are built
-     * again (the graph realized is the same). */
+     * step, and from step 3 a reduction reads that tensor: the graph realized is the same,
+     * the readers above the value are not (where it is inlined and long enough, a build then
+     * realizes it first: test_realize replay_sees_readers_outside_the_graph). */
     uint32_t outside = rnd(&r, 2 * np);
     if (outside < np) {
         kiln_tensor *b = kiln_mul_scalar(pool[outside], 5);
