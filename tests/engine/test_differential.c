@@ -83,6 +83,20 @@ static kiln_tensor *random_op(rng *r, kiln_tensor *a, kiln_tensor *b) {
     }
 }
 
+/* Eight random ops over pool (*np tensors, room for 16): each result joins it (in a random
+ * slot once it is full), unless the op does not apply or makes more than MAX_ELEMS elements. */
+static void random_ops(kiln_context *ctx, rng *r, kiln_tensor **pool, uint32_t *np) {
+    for (int step = 0; step < 8; step++) {
+        kiln_tensor *a = pool[rnd(r, *np)], *b = pool[rnd(r, *np)];
+        kiln_tensor *t = random_op(r, a, b);
+        int64_t numel = 0;
+        if (t && kiln_tensor_numel(t, &numel) == KILN_OK && numel <= MAX_ELEMS)
+            pool[*np < 16 ? (*np)++ : rnd(r, 16)] = t;
+        else
+            kiln_context_clear_error(ctx);
+    }
+}
+
 /* The graph of seed in ctx: three (<=5, <=7, <=4) inputs of quarters, eight random ops. */
 static kiln_tensor *random_graph(kiln_context *ctx, uint64_t seed) {
     rng r = {seed};
@@ -95,15 +109,7 @@ static kiln_tensor *random_graph(kiln_context *ctx, uint64_t seed) {
             data[i] = (float)((int)rnd(&r, 17) - 8) / 4.0f;
         pool[np++] = fx_f32(ctx, 3, sh, data);
     }
-    for (int step = 0; step < 8; step++) {
-        kiln_tensor *a = pool[rnd(&r, np)], *b = pool[rnd(&r, np)];
-        kiln_tensor *t = random_op(&r, a, b);
-        int64_t numel = 0;
-        if (t && kiln_tensor_numel(t, &numel) == KILN_OK && numel <= MAX_ELEMS)
-            pool[np < 16 ? np++ : rnd(&r, 16)] = t;
-        else
-            kiln_context_clear_error(ctx);
-    }
+    random_ops(ctx, &r, pool, &np);
     return pool[np - 1];
 }
 
@@ -193,15 +199,7 @@ static void loop_step(kiln_context *ctx, loop_state *ls, int step, float *out, i
         kiln_add(x, kiln_mul_scalar(kiln_sum(ls->cache, 0, NULL, false), 0.125)),
     };
     uint32_t np = 5;
-    for (int k = 0; k < 8; k++) {
-        kiln_tensor *a = pool[rnd(&r, np)], *b = pool[rnd(&r, np)];
-        kiln_tensor *t = random_op(&r, a, b);
-        int64_t n = 0;
-        if (t && kiln_tensor_numel(t, &n) == KILN_OK && n <= MAX_ELEMS)
-            pool[np < 16 ? np++ : rnd(&r, 16)] = t;
-        else
-            kiln_context_clear_error(ctx);
-    }
+    random_ops(ctx, &r, pool, &np);
     /* In about half the loops, a tensor built and not realized reads one of the values every
      * step, and from step 3 a reduction reads that tensor: the graph realized is the same,
      * the readers above the value are not (where it is inlined and long enough, a build then
