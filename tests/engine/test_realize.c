@@ -591,6 +591,78 @@ static void test_engine_realize_replay_follows_bound_values(void **state) {
     kiln_context_destroy(without);
 }
 
+/* Step `step` of a decoder's loop over cache (8 rows of 4, realized): row pos = step written
+ * with x * (step + 1) (a number read from a bound Variable), then the rows seen so far, cache[0 :
+ * pos + 1] (a view that grows with the bound position), summed over rows with a weight per row, and
+ * the whole cache's sum broadcast to it: out (4). Every region differs from the step before only in
+ * pos. */
+static ran cache_graph(kiln_context *ctx, kiln_tensor *cache, int step) {
+    kiln_scope_begin(ctx);
+    const float xv[4] = {1, -2, 3, 0.5f};
+    kiln_tensor *x = fx_f32(ctx, 2, (const int64_t[]){1, 4}, xv);
+    const kiln_expr *pos = kiln_bind(ctx, kiln_variable(ctx, "pos", 0, 7), step);
+    const kiln_expr *seen = kiln_expr_add(ctx, pos, kiln_int(ctx, 1));
+    kiln_tensor *row = kiln_narrow_sym(cache, 0, pos, kiln_int(ctx, 1));
+    const kiln_expr *scale = kiln_bind(ctx, kiln_variable(ctx, "scale", 1, 8), step + 1);
+    assert_int_equal(kiln_copy_(row, kiln_mul(x, kiln_scalar_expr(ctx, KILN_F32, scale))), KILN_OK);
+    kiln_tensor *rows = kiln_narrow_sym(cache, 0, kiln_int(ctx, 0), seen);
+    kiln_tensor *w = kiln_add_scalar(kiln_arange(ctx, KILN_F32, 0, 8, 1), 1);
+    kiln_tensor *weights = kiln_unsqueeze(kiln_narrow_sym(w, 0, kiln_int(ctx, 0), seen), 1);
+    kiln_tensor *out = kiln_add(kiln_sum(kiln_mul(rows, weights), 1, (const int32_t[]){0}, false),
+                                kiln_sum(cache, 0, NULL, false));
+    ran r = realize_counted(ctx, out);
+    assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    return r;
+}
+
+/* A decoder's loop (cache_graph, eight steps): the cache row written at the bound position and
+ * the views sized by it take their kernels from the step before with the new position as a
+ * parameter (plan.c rebind), and the kernels that load the cache take it whatever wrote it
+ * (a realized node is compared by its type, sizes and storage: graph.c
+ * eng_node_frontier_hash): every kernel is taken from the fourth step (the first step's graph is
+ * another, its cache not written yet; the second's keeps its kernels). Values: the host's, and
+ * a context that keeps nothing (eng_testing no_foresight) gives the same. Debug builds also
+ * build every kernel taken and compare. */
+static void test_engine_realize_replay_follows_a_growing_cache(void **state) {
+    bool device = on_device(state);
+    kiln_context_options opt = {.device = device ? NULL : "interp", .validation = device};
+    kiln_context *with = fx_ctx(state), *without = NULL;
+    assert_int_equal(
+        eng_testing_context_create(&opt, &(eng_testing){.no_foresight = true}, &without), KILN_OK);
+    kiln_context *ctxs[2] = {with, without};
+    kiln_tensor *cache[2];
+    for (int c = 0; c < 2; c++) {
+        cache[c] = kiln_zeros(ctxs[c], KILN_F32, 2, (const int64_t[]){8, 4});
+        assert_int_equal(kiln_realize(cache[c]), KILN_OK);
+    }
+    const float xv[4] = {1, -2, 3, 0.5f};
+    for (int step = 0; step < 8; step++) {
+        uint64_t replayed = kiln_context_stats(with).builds_replayed;
+        ran got = cache_graph(with, cache[0], step), other = cache_graph(without, cache[1], step);
+        uint64_t taken = kiln_context_stats(with).builds_replayed - replayed;
+        if (step >= 3)
+            assert_int_equal(taken, got.kernels);
+        for (int i = 0; i < 4; i++) {
+            /* row r holds x * (r + 1), weighted by r + 1 in the rows seen */
+            float want = 0, total = 0;
+            for (int r = 0; r <= step; r++) {
+                want += xv[i] * (float)((r + 1) * (r + 1));
+                for (int j = 0; j < 4; j++)
+                    total += xv[j] * (float)(r + 1);
+            }
+            want += total;
+            if (fabsf(got.values[i] - want) > 1e-4f * (1 + fabsf(want)) ||
+                got.values[i] != other.values[i])
+                fail_msg("step %d, element %d: %g with replays, %g without; %g expected", step, i,
+                         got.values[i], other.values[i], want);
+        }
+        assert_int_equal(got.kernels, other.kernels);
+    }
+    kiln_release(cache[0]);
+    kiln_release(cache[1]);
+    kiln_context_destroy(without);
+}
+
 /* A kernel is taken only where the readers above its nodes are what they were when it was
  * kept: sum(n) and sum(2y) realized together four times (two kernels each), n's four operations
  * inlined into its sum's first kernel, until a tensor built and not realized reads n through
@@ -711,6 +783,7 @@ int main(void) {
         ENG_TEST(test_engine_realize_write_copies_a_small_target),
         ENG_TEST(test_engine_realize_foresight_changes_no_schedule),
         ENG_TEST(test_engine_realize_replay_follows_bound_values),
+        ENG_TEST(test_engine_realize_replay_follows_a_growing_cache),
         ENG_TEST(test_engine_realize_replay_sees_readers_outside_the_graph),
         ENG_TEST(test_engine_realize_plans_stay_bounded),
     };
