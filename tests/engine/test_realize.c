@@ -600,10 +600,10 @@ static ran cache_graph(kiln_context *ctx, kiln_tensor *cache, int step) {
     kiln_scope_begin(ctx);
     const float xv[4] = {1, -2, 3, 0.5f};
     kiln_tensor *x = fx_f32(ctx, 2, (const int64_t[]){1, 4}, xv);
-    const kiln_expr *pos = kiln_bind(ctx, kiln_variable(ctx, "pos", 0, 7), step);
+    const kiln_expr *pos = kiln_bind(ctx, kiln_variable(ctx, "cache_pos", 0, 7), step);
     const kiln_expr *seen = kiln_expr_add(ctx, pos, kiln_int(ctx, 1));
     kiln_tensor *row = kiln_narrow_sym(cache, 0, pos, kiln_int(ctx, 1));
-    const kiln_expr *scale = kiln_bind(ctx, kiln_variable(ctx, "scale", 1, 8), step + 1);
+    const kiln_expr *scale = kiln_bind(ctx, kiln_variable(ctx, "cache_scale", 1, 8), step + 1);
     assert_int_equal(kiln_copy_(row, kiln_mul(x, kiln_scalar_expr(ctx, KILN_F32, scale))), KILN_OK);
     kiln_tensor *rows = kiln_narrow_sym(cache, 0, kiln_int(ctx, 0), seen);
     kiln_tensor *w = kiln_add_scalar(kiln_arange(ctx, KILN_F32, 0, 8, 1), 1);
