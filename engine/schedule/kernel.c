@@ -991,8 +991,13 @@ static bool window_values(kbuild *b, eng_node *r, const sym_node *const *out_idx
                 idx[d] = out_idx[d];
             }
         }
+        /* a window's element is not the kernel's own: a reduction read in place there is an
+         * instance of its own (reduction_instance), not the kernel's output's */
+        bool outer_at_output = b->at_output;
         b->unrolled = true;
+        b->at_output = false;
         each[j] = src_value(b, &r->src[0], idx);
+        b->at_output = outer_at_output;
         b->unrolled = false;
         if (!each[j])
             return false;

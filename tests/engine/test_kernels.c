@@ -1706,6 +1706,46 @@ static void test_engine_kernels_conv_inside_its_pool(void **state) {
     }
 }
 
+/* A maximum over windows of a short reduction read in place (no view between: the windows'
+ * elements are the reduction's own, not the kernel's): max over rows of relu(sum over the
+ * last dim), X (2, 4, 3), whose windows are unrolled (kernel.c build_window). Each window
+ * element is a reduction of its own; every output must see both rows (it once saw the first
+ * twice). Also with the rows' length a bound Variable. */
+static void test_engine_kernels_windows_of_a_reduction_in_place(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    float xv[2 * 4 * 3], want[4];
+    for (int i = 0; i < 2 * 4 * 3; i++)
+        xv[i] = (float)((i * 7) % 11) - 4.0f + (i >= 12 ? 3.0f : 0.0f); /* row 1 the larger */
+    for (int j = 0; j < 4; j++) {
+        float m = 0;
+        for (int r = 0; r < 2; r++) {
+            float sum = 0;
+            for (int c = 0; c < 3; c++)
+                sum += xv[(r * 4 + j) * 3 + c];
+            m = fmaxf(m, sum > 0 ? sum : 0);
+        }
+        want[j] = m;
+    }
+    for (int symbolic = 0; symbolic < 2; symbolic++) {
+        kiln_scope_begin(ctx);
+        kiln_tensor *x = fx_f32(ctx, 3, (const int64_t[]){2, 4, 3}, xv);
+        if (symbolic) {
+            const kiln_expr *len = kiln_bind(ctx, kiln_variable(ctx, "window_rows", 1, 4), 4);
+            x = kiln_narrow_sym(x, 1, kiln_int(ctx, 0), len);
+        }
+        kiln_tensor *y = kiln_max(kiln_relu(kiln_sum(x, 1, (const int32_t[]){2}, false)), 1,
+                                  (const int32_t[]){0}, false);
+        float got[4];
+        assert_int_equal(kiln_read(y, got, sizeof got), KILN_OK);
+        for (int j = 0; j < 4; j++) {
+            if (got[j] != want[j])
+                fail_msg("%s: element %d is %g; %g expected", symbolic ? "symbolic" : "constant", j,
+                         got[j], want[j]);
+        }
+        assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+    }
+}
+
 static void test_engine_kernels_relu_mask_from_the_pool(void **state) {
     eng_fixture *f = *state;
     kiln_context *ctx = eng_context_new(f->device);
@@ -1987,6 +2027,7 @@ int main(void) {
         ENG_TEST(test_engine_kernels_weight_gradient_sums_image_groups),
         ENG_TEST(test_engine_kernels_short_windows_read_in_place),
         ENG_TEST(test_engine_kernels_fanned_out_gradient_is_laid_out_once),
+        ENG_TEST(test_engine_kernels_windows_of_a_reduction_in_place),
         ENG_TEST(test_engine_kernels_relu_mask_from_the_pool),
         ENG_TEST(test_engine_kernels_conv_inside_its_pool),
         ENG_TEST(test_engine_kernels_epilogue_keeps_the_product_tiles),
