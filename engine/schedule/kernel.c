@@ -1363,6 +1363,23 @@ static void finish_kernel(kbuild *b) {
     unbind(b, &k->numel);
     unbind(b, &k->reduce_count);
     unbind(b, &k->out_index);
+    /* An unrolled window's instance keys (reduction_instance) told instances apart while
+     * building; kept (programs and plans hold them), they are unbound as the rest, so that
+     * the kernel is the same for every bound value (plan.c's replay compares them). They are
+     * not code: no parameter is added for them. */
+    for (uint32_t i = 0; i < k->reduction_count && b->status == KILN_OK; i++) {
+        const sym_node *vars[ENG_MAX_PARAMS];
+        int64_t values[ENG_MAX_PARAMS];
+        size_t found = 0;
+        const sym_node *at = k->reductions[i].at;
+        if (at && sym_node_binds(at)) {
+            at = sym_unbind_all(b->sym, at, vars, values, ENG_MAX_PARAMS, &found);
+            if (!at)
+                build_fail(b, KILN_ERROR_INTERNAL, "unbinding a window's instance");
+            else
+                k->reductions[i].at = at;
+        }
+    }
     if (k->out_index && k->buffers[0]) /* a write's destination */
         lift_offset(b, &k->out_index,
                     k->buffers[0]->bound > k->buffers[0]->elements ? k->buffers[0]->bound

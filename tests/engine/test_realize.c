@@ -663,6 +663,68 @@ static void test_engine_realize_replay_follows_a_growing_cache(void **state) {
     kiln_context_destroy(without);
 }
 
+/* Unrolled windows (kernel.c build_window) over a bound length: the maximum over X's first dim
+ * of relu(sum over its last) of X[:, 0 : L] (X (2, 8, 3), L = 2 + step % 3), transposed; and
+ * sum(X), so that the graph has two kernels and keeps a plan. The windows' instances have keys
+ * (eng_reduction.at) that once kept the length's value: a kernel taken with another length
+ * then differed from its build (Debug builds: KILN_ERROR_INTERNAL). Against the host's values
+ * and a context that keeps nothing; every kernel taken from the fourth step. */
+static void test_engine_realize_replay_follows_windows_of_a_bound_length(void **state) {
+    bool device = on_device(state);
+    kiln_context_options opt = {.device = device ? NULL : "interp", .validation = device};
+    kiln_context *with = fx_ctx(state), *without = NULL;
+    assert_int_equal(
+        eng_testing_context_create(&opt, &(eng_testing){.no_foresight = true}, &without), KILN_OK);
+    float xv[2 * 8 * 3];
+    for (int i = 0; i < 2 * 8 * 3; i++)
+        xv[i] = (float)((i * 5) % 9) - 3.0f;
+    kiln_context *ctxs[2] = {with, without};
+    kiln_tensor *x[2];
+    for (int c = 0; c < 2; c++) {
+        x[c] = fx_f32(ctxs[c], 3, (const int64_t[]){2, 8, 3}, xv);
+        assert_int_equal(kiln_realize(x[c]), KILN_OK);
+    }
+    for (int step = 0; step < 6; step++) {
+        int len = 2 + step % 3;
+        float got[2][8];
+        uint64_t replayed = kiln_context_stats(with).builds_replayed, kernels = 0;
+        for (int c = 0; c < 2; c++) {
+            kiln_context *ctx = ctxs[c];
+            uint64_t dispatched = kiln_context_stats(ctx).dispatches;
+            kiln_scope_begin(ctx);
+            const kiln_expr *l = kiln_bind(ctx, kiln_variable(ctx, "window_len", 1, 8), len);
+            kiln_tensor *rows = kiln_narrow_sym(x[c], 1, kiln_int(ctx, 0), l);
+            kiln_tensor *sums = kiln_relu(kiln_sum(rows, 1, (const int32_t[]){2}, false));
+            kiln_tensor *outs[2] = {
+                kiln_max(kiln_transpose(sums, 0, 1), 1, (const int32_t[]){1}, false),
+                kiln_sum(x[c], 0, NULL, false)};
+            if (kiln_realize_many(ctx, 2, outs) != KILN_OK)
+                fail_msg("step %d: %s", step, kiln_context_message(ctx));
+            assert_int_equal(kiln_read(outs[0], got[c], sizeof(float) * (size_t)len), KILN_OK);
+            assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+            if (c == 0)
+                kernels = kiln_context_stats(ctx).dispatches - dispatched;
+        }
+        if (step >= 3)
+            assert_int_equal(kiln_context_stats(with).builds_replayed - replayed, kernels);
+        for (int j = 0; j < len; j++) {
+            float want = 0;
+            for (int r = 0; r < 2; r++) {
+                float sum = 0;
+                for (int k = 0; k < 3; k++)
+                    sum += xv[(r * 8 + j) * 3 + k];
+                want = fmaxf(want, sum);
+            }
+            if (got[0][j] != want || got[1][j] != want)
+                fail_msg("step %d, element %d: %g with replays, %g without; %g expected", step, j,
+                         got[0][j], got[1][j], want);
+        }
+    }
+    kiln_release(x[0]);
+    kiln_release(x[1]);
+    kiln_context_destroy(without);
+}
+
 /* A kernel is taken only where the readers above its nodes are what they were when it was
  * kept: sum(n) and sum(2y) realized together four times (two kernels each), n's four operations
  * inlined into its sum's first kernel, until a tensor built and not realized reads n through
@@ -784,6 +846,7 @@ int main(void) {
         ENG_TEST(test_engine_realize_foresight_changes_no_schedule),
         ENG_TEST(test_engine_realize_replay_follows_bound_values),
         ENG_TEST(test_engine_realize_replay_follows_a_growing_cache),
+        ENG_TEST(test_engine_realize_replay_follows_windows_of_a_bound_length),
         ENG_TEST(test_engine_realize_replay_sees_readers_outside_the_graph),
         ENG_TEST(test_engine_realize_plans_stay_bounded),
     };
