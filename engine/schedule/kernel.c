@@ -1051,7 +1051,9 @@ static kast *build_window(kbuild *b, eng_node *r, const sym_node *const *out_idx
 /* ---- parameters and hash -----------------------------------------------------------------------
  */
 
-/* Replaces bound Variables in *e by Variables, adding them to the kernel's parameters. */
+/* Replaces bound Variables in *e by Variables, adding them to the kernel's parameters. A
+ * Variable bound to two values in one kernel has no one value to push: the build fails (it
+ * took the first value for both once). */
 static void unbind(kbuild *b, const sym_node **e) {
     if (!*e)
         return;
@@ -1069,6 +1071,18 @@ static void unbind(kbuild *b, const sym_node **e) {
         uint32_t p = 0;
         while (p < k->param_count && k->params[p] != vars[i])
             p++;
+        if (p < k->param_count && k->param_values[p] != values[i]) {
+            const char *name = "?";
+            int64_t lo, hi;
+            sym_var_info(vars[i], &name, &lo, &hi);
+            char what[256];
+            snprintf(what, sizeof what,
+                     "Variable %s is bound to %lld and to %lld in one kernel (bind it to one "
+                     "value in a graph, or use two Variables)",
+                     name, (long long)k->param_values[p], (long long)values[i]);
+            build_fail(b, KILN_ERROR_INVALID_ARGUMENT, what);
+            return;
+        }
         if (p == k->param_count) {
             if (k->param_count == ENG_MAX_PARAMS) {
                 build_fail(b, KILN_ERROR_LIMIT_EXCEEDED, "a kernel uses more than 32 Variables");

@@ -725,6 +725,45 @@ static void test_engine_realize_replay_follows_windows_of_a_bound_length(void **
     kiln_context_destroy(without);
 }
 
+/* One Variable bound to two values in one kernel (two narrows of x at two starts, added): a
+ * kernel has one parameter per Variable, so the realize fails with KILN_ERROR_INVALID_ARGUMENT
+ * naming the Variable and both values (it computed both narrows at the first start once), and
+ * x is intact. The same Variable bound to one value twice, and two Variables, compute. */
+static void test_engine_realize_one_variable_two_values_in_a_kernel(void **state) {
+    kiln_context *ctx = fx_ctx(state);
+    kiln_scope_begin(ctx);
+    kiln_tensor *x = kiln_arange(ctx, KILN_F32, 0, 8, 1);
+    assert_int_equal(kiln_realize(x), KILN_OK);
+    const kiln_expr *v = kiln_variable(ctx, "two_starts", 0, 4);
+    const kiln_expr *w = kiln_variable(ctx, "other_start", 0, 4);
+    const kiln_expr *four = kiln_int(ctx, 4);
+    float got[4];
+    kiln_tensor *y =
+        kiln_add(kiln_narrow_sym(x, 0, kiln_bind(ctx, v, 0), four),
+                 kiln_mul_scalar(kiln_narrow_sym(x, 0, kiln_bind(ctx, v, 2), four), 10));
+    assert_int_equal(kiln_read(y, got, sizeof got), KILN_ERROR_INVALID_ARGUMENT);
+    fx_expect_message(ctx, KILN_ERROR_INVALID_ARGUMENT, "kiln_read", "two_starts", "bound to 0",
+                      "to 2", NULL);
+    float xs[8];
+    assert_int_equal(kiln_read(x, xs, sizeof xs), KILN_OK);
+    for (int i = 0; i < 8; i++)
+        assert_true(xs[i] == (float)i);
+    const kiln_expr *starts[3][2] = {{kiln_bind(ctx, v, 1), kiln_bind(ctx, v, 1)},
+                                     {kiln_bind(ctx, v, 0), kiln_bind(ctx, w, 2)},
+                                     {kiln_bind(ctx, w, 3), kiln_bind(ctx, v, 4)}};
+    const int at[3][2] = {{1, 1}, {0, 2}, {3, 4}};
+    for (int c = 0; c < 3; c++) {
+        y = kiln_add(kiln_narrow_sym(x, 0, starts[c][0], four),
+                     kiln_mul_scalar(kiln_narrow_sym(x, 0, starts[c][1], four), 10));
+        assert_int_equal(kiln_read(y, got, sizeof got), KILN_OK);
+        for (int i = 0; i < 4; i++) {
+            if (got[i] != (float)(at[c][0] + i) + 10 * (float)(at[c][1] + i))
+                fail_msg("case %d element %d: %g", c, i, got[i]);
+        }
+    }
+    assert_int_equal(kiln_scope_end(ctx, 0, NULL), KILN_OK);
+}
+
 /* A kernel is taken only where the readers above its nodes are what they were when it was
  * kept: sum(n) and sum(2y) realized together four times (two kernels each), n's four operations
  * inlined into its sum's first kernel, until a tensor built and not realized reads n through
@@ -848,6 +887,7 @@ int main(void) {
         ENG_TEST(test_engine_realize_replay_follows_a_growing_cache),
         ENG_TEST(test_engine_realize_replay_follows_windows_of_a_bound_length),
         ENG_TEST(test_engine_realize_replay_sees_readers_outside_the_graph),
+        ENG_TEST(test_engine_realize_one_variable_two_values_in_a_kernel),
         ENG_TEST(test_engine_realize_plans_stay_bounded),
     };
     return ENG_RUN_BOTH(tests);
