@@ -262,7 +262,9 @@ const kiln_expr *kiln_int(kiln_context *ctx, int64_t value);
 const kiln_expr *kiln_variable(kiln_context *ctx, const char *name, int64_t min, int64_t max);
 /* The Variable bound to value (value outside the range: NULL and KILN_ERROR_OUT_OF_RANGE).
  * Outside any scope, a value other than the last one supersedes the previous binding: the
- * expressions of it that nothing uses are freed now (their handles stale, above). */
+ * expressions of it that nothing uses are freed now (their handles stale, above). A kernel
+ * pushes one value per Variable: a realize whose kernel would read one Variable bound to two
+ * values fails with KILN_ERROR_INVALID_ARGUMENT naming it and both (use two Variables). */
 const kiln_expr *kiln_bind(kiln_context *ctx, const kiln_expr *variable, int64_t value);
 const kiln_expr *kiln_expr_add(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b);
 const kiln_expr *kiln_expr_mul(kiln_context *ctx, const kiln_expr *a, const kiln_expr *b);
