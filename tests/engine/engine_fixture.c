@@ -171,6 +171,15 @@ kiln_context *fx_ctx(void **state) {
     return ((eng_fixture *)*state)->ctx;
 }
 
+kiln_context *fx_ctx_without_foresight(void **state) {
+    bool device = ((eng_fixture *)*state)->device;
+    kiln_context_options opt = {.device = device ? NULL : "interp", .validation = device};
+    kiln_context *ctx = NULL;
+    assert_int_equal(eng_testing_context_create(&opt, &(eng_testing){.no_foresight = true}, &ctx),
+                     KILN_OK);
+    return ctx;
+}
+
 kiln_tensor *fx_f32(kiln_context *ctx, uint32_t ndim, const int64_t *shape, const float *data) {
     kiln_tensor *t = kiln_from_data(ctx, KILN_F32, ndim, shape, data);
     assert_non_null(t);

@@ -75,6 +75,10 @@ bool fx_timestamps(const kiln_context *ctx);
  * and contains each of the NULL-ended strings after it, then clears the error. */
 void fx_expect_message(kiln_context *ctx, kiln_status status, const char *begins, ...);
 kiln_context *fx_ctx(void **state);
+/* A context of the fixture's backend (validation on for the device) that learns nothing from
+ * earlier realizes (eng_testing no_foresight: no plans, every kernel built): what replay and
+ * foresight are checked against. The test destroys it. */
+kiln_context *fx_ctx_without_foresight(void **state);
 
 kiln_tensor *fx_f32(kiln_context *ctx, uint32_t ndim, const int64_t *shape, const float *data);
 /* flat as images (images, c, h, w), its batch the Variable "images" in [1, max] bound to n. */

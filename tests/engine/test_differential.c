@@ -229,10 +229,7 @@ static void loop_step(kiln_context *ctx, loop_state *ls, int step, float *out, i
 
 static void test_engine_differential_replayed_loops_match(void **state) {
     eng_fixture *f = *state;
-    kiln_context_options opt = {.device = f->device ? NULL : "interp", .validation = f->device};
-    kiln_context *without = NULL;
-    assert_int_equal(
-        eng_testing_context_create(&opt, &(eng_testing){.no_foresight = true}, &without), KILN_OK);
+    kiln_context *without = fx_ctx_without_foresight(state);
     static float got[MAX_ELEMS], want[MAX_ELEMS];
     uint32_t replaying = 0; /* seeds that took a kernel */
     for (uint64_t seed = 1; seed <= LOOP_SEEDS; seed++) {

@@ -503,11 +503,7 @@ static ran foresight_graph(kiln_context *ctx, int which) {
  * second time from what the first learnt), against the same graph in a context that learns
  * nothing (eng_testing no_foresight). */
 static void test_engine_realize_foresight_changes_no_schedule(void **state) {
-    bool device = on_device(state);
-    kiln_context_options opt = {.device = device ? NULL : "interp", .validation = device};
-    kiln_context *with = fx_ctx(state), *without = NULL;
-    assert_int_equal(
-        eng_testing_context_create(&opt, &(eng_testing){.no_foresight = true}, &without), KILN_OK);
+    kiln_context *with = fx_ctx(state), *without = fx_ctx_without_foresight(state);
     uint64_t stopped = kiln_context_stats(with).builds_stopped;
     for (int which = 0; which < 5; which++) {
         ran want = foresight_graph(without, which);
@@ -549,6 +545,22 @@ static ran replay_graph(kiln_context *ctx, kiln_tensor *acc, int step) {
     return r;
 }
 
+/* Step `step` of a replayed loop: graph built and realized in with and in without (a context
+ * that keeps nothing), on their own tensors t[0] and t[1]; into got and other. Both run the
+ * same kernels, and from the fourth step with takes every kernel from the step before (the
+ * first step's graph is another, its tensor not written yet; the second keeps its kernels). */
+static void replayed_step(ran (*graph)(kiln_context *, kiln_tensor *, int), kiln_context *with,
+                          kiln_context *without, kiln_tensor *const *t, int step, ran *got,
+                          ran *other) {
+    uint64_t replayed = kiln_context_stats(with).builds_replayed;
+    *got = graph(with, t[0], step);
+    *other = graph(without, t[1], step);
+    uint64_t taken = kiln_context_stats(with).builds_replayed - replayed;
+    assert_int_equal(got->kernels, other->kernels);
+    if (step >= 3)
+        assert_int_equal(taken, got->kernels);
+}
+
 /* A kernel taken from the last realize of its graph (plan.c's replay) computes what its
  * build would: six steps of replay_graph, against the host's values and against a context that
  * keeps nothing (eng_testing no_foresight): the same values and kernels. The first step's graph
@@ -557,11 +569,7 @@ static ran replay_graph(kiln_context *ctx, kiln_tensor *acc, int step) {
  * Variable) and, where the view's start moves (step 3), the new start: both are parameters of
  * the same kernel (plan.c rebind). Debug builds also build every kernel taken and compare. */
 static void test_engine_realize_replay_follows_bound_values(void **state) {
-    bool device = on_device(state);
-    kiln_context_options opt = {.device = device ? NULL : "interp", .validation = device};
-    kiln_context *with = fx_ctx(state), *without = NULL;
-    assert_int_equal(
-        eng_testing_context_create(&opt, &(eng_testing){.no_foresight = true}, &without), KILN_OK);
+    kiln_context *with = fx_ctx(state), *without = fx_ctx_without_foresight(state);
     kiln_tensor *acc[2];
     kiln_context *ctxs[2] = {with, without};
     for (int c = 0; c < 2; c++) {
@@ -573,17 +581,13 @@ static void test_engine_realize_replay_follows_bound_values(void **state) {
     for (int step = 0; step < 6; step++) {
         for (int i = 0; i < 4; i++)
             want[i] += xv[step / 3 + i] * (float)(step + 1) + 2 * (1 + 3 + 5 + 7);
-        uint64_t replayed = kiln_context_stats(with).builds_replayed;
-        ran got = replay_graph(with, acc[0], step), other = replay_graph(without, acc[1], step);
-        uint64_t taken = kiln_context_stats(with).builds_replayed - replayed;
-        if (step >= 3)
-            assert_int_equal(taken, got.kernels);
+        ran got, other;
+        replayed_step(replay_graph, with, without, acc, step, &got, &other);
         for (int i = 0; i < 4; i++) {
             if (got.values[i] != want[i] || other.values[i] != want[i])
                 fail_msg("step %d, element %d: %g with replays, %g without; %g expected", step, i,
                          got.values[i], other.values[i], want[i]);
         }
-        assert_int_equal(got.kernels, other.kernels);
     }
     assert_int_equal(kiln_context_stats(without).builds_replayed, 0);
     kiln_release(acc[0]);
@@ -624,11 +628,7 @@ static ran cache_graph(kiln_context *ctx, kiln_tensor *cache, int step) {
  * a context that keeps nothing (eng_testing no_foresight) gives the same. Debug builds also
  * build every kernel taken and compare. */
 static void test_engine_realize_replay_follows_a_growing_cache(void **state) {
-    bool device = on_device(state);
-    kiln_context_options opt = {.device = device ? NULL : "interp", .validation = device};
-    kiln_context *with = fx_ctx(state), *without = NULL;
-    assert_int_equal(
-        eng_testing_context_create(&opt, &(eng_testing){.no_foresight = true}, &without), KILN_OK);
+    kiln_context *with = fx_ctx(state), *without = fx_ctx_without_foresight(state);
     kiln_context *ctxs[2] = {with, without};
     kiln_tensor *cache[2];
     for (int c = 0; c < 2; c++) {
@@ -637,11 +637,8 @@ static void test_engine_realize_replay_follows_a_growing_cache(void **state) {
     }
     const float xv[4] = {1, -2, 3, 0.5f};
     for (int step = 0; step < 8; step++) {
-        uint64_t replayed = kiln_context_stats(with).builds_replayed;
-        ran got = cache_graph(with, cache[0], step), other = cache_graph(without, cache[1], step);
-        uint64_t taken = kiln_context_stats(with).builds_replayed - replayed;
-        if (step >= 3)
-            assert_int_equal(taken, got.kernels);
+        ran got, other;
+        replayed_step(cache_graph, with, without, cache, step, &got, &other);
         for (int i = 0; i < 4; i++) {
             /* row r holds x * (r + 1), weighted by r + 1 in the rows seen */
             float want = 0, total = 0;
@@ -656,7 +653,6 @@ static void test_engine_realize_replay_follows_a_growing_cache(void **state) {
                 fail_msg("step %d, element %d: %g with replays, %g without; %g expected", step, i,
                          got.values[i], other.values[i], want);
         }
-        assert_int_equal(got.kernels, other.kernels);
     }
     kiln_release(cache[0]);
     kiln_release(cache[1]);
@@ -670,11 +666,7 @@ static void test_engine_realize_replay_follows_a_growing_cache(void **state) {
  * then differed from its build (Debug builds: KILN_ERROR_INTERNAL). Against the host's values
  * and a context that keeps nothing; every kernel taken from the fourth step. */
 static void test_engine_realize_replay_follows_windows_of_a_bound_length(void **state) {
-    bool device = on_device(state);
-    kiln_context_options opt = {.device = device ? NULL : "interp", .validation = device};
-    kiln_context *with = fx_ctx(state), *without = NULL;
-    assert_int_equal(
-        eng_testing_context_create(&opt, &(eng_testing){.no_foresight = true}, &without), KILN_OK);
+    kiln_context *with = fx_ctx(state), *without = fx_ctx_without_foresight(state);
     float xv[2 * 8 * 3];
     for (int i = 0; i < 2 * 8 * 3; i++)
         xv[i] = (float)((i * 5) % 9) - 3.0f;
